@@ -1,0 +1,224 @@
+#include "common/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "common/strings.h"
+
+namespace elasticdl {
+namespace {
+
+Status ErrnoStatus(const std::string& path, std::string_view action, int err) {
+  std::string message = StrCat(path, ": ", action, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    case EISDIR:
+      return absl::InvalidArgumentError(message);
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+constexpr size_t kWriteBufferSize = 1 << 20;
+
+}  // namespace
+
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string path, int fd, uint64_t size)
+      : RandomAccessFile(std::move(path), size), fd_(fd) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+
+  Status Read(uint64_t offset, size_t n, char* scratch, size_t* bytes_read) const override {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(path(), StrCat("read at offset ", offset + done), errno);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    *bytes_read = done;
+    return absl::OkStatus();
+  }
+
+ private:
+  int fd_;
+};
+
+class StringRandomAccessFile final : public RandomAccessFile {
+ public:
+  StringRandomAccessFile(std::string name, std::string contents)
+      : RandomAccessFile(std::move(name), contents.size()), contents_(std::move(contents)) {}
+
+  Status Read(uint64_t offset, size_t n, char* scratch, size_t* bytes_read) const override {
+    if (offset >= contents_.size()) {
+      *bytes_read = 0;
+      return absl::OkStatus();
+    }
+    size_t take = std::min<uint64_t>(n, contents_.size() - offset);
+    std::memcpy(scratch, contents_.data() + offset, take);
+    *bytes_read = take;
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string contents_;
+};
+
+StatusOr<std::unique_ptr<RandomAccessFile>> RandomAccessFile::Open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(path, "cannot open", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus(path, "cannot stat", err);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(StrCat(path, ": is a directory, expected a file"));
+  }
+  return std::make_unique<PosixRandomAccessFile>(path, fd, static_cast<uint64_t>(st.st_size));
+}
+
+std::unique_ptr<RandomAccessFile> RandomAccessFile::FromString(std::string name,
+                                                               std::string contents) {
+  return std::make_unique<StringRandomAccessFile>(std::move(name), std::move(contents));
+}
+
+Status RandomAccessFile::ReadExactly(uint64_t offset, size_t n, char* scratch,
+                                     std::string_view what) const {
+  size_t got = 0;
+  EDL_RETURN_IF_ERROR(Read(offset, n, scratch, &got));
+  if (got < n) {
+    return absl::DataLossError(StrCat(path(), ": offset ", offset, ": truncated ", what,
+                                            ": needs ", n, " bytes, file has ", got));
+  }
+  return absl::OkStatus();
+}
+
+SequentialReader::SequentialReader(const RandomAccessFile* file, uint64_t offset,
+                                   size_t buffer_size)
+    : file_(file), buffer_(buffer_size, '\0'), buffer_start_(offset), offset_(offset) {}
+
+Status SequentialReader::Read(size_t n, std::string_view* out, std::string_view what) {
+  if (n > remaining()) {
+    return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_,
+                                            ": truncated ", what, ": needs ", n,
+                                            " bytes, file has ", remaining()));
+  }
+  uint64_t in_buffer_pos = offset_ - buffer_start_;
+  if (offset_ < buffer_start_ || in_buffer_pos + n > buffer_len_) {
+    // Refill so that [offset_, offset_ + n) is in the buffer.
+    if (n > buffer_.size()) buffer_.resize(n);
+    size_t got = 0;
+    EDL_RETURN_IF_ERROR(file_->Read(offset_, buffer_.size(), buffer_.data(), &got));
+    buffer_start_ = offset_;
+    buffer_len_ = got;
+    in_buffer_pos = 0;
+    if (got < n) {
+      return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_,
+                                              ": file shrank while reading ", what));
+    }
+  }
+  *out = std::string_view(buffer_.data() + in_buffer_pos, n);
+  offset_ += n;
+  return absl::OkStatus();
+}
+
+Status SequentialReader::Skip(uint64_t n, std::string_view what) {
+  if (n > remaining()) {
+    return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_,
+                                            ": truncated ", what, ": needs ", n,
+                                            " bytes, file has ", remaining()));
+  }
+  offset_ += n;
+  return absl::OkStatus();
+}
+
+WritableFile::WritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {
+  buffer_.reserve(kWriteBufferSize);
+}
+
+WritableFile::~WritableFile() {
+  if (fd_ >= 0) Close().IgnoreError();
+}
+
+StatusOr<std::unique_ptr<WritableFile>> WritableFile::Create(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(path, "cannot create", errno);
+  return std::unique_ptr<WritableFile>(new WritableFile(path, fd));
+}
+
+Status WritableFile::FlushBuffer() {
+  size_t done = 0;
+  while (done < buffer_.size()) {
+    ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(path_, "write", errno);
+    }
+    done += static_cast<size_t>(w);
+  }
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+Status WritableFile::Append(std::string_view data) {
+  if (fd_ < 0) return absl::FailedPreconditionError(StrCat(path_, ": write after close"));
+  bytes_written_ += data.size();
+  if (buffer_.size() + data.size() > kWriteBufferSize) {
+    EDL_RETURN_IF_ERROR(FlushBuffer());
+    if (data.size() > kWriteBufferSize) {
+      buffer_.assign(data.data(), data.size());
+      Status s = FlushBuffer();
+      buffer_.reserve(kWriteBufferSize);
+      return s;
+    }
+  }
+  buffer_.append(data.data(), data.size());
+  return absl::OkStatus();
+}
+
+Status WritableFile::Close() {
+  if (fd_ < 0) return absl::OkStatus();
+  Status s = FlushBuffer();
+  if (::close(fd_) != 0 && s.ok()) s = ErrnoStatus(path_, "close", errno);
+  fd_ = -1;
+  return s;
+}
+
+StatusOr<std::string> ReadFileToString(const std::string& path) {
+  EDL_ASSIGN_OR_RETURN(auto file, RandomAccessFile::Open(path));
+  std::string data(file->size(), '\0');
+  EDL_RETURN_IF_ERROR(file->ReadExactly(0, data.size(), data.data(), "file"));
+  return data;
+}
+
+Status CreateDirectories(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) {
+    return absl::InternalError(StrCat(path, ": cannot create directory: ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace elasticdl

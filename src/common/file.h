@@ -1,0 +1,103 @@
+// Files as the data layer sees them: positional reads and appending writes,
+// with every failure a Status that names the path.
+#ifndef ELASTICDL_COMMON_FILE_H_
+#define ELASTICDL_COMMON_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl {
+
+// A read-only file for positional reads: a file on disk, or bytes in memory
+// (for tests and fuzzers). Thread-safe: Read() may be called from several
+// threads at once.
+class RandomAccessFile {
+ public:
+  // Opens a file on disk.
+  static StatusOr<std::unique_ptr<RandomAccessFile>> Open(const std::string& path);
+  // Serves `contents` as if it were a file called `name`.
+  static std::unique_ptr<RandomAccessFile> FromString(std::string name, std::string contents);
+
+  virtual ~RandomAccessFile() = default;
+
+  // Reads up to `n` bytes at `offset` into `scratch`; `*bytes_read` may be
+  // less than `n` only at the end of the file.
+  virtual Status Read(uint64_t offset, size_t n, char* scratch, size_t* bytes_read) const = 0;
+  // Reads exactly `n` bytes at `offset`, or fails with DATA_LOSS naming what
+  // the caller was reading (`what`) when the file ends first.
+  Status ReadExactly(uint64_t offset, size_t n, char* scratch, std::string_view what) const;
+
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }
+
+ protected:
+  RandomAccessFile(std::string path, uint64_t size) : path_(std::move(path)), size_(size) {}
+
+ private:
+  std::string path_;
+  uint64_t size_;
+};
+
+// Sequential reads over a RandomAccessFile through a buffer, for formats
+// whose framing is only known by walking it (TFRecord, IDX, CSV).
+// Not thread-safe.
+class SequentialReader {
+ public:
+  explicit SequentialReader(const RandomAccessFile* file, uint64_t offset = 0,
+                            size_t buffer_size = 1 << 20);
+
+  // Makes the next `n` bytes available as `*out` (valid until the next call)
+  // and advances past them. Fails with DATA_LOSS naming `what` if the file
+  // ends first.
+  Status Read(size_t n, std::string_view* out, std::string_view what);
+  // Advances `n` bytes without returning them.
+  Status Skip(uint64_t n, std::string_view what);
+  // Position of the next byte to be read.
+  uint64_t offset() const { return offset_; }
+  bool AtEnd() const { return offset_ >= file_->size(); }
+  uint64_t remaining() const { return AtEnd() ? 0 : file_->size() - offset_; }
+
+ private:
+  const RandomAccessFile* file_;
+  std::string buffer_;
+  uint64_t buffer_start_ = 0;  // file offset of buffer_[0]
+  size_t buffer_len_ = 0;      // valid bytes in buffer_
+  uint64_t offset_;
+};
+
+// A file opened for writing from its start (truncating). Buffered; Close()
+// flushes and reports any deferred error. Not thread-safe.
+class WritableFile {
+ public:
+  static StatusOr<std::unique_ptr<WritableFile>> Create(const std::string& path);
+  ~WritableFile();
+  WritableFile(const WritableFile&) = delete;
+  WritableFile& operator=(const WritableFile&) = delete;
+
+  Status Append(std::string_view data);
+  Status Close();
+  const std::string& path() const { return path_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  WritableFile(std::string path, int fd);
+  Status FlushBuffer();
+  std::string path_;
+  int fd_;
+  std::string buffer_;
+  uint64_t bytes_written_ = 0;
+};
+
+// Reads a whole (small) file into memory.
+StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// Creates `path` and any missing parents; OK if it already exists.
+Status CreateDirectories(const std::string& path);
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_COMMON_FILE_H_

@@ -1,0 +1,32 @@
+// String building for messages. (Debian's abseil is built with its own
+// string_view, so absl::StrCat does not take std::string_view; this one does.)
+#ifndef ELASTICDL_COMMON_STRINGS_H_
+#define ELASTICDL_COMMON_STRINGS_H_
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+namespace elasticdl {
+
+// Concatenates the fmt "{}" form of each argument.
+template <typename... Args>
+std::string StrCat(const Args&... args) {
+  std::string out;
+  (fmt::format_to(std::back_inserter(out), "{}", args), ...);
+  return out;
+}
+
+inline bool HasSuffix(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// "0x0123abcd".
+inline std::string Hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_COMMON_STRINGS_H_

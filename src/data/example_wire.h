@@ -1,0 +1,59 @@
+// A direct reader of serialized tf.train.Example records: finds the features a
+// spec asks for and decodes their values without building protobuf messages
+// (the same approach as TensorFlow's fast example parsing).
+//
+// Semantics match protobuf's own parser: repeated `features` fields merge, a
+// later map entry for a key replaces an earlier one, within a Feature the last
+// oneof kind wins and repeated occurrences of the same kind merge, values may
+// be packed or not, and unknown fields are skipped. Malformed wire data is
+// DATA_LOSS. No LibTorch here.
+#ifndef ELASTICDL_DATA_EXAMPLE_WIRE_H_
+#define ELASTICDL_DATA_EXAMPLE_WIRE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl::example {
+
+enum class Kind { kNone = 0, kBytes = 1, kFloat = 2, kInt64 = 3 };
+
+// "bytes_list", "float_list", "int64_list" or "no value".
+std::string_view KindName(Kind kind);
+
+// Where one feature's value lies inside a record; views into the record.
+struct FeatureView {
+  bool present = false;  // the key occurred in the record
+  Kind kind = Kind::kNone;
+  // Serialized {Bytes,Float,Int64}List messages of `kind`, in order; parsed
+  // one after the other they merge into the feature's value.
+  std::vector<std::string_view> lists;
+};
+
+// Looks up `keys` in `record`; (*out)[i] describes keys[i].
+Status FindFeatures(std::string_view record, const std::vector<std::string_view>& keys,
+                    std::vector<FeatureView>* out);
+
+// Decodes a feature's values, appending them to `out`. The view's kind must
+// match the function.
+Status AppendFloats(const FeatureView& view, std::vector<float>* out);
+Status AppendInt64s(const FeatureView& view, std::vector<int64_t>* out);
+Status AppendBytes(const FeatureView& view, std::vector<std::string_view>* out);
+
+// Every feature of a record, decoded (for `elasticdl data inspect` and tests).
+struct DecodedFeature {
+  std::string key;
+  Kind kind = Kind::kNone;
+  std::vector<float> floats;
+  std::vector<int64_t> int64s;
+  std::vector<std::string> bytes;
+};
+// Sorted by key.
+Status DecodeAll(std::string_view record, std::vector<DecodedFeature>* out);
+
+}  // namespace elasticdl::example
+
+#endif  // ELASTICDL_DATA_EXAMPLE_WIRE_H_

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "absl/strings/string_view.h"
+
 #include <cstdint>
 #include <iterator>
 #include <string>
@@ -12,11 +14,20 @@
 
 namespace elasticdl {
 
+namespace strings_internal {
+template <typename T>
+const T& Formattable(const T& v) {
+  return v;
+}
+// Status messages are absl::string_view, which fmt does not know.
+inline std::string_view Formattable(absl::string_view v) { return {v.data(), v.size()}; }
+}  // namespace strings_internal
+
 // Concatenates the fmt "{}" form of each argument.
 template <typename... Args>
 std::string StrCat(const Args&... args) {
   std::string out;
-  (fmt::format_to(std::back_inserter(out), "{}", args), ...);
+  (fmt::format_to(std::back_inserter(out), "{}", strings_internal::Formattable(args)), ...);
   return out;
 }
 

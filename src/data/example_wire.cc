@@ -44,11 +44,9 @@ class FieldReader {
   // Returns false at the end of the message or on malformed data; ok() tells.
   bool Next(Field* f) {
     while (true) {
+      if (static_cast<size_t>(in_.CurrentPosition()) == message_.size()) return false;
       uint32_t tag = in_.ReadTagNoLastTag();
-      if (tag == 0) {
-        if (static_cast<size_t>(in_.CurrentPosition()) != message_.size()) Fail("bad field tag");
-        return false;
-      }
+      if (tag == 0) return Fail("bad field tag");
       f->number = tag >> 3;
       f->type = tag & 7;
       if (f->number == 0) return Fail("field number 0");

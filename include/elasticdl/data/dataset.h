@@ -1,0 +1,524 @@
+// Lazy datasets for model files: the C++ form of the tf.data pipeline a
+// modeler's dataset_fn builds (seed 001), with the worker threads and queue
+// bound of seed 004's data loaders.
+//
+//   Dataset<Example> dataset_fn(Dataset<Record> records, Mode mode) {
+//     return records
+//         .map([](const Record& r) { return ParseMnist(r); }, MapOptions().workers(2))
+//         .shuffle(1024)
+//         .batch(64)
+//         .prefetch(2);
+//   }
+//
+// A Dataset is a handle to a pipeline stage; methods return new stages and
+// leave the receiver usable as a handle to the old one, but every stage is a
+// stream that is consumed once: iterate a pipeline from one thread, once.
+//
+// Errors: Next() returns a status instead of an element when a stage fails:
+// a corrupt record, a map function returning an error status or throwing
+// (c10::Error included), tensors that cannot be collated. The message names
+// the element's position in the stream. Range-for iteration throws
+// DatasetError carrying that status.
+#ifndef ELASTICDL_DATA_DATASET_H_
+#define ELASTICDL_DATA_DATASET_H_
+
+#include <torch/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "elasticdl/data/example.h"
+#include "elasticdl/data/record_file.h"
+#include "elasticdl/status.h"
+
+namespace elasticdl {
+
+// One raw record and where it came from.
+struct Record {
+  std::string data;
+  // The file it was read from (shared by all records of the file) and its
+  // index there.
+  std::shared_ptr<const std::string> file;
+  uint64_t index = 0;
+};
+
+// A model input: named feature tensors and (except in prediction) labels.
+struct Example {
+  FeatureMap features;
+  torch::Tensor labels;
+};
+
+// Thrown by range-for iteration when the pipeline fails.
+class DatasetError : public std::runtime_error {
+ public:
+  explicit DatasetError(Status status)
+      : std::runtime_error(std::string(status.message())), status_(std::move(status)) {}
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+// Options for Dataset::map with worker threads.
+class MapOptions {
+ public:
+  // Threads applying the function. 0 runs it inline on the consumer's thread.
+  // Default 0.
+  MapOptions& workers(size_t n) {
+    workers_ = n;
+    return *this;
+  }
+  // Results computed ahead of the consumer, at most. Bounds memory. Default 10
+  // (seed 004's max_queue_size).
+  MapOptions& max_queue_size(size_t n) {
+    max_queue_size_ = n;
+    return *this;
+  }
+  size_t workers() const { return workers_; }
+  size_t max_queue_size() const { return max_queue_size_; }
+
+ private:
+  size_t workers_ = 0;
+  size_t max_queue_size_ = 10;
+};
+
+// Stacking elements into a batch. Specialized for tensors, feature maps and
+// Examples; specialize it for your own element types to batch them.
+template <typename T>
+struct Collate;
+
+template <>
+struct Collate<torch::Tensor> {
+  static StatusOr<torch::Tensor> Apply(std::vector<torch::Tensor>& items);
+};
+template <>
+struct Collate<FeatureMap> {
+  static StatusOr<FeatureMap> Apply(std::vector<FeatureMap>& items);
+};
+template <>
+struct Collate<Example> {
+  static StatusOr<Example> Apply(std::vector<Example>& items);
+};
+
+namespace internal {
+
+// A stage of a pipeline: yields elements until it returns nullopt.
+template <typename T>
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual StatusOr<std::optional<T>> Next() = 0;
+};
+
+template <typename T>
+struct UnwrapStatusOr {
+  using type = T;
+};
+template <typename T>
+struct UnwrapStatusOr<StatusOr<T>> {
+  using type = T;
+};
+
+// Calls fn(x), turning an error status or an exception into a status.
+template <typename R, typename F, typename T>
+StatusOr<R> CallUserFunction(F& fn, T&& x, uint64_t position) {
+  try {
+    return fn(std::forward<T>(x));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        "element " + std::to_string(position) + ": function threw: " + e.what());
+  }
+}
+
+}  // namespace internal
+
+template <typename T>
+class Dataset {
+ public:
+  using Element = T;
+
+  explicit Dataset(std::shared_ptr<internal::Source<T>> source) : source_(std::move(source)) {}
+
+  // The elements of `items`, in order.
+  static Dataset FromVector(std::vector<T> items);
+
+  // Next element, nullopt at the end, or the error that stopped the pipeline.
+  StatusOr<std::optional<T>> Next() { return source_->Next(); }
+
+  // fn(T) -> U or StatusOr<U>, applied to each element in order. With
+  // options.workers() > 0, fn runs on that many threads (so it must be safe to
+  // call concurrently) and results still come out in input order.
+  template <typename F>
+  auto map(F fn, MapOptions options = MapOptions()) const;
+
+  // Keeps the elements for which pred(const T&) -> bool (or StatusOr<bool>)
+  // is true.
+  template <typename P>
+  Dataset filter(P pred) const;
+
+  // Shuffles through a buffer of `buffer_size` elements, as tf.data does:
+  // each output is drawn at random from the buffer and replaced by the next
+  // input. A buffer as large as the data gives a uniform shuffle.
+  Dataset shuffle(size_t buffer_size, uint64_t seed = std::random_device{}()) const;
+
+  // Groups `batch_size` consecutive elements with Collate<T>; the last batch
+  // may be smaller unless `drop_remainder`.
+  Dataset batch(size_t batch_size, bool drop_remainder = false) const;
+
+  // Computes up to `buffer_size` elements ahead on a background thread.
+  Dataset prefetch(size_t buffer_size) const;
+
+  // At most the first `n` elements.
+  Dataset take(uint64_t n) const;
+
+  // Range-for support; throws DatasetError on a failed pipeline.
+  class iterator;
+  iterator begin();
+  iterator end() { return iterator(); }
+
+  const std::shared_ptr<internal::Source<T>>& source() const { return source_; }
+
+ private:
+  std::shared_ptr<internal::Source<T>> source_;
+};
+
+// The records [start, end) of `file`, read lazily chunk by chunk.
+Dataset<Record> ReadRecords(std::shared_ptr<const RecordFile> file, uint64_t start,
+                            uint64_t end);
+
+// ---------------------------------------------------------------------------
+// Implementation.
+
+namespace internal {
+
+template <typename T>
+class VectorSource final : public Source<T> {
+ public:
+  explicit VectorSource(std::vector<T> items) : items_(std::move(items)) {}
+  StatusOr<std::optional<T>> Next() override {
+    if (pos_ >= items_.size()) return std::optional<T>();
+    return std::optional<T>(std::move(items_[pos_++]));
+  }
+
+ private:
+  std::vector<T> items_;
+  size_t pos_ = 0;
+};
+
+template <typename T, typename U, typename F>
+class MapSource final : public Source<U> {
+ public:
+  MapSource(std::shared_ptr<Source<T>> input, F fn) : input_(std::move(input)), fn_(std::move(fn)) {}
+  StatusOr<std::optional<U>> Next() override {
+    EDL_ASSIGN_OR_RETURN(std::optional<T> x, input_->Next());
+    if (!x.has_value()) return std::optional<U>();
+    EDL_ASSIGN_OR_RETURN(U y, (CallUserFunction<U>(fn_, std::move(*x), position_++)));
+    return std::optional<U>(std::move(y));
+  }
+
+ private:
+  std::shared_ptr<Source<T>> input_;
+  F fn_;
+  uint64_t position_ = 0;
+};
+
+// Applies fn on worker threads; results leave in input order. Inputs are
+// pulled from upstream one at a time and numbered; results wait in done_
+// until their turn. At most max_queue_size elements are pulled ahead of the
+// consumer. Threads start on the first Next() and stop in the destructor.
+template <typename T, typename U, typename F>
+class ParallelMapSource final : public Source<U> {
+ public:
+  ParallelMapSource(std::shared_ptr<Source<T>> input, F fn, MapOptions options)
+      : input_(std::move(input)), fn_(std::move(fn)), options_(options) {
+    if (options_.max_queue_size() < 1) options_.max_queue_size(1);
+  }
+
+  ~ParallelMapSource() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  StatusOr<std::optional<U>> Next() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (threads_.empty()) {
+      for (size_t i = 0; i < options_.workers(); ++i) {
+        threads_.emplace_back([this] { Work(); });
+      }
+    }
+    cv_.wait(lock, [this] {
+      return done_.count(next_out_) > 0 || (input_exhausted_ && next_out_ >= next_in_);
+    });
+    auto it = done_.find(next_out_);
+    if (it == done_.end()) return std::optional<U>();  // end of input
+    StatusOr<std::optional<U>> result = std::move(it->second);
+    done_.erase(it);
+    ++next_out_;
+    if (!result.ok() || !result->has_value()) input_exhausted_ = true;  // stop after an error
+    lock.unlock();
+    cv_.notify_all();
+    return result;
+  }
+
+ private:
+  void Work() {
+    while (true) {
+      // Upstream stages are single-consumer: one worker pulls at a time, and
+      // sequence numbers follow pull order.
+      std::unique_lock<std::mutex> pull(pull_mu_);
+      uint64_t seq;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] {
+          return stopping_ || input_exhausted_ || next_in_ - next_out_ < options_.max_queue_size();
+        });
+        if (stopping_ || input_exhausted_) return;
+        seq = next_in_++;
+      }
+      StatusOr<std::optional<T>> input = input_->Next();
+      if (!input.ok() || !input->has_value()) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          input_exhausted_ = true;
+          if (!input.ok()) {
+            done_.emplace(seq, input.status());
+          } else {
+            --next_in_;  // the end is not an element
+          }
+        }
+        cv_.notify_all();
+        return;
+      }
+      pull.unlock();
+      StatusOr<U> y = CallUserFunction<U>(fn_, std::move(**input), seq);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (y.ok()) {
+          done_.emplace(seq, std::optional<U>(std::move(*y)));
+        } else {
+          done_.emplace(seq, y.status());
+        }
+      }
+      cv_.notify_all();
+    }
+  }
+
+  std::shared_ptr<Source<T>> input_;
+  F fn_;
+  MapOptions options_;
+  std::mutex pull_mu_;  // held while pulling from input_
+  std::mutex mu_;       // guards everything below
+  std::condition_variable cv_;
+  std::vector<std::thread> threads_;
+  std::map<uint64_t, StatusOr<std::optional<U>>> done_;
+  uint64_t next_in_ = 0;   // sequence number of the next input pulled
+  uint64_t next_out_ = 0;  // sequence number of the next result handed out
+  bool input_exhausted_ = false;
+  bool stopping_ = false;
+};
+
+template <typename T, typename P>
+class FilterSource final : public Source<T> {
+ public:
+  FilterSource(std::shared_ptr<Source<T>> input, P pred)
+      : input_(std::move(input)), pred_(std::move(pred)) {}
+  StatusOr<std::optional<T>> Next() override {
+    while (true) {
+      EDL_ASSIGN_OR_RETURN(std::optional<T> x, input_->Next());
+      if (!x.has_value()) return x;
+      auto ref = [this](const T& v) { return pred_(v); };
+      EDL_ASSIGN_OR_RETURN(bool keep, (CallUserFunction<bool>(ref, *x, position_++)));
+      if (keep) return x;
+    }
+  }
+
+ private:
+  std::shared_ptr<Source<T>> input_;
+  P pred_;
+  uint64_t position_ = 0;
+};
+
+template <typename T>
+class ShuffleSource final : public Source<T> {
+ public:
+  ShuffleSource(std::shared_ptr<Source<T>> input, size_t buffer_size, uint64_t seed)
+      : input_(std::move(input)), buffer_size_(buffer_size < 1 ? 1 : buffer_size), rng_(seed) {}
+  StatusOr<std::optional<T>> Next() override {
+    while (!input_done_ && buffer_.size() < buffer_size_) {
+      EDL_ASSIGN_OR_RETURN(std::optional<T> x, input_->Next());
+      if (!x.has_value()) {
+        input_done_ = true;
+        break;
+      }
+      buffer_.push_back(std::move(*x));
+    }
+    if (buffer_.empty()) return std::optional<T>();
+    std::uniform_int_distribution<size_t> pick(0, buffer_.size() - 1);
+    size_t i = pick(rng_);
+    std::optional<T> out(std::move(buffer_[i]));
+    buffer_[i] = std::move(buffer_.back());
+    buffer_.pop_back();
+    return out;
+  }
+
+ private:
+  std::shared_ptr<Source<T>> input_;
+  size_t buffer_size_;
+  std::mt19937_64 rng_;
+  std::vector<T> buffer_;
+  bool input_done_ = false;
+};
+
+template <typename T>
+class BatchSource final : public Source<T> {
+ public:
+  BatchSource(std::shared_ptr<Source<T>> input, size_t batch_size, bool drop_remainder)
+      : input_(std::move(input)),
+        batch_size_(batch_size < 1 ? 1 : batch_size),
+        drop_remainder_(drop_remainder) {}
+  StatusOr<std::optional<T>> Next() override {
+    std::vector<T> items;
+    items.reserve(batch_size_);
+    while (items.size() < batch_size_) {
+      EDL_ASSIGN_OR_RETURN(std::optional<T> x, input_->Next());
+      if (!x.has_value()) break;
+      items.push_back(std::move(*x));
+    }
+    if (items.empty() || (drop_remainder_ && items.size() < batch_size_)) {
+      return std::optional<T>();
+    }
+    StatusOr<T> batch = Collate<T>::Apply(items);
+    if (!batch.ok()) {
+      return Annotate(batch.status(), "batch " + std::to_string(batches_));
+    }
+    ++batches_;
+    return std::optional<T>(std::move(*batch));
+  }
+
+ private:
+  std::shared_ptr<Source<T>> input_;
+  size_t batch_size_;
+  bool drop_remainder_;
+  uint64_t batches_ = 0;
+};
+
+template <typename T>
+class TakeSource final : public Source<T> {
+ public:
+  TakeSource(std::shared_ptr<Source<T>> input, uint64_t n) : input_(std::move(input)), left_(n) {}
+  StatusOr<std::optional<T>> Next() override {
+    if (left_ == 0) return std::optional<T>();
+    --left_;
+    return input_->Next();
+  }
+
+ private:
+  std::shared_ptr<Source<T>> input_;
+  uint64_t left_;
+};
+
+}  // namespace internal
+
+template <typename T>
+Dataset<T> Dataset<T>::FromVector(std::vector<T> items) {
+  return Dataset<T>(std::make_shared<internal::VectorSource<T>>(std::move(items)));
+}
+
+template <typename T>
+template <typename F>
+auto Dataset<T>::map(F fn, MapOptions options) const {
+  using R = std::decay_t<std::invoke_result_t<F&, T&&>>;
+  using U = typename internal::UnwrapStatusOr<R>::type;
+  if (options.workers() == 0) {
+    return Dataset<U>(std::make_shared<internal::MapSource<T, U, F>>(source_, std::move(fn)));
+  }
+  return Dataset<U>(
+      std::make_shared<internal::ParallelMapSource<T, U, F>>(source_, std::move(fn), options));
+}
+
+template <typename T>
+template <typename P>
+Dataset<T> Dataset<T>::filter(P pred) const {
+  return Dataset<T>(std::make_shared<internal::FilterSource<T, P>>(source_, std::move(pred)));
+}
+
+template <typename T>
+Dataset<T> Dataset<T>::shuffle(size_t buffer_size, uint64_t seed) const {
+  return Dataset<T>(std::make_shared<internal::ShuffleSource<T>>(source_, buffer_size, seed));
+}
+
+template <typename T>
+Dataset<T> Dataset<T>::batch(size_t batch_size, bool drop_remainder) const {
+  return Dataset<T>(
+      std::make_shared<internal::BatchSource<T>>(source_, batch_size, drop_remainder));
+}
+
+template <typename T>
+Dataset<T> Dataset<T>::prefetch(size_t buffer_size) const {
+  auto identity = [](T x) { return x; };
+  return Dataset<T>(std::make_shared<internal::ParallelMapSource<T, T, decltype(identity)>>(
+      source_, identity, MapOptions().workers(1).max_queue_size(buffer_size)));
+}
+
+template <typename T>
+Dataset<T> Dataset<T>::take(uint64_t n) const {
+  return Dataset<T>(std::make_shared<internal::TakeSource<T>>(source_, n));
+}
+
+template <typename T>
+class Dataset<T>::iterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = T;
+  using difference_type = std::ptrdiff_t;
+  using pointer = T*;
+  using reference = T&;
+
+  iterator() = default;
+  explicit iterator(Dataset* dataset) : dataset_(dataset) { Advance(); }
+  T& operator*() { return *current_; }
+  T* operator->() { return &*current_; }
+  iterator& operator++() {
+    Advance();
+    return *this;
+  }
+  bool operator==(const iterator& other) const { return dataset_ == other.dataset_; }
+  bool operator!=(const iterator& other) const { return !(*this == other); }
+
+ private:
+  void Advance() {
+    StatusOr<std::optional<T>> next = dataset_->Next();
+    if (!next.ok()) throw DatasetError(next.status());
+    current_ = std::move(*next);
+    if (!current_.has_value()) dataset_ = nullptr;
+  }
+  Dataset* dataset_ = nullptr;
+  std::optional<T> current_;
+};
+
+template <typename T>
+typename Dataset<T>::iterator Dataset<T>::begin() {
+  return iterator(this);
+}
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_DATA_DATASET_H_

@@ -1,0 +1,244 @@
+#include "cli/data_command.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/convert.h"
+#include "data/inspect.h"
+#include "data/mnist_import.h"
+#include "data/validate.h"
+
+namespace elasticdl::cli {
+namespace {
+
+// Exit codes shared by the data commands.
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+
+int Fail(const Status& status) {
+  fmt::print(stderr, "error: {}\n", std::string_view(status.message().data(), status.message().size()));
+  return kExitFailure;
+}
+
+// Flag values as the user typed them, converted once the command runs.
+struct WriterFlags {
+  std::string format;
+  std::string compressor = "snappy";
+  size_t chunk_bytes = size_t{32} << 20;
+  uint64_t records_per_shard = 0;
+};
+
+void AddWriterFlags(CLI::App* cmd, WriterFlags* flags, bool with_format) {
+  if (with_format) {
+    cmd->add_option("--to,--format", flags->format,
+                    "Output format: recordio or tfrecord (default: from DST's extension)");
+  }
+  cmd->add_option("--compressor", flags->compressor,
+                  "RecordIO chunk compression: none, snappy or gzip")
+      ->capture_default_str();
+  cmd->add_option("--chunk_bytes", flags->chunk_bytes,
+                  "RecordIO: close a chunk before its raw payload passes this many bytes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--records_per_shard", flags->records_per_shard,
+                  "Split the output into files of this many records (0: one file)")
+      ->capture_default_str();
+}
+
+StatusOr<RecordWriterOptions> WriterOptions(const WriterFlags& flags,
+                                            RecordFormat default_format) {
+  RecordWriterOptions options;
+  options.format = default_format;
+  if (!flags.format.empty()) {
+    EDL_ASSIGN_OR_RETURN(options.format, ParseRecordFormat(flags.format));
+  }
+  EDL_ASSIGN_OR_RETURN(options.compressor, ParseCompressor(flags.compressor));
+  options.max_chunk_bytes = flags.chunk_bytes;
+  return options;
+}
+
+void AddConvert(CLI::App* data, int* exit_code) {
+  struct Flags {
+    std::string src, dst, from;
+    WriterFlags writer;
+    std::string csv_delimiter = ",";
+    std::string csv_types;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = data->add_subcommand(
+      "convert",
+      "Copy records between RecordIO and TFRecord (byte for byte, in order), or turn a CSV "
+      "file into tf.train.Example records");
+  cmd->add_option("SRC", flags->src, "Source: .recordio, .tfrecord or .csv file")->required();
+  cmd->add_option("DST", flags->dst, "Destination: .recordio or .tfrecord file")->required();
+  cmd->add_option("--from", flags->from,
+                  "Source format: recordio or tfrecord (default: from SRC's extension)");
+  AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
+  cmd->add_option("--csv_delimiter", flags->csv_delimiter, "CSV field separator")
+      ->capture_default_str();
+  cmd->add_option("--csv_types", flags->csv_types,
+                  "CSV column types overriding inference: NAME:TYPE,... (int64, float, bytes)");
+  cmd->callback([flags, exit_code] {
+    *exit_code = [&]() -> int {
+      ConvertOptions options;
+      if (!flags->from.empty()) {
+        auto f = ParseRecordFormat(flags->from);
+        if (!f.ok()) return Fail(f.status());
+        options.from = *f;
+      }
+      if (!flags->writer.format.empty()) {
+        auto f = ParseRecordFormat(flags->writer.format);
+        if (!f.ok()) return Fail(f.status());
+        options.to = *f;
+      }
+      auto compressor = ParseCompressor(flags->writer.compressor);
+      if (!compressor.ok()) return Fail(compressor.status());
+      options.compressor = *compressor;
+      options.max_chunk_bytes = flags->writer.chunk_bytes;
+      options.records_per_shard = flags->writer.records_per_shard;
+      if (flags->csv_delimiter.size() != 1) {
+        return Fail(absl::InvalidArgumentError("--csv_delimiter must be one character"));
+      }
+      options.csv.delimiter = flags->csv_delimiter[0];
+      auto types = ParseColumnTypes(flags->csv_types);
+      if (!types.ok()) return Fail(Annotate(types.status(), "--csv_types"));
+      options.csv.column_types = *types;
+      auto result = Convert(flags->src, flags->dst, options);
+      if (!result.ok()) return Fail(result.status());
+      fmt::print("converted {} records from {} into {} file{}\n", result->records, flags->src,
+                 result->outputs.size(), result->outputs.size() == 1 ? "" : "s");
+      for (const auto& p : result->outputs) fmt::print("  {}\n", p);
+      return kExitOk;
+    }();
+  });
+}
+
+void AddMnist(CLI::App* data, int* exit_code) {
+  struct Flags {
+    MnistImportOptions options;
+    WriterFlags writer;
+  };
+  auto flags = std::make_shared<Flags>();
+  flags->writer.records_per_shard = flags->options.records_per_shard;
+  CLI::App* cmd = data->add_subcommand(
+      "mnist",
+      "Convert (Fashion-)MNIST IDX files into shards of tf.train.Example records "
+      "(image float[28,28] 0-255, label int64[1])");
+  cmd->add_option("--output", flags->options.output_dir,
+                  "Output directory; gets train/ and test/ shards")
+      ->required();
+  cmd->add_option("--source", flags->options.source_dir,
+                  "Directory with the four *-idx*-ubyte.gz files")
+      ->capture_default_str();
+  cmd->add_option("--limit", flags->options.limit,
+                  "Only the first N images of each split (0: all)")
+      ->capture_default_str();
+  AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
+  cmd->callback([flags, exit_code] {
+    *exit_code = [&]() -> int {
+      auto writer = WriterOptions(flags->writer, RecordFormat::kRecordIO);
+      if (!writer.ok()) return Fail(writer.status());
+      MnistImportOptions options = flags->options;
+      options.writer = *writer;
+      options.records_per_shard = flags->writer.records_per_shard;
+      auto result = ImportMnist(options);
+      if (!result.ok()) return Fail(result.status());
+      fmt::print("wrote {} training and {} test examples from {} into {} files under {}\n",
+                 result->train_records, result->test_records, options.source_dir,
+                 result->outputs.size(), options.output_dir);
+      return kExitOk;
+    }();
+  });
+}
+
+void AddInspect(CLI::App* data, int* exit_code) {
+  struct Flags {
+    std::string path, format;
+    InspectOptions options;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = data->add_subcommand(
+      "inspect", "Show a record file's record count, chunks and compression, and first examples");
+  cmd->add_option("FILE", flags->path, "A .recordio or .tfrecord file")->required();
+  cmd->add_option("--format", flags->format, "recordio or tfrecord (default: from the extension)");
+  cmd->add_option("-n,--records", flags->options.num_records, "How many records to show")
+      ->capture_default_str();
+  cmd->add_option("--max_values", flags->options.max_values, "Values shown per feature")
+      ->capture_default_str();
+  cmd->callback([flags, exit_code] {
+    *exit_code = [&]() -> int {
+      InspectOptions options = flags->options;
+      if (!flags->format.empty()) {
+        auto f = ParseRecordFormat(flags->format);
+        if (!f.ok()) return Fail(f.status());
+        options.format = *f;
+      }
+      auto report = Inspect(flags->path, options);
+      if (!report.ok()) return Fail(report.status());
+      fmt::print("{}", *report);
+      return kExitOk;
+    }();
+  });
+}
+
+void AddValidate(CLI::App* data, int* exit_code) {
+  struct Flags {
+    std::vector<std::string> paths;
+    std::string format;
+    ValidateOptions options;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = data->add_subcommand(
+      "validate",
+      "Scan record files and report every corrupt spot (file, offset); exit 1 if any");
+  cmd->add_option("FILE", flags->paths, "Record files")->required();
+  cmd->add_option("--format", flags->format, "recordio or tfrecord (default: from extensions)");
+  cmd->add_flag("--examples", flags->options.examples,
+                "Also check that every record is a well-formed tf.train.Example");
+  cmd->callback([flags, exit_code] {
+    *exit_code = [&]() -> int {
+      ValidateOptions options = flags->options;
+      if (!flags->format.empty()) {
+        auto f = ParseRecordFormat(flags->format);
+        if (!f.ok()) return Fail(f.status());
+        options.format = *f;
+      }
+      int code = kExitOk;
+      for (const std::string& path : flags->paths) {
+        auto report = ValidateFile(path, options);
+        if (!report.ok()) {
+          code = Fail(report.status());
+          continue;
+        }
+        for (const Finding& f : report->findings) {
+          fmt::print("{}: offset {}: {}\n", path, f.offset, f.problem);
+        }
+        if (report->findings.empty()) {
+          fmt::print("{}: ok, {} records{}\n", path, report->good_records,
+                     report->chunks > 0 ? fmt::format(" in {} chunks", report->chunks) : "");
+        } else {
+          fmt::print("{}: {} problem{}, {} intact records\n", path, report->findings.size(),
+                     report->findings.size() == 1 ? "" : "s", report->good_records);
+          code = kExitFailure;
+        }
+      }
+      return code;
+    }();
+  });
+}
+
+}  // namespace
+
+void AddDataCommand(CLI::App* app, int* exit_code) {
+  CLI::App* data = app->add_subcommand("data", "Record files: convert, import, inspect, validate");
+  data->require_subcommand(1);
+  AddConvert(data, exit_code);
+  AddMnist(data, exit_code);
+  AddInspect(data, exit_code);
+  AddValidate(data, exit_code);
+}
+
+}  // namespace elasticdl::cli

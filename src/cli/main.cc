@@ -1,0 +1,15 @@
+// The one ElasticDL executable. Subcommands are added by the cli/*_command
+// files; this file only parses and dispatches.
+#include <CLI/CLI.hpp>
+
+#include "cli/data_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ElasticDL: elastic, fault-tolerant training, evaluation and prediction"};
+  app.set_version_flag("--version", "elasticdl 0.1.0");
+  app.require_subcommand(1);
+  int exit_code = 0;
+  elasticdl::cli::AddDataCommand(&app, &exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

@@ -1,0 +1,222 @@
+#include "elasticdl/data/dataset.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "elasticdl/data/recordio.h"
+#include "testing/examples.h"
+#include "testing/temp_dir.h"
+
+namespace elasticdl {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<int> Range(int n) {
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+template <typename T>
+std::vector<T> Collect(Dataset<T> d) {
+  std::vector<T> out;
+  for (auto& x : d) out.push_back(x);
+  return out;
+}
+
+TEST(DatasetTest, MapFilterTake) {
+  auto d = Dataset<int>::FromVector(Range(10))
+               .map([](int x) { return x * 10; })
+               .filter([](const int& x) { return x % 20 == 0; })
+               .take(3);
+  EXPECT_EQ(Collect(d), (std::vector<int>{0, 20, 40}));
+}
+
+TEST(DatasetTest, MapMayChangeTypeAndReturnStatus) {
+  auto d = Dataset<int>::FromVector(Range(3)).map([](int x) -> StatusOr<std::string> {
+    return std::string(x, '*');
+  });
+  EXPECT_EQ(Collect(d), (std::vector<std::string>{"", "*", "**"}));
+}
+
+TEST(DatasetTest, ErrorsAndExceptionsStopThePipelineWithPosition) {
+  auto failing = Dataset<int>::FromVector(Range(5)).map([](int x) -> StatusOr<int> {
+    if (x == 3) return absl::InvalidArgumentError("bad three");
+    return x;
+  });
+  std::vector<int> seen;
+  while (true) {
+    auto next = failing.Next();
+    if (!next.ok()) {
+      EXPECT_THAT(next.status().message(), HasSubstr("bad three"));
+      break;
+    }
+    ASSERT_TRUE(next->has_value());
+    seen.push_back(**next);
+  }
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2}));
+
+  auto throwing = Dataset<int>::FromVector(Range(5)).map([](int x) {
+    if (x == 2) throw std::runtime_error("boom");
+    return x;
+  });
+  try {
+    Collect(throwing);
+    FAIL() << "expected DatasetError";
+  } catch (const DatasetError& e) {
+    EXPECT_THAT(std::string(e.status().message()), HasSubstr("element 2: function threw: boom"));
+  }
+}
+
+TEST(DatasetTest, ShuffleIsAPermutationAndSeeded) {
+  auto a = Collect(Dataset<int>::FromVector(Range(1000)).shuffle(100, 7));
+  auto b = Collect(Dataset<int>::FromVector(Range(1000)).shuffle(100, 7));
+  auto c = Collect(Dataset<int>::FromVector(Range(1000)).shuffle(100, 8));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, Range(1000));
+  std::sort(a.begin(), a.end());
+  EXPECT_EQ(a, Range(1000));
+}
+
+TEST(DatasetTest, BatchCollatesFeatureMapsAndLabels) {
+  std::vector<Example> items;
+  for (int i = 0; i < 5; ++i) {
+    items.push_back({{{"x", torch::full({2}, i)}}, torch::tensor({i})});
+  }
+  auto batches = Collect(Dataset<Example>::FromVector(items).batch(2));
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[0].features.at("x").sizes(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(batches[2].labels.sizes(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(Collect(Dataset<Example>::FromVector(items).batch(2, true)).size(), 2u);
+}
+
+TEST(DatasetTest, BatchOfRaggedTensorsIsAClearError) {
+  std::vector<torch::Tensor> items = {torch::zeros({2}), torch::zeros({3})};
+  auto next = Dataset<torch::Tensor>::FromVector(items).batch(2).Next();
+  ASSERT_FALSE(next.ok());
+  EXPECT_THAT(next.status().message(), HasSubstr("batch 0: cannot stack element 1 ([3]"));
+}
+
+TEST(DatasetTest, ParallelMapKeepsOrderAndUsesThreads) {
+  std::atomic<int> concurrent{0}, peak{0};
+  auto d = Dataset<int>::FromVector(Range(200)).map(
+      [&](int x) {
+        int now = ++concurrent;
+        int p = peak.load();
+        while (now > p && !peak.compare_exchange_weak(p, now)) {
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds((x * 37) % 200));
+        --concurrent;
+        return x * 2;
+      },
+      MapOptions().workers(4).max_queue_size(8));
+  auto out = Collect(d);
+  ASSERT_EQ(out.size(), 200u);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(out[i], 2 * i);
+  EXPECT_GT(peak.load(), 1);
+  EXPECT_LE(peak.load(), 4);
+}
+
+TEST(DatasetTest, ParallelMapBoundsItsQueue) {
+  std::atomic<int> pulled{0};
+  auto d = Dataset<int>::FromVector(Range(100))
+               .map([&](int x) {
+                 ++pulled;
+                 return x;
+               })
+               .map([](int x) { return x; }, MapOptions().workers(2).max_queue_size(5));
+  ASSERT_TRUE(d.Next().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_LE(pulled.load(), 1 + 5 + 1);  // the consumed one, the queue, one being pulled
+}
+
+TEST(DatasetTest, ParallelMapReportsErrorsInOrder) {
+  auto d = Dataset<int>::FromVector(Range(50)).map(
+      [](int x) -> StatusOr<int> {
+        if (x == 20) return absl::DataLossError("twenty");
+        return x;
+      },
+      MapOptions().workers(3));
+  int count = 0;
+  Status failure;
+  while (true) {
+    auto next = d.Next();
+    if (!next.ok()) {
+      failure = next.status();
+      break;
+    }
+    if (!next->has_value()) break;
+    EXPECT_EQ(**next, count++);
+  }
+  EXPECT_EQ(count, 20);
+  EXPECT_THAT(failure.message(), HasSubstr("twenty"));
+}
+
+TEST(DatasetTest, PrefetchDeliversEverythingAndCanBeAbandoned) {
+  EXPECT_EQ(Collect(Dataset<int>::FromVector(Range(100)).prefetch(3)), Range(100));
+  auto d = Dataset<int>::FromVector(Range(100)).prefetch(3);
+  ASSERT_TRUE(d.Next().ok());
+  // Destroying a half-consumed pipeline joins its threads.
+}
+
+TEST(DatasetTest, ReadRecordsThroughAParsingPipeline) {
+  testing::TempDir dir;
+  const std::string path = dir.File("mnist.recordio");
+  {
+    auto writer = RecordIOWriter::Create(path);
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE((*writer)->Write(testing::MnistExample(i % 10, i)).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  auto opened = RecordFile::Open(path);
+  ASSERT_TRUE(opened.ok());
+  std::shared_ptr<const RecordFile> file(std::move(*opened));
+  const FeatureSpecMap spec = {{"image", FixedLenFeature({28, 28}, torch::kFloat32)},
+                               {"label", FixedLenFeature({1}, torch::kInt64)}};
+  auto examples = ReadRecords(file, 10, 30)
+                      .map(
+                          [&](const Record& r) -> StatusOr<Example> {
+                            EDL_ASSIGN_OR_RETURN(Features f, ParseExample(r.data, spec));
+                            return Example{{{"image", f["image"] / 255.0}}, f["label"]};
+                          },
+                          MapOptions().workers(2))
+                      .batch(8)
+                      .prefetch(2);
+  std::vector<int64_t> labels;
+  for (Example& batch : examples) {
+    for (int64_t i = 0; i < batch.labels.size(0); ++i) labels.push_back(batch.labels[i][0].item<int64_t>());
+    EXPECT_EQ(batch.features.at("image").size(1), 28);
+  }
+  std::vector<int64_t> want;
+  for (int i = 10; i < 30; ++i) want.push_back(i % 10);
+  EXPECT_EQ(labels, want);
+}
+
+TEST(DatasetTest, ReadRecordsCarriesFileAndIndex) {
+  testing::TempDir dir;
+  const std::string path = dir.File("r.recordio");
+  {
+    auto writer = RecordIOWriter::Create(path);
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE((*writer)->Write(std::to_string(i)).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  auto opened = RecordFile::Open(path);
+  ASSERT_TRUE(opened.ok());
+  auto records = Collect(ReadRecords(std::shared_ptr<const RecordFile>(std::move(*opened)), 2, 4));
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].data, "2");
+  EXPECT_EQ(records[1].index, 3u);
+  EXPECT_EQ(*records[1].file, path);
+}
+
+}  // namespace
+}  // namespace elasticdl

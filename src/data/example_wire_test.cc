@@ -1,0 +1,105 @@
+#include "data/example_wire.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "testing/examples.h"
+
+namespace elasticdl::example {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<FeatureView> Find(const std::string& record, std::vector<std::string_view> keys) {
+  std::vector<FeatureView> views;
+  Status s = FindFeatures(record, keys, &views);
+  EXPECT_TRUE(s.ok()) << s;
+  return views;
+}
+
+TEST(ExampleWireTest, FindsAndDecodesEachKind) {
+  proto::Example e;
+  testing::AddFloats(&e, "f", {1.5f, -2.0f});
+  testing::AddInt64s(&e, "i", {7, -1, INT64_MIN});
+  testing::AddBytes(&e, "b", {"x", "", "yz"});
+  std::string record = e.SerializeAsString();
+  auto views = Find(record, {"f", "i", "b", "missing"});
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string_view> bytes;
+  ASSERT_TRUE(AppendFloats(views[0], &floats).ok());
+  ASSERT_TRUE(AppendInt64s(views[1], &ints).ok());
+  ASSERT_TRUE(AppendBytes(views[2], &bytes).ok());
+  EXPECT_THAT(floats, ElementsAre(1.5f, -2.0f));
+  EXPECT_THAT(ints, ElementsAre(7, -1, INT64_MIN));
+  EXPECT_THAT(bytes, ElementsAre("x", "", "yz"));
+  EXPECT_FALSE(views[3].present);
+  EXPECT_THAT(AppendFloats(views[1], &floats).message(), HasSubstr("holds int64_list"));
+}
+
+TEST(ExampleWireTest, FollowsProtobufMergeSemantics) {
+  // Two `features` fields: entries merge, a later entry for a key replaces
+  // the earlier one.
+  proto::Example first, second;
+  testing::AddFloats(&first, "a", {1});
+  testing::AddFloats(&first, "b", {2});
+  testing::AddInt64s(&second, "a", {3, 4});
+  std::string record = first.SerializeAsString() + second.SerializeAsString();
+  proto::Example merged;
+  ASSERT_TRUE(merged.ParseFromString(record));
+  auto views = Find(record, {"a", "b"});
+  EXPECT_EQ(views[0].kind, Kind::kInt64);
+  std::vector<int64_t> ints;
+  ASSERT_TRUE(AppendInt64s(views[0], &ints).ok());
+  EXPECT_THAT(ints, ElementsAre(3, 4));
+  EXPECT_EQ(merged.features().feature().at("a").int64_list().value_size(), 2);
+  std::vector<float> floats;
+  ASSERT_TRUE(AppendFloats(views[1], &floats).ok());
+  EXPECT_THAT(floats, ElementsAre(2));
+}
+
+TEST(ExampleWireTest, AcceptsUnpackedValuesAndSkipsUnknownFields) {
+  // FloatList{value: 1.0 (fixed32, unpacked), value: 2.0}, inside
+  // Feature{float_list}, inside an entry{key "k"}, plus an unknown field 9.
+  std::string float_list = std::string("\x0d\x00\x00\x80\x3f\x0d\x00\x00\x00\x40", 10);
+  std::string feature = "\x12" + std::string(1, static_cast<char>(float_list.size())) + float_list;
+  std::string entry = std::string("\x0a\x01k\x12", 4) +
+                      std::string(1, static_cast<char>(feature.size())) + feature;
+  std::string features = "\x0a" + std::string(1, static_cast<char>(entry.size())) + entry;
+  std::string record = "\x0a" + std::string(1, static_cast<char>(features.size())) + features +
+                       std::string("\x48\x05", 2);
+  proto::Example check;
+  ASSERT_TRUE(check.ParseFromString(record));
+  auto views = Find(record, {"k"});
+  std::vector<float> floats;
+  ASSERT_TRUE(AppendFloats(views[0], &floats).ok());
+  EXPECT_THAT(floats, ElementsAre(1.0f, 2.0f));
+}
+
+TEST(ExampleWireTest, MalformedBytesAreDataLoss) {
+  std::string record = testing::MnistExample(3);
+  std::vector<FeatureView> views;
+  for (size_t cut : {size_t{1}, size_t{5}, record.size() / 2, record.size() - 1}) {
+    Status s = FindFeatures(record.substr(0, cut), {"image", "label"}, &views);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << cut;
+    EXPECT_THAT(s.message(), HasSubstr("malformed tf.train.Example")) << cut;
+  }
+  EXPECT_EQ(FindFeatures(std::string("\x0f", 1), {"x"}, &views).code(), StatusCode::kDataLoss);
+}
+
+TEST(ExampleWireTest, DecodeAllListsEveryFeatureSorted) {
+  proto::Example e;
+  testing::AddInt64s(&e, "z", {1});
+  testing::AddBytes(&e, "a", {"hi"});
+  std::vector<DecodedFeature> all;
+  ASSERT_TRUE(DecodeAll(e.SerializeAsString(), &all).ok());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].key, "a");
+  EXPECT_THAT(all[0].bytes, ElementsAre("hi"));
+  EXPECT_EQ(all[1].key, "z");
+  EXPECT_THAT(all[1].int64s, ElementsAre(1));
+}
+
+}  // namespace
+}  // namespace elasticdl::example

@@ -48,7 +48,7 @@ if [[ $target == seeds ]]; then
   configure_and_build "${targets[@]}"
   for t in "${targets[@]}"; do
     rm -rf "$root/fuzz/corpus/$t"
-    "$build/fuzz/${t}_fuzzer" --write_seeds="$root/fuzz/corpus/$t"
+    "$build/bin/${t}_fuzzer" --write_seeds="$root/fuzz/corpus/$t"
   done
   exit 0
 fi
@@ -68,6 +68,6 @@ cp "$root/fuzz/corpus/$target"/* "$work/corpus/"
 # Leaks and UBSan reports are fatal, so libFuzzer saves the input for them.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-exec "$build/fuzz/${target}_fuzzer" \
+exec "$build/bin/${target}_fuzzer" \
   -max_total_time="$seconds" -rss_limit_mb=2048 -max_len="$(max_len "$target")" -timeout=30 \
   -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$@" "$work/corpus"

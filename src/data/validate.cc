@@ -103,17 +103,27 @@ void ValidateRecordIO(const RandomAccessFile& file, const ValidateOptions& optio
                                   &records);
     }
     if (!s.ok()) {
-      report->findings.push_back(
-          {offset, StrCat("chunk of records [", next_index, ", ", next_index + h.num_records,
-                          "): ", s.message())});
-    } else {
-      if (options.examples) {
-        for (size_t i = 0; i < records.size(); ++i) {
-          CheckExample(records[i], next_index + i, offset, report);
-        }
+      std::string problem = StrCat("chunk of records [", next_index, ", ",
+                                   next_index + h.num_records, "): ", s.message());
+      next_index += h.num_records;
+      // If no chunk follows where this one claims to end, its header is the
+      // damaged part: look for the next intact chunk instead of trusting it.
+      uint64_t end = offset + recordio::kHeaderSize + h.stored_size;
+      std::string next_payload;
+      if (end < file.size() && !IsRecordIOChunkAt(file, end, &next_payload)) {
+        resync(offset + 1, std::move(problem));
+      } else {
+        report->findings.push_back({offset, std::move(problem)});
+        offset = end;
       }
-      report->good_records += records.size();
+      continue;
     }
+    if (options.examples) {
+      for (size_t i = 0; i < records.size(); ++i) {
+        CheckExample(records[i], next_index + i, offset, report);
+      }
+    }
+    report->good_records += records.size();
     next_index += h.num_records;
     offset += recordio::kHeaderSize + h.stored_size;
   }

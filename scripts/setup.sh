@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs every Debian package ElasticDL needs (idempotently) and builds it
+# into build/. Safe to run again: installed packages and an up-to-date build
+# are left as they are.
+#
+#   scripts/setup.sh            install + build
+#   scripts/setup.sh --no-build install only
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build clang libclang-rt-14-dev
+  # tensors and autograd
+  libtorch-dev
+  # protocol and status types
+  libprotobuf-dev protobuf-compiler libabsl-dev
+  # record formats: compression and checksums
+  libsnappy-dev zlib1g-dev libisal-dev
+  # command line, CSV, formatting and logs
+  libcli11-dev libcsv-dev libfmt-dev libspdlog-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev python3 python3-snappy python3-crc32c
+  # the data set of the main job
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+fi
+
+if [ "${1:-}" = "--no-build" ]; then exit 0; fi
+
+BUILD_DIR=${ELASTICDL_BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${ELASTICDL_BUILD_TYPE:-RelWithDebInfo}"
+# LibTorch translation units take ~1.2 GB each to compile; two at a time fit
+# comfortably in small machines.
+cmake --build "$BUILD_DIR" -j "${ELASTICDL_JOBS:-$(nproc)}"
+echo "setup: built $BUILD_DIR/bin/elasticdl"

@@ -1,0 +1,190 @@
+"""Scenario tests for `elasticdl data`: the real binary, real files.
+
+Run by CTest with ELASTICDL_BIN pointing at the built executable.
+"""
+import os
+import subprocess
+import tempfile
+import unittest
+
+BIN = os.environ.get("ELASTICDL_BIN", "build/bin/elasticdl")
+MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def run(*args, check=True):
+    proc = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+class DataCliTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="elasticdl-scenario-")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def mnist_subset(self, limit=500, per_shard=200):
+        out = self.path("fmnist")
+        proc = run("data", "mnist", "--output", out, f"--limit={limit}",
+                   f"--records_per_shard={per_shard}")
+        self.assertIn(f"wrote {limit} training and {limit} test examples", proc.stdout)
+        return out
+
+    def test_mnist_import_shards_and_inspect(self):
+        out = self.mnist_subset()
+        shards = sorted(os.listdir(os.path.join(out, "train")))
+        self.assertEqual(shards, [f"data-0000{i}-of-00003.recordio" for i in range(3)])
+        report = run("data", "inspect", os.path.join(out, "train", shards[2]),
+                     "--records=1").stdout
+        self.assertIn("records:  100", report)
+        self.assertIn("snappy", report)
+        self.assertIn("image: float_list[784]", report)
+        self.assertIn("label: int64_list[1]", report)
+        self.assertIn("max 255", report)
+
+    def test_convert_round_trip_is_byte_identical(self):
+        out = self.mnist_subset(limit=300, per_shard=0)
+        src = os.path.join(out, "train", "data.recordio")
+        a, b, c = self.path("a.recordio"), self.path("b.tfrecord"), self.path("c.recordio")
+        # Exactly as written: formats from the extensions.
+        run("data", "convert", src, a, "--compressor=none")
+        run("data", "convert", a, b)
+        run("data", "convert", b, c, "--compressor", "none")
+        with open(a, "rb") as fa, open(c, "rb") as fc:
+            self.assertEqual(fa.read(), fc.read())
+        tf = run("data", "inspect", b, "-n", "0").stdout
+        self.assertIn("format:   TFRecord", tf)
+        self.assertIn("records:  300", tf)
+
+    def test_convert_sharding_and_format_override(self):
+        out = self.mnist_subset(limit=250, per_shard=0)
+        src = os.path.join(out, "test", "data.recordio")
+        proc = run("data", "convert", src, self.path("shards.bin"), "--to=tfrecord",
+                   "--records_per_shard=100")
+        self.assertIn("into 3 files", proc.stdout)
+        counts = []
+        for i in range(3):
+            shard = self.path(f"shards-0000{i}-of-00003.bin")
+            report = run("data", "inspect", shard, "--format=tfrecord", "-n", "0").stdout
+            counts.append(int(report.split("records:")[1].split()[0]))
+        self.assertEqual(counts, [100, 100, 50])
+
+    def test_validate_reports_flipped_byte_and_truncation(self):
+        out = self.mnist_subset(limit=400, per_shard=0)
+        good = self.path("good.recordio")
+        run("data", "convert", os.path.join(out, "train", "data.recordio"), good,
+            "--chunk_bytes=200000")
+        with open(good, "rb") as f:
+            data = bytearray(f.read())
+        flipped, truncated = self.path("flipped.recordio"), self.path("truncated.recordio")
+        data[len(data) // 2] ^= 0x10
+        with open(flipped, "wb") as f:
+            f.write(data)
+        data[len(data) // 2] ^= 0x10
+        with open(truncated, "wb") as f:
+            f.write(data[: len(data) - 1000])
+
+        ok = run("data", "validate", good)
+        self.assertIn("ok, 400 records", ok.stdout)
+
+        proc = run("data", "validate", good, flipped, truncated, check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        lines = proc.stdout.splitlines()
+        flip_lines = [l for l in lines if l.startswith(flipped + ": offset ")]
+        self.assertEqual(len(flip_lines), 1, proc.stdout)
+        self.assertIn("checksum mismatch", flip_lines[0])
+        trunc_lines = [l for l in lines if l.startswith(truncated + ": offset ")]
+        self.assertEqual(len(trunc_lines), 1, proc.stdout)
+        self.assertIn("truncated", trunc_lines[0])
+
+        # The offsets are real: the flipped chunk starts at or before the flip.
+        offset = int(flip_lines[0].split(": offset ")[1].split(":")[0])
+        self.assertLessEqual(offset, len(data) // 2)
+
+        # Reading the damaged file stops with the same diagnosis, never silently.
+        proc = run("data", "convert", flipped, self.path("x.tfrecord"), check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(flipped, proc.stderr)
+        self.assertIn("checksum mismatch", proc.stderr)
+        self.assertFalse(os.path.exists(self.path("x.tfrecord")))
+        self.assertFalse(os.path.exists(self.path("x.tfrecord.partial")))
+
+    def test_validate_tfrecord(self):
+        out = self.mnist_subset(limit=100, per_shard=0)
+        tf = self.path("t.tfrecord")
+        run("data", "convert", os.path.join(out, "test", "data.recordio"), tf)
+        with open(tf, "rb") as f:
+            data = bytearray(f.read())
+        data[5000] ^= 1
+        with open(tf, "wb") as f:
+            f.write(data)
+        proc = run("data", "validate", tf, check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertRegex(proc.stdout, r"t\.tfrecord: offset \d+: record 1: data checksum mismatch")
+
+    def test_csv_to_examples(self):
+        csv = self.path("people.csv")
+        with open(csv, "w") as f:
+            f.write('name,age,height,note\n"Ada, Countess",36,1.65,"said ""hi"""\nBob,41,,x\n')
+        out = self.path("people.recordio")
+        proc = run("data", "convert", csv, out)
+        self.assertIn("converted 2 records", proc.stdout)
+        report = run("data", "inspect", out).stdout
+        self.assertIn('name: bytes_list[1] {"Ada, Countess"}', report)
+        self.assertIn("age: int64_list[1] {36}", report)
+        self.assertIn("height: float_list[1] {1.65}", report)
+        self.assertIn('note: bytes_list[1] {"said \\"hi\\""}', report)
+        # Bob has no height: the feature is left out of his example.
+        second = report.split("record 1")[1]
+        self.assertNotIn("height", second)
+
+        proc = run("data", "convert", csv, self.path("typed.recordio"),
+                   "--csv_types=age:float", "--to=recordio")
+        self.assertIn("age: float_list[1] {36}", run("data", "inspect",
+                                                      self.path("typed.recordio")).stdout)
+
+    def test_csv_errors_name_file_and_row(self):
+        bad = self.path("bad.csv")
+        with open(bad, "w") as f:
+            f.write("a,b\n1,2\n3\n")
+        proc = run("data", "convert", bad, self.path("bad.recordio"), check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(f"{bad}: row 3: expected 2 fields, found 1", proc.stderr)
+        self.assertFalse(os.path.exists(self.path("bad.recordio")))
+        proc = run("data", "convert", self.path("people.csv"), self.path("x.recordio"),
+                   "--csv_types=age:complex", check=False)
+        self.assertIn("--csv_types: column type 'complex' for 'age' is unknown", proc.stderr)
+
+    def test_clear_errors_for_bad_arguments(self):
+        cases = [
+            (["data", "convert", self.path("missing.recordio"), self.path("o.recordio")],
+             "missing.recordio: cannot open: No such file or directory"),
+            (["data", "convert", "in.dat", self.path("o.recordio")],
+             "in.dat: cannot tell the record format from the name"),
+            (["data", "inspect", self.path("x.recordio"), "--format=parquet"],
+             "unknown record format 'parquet'"),
+            (["data", "mnist", "--output", self.path("m"), "--source", self.path("nowhere")],
+             "nowhere/train-images-idx3-ubyte.gz: cannot open"),
+        ]
+        for args, message in cases:
+            proc = run(*args, check=False)
+            self.assertEqual(proc.returncode, 1, args)
+            self.assertIn(message, proc.stderr, args)
+        out = self.mnist_subset(limit=10, per_shard=0)
+        proc = run("data", "convert", os.path.join(out, "test", "data.recordio"),
+                   self.path("o.recordio"), "--compressor=lz4", check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("unknown compressor 'lz4', expected none, snappy or gzip", proc.stderr)
+        usage = run("data", "frobnicate", check=False)
+        self.assertNotEqual(usage.returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

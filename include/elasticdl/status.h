@@ -31,19 +31,18 @@ inline Status Annotate(const Status& status, std::string_view context) {
 #define ELASTICDL_STATUS_CONCAT_(a, b) ELASTICDL_STATUS_CONCAT_INNER_(a, b)
 
 // Evaluates `expr` (a Status); returns it from the enclosing function if not OK.
-#define EDL_RETURN_IF_ERROR(expr)                 \
-  do {                                            \
-    ::absl::Status edl_status_ = (expr);          \
-    if (!edl_status_.ok()) return edl_status_;    \
+#define EDL_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::absl::Status edl_status_ = (expr);       \
+    if (!edl_status_.ok()) return edl_status_; \
   } while (false)
 
 // Evaluates `expr` (a StatusOr<T>); returns its status if not OK, otherwise
 // moves the value into `lhs` (a declaration such as `auto x` or an lvalue).
-#define EDL_ASSIGN_OR_RETURN(lhs, expr)                                                \
-  EDL_ASSIGN_OR_RETURN_IMPL_(ELASTICDL_STATUS_CONCAT_(edl_statusor_, __LINE__), lhs, \
-                             expr)
-#define EDL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                               \
+#define EDL_ASSIGN_OR_RETURN(lhs, expr) \
+  EDL_ASSIGN_OR_RETURN_IMPL_(ELASTICDL_STATUS_CONCAT_(edl_statusor_, __LINE__), lhs, expr)
+#define EDL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)    \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -19,7 +19,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 
 int Fail(const Status& status) {
-  fmt::print(stderr, "error: {}\n", std::string_view(status.message().data(), status.message().size()));
+  fmt::print(stderr, "error: {}\n",
+             std::string_view(status.message().data(), status.message().size()));
   return kExitFailure;
 }
 
@@ -48,8 +49,7 @@ void AddWriterFlags(CLI::App* cmd, WriterFlags* flags, bool with_format) {
       ->capture_default_str();
 }
 
-StatusOr<RecordWriterOptions> WriterOptions(const WriterFlags& flags,
-                                            RecordFormat default_format) {
+StatusOr<RecordWriterOptions> WriterOptions(const WriterFlags& flags, RecordFormat default_format) {
   RecordWriterOptions options;
   options.format = default_format;
   if (!flags.format.empty()) {
@@ -133,8 +133,7 @@ void AddMnist(CLI::App* data, int* exit_code) {
   cmd->add_option("--source", flags->options.source_dir,
                   "Directory with the four *-idx*-ubyte.gz files")
       ->capture_default_str();
-  cmd->add_option("--limit", flags->options.limit,
-                  "Only the first N images of each split (0: all)")
+  cmd->add_option("--limit", flags->options.limit, "Only the first N images of each split (0: all)")
       ->capture_default_str();
   AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
   cmd->callback([flags, exit_code] {
@@ -192,8 +191,7 @@ void AddValidate(CLI::App* data, int* exit_code) {
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = data->add_subcommand(
-      "validate",
-      "Scan record files and report every corrupt spot (file, offset); exit 1 if any");
+      "validate", "Scan record files and report every corrupt spot (file, offset); exit 1 if any");
   cmd->add_option("FILE", flags->paths, "Record files")->required();
   cmd->add_option("--format", flags->format, "recordio or tfrecord (default: from extensions)");
   cmd->add_flag("--examples", flags->options.examples,

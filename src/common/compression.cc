@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/strings.h"
 #include "common/crc.h"
 #include "common/endian.h"
+#include "common/strings.h"
 
 namespace elasticdl::compression {
 namespace {
@@ -64,8 +64,8 @@ Status SnappyFramedUncompress(std::string_view input, size_t max_output, std::st
                  (static_cast<size_t>(static_cast<uint8_t>(input[pos + 2])) << 8) |
                  (static_cast<size_t>(static_cast<uint8_t>(input[pos + 3])) << 16);
     if (input.size() - pos - 4 < len) {
-      return SnappyError(pos, StrCat("truncated chunk: needs ", len, " bytes, has ",
-                                           input.size() - pos - 4));
+      return SnappyError(
+          pos, StrCat("truncated chunk: needs ", len, " bytes, has ", input.size() - pos - 4));
     }
     std::string_view body = input.substr(pos + 4, len);
     if (type == kChunkStreamIdentifier) {
@@ -100,8 +100,7 @@ Status SnappyFramedUncompress(std::string_view input, size_t max_output, std::st
       uint32_t actual = crc::Crc32c(std::string_view(out->data() + start, out->size() - start));
       if (actual != expected) return SnappyError(pos, "chunk checksum mismatch");
     } else if (type >= 0x02 && type <= 0x7f) {
-      return SnappyError(pos, StrCat("reserved unskippable chunk type ",
-                                           Hex32(type)));
+      return SnappyError(pos, StrCat("reserved unskippable chunk type ", Hex32(type)));
     }
     // 0x80-0xfd (reserved skippable) and 0xfe (padding) are skipped.
     static_assert(kChunkPadding == 0xfe);
@@ -158,11 +157,11 @@ Status GzipUncompress(std::string_view input, size_t max_output, std::string* ou
     }
     if (rc == Z_OK) continue;
     if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
-      status = absl::DataLossError(
-          StrCat("gzip stream offset ", zs.total_in, ": truncated stream"));
+      status =
+          absl::DataLossError(StrCat("gzip stream offset ", zs.total_in, ": truncated stream"));
     } else {
-      status = absl::DataLossError(StrCat("gzip stream offset ", zs.total_in, ": ",
-                                                zs.msg ? zs.msg : "corrupt stream"));
+      status = absl::DataLossError(
+          StrCat("gzip stream offset ", zs.total_in, ": ", zs.msg ? zs.msg : "corrupt stream"));
     }
     break;
   }

@@ -19,8 +19,8 @@ std::string Mixed(size_t n) {
 }
 
 TEST(SnappyFramedTest, RoundTripsAcrossBlockBoundaries) {
-  for (size_t n : {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{65537},
-                   size_t{300000}}) {
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{65535}, size_t{65536}, size_t{65537}, size_t{300000}}) {
     std::string input = Mixed(n), framed, back;
     SnappyFramedCompress(input, &framed);
     ASSERT_TRUE(SnappyFramedUncompress(framed, 1 << 30, &back).ok()) << n;
@@ -44,8 +44,7 @@ TEST(SnappyFramedTest, DetectsCorruption) {
 
 TEST(SnappyFramedTest, RejectsMissingIdentifierTruncationAndReservedChunks) {
   std::string out;
-  EXPECT_THAT(SnappyFramedUncompress(std::string("\x01\x05\x00\x00\x00\x00\x00\x00x", 9), 100,
-                                     &out)
+  EXPECT_THAT(SnappyFramedUncompress(std::string("\x01\x05\x00\x00\x00\x00\x00\x00x", 9), 100, &out)
                   .message(),
               HasSubstr("missing stream identifier"));
   std::string framed;

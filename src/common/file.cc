@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
@@ -108,8 +108,8 @@ Status RandomAccessFile::ReadExactly(uint64_t offset, size_t n, char* scratch,
   size_t got = 0;
   EDL_RETURN_IF_ERROR(Read(offset, n, scratch, &got));
   if (got < n) {
-    return absl::DataLossError(StrCat(path(), ": offset ", offset, ": truncated ", what,
-                                            ": needs ", n, " bytes, file has ", got));
+    return absl::DataLossError(StrCat(path(), ": offset ", offset, ": truncated ", what, ": needs ",
+                                      n, " bytes, file has ", got));
   }
   return absl::OkStatus();
 }
@@ -120,9 +120,8 @@ SequentialReader::SequentialReader(const RandomAccessFile* file, uint64_t offset
 
 Status SequentialReader::Read(size_t n, std::string_view* out, std::string_view what) {
   if (n > remaining()) {
-    return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_,
-                                            ": truncated ", what, ": needs ", n,
-                                            " bytes, file has ", remaining()));
+    return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_, ": truncated ", what,
+                                      ": needs ", n, " bytes, file has ", remaining()));
   }
   uint64_t in_buffer_pos = offset_ - buffer_start_;
   if (offset_ < buffer_start_ || in_buffer_pos + n > buffer_len_) {
@@ -134,8 +133,8 @@ Status SequentialReader::Read(size_t n, std::string_view* out, std::string_view 
     buffer_len_ = got;
     in_buffer_pos = 0;
     if (got < n) {
-      return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_,
-                                              ": file shrank while reading ", what));
+      return absl::DataLossError(
+          StrCat(file_->path(), ": offset ", offset_, ": file shrank while reading ", what));
     }
   }
   *out = std::string_view(buffer_.data() + in_buffer_pos, n);
@@ -145,9 +144,8 @@ Status SequentialReader::Read(size_t n, std::string_view* out, std::string_view 
 
 Status SequentialReader::Skip(uint64_t n, std::string_view what) {
   if (n > remaining()) {
-    return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_,
-                                            ": truncated ", what, ": needs ", n,
-                                            " bytes, file has ", remaining()));
+    return absl::DataLossError(StrCat(file_->path(), ": offset ", offset_, ": truncated ", what,
+                                      ": needs ", n, " bytes, file has ", remaining()));
   }
   offset_ += n;
   return absl::OkStatus();

@@ -5,12 +5,12 @@
 
 #include <fmt/format.h>
 
-#include "absl/strings/string_view.h"
-
 #include <cstdint>
 #include <iterator>
 #include <string>
 #include <string_view>
+
+#include "absl/strings/string_view.h"
 
 namespace elasticdl {
 

@@ -19,12 +19,11 @@ StatusOr<ConvertResult> Convert(const std::string& src, const std::string& dst,
 
   if (!options.from.has_value() && HasSuffix(src, ".csv")) {
     EDL_ASSIGN_OR_RETURN(CsvSchema schema, ScanCsv(src, options.csv));
-    EDL_ASSIGN_OR_RETURN(auto writer, ShardedWriter::Create(dst, writer_options,
-                                                            options.records_per_shard,
-                                                            schema.num_rows));
-    EDL_RETURN_IF_ERROR(ConvertCsv(src, options.csv, schema, [&](std::string_view record) {
-      return writer->Write(record);
-    }));
+    EDL_ASSIGN_OR_RETURN(
+        auto writer,
+        ShardedWriter::Create(dst, writer_options, options.records_per_shard, schema.num_rows));
+    EDL_RETURN_IF_ERROR(ConvertCsv(src, options.csv, schema,
+                                   [&](std::string_view record) { return writer->Write(record); }));
     EDL_RETURN_IF_ERROR(writer->Close());
     result.records = schema.num_rows;
     result.outputs = writer->paths();
@@ -32,9 +31,9 @@ StatusOr<ConvertResult> Convert(const std::string& src, const std::string& dst,
   }
 
   EDL_ASSIGN_OR_RETURN(auto input, RecordFile::Open(src, options.from));
-  EDL_ASSIGN_OR_RETURN(auto writer, ShardedWriter::Create(dst, writer_options,
-                                                          options.records_per_shard,
-                                                          input->num_records()));
+  EDL_ASSIGN_OR_RETURN(
+      auto writer,
+      ShardedWriter::Create(dst, writer_options, options.records_per_shard, input->num_records()));
   EDL_ASSIGN_OR_RETURN(auto scan, input->Scan(0, input->num_records()));
   while (scan->Next()) EDL_RETURN_IF_ERROR(writer->Write(scan->record()));
   EDL_RETURN_IF_ERROR(scan->status());

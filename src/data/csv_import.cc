@@ -53,15 +53,15 @@ Status ForEachRow(const std::string& path, char delimiter,
     status = file->Read(offset, buf.size(), buf.data(), &got);
     if (!status.ok()) break;
     if (csv_parse(&parser, buf.data(), got, on_field, on_row, &state) != got) {
-      status = absl::InvalidArgumentError(StrCat(path, ": row ", state.index + 1, ": ",
-                                                 csv_strerror(csv_error(&parser))));
+      status = absl::InvalidArgumentError(
+          StrCat(path, ": row ", state.index + 1, ": ", csv_strerror(csv_error(&parser))));
       break;
     }
     offset += got;
   }
   if (status.ok() && state.status.ok() && csv_fini(&parser, on_field, on_row, &state) != 0) {
-    status = absl::InvalidArgumentError(StrCat(path, ": row ", state.index + 1, ": ",
-                                               csv_strerror(csv_error(&parser))));
+    status = absl::InvalidArgumentError(
+        StrCat(path, ": row ", state.index + 1, ": ", csv_strerror(csv_error(&parser))));
   }
   csv_free(&parser);
   EDL_RETURN_IF_ERROR(status);
@@ -101,9 +101,9 @@ StatusOr<std::map<std::string, example::Kind>> ParseColumnTypes(std::string_view
     } else if (type == "bytes") {
       kind = example::Kind::kBytes;
     } else {
-      return absl::InvalidArgumentError(
-          StrCat("column type '", type, "' for '", item.substr(0, colon),
-                 "' is unknown; expected int64, float or bytes"));
+      return absl::InvalidArgumentError(StrCat("column type '", type, "' for '",
+                                               item.substr(0, colon),
+                                               "' is unknown; expected int64, float or bytes"));
     }
     out[std::string(item.substr(0, colon))] = kind;
   }

@@ -46,11 +46,12 @@ StatusOr<torch::Tensor> Collate<torch::Tensor>::Apply(std::vector<torch::Tensor>
   for (size_t i = 1; i < items.size(); ++i) {
     if (!items[i].sizes().equals(items[0].sizes()) ||
         items[i].scalar_type() != items[0].scalar_type()) {
-      return absl::InvalidArgumentError(
-          StrCat("cannot stack element ", i, " (", ShapeOf(items[i]), " ",
-                 c10::toString(items[i].scalar_type()), ") onto element 0 (", ShapeOf(items[0]),
-                 " ", c10::toString(items[0].scalar_type()), "); ragged features need padding "
-                 "in a map before batch"));
+      return absl::InvalidArgumentError(StrCat("cannot stack element ", i, " (", ShapeOf(items[i]),
+                                               " ", c10::toString(items[i].scalar_type()),
+                                               ") onto element 0 (", ShapeOf(items[0]), " ",
+                                               c10::toString(items[0].scalar_type()),
+                                               "); ragged features need padding "
+                                               "in a map before batch"));
     }
   }
   return torch::stack(items);
@@ -75,9 +76,8 @@ StatusOr<FeatureMap> Collate<FeatureMap>::Apply(std::vector<FeatureMap>& items) 
   }
   for (size_t i = 1; i < items.size(); ++i) {
     if (items[i].size() != items[0].size()) {
-      return absl::InvalidArgumentError(
-          StrCat("element ", i, " has ", items[i].size(), " features, element 0 has ",
-                 items[0].size()));
+      return absl::InvalidArgumentError(StrCat("element ", i, " has ", items[i].size(),
+                                               " features, element 0 has ", items[0].size()));
     }
   }
   return out;
@@ -104,8 +104,7 @@ StatusOr<Example> Collate<Example>::Apply(std::vector<Example>& items) {
   return out;
 }
 
-Dataset<Record> ReadRecords(std::shared_ptr<const RecordFile> file, uint64_t start,
-                            uint64_t end) {
+Dataset<Record> ReadRecords(std::shared_ptr<const RecordFile> file, uint64_t start, uint64_t end) {
   return Dataset<Record>(std::make_shared<RecordSource>(std::move(file), start, end));
 }
 

@@ -40,9 +40,8 @@ TEST(DatasetTest, MapFilterTake) {
 }
 
 TEST(DatasetTest, MapMayChangeTypeAndReturnStatus) {
-  auto d = Dataset<int>::FromVector(Range(3)).map([](int x) -> StatusOr<std::string> {
-    return std::string(x, '*');
-  });
+  auto d = Dataset<int>::FromVector(Range(3)).map(
+      [](int x) -> StatusOr<std::string> { return std::string(x, '*'); });
   EXPECT_EQ(Collect(d), (std::vector<std::string>{"", "*", "**"}));
 }
 
@@ -107,17 +106,18 @@ TEST(DatasetTest, BatchOfRaggedTensorsIsAClearError) {
 
 TEST(DatasetTest, ParallelMapKeepsOrderAndUsesThreads) {
   std::atomic<int> concurrent{0}, peak{0};
-  auto d = Dataset<int>::FromVector(Range(200)).map(
-      [&](int x) {
-        int now = ++concurrent;
-        int p = peak.load();
-        while (now > p && !peak.compare_exchange_weak(p, now)) {
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds((x * 37) % 200));
-        --concurrent;
-        return x * 2;
-      },
-      MapOptions().workers(4).max_queue_size(8));
+  auto d = Dataset<int>::FromVector(Range(200))
+               .map(
+                   [&](int x) {
+                     int now = ++concurrent;
+                     int p = peak.load();
+                     while (now > p && !peak.compare_exchange_weak(p, now)) {
+                     }
+                     std::this_thread::sleep_for(std::chrono::microseconds((x * 37) % 200));
+                     --concurrent;
+                     return x * 2;
+                   },
+                   MapOptions().workers(4).max_queue_size(8));
   auto out = Collect(d);
   ASSERT_EQ(out.size(), 200u);
   for (int i = 0; i < 200; ++i) EXPECT_EQ(out[i], 2 * i);
@@ -173,7 +173,8 @@ TEST(DatasetTest, ReadRecordsThroughAParsingPipeline) {
   {
     auto writer = RecordIOWriter::Create(path);
     ASSERT_TRUE(writer.ok());
-    for (int i = 0; i < 50; ++i) ASSERT_TRUE((*writer)->Write(testing::MnistExample(i % 10, i)).ok());
+    for (int i = 0; i < 50; ++i)
+      ASSERT_TRUE((*writer)->Write(testing::MnistExample(i % 10, i)).ok());
     ASSERT_TRUE((*writer)->Close().ok());
   }
   auto opened = RecordFile::Open(path);
@@ -192,7 +193,8 @@ TEST(DatasetTest, ReadRecordsThroughAParsingPipeline) {
                       .prefetch(2);
   std::vector<int64_t> labels;
   for (Example& batch : examples) {
-    for (int64_t i = 0; i < batch.labels.size(0); ++i) labels.push_back(batch.labels[i][0].item<int64_t>());
+    for (int64_t i = 0; i < batch.labels.size(0); ++i)
+      labels.push_back(batch.labels[i][0].item<int64_t>());
     EXPECT_EQ(batch.features.at("image").size(1), 28);
   }
   std::vector<int64_t> want;

@@ -154,8 +154,10 @@ FeatureSpec FixedLenFeature(std::vector<int64_t> shape, torch::Dtype dtype,
                             std::optional<torch::Tensor> default_value) {
   FeatureSpec s;
   s.type = SpecType(dtype);
-  if (dtype != torch::kInt64 && dtype != torch::kFloat32) s.shape = {-1};  // flagged invalid
-  else s.shape = std::move(shape);
+  if (dtype != torch::kInt64 && dtype != torch::kFloat32)
+    s.shape = {-1};  // flagged invalid
+  else
+    s.shape = std::move(shape);
   s.fixed_length = true;
   s.default_value = std::move(default_value);
   return s;
@@ -194,9 +196,9 @@ const torch::Tensor& Features::operator[](const std::string& name) const {
 Status ValidateFeatureSpec(const FeatureSpecMap& spec) {
   for (const auto& [name, s] : spec) {
     if (!s.fixed_length && !s.shape.empty()) {
-      return absl::InvalidArgumentError(StrCat(
-          "feature '", name, "': dtype must be torch::kFloat32 or torch::kInt64 "
-                             "(use the Bytes variants for bytes_list features)"));
+      return absl::InvalidArgumentError(StrCat("feature '", name,
+                                               "': dtype must be torch::kFloat32 or torch::kInt64 "
+                                               "(use the Bytes variants for bytes_list features)"));
     }
     for (int64_t d : s.shape) {
       if (d < 0) {
@@ -207,8 +209,8 @@ Status ValidateFeatureSpec(const FeatureSpecMap& spec) {
     }
     if (s.default_value.has_value()) {
       if (!s.fixed_length || s.type == FeatureSpec::Type::kBytes) {
-        return absl::InvalidArgumentError(
-            StrCat("feature '", name, "': only fixed-length numeric features take a tensor default"));
+        return absl::InvalidArgumentError(StrCat(
+            "feature '", name, "': only fixed-length numeric features take a tensor default"));
       }
       int64_t n = s.default_value->numel();
       if (n != 1 && n != s.num_elements()) {
@@ -281,9 +283,10 @@ StatusOr<Features> ParseExampleBatch(const std::vector<std::string_view>& record
       fixed[i] = torch::empty(shape, TorchType(s.type));
     }
     if (!s.fixed_length && s.type == FeatureSpec::Type::kBytes) {
-      return absl::InvalidArgumentError(StrCat(
-          "feature '", name, "': variable-length bytes features cannot be parsed as a batch; "
-                             "parse records one by one"));
+      return absl::InvalidArgumentError(
+          StrCat("feature '", name,
+                 "': variable-length bytes features cannot be parsed as a batch; "
+                 "parse records one by one"));
     }
     ++i;
   }

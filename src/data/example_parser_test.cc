@@ -55,7 +55,8 @@ TEST(ParseExampleTest, ErrorsNameTheFeature) {
   testing::AddFloats(&e, "label", {1});
   Status s = ParseExample(e.SerializeAsString(), MnistSpec()).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("feature 'image' has 783 values, expected 784 for shape [28, 28]"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("feature 'image' has 783 values, expected 784 for shape [28, 28]"));
 
   proto::Example wrong_kind;
   testing::AddFloats(&wrong_kind, "image", std::vector<float>(784, 0));

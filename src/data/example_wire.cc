@@ -13,8 +13,8 @@
 namespace elasticdl::example {
 namespace {
 
-using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
 
 enum WireType : uint32_t {
   kVarint = 0,
@@ -85,8 +85,8 @@ class FieldReader {
   bool ok() const { return error_ == nullptr; }
   Status status() const {
     if (ok()) return absl::OkStatus();
-    return absl::DataLossError(StrCat("malformed tf.train.Example: ", error_, " at byte ",
-                                      in_.CurrentPosition() + base_));
+    return absl::DataLossError(
+        StrCat("malformed tf.train.Example: ", error_, " at byte ", in_.CurrentPosition() + base_));
   }
   // Offset of `message` in the record, for error messages.
   void set_base(size_t base) { base_ = base; }
@@ -135,7 +135,7 @@ Status ForEachEntry(std::string_view record, std::vector<std::string_view>* valu
       }
       EDL_RETURN_IF_ERROR(reader.status());
       if (!google::protobuf::internal::IsStructurallyValidUTF8(key.data(),
-                                                              static_cast<int>(key.size()))) {
+                                                               static_cast<int>(key.size()))) {
         return absl::DataLossError(StrCat("malformed tf.train.Example: feature name at byte ",
                                           OffsetIn(record, entry.bytes), " is not UTF-8"));
       }
@@ -170,8 +170,8 @@ Status ResolveKind(std::string_view record, const std::vector<std::string_view>&
 }
 
 Status WrongKind(const FeatureView& view, Kind wanted) {
-  return absl::InvalidArgumentError(StrCat("holds ", KindName(view.kind), ", expected ",
-                                           KindName(wanted)));
+  return absl::InvalidArgumentError(
+      StrCat("holds ", KindName(view.kind), ", expected ", KindName(wanted)));
 }
 
 }  // namespace
@@ -202,15 +202,15 @@ Status FindFeatures(std::string_view record, const std::vector<std::string_view>
   thread_local std::vector<std::vector<std::string_view>> found;
   thread_local std::vector<std::string_view> values;
   if (found.size() < keys.size()) found.resize(keys.size());
-  EDL_RETURN_IF_ERROR(ForEachEntry(record, &values, [&](std::string_view key,
-                                                        const std::vector<std::string_view>& v) {
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (keys[i] == key) {
-        (*out)[i].present = true;
-        found[i] = v;
-      }
-    }
-  }));
+  EDL_RETURN_IF_ERROR(ForEachEntry(
+      record, &values, [&](std::string_view key, const std::vector<std::string_view>& v) {
+        for (size_t i = 0; i < keys.size(); ++i) {
+          if (keys[i] == key) {
+            (*out)[i].present = true;
+            found[i] = v;
+          }
+        }
+      }));
   for (size_t i = 0; i < keys.size(); ++i) {
     if ((*out)[i].present) EDL_RETURN_IF_ERROR(ResolveKind(record, found[i], &(*out)[i]));
   }
@@ -226,7 +226,8 @@ Status AppendFloats(const FeatureView& view, std::vector<float>* out) {
       if (f.number != 1) continue;
       if (f.type == kLengthDelimited) {  // packed
         if (f.bytes.size() % 4 != 0) {
-          return absl::DataLossError("malformed tf.train.Example: packed floats not a multiple of 4 bytes");
+          return absl::DataLossError(
+              "malformed tf.train.Example: packed floats not a multiple of 4 bytes");
         }
         size_t n = f.bytes.size() / 4;
         size_t start = out->size();

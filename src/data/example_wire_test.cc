@@ -64,8 +64,8 @@ TEST(ExampleWireTest, AcceptsUnpackedValuesAndSkipsUnknownFields) {
   // Feature{float_list}, inside an entry{key "k"}, plus an unknown field 9.
   std::string float_list = std::string("\x0d\x00\x00\x80\x3f\x0d\x00\x00\x00\x40", 10);
   std::string feature = "\x12" + std::string(1, static_cast<char>(float_list.size())) + float_list;
-  std::string entry = std::string("\x0a\x01k\x12", 4) +
-                      std::string(1, static_cast<char>(feature.size())) + feature;
+  std::string entry =
+      std::string("\x0a\x01k\x12", 4) + std::string(1, static_cast<char>(feature.size())) + feature;
   std::string features = "\x0a" + std::string(1, static_cast<char>(entry.size())) + entry;
   std::string record = "\x0a" + std::string(1, static_cast<char>(features.size())) + features +
                        std::string("\x48\x05", 2);

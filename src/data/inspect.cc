@@ -105,10 +105,11 @@ StatusOr<std::string> Inspect(const std::string& path, const InspectOptions& opt
       ++by_compressor[CompressorName(c.compressor)];
       stored += c.stored_size;
     }
-    out += StrCat("format:   RecordIO\nrecords:  ", recordio->num_records(), "\nchunks:   ",
-                  chunks.size());
+    out += StrCat("format:   RecordIO\nrecords:  ", recordio->num_records(),
+                  "\nchunks:   ", chunks.size());
     std::string mix;
-    for (const auto& [name, n] : by_compressor) mix += StrCat(mix.empty() ? "" : ", ", n, " ", name);
+    for (const auto& [name, n] : by_compressor)
+      mix += StrCat(mix.empty() ? "" : ", ", n, " ", name);
     out += StrCat(chunks.empty() ? "" : " (" + mix + ")", ", ", HumanBytes(stored), " stored\n");
     for (size_t i = 0; i < chunks.size(); ++i) {
       const auto& c = chunks[i];

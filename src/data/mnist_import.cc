@@ -1,6 +1,5 @@
 #include "data/mnist_import.h"
 
-
 #include "common/compression.h"
 #include "common/file.h"
 #include "common/strings.h"
@@ -30,8 +29,8 @@ struct Idx {
 StatusOr<Idx> ReadIdx(const std::string& path, uint32_t want_dims) {
   EDL_ASSIGN_OR_RETURN(std::string compressed, ReadFileToString(path));
   Idx idx;
-  EDL_RETURN_IF_ERROR(Annotate(
-      compression::GzipUncompress(compressed, size_t{1} << 31, &idx.data), path));
+  EDL_RETURN_IF_ERROR(
+      Annotate(compression::GzipUncompress(compressed, size_t{1} << 31, &idx.data), path));
   const std::string& d = idx.data;
   if (d.size() < 4 || d[0] != 0 || d[1] != 0 || static_cast<uint8_t>(d[2]) != 0x08) {
     return absl::DataLossError(
@@ -74,11 +73,11 @@ Status ImportSplit(const MnistImportOptions& options, const std::string& prefix,
   }
   uint64_t n = images.dims[0];
   if (options.limit > 0 && options.limit < n) n = options.limit;
-  std::string ext = RecordFormatName(options.writer.format) == "recordio" ? ".recordio"
-                                                                          : ".tfrecord";
+  std::string ext =
+      RecordFormatName(options.writer.format) == "recordio" ? ".recordio" : ".tfrecord";
   std::string dst = StrCat(options.output_dir, "/", split, "/data", ext);
-  EDL_ASSIGN_OR_RETURN(auto writer, ShardedWriter::Create(dst, options.writer,
-                                                          options.records_per_shard, n));
+  EDL_ASSIGN_OR_RETURN(auto writer,
+                       ShardedWriter::Create(dst, options.writer, options.records_per_shard, n));
   const auto* pixels = reinterpret_cast<const uint8_t*>(images.data.data() + images.header_size);
   const auto* label_bytes =
       reinterpret_cast<const uint8_t*>(labels.data.data() + labels.header_size);

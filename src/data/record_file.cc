@@ -26,8 +26,9 @@ StatusOr<RecordFormat> RecordFormatFromPath(std::string_view path) {
     return RecordFormat::kTFRecord;
   }
   return absl::InvalidArgumentError(
-      StrCat(path, ": cannot tell the record format from the name; expected a "
-                         ".recordio or .tfrecord extension, or name the format explicitly"));
+      StrCat(path,
+             ": cannot tell the record format from the name; expected a "
+             ".recordio or .tfrecord extension, or name the format explicitly"));
 }
 
 std::string_view CompressorName(Compressor compressor) {

@@ -2,10 +2,10 @@
 
 #include <limits>
 
-#include "common/strings.h"
 #include "common/compression.h"
 #include "common/crc.h"
 #include "common/endian.h"
+#include "common/strings.h"
 
 namespace elasticdl::recordio {
 
@@ -29,18 +29,16 @@ void EncodeHeader(const ChunkHeader& h, char* dst) {
 
 Status CheckHeader(const ChunkHeader& h) {
   if (h.magic != kMagic) {
-    return absl::DataLossError(
-        StrCat("bad magic ", Hex32(h.magic), ", expected 0x01020304"));
+    return absl::DataLossError(StrCat("bad magic ", Hex32(h.magic), ", expected 0x01020304"));
   }
   if (h.compressor > static_cast<uint32_t>(Compressor::kGzip)) {
-    return absl::DataLossError(StrCat("unknown compressor ", h.compressor,
-                                            ", expected 0 (none), 1 (snappy) or 2 (gzip)"));
+    return absl::DataLossError(
+        StrCat("unknown compressor ", h.compressor, ", expected 0 (none), 1 (snappy) or 2 (gzip)"));
   }
   if (h.compressor == static_cast<uint32_t>(Compressor::kNone) &&
       uint64_t{h.num_records} * 4 > h.stored_size) {
-    return absl::DataLossError(StrCat("header claims ", h.num_records,
-                                            " records in a payload of ", h.stored_size,
-                                            " bytes"));
+    return absl::DataLossError(StrCat("header claims ", h.num_records, " records in a payload of ",
+                                      h.stored_size, " bytes"));
   }
   return absl::OkStatus();
 }
@@ -52,7 +50,7 @@ Status DecodePayload(const ChunkHeader& h, std::string_view stored, size_t max_r
   uint32_t actual = crc::Crc32Ieee(stored);
   if (actual != h.checksum) {
     return absl::DataLossError(StrCat("checksum mismatch: header says ", Hex32(h.checksum),
-                                            ", payload has ", Hex32(actual)));
+                                      ", payload has ", Hex32(actual)));
   }
   std::string_view raw;
   switch (static_cast<Compressor>(h.compressor)) {
@@ -73,30 +71,29 @@ Status DecodePayload(const ChunkHeader& h, std::string_view stored, size_t max_r
       return CheckHeader(h);
   }
   if (uint64_t{h.num_records} * 4 > raw.size()) {
-    return absl::DataLossError(StrCat("header claims ", h.num_records,
-                                            " records in a payload of ", raw.size(),
-                                            " bytes"));
+    return absl::DataLossError(
+        StrCat("header claims ", h.num_records, " records in a payload of ", raw.size(), " bytes"));
   }
   records->reserve(h.num_records);
   size_t pos = 0;
   for (uint32_t i = 0; i < h.num_records; ++i) {
     if (raw.size() - pos < 4) {
-      return absl::DataLossError(StrCat("record ", first_record + i,
-                                              ": truncated length at payload offset ", pos));
+      return absl::DataLossError(
+          StrCat("record ", first_record + i, ": truncated length at payload offset ", pos));
     }
     uint32_t len = DecodeFixed32(raw.data() + pos);
     pos += 4;
     if (len > raw.size() - pos) {
       return absl::DataLossError(StrCat("record ", first_record + i, ": length ", len,
-                                              " at payload offset ", pos - 4, " exceeds the ",
-                                              raw.size() - pos, " bytes left in the chunk"));
+                                        " at payload offset ", pos - 4, " exceeds the ",
+                                        raw.size() - pos, " bytes left in the chunk"));
     }
     records->emplace_back(raw.data() + pos, len);
     pos += len;
   }
   if (pos != raw.size()) {
-    return absl::DataLossError(StrCat(raw.size() - pos, " bytes after the last of ",
-                                            h.num_records, " records in the payload"));
+    return absl::DataLossError(StrCat(raw.size() - pos, " bytes after the last of ", h.num_records,
+                                      " records in the payload"));
   }
   return absl::OkStatus();
 }
@@ -125,7 +122,8 @@ Status EncodeChunk(std::string_view raw, uint32_t num_records, Compressor compre
   h.compressor = static_cast<uint32_t>(compressor);
   h.stored_size = static_cast<uint32_t>(stored_size);
   h.num_records = num_records;
-  h.checksum = crc::Crc32Ieee(std::string_view(out->data() + header_pos + kHeaderSize, stored_size));
+  h.checksum =
+      crc::Crc32Ieee(std::string_view(out->data() + header_pos + kHeaderSize, stored_size));
   EncodeHeader(h, out->data() + header_pos);
   return absl::OkStatus();
 }

@@ -48,18 +48,18 @@ class RecordIOFileImpl final : public RecordIOFile {
 
   StatusOr<std::unique_ptr<RecordScanner>> Scan(uint64_t start, uint64_t end) const override {
     if (start > end || end > num_records_) {
-      return absl::InvalidArgumentError(StrCat(path(), ": record range [", start, ", ",
-                                                     end, ") is outside the file's ",
-                                                     num_records_, " records"));
+      return absl::InvalidArgumentError(StrCat(path(), ": record range [", start, ", ", end,
+                                               ") is outside the file's ", num_records_,
+                                               " records"));
     }
     return std::unique_ptr<RecordScanner>(new Scanner(this, start, end));
   }
 
   // Index of the chunk that holds record `index` (< num_records()).
   size_t ChunkOf(uint64_t index) const {
-    auto it = std::upper_bound(
-        chunks_.begin(), chunks_.end(), index,
-        [](uint64_t i, const RecordIOChunkInfo& c) { return i < c.first_record; });
+    auto it =
+        std::upper_bound(chunks_.begin(), chunks_.end(), index,
+                         [](uint64_t i, const RecordIOChunkInfo& c) { return i < c.first_record; });
     size_t chunk = static_cast<size_t>(it - chunks_.begin()) - 1;
     while (chunks_[chunk].num_records == 0) ++chunk;  // empty chunks hold nothing
     return chunk;
@@ -76,8 +76,8 @@ class RecordIOFileImpl final : public RecordIOFile {
     h.compressor = static_cast<uint32_t>(c.compressor);
     h.stored_size = c.stored_size;
     h.num_records = c.num_records;
-    Status s = DecodePayload(h, *stored, options_.max_chunk_bytes, c.first_record, scratch,
-                             records);
+    Status s =
+        DecodePayload(h, *stored, options_.max_chunk_bytes, c.first_record, scratch, records);
     return Annotate(s, StrCat(path(), ": chunk at offset ", c.offset));
   }
 
@@ -119,12 +119,12 @@ StatusOr<std::unique_ptr<RecordIOFile>> OpenFile(std::unique_ptr<RandomAccessFil
   while (offset < size) {
     EDL_RETURN_IF_ERROR(file->ReadExactly(offset, kHeaderSize, buf, "chunk header"));
     ChunkHeader h = DecodeHeader(buf);
-    EDL_RETURN_IF_ERROR(Annotate(CheckHeader(h), StrCat(file->path(),
-                                                              ": chunk at offset ", offset)));
+    EDL_RETURN_IF_ERROR(
+        Annotate(CheckHeader(h), StrCat(file->path(), ": chunk at offset ", offset)));
     if (h.stored_size > size - offset - kHeaderSize) {
-      return absl::DataLossError(StrCat(
-          file->path(), ": chunk at offset ", offset, ": truncated payload: header says ",
-          h.stored_size, " bytes, file has ", size - offset - kHeaderSize));
+      return absl::DataLossError(StrCat(file->path(), ": chunk at offset ", offset,
+                                        ": truncated payload: header says ", h.stored_size,
+                                        " bytes, file has ", size - offset - kHeaderSize));
     }
     RecordIOChunkInfo c;
     c.offset = offset;

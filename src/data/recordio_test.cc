@@ -1,3 +1,5 @@
+#include "elasticdl/data/recordio.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +11,6 @@
 #include "common/endian.h"
 #include "data/recordio_chunk.h"
 #include "elasticdl/data/record_file.h"
-#include "elasticdl/data/recordio.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl {
@@ -21,7 +22,9 @@ using ::testing::HasSubstr;
 std::vector<std::string> SampleRecords(size_t n) {
   std::vector<std::string> records;
   for (size_t i = 0; i < n; ++i) {
-    records.push_back(i % 7 == 3 ? std::string() : std::string(i % 50 + 1, static_cast<char>('a' + i % 26)) + std::to_string(i));
+    records.push_back(i % 7 == 3 ? std::string()
+                                 : std::string(i % 50 + 1, static_cast<char>('a' + i % 26)) +
+                                       std::to_string(i));
   }
   return records;
 }
@@ -206,8 +209,8 @@ TEST_F(RecordIOCorruption, BadMagic) {
 
 TEST_F(RecordIOCorruption, UnknownCompressor) {
   PutU32(chunks_[0].offset + 8, 7);
-  EXPECT_THAT(OpenAndScan().message(), AllOf(HasSubstr("chunk at offset 0"),
-                                             HasSubstr("unknown compressor 7")));
+  EXPECT_THAT(OpenAndScan().message(),
+              AllOf(HasSubstr("chunk at offset 0"), HasSubstr("unknown compressor 7")));
 }
 
 TEST_F(RecordIOCorruption, TruncatedHeaderAndPayload) {
@@ -236,8 +239,7 @@ TEST_F(RecordIOCorruption, AbsurdRecordCountAndLength) {
   ASSERT_TRUE(recordio::EncodeChunk(stored, h.num_records, Compressor::kNone, &rebuilt).ok());
   bytes_.replace(chunks_[0].offset, rebuilt.size(), rebuilt);
   Status s = OpenAndScan();
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("record 0: length 1073741824"),
-                                 HasSubstr("exceeds")));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("record 0: length 1073741824"), HasSubstr("exceeds")));
 }
 
 }  // namespace

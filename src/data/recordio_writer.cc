@@ -1,8 +1,8 @@
 #include <limits>
 
-#include "common/strings.h"
 #include "common/endian.h"
 #include "common/file.h"
+#include "common/strings.h"
 #include "data/recordio_chunk.h"
 #include "elasticdl/data/recordio.h"
 
@@ -19,8 +19,8 @@ class RecordIOWriterImpl final : public RecordIOWriter {
   Status Write(std::string_view record) override {
     if (closed_) return absl::FailedPreconditionError(StrCat(file_->path(), ": closed"));
     if (record.size() > std::numeric_limits<uint32_t>::max() - 4) {
-      return absl::InvalidArgumentError(StrCat(
-          file_->path(), ": record of ", record.size(), " bytes exceeds RecordIO's uint32 length"));
+      return absl::InvalidArgumentError(StrCat(file_->path(), ": record of ", record.size(),
+                                               " bytes exceeds RecordIO's uint32 length"));
     }
     // Keep each chunk's raw payload within max_chunk_bytes; a single record
     // larger than that gets a chunk of its own.
@@ -39,8 +39,8 @@ class RecordIOWriterImpl final : public RecordIOWriter {
   Status FinishChunk() override {
     if (num_buffered_ == 0) return absl::OkStatus();
     chunk_.clear();
-    EDL_RETURN_IF_ERROR(Annotate(recordio::EncodeChunk(raw_, num_buffered_, compressor_, &chunk_),
-                                 file_->path()));
+    EDL_RETURN_IF_ERROR(
+        Annotate(recordio::EncodeChunk(raw_, num_buffered_, compressor_, &chunk_), file_->path()));
     EDL_RETURN_IF_ERROR(file_->Append(chunk_));
     raw_.clear();
     num_buffered_ = 0;

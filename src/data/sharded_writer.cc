@@ -21,7 +21,8 @@ ShardedWriter::ShardedWriter(std::string path, const RecordWriterOptions& option
       options_(options),
       per_shard_(per_shard),
       total_(total),
-      num_shards_(per_shard == 0 ? 1 : std::max<uint64_t>(1, (total + per_shard - 1) / per_shard)) {}
+      num_shards_(per_shard == 0 ? 1 : std::max<uint64_t>(1, (total + per_shard - 1) / per_shard)) {
+}
 
 StatusOr<std::unique_ptr<ShardedWriter>> ShardedWriter::Create(const std::string& path,
                                                                const RecordWriterOptions& options,
@@ -44,8 +45,8 @@ ShardedWriter::~ShardedWriter() {
 
 std::string ShardedWriter::ShardPath(const std::string& path, uint64_t index, uint64_t count) {
   std::filesystem::path p(path);
-  std::string name = fmt::format("{}-{:05d}-of-{:05d}{}", p.stem().string(), index, count,
-                                 p.extension().string());
+  std::string name =
+      fmt::format("{}-{:05d}-of-{:05d}{}", p.stem().string(), index, count, p.extension().string());
   return (p.parent_path() / name).string();
 }
 
@@ -76,8 +77,8 @@ Status ShardedWriter::Close() {
   }
   for (const std::string& p : paths_) {
     if (std::rename((p + kPartial).c_str(), p.c_str()) != 0) {
-      return absl::InternalError(StrCat(p, ": cannot rename from ", p, kPartial, ": ",
-                                        std::strerror(errno)));
+      return absl::InternalError(
+          StrCat(p, ": cannot rename from ", p, kPartial, ": ", std::strerror(errno)));
     }
   }
   closed_ok_ = true;

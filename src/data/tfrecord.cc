@@ -2,13 +2,12 @@
 
 #include <vector>
 
-#include "common/strings.h"
 #include "common/crc.h"
 #include "common/endian.h"
+#include "common/strings.h"
 
 namespace elasticdl::tfrecord {
 namespace {
-
 
 class Scanner final : public RecordScanner {
  public:
@@ -33,14 +32,12 @@ class Scanner final : public RecordScanner {
     EDL_RETURN_IF_ERROR(reader_.Read(kHeaderSize, &header, "record header"));
     uint64_t length = 0;
     EDL_RETURN_IF_ERROR(Annotate(DecodeHeader(header, &length),
-                                 StrCat(file_->path(), ": record ", next_, " at offset ",
-                                              offset)));
+                                 StrCat(file_->path(), ": record ", next_, " at offset ", offset)));
     std::string_view body;
     if (length > reader_.remaining()) {
-      return absl::DataLossError(StrCat(file_->path(), ": record ", next_, " at offset ",
-                                              offset, ": truncated: length ", length,
-                                              " but only ", reader_.remaining(),
-                                              " bytes follow"));
+      return absl::DataLossError(StrCat(file_->path(), ": record ", next_, " at offset ", offset,
+                                        ": truncated: length ", length, " but only ",
+                                        reader_.remaining(), " bytes follow"));
     }
     EDL_RETURN_IF_ERROR(reader_.Read(length + kFooterSize, &body, "record data"));
     record_ = body.substr(0, length);
@@ -67,9 +64,9 @@ class TFRecordFile final : public RecordFile {
 
   StatusOr<std::unique_ptr<RecordScanner>> Scan(uint64_t start, uint64_t end) const override {
     if (start > end || end > offsets_.size()) {
-      return absl::InvalidArgumentError(StrCat(path(), ": record range [", start, ", ",
-                                                     end, ") is outside the file's ",
-                                                     offsets_.size(), " records"));
+      return absl::InvalidArgumentError(StrCat(path(), ": record range [", start, ", ", end,
+                                               ") is outside the file's ", offsets_.size(),
+                                               " records"));
     }
     uint64_t first = start < offsets_.size() ? offsets_[start] : file_->size();
     return std::unique_ptr<RecordScanner>(new Scanner(file_.get(), first, start, end));
@@ -107,8 +104,8 @@ Status DecodeHeader(std::string_view header, uint64_t* length) {
   uint32_t expected = crc::UnmaskCrc(DecodeFixed32(header.data() + 8));
   uint32_t actual = crc::Crc32c(header.substr(0, 8));
   if (expected != actual) {
-    return absl::DataLossError(StrCat("length checksum mismatch: stored ", Hex32(expected),
-                                            ", computed ", Hex32(actual)));
+    return absl::DataLossError(
+        StrCat("length checksum mismatch: stored ", Hex32(expected), ", computed ", Hex32(actual)));
   }
   *length = DecodeFixed64(header.data());
   return absl::OkStatus();
@@ -118,8 +115,8 @@ Status CheckData(std::string_view data, std::string_view footer) {
   uint32_t expected = crc::UnmaskCrc(DecodeFixed32(footer.data()));
   uint32_t actual = crc::Crc32c(data);
   if (expected != actual) {
-    return absl::DataLossError(StrCat("data checksum mismatch: stored ", Hex32(expected),
-                                            ", computed ", Hex32(actual)));
+    return absl::DataLossError(
+        StrCat("data checksum mismatch: stored ", Hex32(expected), ", computed ", Hex32(actual)));
   }
   return absl::OkStatus();
 }
@@ -143,14 +140,13 @@ StatusOr<std::unique_ptr<RecordFile>> OpenFile(std::unique_ptr<RandomAccessFile>
     std::string_view header;
     EDL_RETURN_IF_ERROR(reader.Read(kHeaderSize, &header, "record header"));
     uint64_t length = 0;
-    EDL_RETURN_IF_ERROR(Annotate(DecodeHeader(header, &length),
-                                 StrCat(file->path(), ": record ", offsets.size(),
-                                              " at offset ", offset)));
+    EDL_RETURN_IF_ERROR(
+        Annotate(DecodeHeader(header, &length),
+                 StrCat(file->path(), ": record ", offsets.size(), " at offset ", offset)));
     if (length > reader.remaining() || reader.remaining() - length < kFooterSize) {
       return absl::DataLossError(StrCat(
-          file->path(), ": record ", offsets.size(), " at offset ", offset,
-          ": truncated: length ", length, " needs ", length + kFooterSize,
-          " more bytes, file has ", reader.remaining()));
+          file->path(), ": record ", offsets.size(), " at offset ", offset, ": truncated: length ",
+          length, " needs ", length + kFooterSize, " more bytes, file has ", reader.remaining()));
     }
     EDL_RETURN_IF_ERROR(reader.Skip(length + kFooterSize, "record data"));
     offsets.push_back(offset);

@@ -87,9 +87,9 @@ TEST(TFRecordTest, DataCorruptionNamesRecordAndOffset) {
   std::vector<std::string> got;
   Status s = ScanAll(path, &got);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
-  EXPECT_THAT(s.message(), AllOf(HasSubstr(path), HasSubstr("record 3 at offset " +
-                                                            std::to_string(record3)),
-                                 HasSubstr("data checksum mismatch")));
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr(path), HasSubstr("record 3 at offset " + std::to_string(record3)),
+                    HasSubstr("data checksum mismatch")));
   EXPECT_EQ(got.size(), 3u);
 }
 

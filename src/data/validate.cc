@@ -153,9 +153,9 @@ void ValidateTFRecord(const RandomAccessFile& file, const ValidateOptions& optio
     uint64_t offset = reader.offset();
     std::string_view header;
     if (reader.remaining() < tfrecord::kHeaderSize) {
-      report->findings.push_back({offset, StrCat("truncated record header: needs ",
-                                                 tfrecord::kHeaderSize, " bytes, file has ",
-                                                 reader.remaining())});
+      report->findings.push_back(
+          {offset, StrCat("truncated record header: needs ", tfrecord::kHeaderSize,
+                          " bytes, file has ", reader.remaining())});
       break;
     }
     (void)reader.Read(tfrecord::kHeaderSize, &header, "header");
@@ -172,10 +172,9 @@ void ValidateTFRecord(const RandomAccessFile& file, const ValidateOptions& optio
       continue;
     }
     if (length > reader.remaining() || reader.remaining() - length < tfrecord::kFooterSize) {
-      report->findings.push_back(
-          {offset, StrCat("record ", index, ": truncated: length ", length, " needs ",
-                          length + tfrecord::kFooterSize, " more bytes, file has ",
-                          reader.remaining())});
+      report->findings.push_back({offset, StrCat("record ", index, ": truncated: length ", length,
+                                                 " needs ", length + tfrecord::kFooterSize,
+                                                 " more bytes, file has ", reader.remaining())});
       break;
     }
     std::string_view body;

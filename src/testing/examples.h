@@ -18,8 +18,7 @@ inline void AddInt64s(proto::Example* e, const std::string& key, const std::vect
   auto* list = (*e->mutable_features()->mutable_feature())[key].mutable_int64_list();
   for (int64_t x : v) list->add_value(x);
 }
-inline void AddBytes(proto::Example* e, const std::string& key,
-                     const std::vector<std::string>& v) {
+inline void AddBytes(proto::Example* e, const std::string& key, const std::vector<std::string>& v) {
   auto* list = (*e->mutable_features()->mutable_feature())[key].mutable_bytes_list();
   for (const auto& x : v) list->add_value(x);
 }

@@ -139,8 +139,8 @@ StatusOr<R> CallUserFunction(F& fn, T&& x, uint64_t position) {
   try {
     return fn(std::forward<T>(x));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        "element " + std::to_string(position) + ": function threw: " + e.what());
+    return absl::InvalidArgumentError("element " + std::to_string(position) +
+                                      ": function threw: " + e.what());
   }
 }
 
@@ -197,8 +197,7 @@ class Dataset {
 };
 
 // The records [start, end) of `file`, read lazily chunk by chunk.
-Dataset<Record> ReadRecords(std::shared_ptr<const RecordFile> file, uint64_t start,
-                            uint64_t end);
+Dataset<Record> ReadRecords(std::shared_ptr<const RecordFile> file, uint64_t start, uint64_t end);
 
 // ---------------------------------------------------------------------------
 // Implementation.
@@ -222,7 +221,8 @@ class VectorSource final : public Source<T> {
 template <typename T, typename U, typename F>
 class MapSource final : public Source<U> {
  public:
-  MapSource(std::shared_ptr<Source<T>> input, F fn) : input_(std::move(input)), fn_(std::move(fn)) {}
+  MapSource(std::shared_ptr<Source<T>> input, F fn)
+      : input_(std::move(input)), fn_(std::move(fn)) {}
   StatusOr<std::optional<U>> Next() override {
     EDL_ASSIGN_OR_RETURN(std::optional<T> x, input_->Next());
     if (!x.has_value()) return std::optional<U>();

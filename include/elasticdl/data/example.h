@@ -52,9 +52,9 @@ struct FeatureSpec {
 FeatureSpec FixedLenFeature(std::vector<int64_t> shape, torch::Dtype dtype,
                             std::optional<torch::Tensor> default_value = std::nullopt);
 // A fixed-length bytes_list feature.
-FeatureSpec FixedLenBytesFeature(std::vector<int64_t> shape,
-                                 std::optional<std::vector<std::string>> default_value =
-                                     std::nullopt);
+FeatureSpec FixedLenBytesFeature(
+    std::vector<int64_t> shape,
+    std::optional<std::vector<std::string>> default_value = std::nullopt);
 // Any number of values (zero if the feature is absent).
 FeatureSpec VarLenFeature(torch::Dtype dtype);
 FeatureSpec VarLenBytesFeature();

@@ -17,10 +17,10 @@ namespace elasticdl {
 
 // One chunk as its header describes it.
 struct RecordIOChunkInfo {
-  uint64_t offset = 0;        // of the header in the file
-  uint32_t checksum = 0;      // CRC-32 of the stored payload
+  uint64_t offset = 0;    // of the header in the file
+  uint32_t checksum = 0;  // CRC-32 of the stored payload
   Compressor compressor = Compressor::kNone;
-  uint32_t stored_size = 0;   // payload bytes on disk
+  uint32_t stored_size = 0;  // payload bytes on disk
   uint32_t num_records = 0;
   uint64_t first_record = 0;  // index in the file of the chunk's first record
 };

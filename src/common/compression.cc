@@ -54,7 +54,10 @@ void SnappyFramedCompress(std::string_view input, std::string* out) {
   }
 }
 
-Status SnappyFramedUncompress(std::string_view input, size_t max_output, std::string* out) {
+namespace {
+
+Status SnappyFramedUncompressTo(std::string_view input, size_t max_output, std::string* out) {
+  const size_t base = out->size();  // the limit applies to what this call appends
   size_t pos = 0;
   bool seen_identifier = false;
   while (pos < input.size()) {
@@ -86,15 +89,14 @@ Status SnappyFramedUncompress(std::string_view input, size_t max_output, std::st
           return SnappyError(pos, "corrupt compressed chunk");
         }
         if (n > kMaxBlockSize) return SnappyError(pos, "chunk decompresses past 64 KiB");
-        if (start + n > max_output) return OutputTooLarge(max_output);
+        if (start - base + n > max_output) return OutputTooLarge(max_output);
         out->resize(start + n);
         if (!snappy::RawUncompress(data.data(), data.size(), out->data() + start)) {
-          out->resize(start);
           return SnappyError(pos, "corrupt compressed chunk");
         }
       } else {
         if (data.size() > kMaxBlockSize) return SnappyError(pos, "uncompressed chunk over 64 KiB");
-        if (start + data.size() > max_output) return OutputTooLarge(max_output);
+        if (start - base + data.size() > max_output) return OutputTooLarge(max_output);
         out->append(data.data(), data.size());
       }
       uint32_t actual = crc::Crc32c(std::string_view(out->data() + start, out->size() - start));
@@ -108,6 +110,15 @@ Status SnappyFramedUncompress(std::string_view input, size_t max_output, std::st
   }
   if (!seen_identifier && !input.empty()) return SnappyError(0, "missing stream identifier");
   return absl::OkStatus();
+}
+
+}  // namespace
+
+Status SnappyFramedUncompress(std::string_view input, size_t max_output, std::string* out) {
+  const size_t base = out->size();
+  Status s = SnappyFramedUncompressTo(input, max_output, out);
+  if (!s.ok()) out->resize(base);
+  return s;
 }
 
 Status GzipCompress(std::string_view input, std::string* out) {

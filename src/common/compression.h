@@ -1,8 +1,9 @@
 // The two compressions a RecordIO chunk may use: snappy in its framing
 // (stream) format, as Go's snappy.NewWriter writes it, and gzip.
 //
-// Decoders append to `out` and never let it grow past `max_output` bytes: a
-// corrupt or hostile payload cannot make them allocate without bound. Errors
+// Decoders append to `out`, at most `max_output` bytes per call: a corrupt or
+// hostile payload cannot make them allocate without bound. On error `out` is
+// left as it was. Errors
 // are DATA_LOSS with the offset inside the compressed input; callers add the
 // file and chunk.
 #ifndef ELASTICDL_COMMON_COMPRESSION_H_

@@ -66,6 +66,17 @@ TEST(SnappyFramedTest, EnforcesOutputLimit) {
   EXPECT_THAT(SnappyFramedUncompress(framed, 100000, &out).message(), HasSubstr("limit"));
 }
 
+TEST(SnappyFramedTest, LimitCountsOnlyThisCallsOutputAndErrorsLeaveOutputAlone) {
+  std::string framed, out = std::string(1000, 'p');
+  SnappyFramedCompress(std::string(500, 'z'), &framed);
+  ASSERT_TRUE(SnappyFramedUncompress(framed, 500, &out).ok());
+  EXPECT_EQ(out, std::string(1000, 'p') + std::string(500, 'z'));
+  out = "keep";
+  framed[14] ^= 1;  // the chunk's checksum
+  EXPECT_FALSE(SnappyFramedUncompress(framed, 500, &out).ok());
+  EXPECT_EQ(out, "keep");
+}
+
 TEST(GzipTest, RoundTripsAndConcatenatedMembers) {
   std::string a = Mixed(100000), b = "tail", ga, gb, out;
   ASSERT_TRUE(GzipCompress(a, &ga).ok());

@@ -37,6 +37,15 @@ inline Status Annotate(const Status& status, std::string_view context) {
     if (!edl_status_.ok()) return edl_status_; \
   } while (false)
 
+// Like EDL_RETURN_IF_ERROR, and puts `context` in front of the message.
+// `context` (anything convertible to std::string_view) is evaluated only on
+// error, so building it costs nothing on the success path.
+#define EDL_RETURN_IF_ERROR_WITH_CONTEXT(expr, context)                \
+  do {                                                                  \
+    ::absl::Status edl_status_ = (expr);                                \
+    if (!edl_status_.ok()) return ::elasticdl::Annotate(edl_status_, (context)); \
+  } while (false)
+
 // Evaluates `expr` (a StatusOr<T>); returns its status if not OK, otherwise
 // moves the value into `lhs` (a declaration such as `auto x` or an lvalue).
 #define EDL_ASSIGN_OR_RETURN(lhs, expr) \

@@ -104,6 +104,23 @@ StatusOr<Example> Collate<Example>::Apply(std::vector<Example>& items) {
   return out;
 }
 
+StatusOr<Features> ParseExampleBatch(const std::vector<Record>& records,
+                                     const FeatureSpecMap& spec) {
+  std::vector<std::string_view> views;
+  views.reserve(records.size());
+  for (const Record& r : records) views.emplace_back(r.data);
+  StatusOr<Features> parsed = ParseExampleBatch(views, spec);
+  if (parsed.ok()) return parsed;
+  // Name the record: parse it alone to find which one failed.
+  for (const Record& r : records) {
+    Status s = ParseExample(r.data, spec).status();
+    if (!s.ok()) {
+      return Annotate(s, StrCat(r.file ? *r.file : std::string("?"), ": record ", r.index));
+    }
+  }
+  return parsed.status();
+}
+
 Dataset<Record> ReadRecords(std::shared_ptr<const RecordFile> file, uint64_t start, uint64_t end) {
   return Dataset<Record>(std::make_shared<RecordSource>(std::move(file), start, end));
 }

@@ -202,6 +202,33 @@ TEST(DatasetTest, ReadRecordsThroughAParsingPipeline) {
   EXPECT_EQ(labels, want);
 }
 
+TEST(DatasetTest, GroupThenParseBatchNamesTheBadRecord) {
+  testing::TempDir dir;
+  const std::string path = dir.File("g.recordio");
+  {
+    auto writer = RecordIOWriter::Create(path);
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_TRUE((*writer)->Write(i == 7 ? std::string("junk") : testing::MnistExample(i)).ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  auto opened = RecordFile::Open(path);
+  ASSERT_TRUE(opened.ok());
+  const FeatureSpecMap spec = {{"image", FixedLenFeature({28, 28}, torch::kFloat32)},
+                               {"label", FixedLenFeature({1}, torch::kInt64)}};
+  auto batches =
+      ReadRecords(std::shared_ptr<const RecordFile>(std::move(*opened)), 0, 10)
+          .group(4)
+          .map([&](const std::vector<Record>& rs) { return ParseExampleBatch(rs, spec); });
+  auto first = batches.Next();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ((**first)["image"].sizes(), (std::vector<int64_t>{4, 28, 28}));
+  auto second = batches.Next();
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(), HasSubstr(path + ": record 7"));
+}
+
 TEST(DatasetTest, ReadRecordsCarriesFileAndIndex) {
   testing::TempDir dir;
   const std::string path = dir.File("r.recordio");

@@ -89,15 +89,18 @@ void CopyNumeric(const Scratch& scratch, const FeatureSpec& spec, void* dst) {
   }
 }
 
-// Fills `dst` (num_elements values) from the spec's default.
-void CopyDefault(const FeatureSpec& spec, torch::Tensor dst) {
-  dst.copy_(spec.default_value->reshape(-1).to(dst.scalar_type()).expand({dst.numel()}));
+// Fills `dst` (num_elements values of the spec's type) from its default.
+void CopyDefault(const FeatureSpec& spec, void* dst) {
+  const int64_t n = spec.num_elements();
+  torch::Tensor values =
+      spec.default_value->reshape(-1).to(TorchType(spec.type)).expand({n}).contiguous();
+  std::memcpy(dst, values.data_ptr(), n * values.element_size());
 }
 
-// Parses the fixed-length or variable-length value of one feature of one
-// record. For fixed-length numeric features the values go to `dst`.
+// Parses the value of one fixed-length feature of one record. Numeric values
+// go to `dst` (room for num_elements values), bytes to `bytes_out`.
 Status FixedValue(const std::string& name, const example::FeatureView& view,
-                  const FeatureSpec& spec, Scratch* scratch, torch::Tensor dst,
+                  const FeatureSpec& spec, Scratch* scratch, void* dst,
                   std::vector<std::string>* bytes_out) {
   if (view.present && view.kind != Kind::kNone && view.kind != KindOf(spec.type)) {
     return absl::InvalidArgumentError(StrCat("feature '", name, "' holds ",
@@ -127,7 +130,7 @@ Status FixedValue(const std::string& name, const example::FeatureView& view,
   if (spec.type == FeatureSpec::Type::kBytes) {
     for (std::string_view b : scratch->bytes) bytes_out->emplace_back(b);
   } else {
-    CopyNumeric(*scratch, spec, dst.data_ptr());
+    CopyNumeric(*scratch, spec, dst);
   }
   return absl::OkStatus();
 }
@@ -241,7 +244,8 @@ StatusOr<Features> ParseExample(std::string_view record, const FeatureSpecMap& s
       torch::Tensor t;
       std::vector<std::string> bytes;
       if (s.type != FeatureSpec::Type::kBytes) t = torch::empty(s.shape, TorchType(s.type));
-      EDL_RETURN_IF_ERROR(FixedValue(name, view, s, &scratch, t, &bytes));
+      EDL_RETURN_IF_ERROR(
+          FixedValue(name, view, s, &scratch, t.defined() ? t.data_ptr() : nullptr, &bytes));
       if (s.type == FeatureSpec::Type::kBytes) {
         out.bytes[name] = std::move(bytes);
       } else {
@@ -298,7 +302,11 @@ StatusOr<Features> ParseExampleBatch(const std::vector<std::string_view>& record
       if (!status.ok()) break;
       const example::FeatureView& view = scratch.views[i];
       if (s.fixed_length) {
-        torch::Tensor row = fixed[i].defined() ? fixed[i][r] : torch::Tensor();
+        void* row = nullptr;
+        if (fixed[i].defined()) {
+          row = static_cast<char*>(fixed[i].data_ptr()) +
+                r * s.num_elements() * fixed[i].element_size();
+        }
         status = FixedValue(name, view, s, &scratch, row, &bytes[i]);
       } else {
         status = CheckVarLenKind(name, view, s);
@@ -318,7 +326,7 @@ StatusOr<Features> ParseExampleBatch(const std::vector<std::string_view>& record
       }
       ++i;
     }
-    EDL_RETURN_IF_ERROR(Annotate(status, StrCat("record ", r, " of the batch")));
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(status, StrCat("record ", r, " of the batch"));
   }
   i = 0;
   for (const auto& [name, s] : spec) {

@@ -98,6 +98,17 @@ TEST(ParseExampleBatchTest, StacksFixedAndSparsifiesVarLen) {
   EXPECT_TRUE(ids.to_dense().equal(torch::tensor({{9, 0, 0}, {7, 8, 6}}, torch::kInt64)));
 }
 
+TEST(ParseExampleBatchTest, DefaultsFillMissingRows) {
+  proto::Example a, b;
+  testing::AddInt64s(&a, "n", {5, 6});
+  testing::AddFloats(&b, "other", {1});
+  std::string ra = a.SerializeAsString(), rb = b.SerializeAsString();
+  FeatureSpecMap spec = {{"n", FixedLenFeature({2}, torch::kInt64, torch::tensor({-1}))}};
+  auto parsed = ParseExampleBatch({ra, rb, ra}, spec);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE((*parsed)["n"].equal(torch::tensor({{5, 6}, {-1, -1}, {5, 6}}, torch::kInt64)));
+}
+
 TEST(ParseExampleBatchTest, ErrorsNameTheRecord) {
   std::string good = testing::MnistExample(1);
   proto::Example bad;

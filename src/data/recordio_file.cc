@@ -1,6 +1,7 @@
 #include "data/recordio_file.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "common/strings.h"
 #include "data/recordio_chunk.h"
@@ -11,12 +12,22 @@ namespace {
 
 class RecordIOFileImpl;
 
+// What a scanner needs to hold one chunk: the stored payload, the
+// decompressed one, and the records' positions. Tens of MiB for default
+// chunks, so files keep a few of them for the next scanner.
+struct ChunkBuffers {
+  std::string stored;
+  std::string scratch;
+  std::vector<std::string_view> records;
+};
+
 // Walks [start, end) chunk by chunk; holds one decoded chunk at a time.
 class Scanner final : public RecordScanner {
  public:
   Scanner(const RecordIOFileImpl* file, uint64_t start, uint64_t end);
+  ~Scanner() override;
   bool Next() override;
-  std::string_view record() const override { return records_[pos_in_chunk_]; }
+  std::string_view record() const override { return buffers_->records[pos_in_chunk_]; }
   uint64_t index() const override { return next_ - 1; }
   const Status& status() const override { return status_; }
 
@@ -26,9 +37,7 @@ class Scanner final : public RecordScanner {
   uint64_t end_;
   bool loaded_ = false;
   size_t pos_in_chunk_ = 0;
-  std::string stored_;
-  std::string scratch_;
-  std::vector<std::string_view> records_;
+  std::unique_ptr<ChunkBuffers> buffers_;
   Status status_;
 };
 
@@ -65,38 +74,59 @@ class RecordIOFileImpl final : public RecordIOFile {
     return chunk;
   }
 
-  Status ReadChunk(size_t i, std::string* stored, std::string* scratch,
-                   std::vector<std::string_view>* records) const {
+  Status ReadChunk(size_t i, ChunkBuffers* b) const {
     const RecordIOChunkInfo& c = chunks_[i];
-    stored->resize(c.stored_size);
-    EDL_RETURN_IF_ERROR(
-        file_->ReadExactly(c.offset + kHeaderSize, c.stored_size, stored->data(), "chunk payload"));
+    b->stored.resize(c.stored_size);
+    EDL_RETURN_IF_ERROR(file_->ReadExactly(c.offset + kHeaderSize, c.stored_size,
+                                           b->stored.data(), "chunk payload"));
     ChunkHeader h;
     h.checksum = c.checksum;
     h.compressor = static_cast<uint32_t>(c.compressor);
     h.stored_size = c.stored_size;
     h.num_records = c.num_records;
-    Status s =
-        DecodePayload(h, *stored, options_.max_chunk_bytes, c.first_record, scratch, records);
-    return Annotate(s, StrCat(path(), ": chunk at offset ", c.offset));
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(DecodePayload(h, b->stored, options_.max_chunk_bytes,
+                                                   c.first_record, &b->scratch, &b->records),
+                                     StrCat(path(), ": chunk at offset ", c.offset));
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<ChunkBuffers> AcquireBuffers() const {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (pool_.empty()) return std::make_unique<ChunkBuffers>();
+    std::unique_ptr<ChunkBuffers> b = std::move(pool_.back());
+    pool_.pop_back();
+    return b;
+  }
+
+  void ReleaseBuffers(std::unique_ptr<ChunkBuffers> b) const {
+    b->records.clear();
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (pool_.size() < kMaxPooledBuffers) pool_.push_back(std::move(b));
   }
 
  private:
+  // Enough for the scanners a worker runs at once (one per reading thread).
+  static constexpr size_t kMaxPooledBuffers = 2;
+
   std::unique_ptr<RandomAccessFile> file_;
   Options options_;
   std::vector<RecordIOChunkInfo> chunks_;
   uint64_t num_records_;
+  mutable std::mutex pool_mu_;
+  mutable std::vector<std::unique_ptr<ChunkBuffers>> pool_;
 };
 
 Scanner::Scanner(const RecordIOFileImpl* file, uint64_t start, uint64_t end)
-    : file_(file), next_(start), end_(end) {}
+    : file_(file), next_(start), end_(end), buffers_(file->AcquireBuffers()) {}
+
+Scanner::~Scanner() { file_->ReleaseBuffers(std::move(buffers_)); }
 
 bool Scanner::Next() {
   if (!status_.ok() || next_ >= end_) return false;
-  if (!loaded_ || pos_in_chunk_ + 1 >= records_.size()) {
+  if (!loaded_ || pos_in_chunk_ + 1 >= buffers_->records.size()) {
     // Move to the chunk holding next_.
     size_t chunk = file_->ChunkOf(next_);
-    status_ = file_->ReadChunk(chunk, &stored_, &scratch_, &records_);
+    status_ = file_->ReadChunk(chunk, buffers_.get());
     if (!status_.ok()) return false;
     loaded_ = true;
     pos_in_chunk_ = static_cast<size_t>(next_ - file_->chunks()[chunk].first_record);
@@ -119,8 +149,8 @@ StatusOr<std::unique_ptr<RecordIOFile>> OpenFile(std::unique_ptr<RandomAccessFil
   while (offset < size) {
     EDL_RETURN_IF_ERROR(file->ReadExactly(offset, kHeaderSize, buf, "chunk header"));
     ChunkHeader h = DecodeHeader(buf);
-    EDL_RETURN_IF_ERROR(
-        Annotate(CheckHeader(h), StrCat(file->path(), ": chunk at offset ", offset)));
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(CheckHeader(h),
+                                     StrCat(file->path(), ": chunk at offset ", offset));
     if (h.stored_size > size - offset - kHeaderSize) {
       return absl::DataLossError(StrCat(file->path(), ": chunk at offset ", offset,
                                         ": truncated payload: header says ", h.stored_size,

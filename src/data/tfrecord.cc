@@ -31,8 +31,9 @@ class Scanner final : public RecordScanner {
     std::string_view header;
     EDL_RETURN_IF_ERROR(reader_.Read(kHeaderSize, &header, "record header"));
     uint64_t length = 0;
-    EDL_RETURN_IF_ERROR(Annotate(DecodeHeader(header, &length),
-                                 StrCat(file_->path(), ": record ", next_, " at offset ", offset)));
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(
+        DecodeHeader(header, &length),
+        StrCat(file_->path(), ": record ", next_, " at offset ", offset));
     std::string_view body;
     if (length > reader_.remaining()) {
       return absl::DataLossError(StrCat(file_->path(), ": record ", next_, " at offset ", offset,
@@ -41,8 +42,10 @@ class Scanner final : public RecordScanner {
     }
     EDL_RETURN_IF_ERROR(reader_.Read(length + kFooterSize, &body, "record data"));
     record_ = body.substr(0, length);
-    return Annotate(CheckData(record_, body.substr(length)),
-                    StrCat(file_->path(), ": record ", next_, " at offset ", offset));
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(
+        CheckData(record_, body.substr(length)),
+        StrCat(file_->path(), ": record ", next_, " at offset ", offset));
+    return absl::OkStatus();
   }
 
   const RandomAccessFile* file_;
@@ -140,9 +143,9 @@ StatusOr<std::unique_ptr<RecordFile>> OpenFile(std::unique_ptr<RandomAccessFile>
     std::string_view header;
     EDL_RETURN_IF_ERROR(reader.Read(kHeaderSize, &header, "record header"));
     uint64_t length = 0;
-    EDL_RETURN_IF_ERROR(
-        Annotate(DecodeHeader(header, &length),
-                 StrCat(file->path(), ": record ", offsets.size(), " at offset ", offset)));
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(
+        DecodeHeader(header, &length),
+        StrCat(file->path(), ": record ", offsets.size(), " at offset ", offset));
     if (length > reader.remaining() || reader.remaining() - length < kFooterSize) {
       return absl::DataLossError(StrCat(
           file->path(), ": record ", offsets.size(), " at offset ", offset, ": truncated: length ",

@@ -81,6 +81,7 @@ class RecordFile {
   virtual const std::string& path() const = 0;
   virtual uint64_t num_records() const = 0;
   // Records [start, end); INVALID_ARGUMENT unless start <= end <= num_records().
+  // The scanner must not outlive this file.
   virtual StatusOr<std::unique_ptr<RecordScanner>> Scan(uint64_t start, uint64_t end) const = 0;
 };
 

@@ -40,9 +40,9 @@ inline Status Annotate(const Status& status, std::string_view context) {
 // Like EDL_RETURN_IF_ERROR, and puts `context` in front of the message.
 // `context` (anything convertible to std::string_view) is evaluated only on
 // error, so building it costs nothing on the success path.
-#define EDL_RETURN_IF_ERROR_WITH_CONTEXT(expr, context)                \
-  do {                                                                  \
-    ::absl::Status edl_status_ = (expr);                                \
+#define EDL_RETURN_IF_ERROR_WITH_CONTEXT(expr, context)                          \
+  do {                                                                           \
+    ::absl::Status edl_status_ = (expr);                                         \
     if (!edl_status_.ok()) return ::elasticdl::Annotate(edl_status_, (context)); \
   } while (false)
 

@@ -77,8 +77,8 @@ class RecordIOFileImpl final : public RecordIOFile {
   Status ReadChunk(size_t i, ChunkBuffers* b) const {
     const RecordIOChunkInfo& c = chunks_[i];
     b->stored.resize(c.stored_size);
-    EDL_RETURN_IF_ERROR(file_->ReadExactly(c.offset + kHeaderSize, c.stored_size,
-                                           b->stored.data(), "chunk payload"));
+    EDL_RETURN_IF_ERROR(file_->ReadExactly(c.offset + kHeaderSize, c.stored_size, b->stored.data(),
+                                           "chunk payload"));
     ChunkHeader h;
     h.checksum = c.checksum;
     h.compressor = static_cast<uint32_t>(c.compressor);

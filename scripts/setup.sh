@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   # toolchain
-  g++ cmake ninja-build clang libclang-rt-14-dev
+  g++ cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy git
   # tensors and autograd
   libtorch-dev
   # protocol and status types

@@ -50,9 +50,11 @@ inline Status Annotate(const Status& status, std::string_view context) {
 // moves the value into `lhs` (a declaration such as `auto x` or an lvalue).
 #define EDL_ASSIGN_OR_RETURN(lhs, expr) \
   EDL_ASSIGN_OR_RETURN_IMPL_(ELASTICDL_STATUS_CONCAT_(edl_statusor_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` may be a declaration.
 #define EDL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)    \
   auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // ELASTICDL_STATUS_H_

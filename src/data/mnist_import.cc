@@ -13,48 +13,17 @@ constexpr int kRows = 28;
 constexpr int kCols = 28;
 constexpr size_t kPixels = kRows * kCols;
 
-uint32_t BigEndian32(const std::string& s, size_t at) {
+uint32_t BigEndian32(std::string_view s, size_t at) {
   auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[at + i])); };
   return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
 }
 
-// An IDX file: magic (0, 0, 0x08 = unsigned bytes, number of dimensions),
-// big-endian dimension sizes, then the data.
-struct Idx {
-  std::vector<uint32_t> dims;
-  std::string data;
-  size_t header_size = 0;
-};
-
 StatusOr<Idx> ReadIdx(const std::string& path, uint32_t want_dims) {
   EDL_ASSIGN_OR_RETURN(std::string compressed, ReadFileToString(path));
-  Idx idx;
-  EDL_RETURN_IF_ERROR(
-      Annotate(compression::GzipUncompress(compressed, size_t{1} << 31, &idx.data), path));
-  const std::string& d = idx.data;
-  if (d.size() < 4 || d[0] != 0 || d[1] != 0 || static_cast<uint8_t>(d[2]) != 0x08) {
-    return absl::DataLossError(
-        StrCat(path, ": not an IDX file of unsigned bytes (bad magic at offset 0)"));
-  }
-  uint32_t ndims = static_cast<uint8_t>(d[3]);
-  if (ndims != want_dims) {
-    return absl::DataLossError(
-        StrCat(path, ": IDX file has ", ndims, " dimensions, expected ", want_dims));
-  }
-  idx.header_size = 4 + 4 * ndims;
-  if (d.size() < idx.header_size) {
-    return absl::DataLossError(StrCat(path, ": truncated IDX header"));
-  }
-  uint64_t count = 1;
-  for (uint32_t i = 0; i < ndims; ++i) {
-    idx.dims.push_back(BigEndian32(d, 4 + 4 * i));
-    count *= idx.dims.back();
-  }
-  if (d.size() - idx.header_size != count) {
-    return absl::DataLossError(StrCat(path, ": IDX data holds ", d.size() - idx.header_size,
-                                      " bytes, its header promises ", count));
-  }
-  return idx;
+  std::string data;
+  EDL_RETURN_IF_ERROR_WITH_CONTEXT(
+      compression::GzipUncompress(compressed, size_t{1} << 31, &data), path);
+  return ParseIdx(path, std::move(data), want_dims);
 }
 
 Status ImportSplit(const MnistImportOptions& options, const std::string& prefix,
@@ -91,6 +60,38 @@ Status ImportSplit(const MnistImportOptions& options, const std::string& prefix,
 }
 
 }  // namespace
+
+StatusOr<Idx> ParseIdx(std::string_view name, std::string data, uint32_t want_dims) {
+  Idx idx;
+  idx.data = std::move(data);
+  std::string_view d = idx.data;
+  if (d.size() < 4 || d[0] != 0 || d[1] != 0 || static_cast<uint8_t>(d[2]) != 0x08) {
+    return absl::DataLossError(
+        StrCat(name, ": not an IDX file of unsigned bytes (bad magic at offset 0)"));
+  }
+  uint32_t ndims = static_cast<uint8_t>(d[3]);
+  if (ndims != want_dims) {
+    return absl::DataLossError(
+        StrCat(name, ": IDX file has ", ndims, " dimensions, expected ", want_dims));
+  }
+  idx.header_size = 4 + 4 * size_t{ndims};
+  if (d.size() < idx.header_size) {
+    return absl::DataLossError(StrCat(name, ": truncated IDX header: needs ", idx.header_size,
+                                      " bytes, file has ", d.size()));
+  }
+  uint64_t count = 1;
+  for (uint32_t i = 0; i < ndims; ++i) {
+    idx.dims.push_back(BigEndian32(d, 4 + 4 * i));
+    if (__builtin_mul_overflow(count, uint64_t{idx.dims.back()}, &count)) {
+      return absl::DataLossError(StrCat(name, ": IDX dimensions overflow"));
+    }
+  }
+  if (d.size() - idx.header_size != count) {
+    return absl::DataLossError(StrCat(name, ": IDX data holds ", d.size() - idx.header_size,
+                                      " bytes, its header promises ", count));
+  }
+  return idx;
+}
 
 std::string MnistExample(const uint8_t* pixels, int64_t label) {
   proto::Example example;

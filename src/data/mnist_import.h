@@ -34,6 +34,18 @@ struct MnistImportResult {
 
 StatusOr<MnistImportResult> ImportMnist(const MnistImportOptions& options);
 
+// An IDX file: magic (0, 0, 0x08 = unsigned bytes, number of dimensions),
+// big-endian dimension sizes, then the data.
+struct Idx {
+  std::vector<uint32_t> dims;
+  std::string data;  // the whole file, header included
+  size_t header_size = 0;
+};
+
+// Checks and takes apart the (decompressed) bytes of an IDX file with
+// `want_dims` dimensions; `name` is used in error messages.
+StatusOr<Idx> ParseIdx(std::string_view name, std::string data, uint32_t want_dims);
+
 // The tf.train.Example for one 28x28 image (bytes 0-255) and its label.
 std::string MnistExample(const uint8_t* pixels, int64_t label);
 

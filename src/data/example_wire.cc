@@ -1,10 +1,7 @@
 #include "data/example_wire.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/stubs/common.h>
-#include <google/protobuf/wire_format_lite.h>
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -12,9 +9,6 @@
 
 namespace elasticdl::example {
 namespace {
-
-using google::protobuf::internal::WireFormatLite;
-using google::protobuf::io::CodedInputStream;
 
 enum WireType : uint32_t {
   kVarint = 0,
@@ -25,6 +19,14 @@ enum WireType : uint32_t {
   kFixed32 = 5,
 };
 
+// Nesting as protobuf's parser counts it against its recursion limit: every
+// nested message and every group takes one level of kRecursionBudget.
+constexpr int kRecursionBudget = 100;
+constexpr int kFeaturesDepth = 1;
+constexpr int kEntryDepth = 2;
+constexpr int kFeatureDepth = 3;
+constexpr int kListDepth = 4;
+
 // One field of a message as it lies on the wire.
 struct Field {
   uint32_t number = 0;
@@ -34,130 +36,201 @@ struct Field {
   std::string_view bytes;  // kLengthDelimited
 };
 
-// Walks the fields of one serialized message, skipping groups.
+// Walks the fields of one serialized message, skipping groups. Reads tags,
+// lengths and varints with exactly the limits of protobuf's own parser (tags
+// and lengths in at most 5 bytes, lengths below 2 GiB, varints in at most 10
+// bytes), so that it accepts and rejects the same inputs.
 class FieldReader {
  public:
-  explicit FieldReader(std::string_view message)
-      : message_(message),
-        in_(reinterpret_cast<const uint8_t*>(message.data()), static_cast<int>(message.size())) {}
+  // `message` lies inside `record` (for error offsets) at nesting `depth`.
+  FieldReader(std::string_view record, std::string_view message, int depth)
+      : record_(record), p_(message.data()), end_(message.data() + message.size()), depth_(depth) {}
 
   // Returns false at the end of the message or on malformed data; ok() tells.
   bool Next(Field* f) {
-    while (true) {
-      if (static_cast<size_t>(in_.CurrentPosition()) == message_.size()) return false;
-      uint32_t tag = in_.ReadTagNoLastTag();
-      if (tag == 0) return Fail("bad field tag");
+    while (p_ < end_) {
+      const char* start = p_;
+      uint32_t tag;
+      if (!ReadTag(&tag)) return Fail(start, "bad field tag");
       f->number = tag >> 3;
       f->type = tag & 7;
-      if (f->number == 0) return Fail("field number 0");
-      switch (f->type) {
-        case kVarint:
-          if (!in_.ReadVarint64(&f->varint)) return Fail("truncated varint");
-          return true;
-        case kFixed64: {
-          uint64_t ignored;
-          if (!in_.ReadLittleEndian64(&ignored)) return Fail("truncated fixed64");
-          return true;
-        }
-        case kLengthDelimited: {
-          uint32_t len;
-          if (!in_.ReadVarint32(&len)) return Fail("truncated length");
-          size_t pos = static_cast<size_t>(in_.CurrentPosition());
-          if (len > message_.size() - pos || len > static_cast<uint32_t>(INT32_MAX)) {
-            return Fail("length-delimited field runs past the end of its message");
-          }
-          f->bytes = message_.substr(pos, len);
-          in_.Skip(static_cast<int>(len));
-          return true;
-        }
-        case kFixed32:
-          if (!in_.ReadLittleEndian32(&f->fixed32)) return Fail("truncated fixed32");
-          return true;
-        case kStartGroup:
-          if (!WireFormatLite::SkipField(&in_, tag)) return Fail("malformed group");
-          continue;  // groups are never fields we want
-        default:
-          return Fail(f->type == kEndGroup ? "unmatched end-group" : "invalid wire type");
+      if (f->number == 0) return Fail(start, "field number 0");
+      if (f->type == kStartGroup) {
+        if (!SkipGroup(f->number, depth_ + 1)) return false;
+        continue;  // groups are never fields we want
       }
+      if (f->type == kEndGroup) return Fail(start, "unmatched end-group");
+      return ReadValue(f, start);
     }
+    return false;
   }
 
   bool ok() const { return error_ == nullptr; }
   Status status() const {
     if (ok()) return absl::OkStatus();
     return absl::DataLossError(
-        StrCat("malformed tf.train.Example: ", error_, " at byte ", in_.CurrentPosition() + base_));
+        StrCat("malformed tf.train.Example: ", error_, " at byte ", error_at_ - record_.data()));
   }
-  // Offset of `message` in the record, for error messages.
-  void set_base(size_t base) { base_ = base; }
 
  private:
-  bool Fail(const char* what) {
-    error_ = what;
+  bool Fail(const char* at, const char* what) {
+    if (error_ == nullptr) {
+      error_ = what;
+      error_at_ = at;
+    }
     return false;
   }
-  std::string_view message_;
-  CodedInputStream in_;
+
+  // Reads the value of a field whose tag was just read.
+  bool ReadValue(Field* f, const char* start) {
+    switch (f->type) {
+      case kVarint:
+        return ReadVarint64(&f->varint) || Fail(start, "truncated or overlong varint");
+      case kFixed64:
+        if (end_ - p_ < 8) return Fail(start, "truncated fixed64");
+        p_ += 8;
+        return true;
+      case kFixed32:
+        if (end_ - p_ < 4) return Fail(start, "truncated fixed32");
+        std::memcpy(&f->fixed32, p_, 4);
+        p_ += 4;
+        return true;
+      case kLengthDelimited: {
+        uint32_t len;
+        if (!ReadSize(&len)) return Fail(start, "bad length");
+        if (len > static_cast<uint64_t>(end_ - p_)) {
+          return Fail(start, "length-delimited field runs past the end of its message");
+        }
+        f->bytes = std::string_view(p_, len);
+        p_ += len;
+        return true;
+      }
+      default:
+        return Fail(start, "invalid wire type");
+    }
+  }
+
+  // Skips a group up to its matching end-group tag.
+  bool SkipGroup(uint32_t number, int depth) {
+    if (depth > kRecursionBudget) return Fail(p_, "nesting deeper than 100");
+    while (p_ < end_) {
+      const char* start = p_;
+      uint32_t tag;
+      if (!ReadTag(&tag)) return Fail(start, "bad field tag");
+      Field f;
+      f.number = tag >> 3;
+      f.type = tag & 7;
+      if (f.number == 0) return Fail(start, "field number 0");
+      if (f.type == kEndGroup) {
+        return f.number == number || Fail(start, "mismatched end-group");
+      }
+      if (f.type == kStartGroup) {
+        if (!SkipGroup(f.number, depth + 1)) return false;
+      } else if (!ReadValue(&f, start)) {
+        return false;
+      }
+    }
+    return Fail(p_, "unterminated group");
+  }
+
+  // A tag: at most 5 bytes, high bits past 32 dropped (as protobuf).
+  bool ReadTag(uint32_t* tag) {
+    uint32_t v = 0;
+    for (int i = 0; i < 5 && p_ < end_; ++i) {
+      auto b = static_cast<uint8_t>(*p_++);
+      v |= static_cast<uint32_t>(b & 0x7f) << (7 * i);
+      if (b < 0x80) {
+        *tag = v;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A length: at most 5 bytes, below 2^31.
+  bool ReadSize(uint32_t* size) {
+    uint32_t v = 0;
+    for (int i = 0; i < 5 && p_ < end_; ++i) {
+      auto b = static_cast<uint8_t>(*p_++);
+      if (i == 4 && b >= 8) return false;
+      v |= static_cast<uint32_t>(b & 0x7f) << (7 * i);
+      if (b < 0x80) {
+        *size = v;
+        return true;
+      }
+    }
+    return false;
+  }
+
+ public:
+  // A varint of at most 10 bytes, high bits past 64 dropped (as protobuf).
+  static bool ReadVarint64(const char** p, const char* end, uint64_t* value) {
+    uint64_t v = 0;
+    for (int i = 0; i < 10 && *p < end; ++i) {
+      auto b = static_cast<uint8_t>(*(*p)++);
+      v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+      if (b < 0x80) {
+        *value = v;
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  bool ReadVarint64(uint64_t* value) { return ReadVarint64(&p_, end_, value); }
+
+  std::string_view record_;
+  const char* p_;
+  const char* end_;
+  int depth_;
   const char* error_ = nullptr;
-  size_t base_ = 0;
+  const char* error_at_ = nullptr;
 };
 
-size_t OffsetIn(std::string_view outer, std::string_view inner) {
-  return static_cast<size_t>(inner.data() - outer.data());
+Status Malformed(std::string_view record, const char* at, const char* what) {
+  return absl::DataLossError(
+      StrCat("malformed tf.train.Example: ", what, " at byte ", at - record.data()));
 }
 
-// Calls fn(key, value_messages) for every map entry of every `features`
-// field, in wire order. value_messages are the serialized Feature messages of
-// the entry (usually one; several merge).
-template <typename Fn>
-Status ForEachEntry(std::string_view record, std::vector<std::string_view>* values, Fn fn) {
-  if (record.size() > static_cast<size_t>(INT32_MAX)) {
-    return absl::DataLossError("malformed tf.train.Example: record over 2 GiB");
-  }
-  FieldReader example(record);
+// Checks a {Bytes,Float,Int64}List the way protobuf parses it: packed floats
+// must be whole, packed varints well-formed.
+Status CheckList(std::string_view record, std::string_view list, Kind kind) {
+  FieldReader reader(record, list, kListDepth);
   Field f;
-  while (example.Next(&f)) {
-    if (f.number != 1 || f.type != kLengthDelimited) continue;  // Example.features
-    FieldReader features(f.bytes);
-    features.set_base(OffsetIn(record, f.bytes));
-    Field entry;
-    while (features.Next(&entry)) {
-      if (entry.number != 1 || entry.type != kLengthDelimited) continue;  // Features.feature
-      FieldReader reader(entry.bytes);
-      reader.set_base(OffsetIn(record, entry.bytes));
-      std::string_view key;
-      values->clear();
-      Field e;
-      while (reader.Next(&e)) {
-        if (e.type != kLengthDelimited) continue;
-        if (e.number == 1) key = e.bytes;
-        if (e.number == 2) values->push_back(e.bytes);
-      }
-      EDL_RETURN_IF_ERROR(reader.status());
-      if (!google::protobuf::internal::IsStructurallyValidUTF8(key.data(),
-                                                               static_cast<int>(key.size()))) {
-        return absl::DataLossError(StrCat("malformed tf.train.Example: feature name at byte ",
-                                          OffsetIn(record, entry.bytes), " is not UTF-8"));
-      }
-      fn(key, *values);
+  while (reader.Next(&f)) {
+    if (f.number != 1 || f.type != kLengthDelimited) continue;
+    if (kind == Kind::kFloat && f.bytes.size() % 4 != 0) {
+      return Malformed(record, f.bytes.data(), "packed floats not a multiple of 4 bytes");
     }
-    EDL_RETURN_IF_ERROR(features.status());
+    if (kind == Kind::kInt64) {
+      const char* p = f.bytes.data();
+      const char* end = p + f.bytes.size();
+      uint64_t v;
+      while (p < end) {
+        const char* at = p;
+        if (!FieldReader::ReadVarint64(&p, end, &v)) {
+          return Malformed(record, at, "bad packed int64 varint");
+        }
+      }
+    }
   }
-  return example.status();
+  return reader.status();
 }
 
-// Resolves the oneof of a Feature given as one or more messages.
+// Resolves (and fully checks) the oneof of a Feature given as one or more
+// messages that merge.
 Status ResolveKind(std::string_view record, const std::vector<std::string_view>& values,
                    FeatureView* view) {
   view->kind = Kind::kNone;
   view->lists.clear();
   for (std::string_view value : values) {
-    FieldReader reader(value);
-    reader.set_base(OffsetIn(record, value));
+    FieldReader reader(record, value, kFeatureDepth);
     Field f;
     while (reader.Next(&f)) {
       if (f.type != kLengthDelimited || f.number < 1 || f.number > 3) continue;
       auto kind = static_cast<Kind>(f.number);
+      EDL_RETURN_IF_ERROR(CheckList(record, f.bytes, kind));
       if (kind != view->kind) {  // switching the oneof clears it
         view->kind = kind;
         view->lists.clear();
@@ -167,6 +240,48 @@ Status ResolveKind(std::string_view record, const std::vector<std::string_view>&
     EDL_RETURN_IF_ERROR(reader.status());
   }
   return absl::OkStatus();
+}
+
+// Calls fn(key, view) for every map entry of every `features` field, in wire
+// order, with `view` the entry's resolved Feature. Every entry is checked,
+// also those a later entry replaces, as protobuf would.
+template <typename Fn>
+Status ForEachEntry(std::string_view record, Fn fn) {
+  if (record.size() > static_cast<size_t>(INT32_MAX)) {
+    return absl::DataLossError("malformed tf.train.Example: record over 2 GiB");
+  }
+  thread_local std::vector<std::string_view> values;
+  thread_local FeatureView view;
+  FieldReader example(record, record, 0);
+  Field f;
+  while (example.Next(&f)) {
+    if (f.number != 1 || f.type != kLengthDelimited) continue;  // Example.features
+    FieldReader features(record, f.bytes, kFeaturesDepth);
+    Field entry;
+    while (features.Next(&entry)) {
+      if (entry.number != 1 || entry.type != kLengthDelimited) continue;  // Features.feature
+      FieldReader reader(record, entry.bytes, kEntryDepth);
+      std::string_view key;
+      values.clear();
+      Field e;
+      while (reader.Next(&e)) {
+        if (e.type != kLengthDelimited) continue;
+        if (e.number == 1) {
+          key = e.bytes;
+          if (!google::protobuf::internal::IsStructurallyValidUTF8(key.data(),
+                                                                   static_cast<int>(key.size()))) {
+            return Malformed(record, key.data(), "feature name is not UTF-8");
+          }
+        }
+        if (e.number == 2) values.push_back(e.bytes);
+      }
+      EDL_RETURN_IF_ERROR(reader.status());
+      EDL_RETURN_IF_ERROR(ResolveKind(record, values, &view));
+      fn(key, &view);
+    }
+    EDL_RETURN_IF_ERROR(features.status());
+  }
+  return example.status();
 }
 
 Status WrongKind(const FeatureView& view, Kind wanted) {
@@ -198,29 +313,24 @@ Status FindFeatures(std::string_view record, const std::vector<std::string_view>
     v.kind = Kind::kNone;
     v.lists.clear();
   }
-  // The last entry for a key wins; remember each key's Feature messages.
-  thread_local std::vector<std::vector<std::string_view>> found;
-  thread_local std::vector<std::string_view> values;
-  if (found.size() < keys.size()) found.resize(keys.size());
-  EDL_RETURN_IF_ERROR(ForEachEntry(
-      record, &values, [&](std::string_view key, const std::vector<std::string_view>& v) {
-        for (size_t i = 0; i < keys.size(); ++i) {
-          if (keys[i] == key) {
-            (*out)[i].present = true;
-            found[i] = v;
-          }
-        }
-      }));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if ((*out)[i].present) EDL_RETURN_IF_ERROR(ResolveKind(record, found[i], &(*out)[i]));
-  }
-  return absl::OkStatus();
+  // The last entry for a key wins.
+  return ForEachEntry(record, [&](std::string_view key, FeatureView* view) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].size() == key.size() && keys[i] == key) {
+        FeatureView& dst = (*out)[i];
+        dst.present = true;
+        dst.kind = view->kind;
+        dst.lists.swap(view->lists);
+        return;
+      }
+    }
+  });
 }
 
 Status AppendFloats(const FeatureView& view, std::vector<float>* out) {
   if (view.kind != Kind::kFloat) return WrongKind(view, Kind::kFloat);
   for (std::string_view list : view.lists) {
-    FieldReader reader(list);
+    FieldReader reader(list, list, kListDepth);
     Field f;
     while (reader.Next(&f)) {
       if (f.number != 1) continue;
@@ -230,6 +340,7 @@ Status AppendFloats(const FeatureView& view, std::vector<float>* out) {
               "malformed tf.train.Example: packed floats not a multiple of 4 bytes");
         }
         size_t n = f.bytes.size() / 4;
+        if (n == 0) continue;
         size_t start = out->size();
         out->resize(start + n);
         std::memcpy(out->data() + start, f.bytes.data(), f.bytes.size());
@@ -247,16 +358,16 @@ Status AppendFloats(const FeatureView& view, std::vector<float>* out) {
 Status AppendInt64s(const FeatureView& view, std::vector<int64_t>* out) {
   if (view.kind != Kind::kInt64) return WrongKind(view, Kind::kInt64);
   for (std::string_view list : view.lists) {
-    FieldReader reader(list);
+    FieldReader reader(list, list, kListDepth);
     Field f;
     while (reader.Next(&f)) {
       if (f.number != 1) continue;
       if (f.type == kLengthDelimited) {  // packed varints
-        CodedInputStream in(reinterpret_cast<const uint8_t*>(f.bytes.data()),
-                            static_cast<int>(f.bytes.size()));
-        while (static_cast<size_t>(in.CurrentPosition()) < f.bytes.size()) {
+        const char* p = f.bytes.data();
+        const char* end = p + f.bytes.size();
+        while (p < end) {
           uint64_t v;
-          if (!in.ReadVarint64(&v)) {
+          if (!FieldReader::ReadVarint64(&p, end, &v)) {
             return absl::DataLossError("malformed tf.train.Example: bad packed int64 varint");
           }
           out->push_back(static_cast<int64_t>(v));
@@ -273,7 +384,7 @@ Status AppendInt64s(const FeatureView& view, std::vector<int64_t>* out) {
 Status AppendBytes(const FeatureView& view, std::vector<std::string_view>* out) {
   if (view.kind != Kind::kBytes) return WrongKind(view, Kind::kBytes);
   for (std::string_view list : view.lists) {
-    FieldReader reader(list);
+    FieldReader reader(list, list, kListDepth);
     Field f;
     while (reader.Next(&f)) {
       if (f.number == 1 && f.type == kLengthDelimited) out->push_back(f.bytes);
@@ -285,16 +396,14 @@ Status AppendBytes(const FeatureView& view, std::vector<std::string_view>* out) 
 
 Status DecodeAll(std::string_view record, std::vector<DecodedFeature>* out) {
   out->clear();
-  std::map<std::string, std::vector<std::string_view>> entries;
-  std::vector<std::string_view> values;
-  EDL_RETURN_IF_ERROR(ForEachEntry(
-      record, &values, [&](std::string_view key, const std::vector<std::string_view>& v) {
-        entries[std::string(key)] = v;
-      }));
-  for (const auto& [key, feature_messages] : entries) {
-    FeatureView view;
-    view.present = true;
-    EDL_RETURN_IF_ERROR(ResolveKind(record, feature_messages, &view));
+  std::map<std::string, FeatureView> entries;
+  EDL_RETURN_IF_ERROR(ForEachEntry(record, [&](std::string_view key, FeatureView* view) {
+    FeatureView& dst = entries[std::string(key)];
+    dst.present = true;
+    dst.kind = view->kind;
+    dst.lists = view->lists;
+  }));
+  for (const auto& [key, view] : entries) {
     DecodedFeature d;
     d.key = key;
     d.kind = view.kind;
@@ -306,7 +415,7 @@ Status DecodeAll(std::string_view record, std::vector<DecodedFeature>* out) {
       s = AppendBytes(view, &b);
       d.bytes.assign(b.begin(), b.end());
     }
-    EDL_RETURN_IF_ERROR(Annotate(s, StrCat("feature '", key, "'")));
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(s, StrCat("feature '", key, "'"));
     out->push_back(std::move(d));
   }
   return absl::OkStatus();

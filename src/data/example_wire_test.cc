@@ -88,6 +88,57 @@ TEST(ExampleWireTest, MalformedBytesAreDataLoss) {
   EXPECT_EQ(FindFeatures(std::string("\x0f", 1), {"x"}, &views).code(), StatusCode::kDataLoss);
 }
 
+std::string FromHex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+// Inputs the differential fuzzer found where an earlier reader disagreed with
+// protobuf: each is malformed for protobuf, and must be for us.
+TEST(ExampleWireTest, RejectsWhatProtobufRejects) {
+  std::string deep_groups = FromHex("0ace010acb010a016112c50112c201");
+  deep_groups += std::string(97, '\x63') + std::string(97, '\x64');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"malformed Feature of a replaced entry", FromHex("0a100a070a016112021a050a050a01611200")},
+      {"malformed list of an overridden oneof kind", FromHex("0a0d0a0b0a0161120612020a051a00")},
+      {"tag over 5 bytes", FromHex("90808080800000")},
+      {"length over 5 bytes", FromHex("12808080808000")},
+      {"length of 2^32", FromHex("128080808010")},
+      {"an earlier key occurrence not UTF-8", FromHex("0a0a0a080a01ff0a01611200")},
+      {"groups past protobuf's recursion limit", deep_groups},
+  };
+  for (const auto& [what, record] : cases) {
+    proto::Example check;
+    EXPECT_FALSE(check.ParseFromString(record)) << what;
+    std::vector<DecodedFeature> all;
+    Status s = DecodeAll(record, &all);
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << what;
+    std::vector<FeatureView> views;
+    EXPECT_EQ(FindFeatures(record, {"a"}, &views).code(), StatusCode::kDataLoss) << what;
+  }
+  // One group fewer is within the limit for both.
+  std::string ok_groups = FromHex("0acc010ac9010a016112c30112c001");
+  ok_groups += std::string(96, '\x63') + std::string(96, '\x64');
+  proto::Example check;
+  EXPECT_TRUE(check.ParseFromString(ok_groups));
+  std::vector<DecodedFeature> all;
+  EXPECT_TRUE(DecodeAll(ok_groups, &all).ok());
+}
+
+TEST(ExampleWireTest, EmptyPackedFloatsAreZeroValues) {
+  std::string record = FromHex("0a080a06120412020a00");
+  proto::Example check;
+  ASSERT_TRUE(check.ParseFromString(record));
+  std::vector<DecodedFeature> all;
+  ASSERT_TRUE(DecodeAll(record, &all).ok());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].kind, Kind::kFloat);
+  EXPECT_TRUE(all[0].floats.empty());
+}
+
 TEST(ExampleWireTest, DecodeAllListsEveryFeatureSorted) {
   proto::Example e;
   testing::AddInt64s(&e, "z", {1});

@@ -67,8 +67,8 @@ void FixSnappyFramedChecksums(std::string* stream) {
       bool fixable = true;
       if (type == 0x00) {
         size_t n = 0;
-        fixable = snappy::GetUncompressedLength(data.data(), data.size(), &n) &&
-                  n <= kSnappyMaxBlock;
+        fixable =
+            snappy::GetUncompressedLength(data.data(), data.size(), &n) && n <= kSnappyMaxBlock;
         if (fixable) {
           uncompressed.resize(n);
           fixable = snappy::RawUncompress(data.data(), data.size(), uncompressed.data());

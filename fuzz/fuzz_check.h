@@ -23,11 +23,11 @@ namespace elasticdl::fuzz {
 
 // EDL_FUZZ_CHECK(cond, "format {}", args...): aborts with the formatted message
 // unless `cond` holds.
-#define EDL_FUZZ_CHECK(cond, ...)                                                   \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
+#define EDL_FUZZ_CHECK(cond, ...)                                                          \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
       ::elasticdl::fuzz::CheckFailed(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
-    }                                                                               \
+    }                                                                                      \
   } while (false)
 
 #endif  // ELASTICDL_FUZZ_FUZZ_CHECK_H_

@@ -54,9 +54,8 @@ std::optional<std::vector<std::string>> CheckScans(const RecordFile& file, uint1
   const uint64_t start = (range_seed >> 8) % (n + 1);
   const uint64_t end = start + std::min<uint64_t>(range_seed & 0xff, n - start);
   std::vector<std::string> range_records;
-  const Status range_status = ScanRange(file, start, end, [&](uint64_t, std::string_view r) {
-    range_records.emplace_back(r);
-  });
+  const Status range_status = ScanRange(
+      file, start, end, [&](uint64_t, std::string_view r) { range_records.emplace_back(r); });
 
   std::vector<std::string> kept;
   size_t kept_bytes = 0;

@@ -83,8 +83,8 @@ void RoundTrip(const std::vector<std::string>& records, uint8_t flags) {
       EDL_FUZZ_CHECK(s.ok(), "EncodeChunk of no records: {}", s.ToString());
     }
   }
-  auto reopened = recordio::OpenFile(RandomAccessFile::FromString("roundtrip.recordio", file),
-                                     FuzzOptions());
+  auto reopened =
+      recordio::OpenFile(RandomAccessFile::FromString("roundtrip.recordio", file), FuzzOptions());
   EDL_FUZZ_CHECK(reopened.ok(), "reopening what EncodeChunk wrote: {}",
                  reopened.status().ToString());
   EDL_FUZZ_CHECK((*reopened)->num_records() == records.size(), "wrote {} records, read {}",
@@ -127,8 +127,8 @@ Status WriteSeeds(const std::string& dir) {
     EDL_ASSIGN_OR_RETURN(std::string file, ReadFileToString(tmp));
     std::remove(tmp.c_str());
     const auto flags = static_cast<uint8_t>(1 | (static_cast<uint8_t>(c) << 1) | (n << 3));
-    EDL_RETURN_IF_ERROR(WriteSeed(dir, StrCat("writer_", CompressorName(c)),
-                                  WithControls(file, flags, 0x0102)));
+    EDL_RETURN_IF_ERROR(
+        WriteSeed(dir, StrCat("writer_", CompressorName(c)), WithControls(file, flags, 0x0102)));
     ++n;
   }
   EDL_RETURN_IF_ERROR(WriteSeed(dir, "empty", WithControls("", 0, 0)));

@@ -8,6 +8,9 @@
 #       -ignore_crashes=1, -runs=0). The run works in
 #       build-fuzz/fuzz-work/TARGET/: corpus/ (seeds plus what the fuzzer
 #       found, kept between runs) and artifacts/ (crash-*, leak-*, ...).
+#   fuzz/run.sh build [TARGET...]
+#       Only configures and builds (all targets by default), e.g. to replay
+#       reproducers: build-fuzz/bin/TARGET_fuzzer fuzz/crashes/TARGET-*
 #   fuzz/run.sh seeds
 #       Rewrites fuzz/corpus/*/ with each fuzzer's seed-writing mode.
 #
@@ -16,10 +19,11 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${ELASTICDL_FUZZ_BUILD:-$root/build-fuzz}
-targets=(recordio tfrecord compression example)
+targets=(recordio tfrecord compression example idx csv)
 
 usage() {
   echo "usage: $0 {$(IFS='|'; echo "${targets[*]}")} [SECONDS] [libFuzzer flags...]" >&2
+  echo "       $0 build [TARGET...]" >&2
   echo "       $0 seeds" >&2
   exit 2
 }
@@ -43,6 +47,13 @@ configure_and_build() {
 [[ $# -ge 1 ]] || usage
 target=$1
 shift
+
+if [[ $target == build ]]; then
+  if [[ $# -eq 0 ]]; then set -- "${targets[@]}"; fi
+  for t in "$@"; do [[ " ${targets[*]} " == *" $t "* ]] || usage; done
+  configure_and_build "$@"
+  exit 0
+fi
 
 if [[ $target == seeds ]]; then
   configure_and_build "${targets[@]}"

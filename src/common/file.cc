@@ -116,7 +116,12 @@ Status RandomAccessFile::ReadExactly(uint64_t offset, size_t n, char* scratch,
 
 SequentialReader::SequentialReader(const RandomAccessFile* file, uint64_t offset,
                                    size_t buffer_size)
-    : file_(file), buffer_(buffer_size, '\0'), buffer_start_(offset), offset_(offset) {}
+    : file_(file),
+      // No bigger than what is left of the file: small files get small buffers.
+      buffer_(offset < file->size() ? std::min<uint64_t>(buffer_size, file->size() - offset) : 0,
+              '\0'),
+      buffer_start_(offset),
+      offset_(offset) {}
 
 Status SequentialReader::Read(size_t n, std::string_view* out, std::string_view what) {
   if (n > remaining()) {

@@ -1,7 +1,9 @@
 #include "data/csv_import.h"
 
 #include <csv.h>
+#include <google/protobuf/stubs/common.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <set>
@@ -45,7 +47,7 @@ Status ForEachRow(const std::string& path, char delimiter,
     ++s->index;
     s->row.clear();
   };
-  std::string buf(1 << 20, '\0');
+  std::string buf(std::min<uint64_t>(uint64_t{1} << 20, std::max<uint64_t>(file->size(), 1)), '\0');
   uint64_t offset = 0;
   Status status;
   while (offset < file->size() && state.status.ok()) {
@@ -120,6 +122,12 @@ StatusOr<CsvSchema> ScanCsv(const std::string& path, const CsvOptions& options) 
         if (!fields[i].has_value()) {
           return absl::InvalidArgumentError(
               StrCat(path, ": header: column ", i + 1, " has no name"));
+        }
+        if (!google::protobuf::internal::IsStructurallyValidUTF8(
+                fields[i]->data(), static_cast<int>(fields[i]->size()))) {
+          return absl::InvalidArgumentError(
+              StrCat(path, ": header: column ", i + 1,
+                     " name is not UTF-8 (feature names are protobuf strings)"));
         }
         if (!seen.insert(*fields[i]).second) {
           return absl::InvalidArgumentError(

@@ -313,15 +313,14 @@ Status FindFeatures(std::string_view record, const std::vector<std::string_view>
     v.kind = Kind::kNone;
     v.lists.clear();
   }
-  // The last entry for a key wins.
+  // The last entry for a key wins. A key asked for twice is described twice.
   return ForEachEntry(record, [&](std::string_view key, FeatureView* view) {
     for (size_t i = 0; i < keys.size(); ++i) {
       if (keys[i].size() == key.size() && keys[i] == key) {
         FeatureView& dst = (*out)[i];
         dst.present = true;
         dst.kind = view->kind;
-        dst.lists.swap(view->lists);
-        return;
+        dst.lists = view->lists;
       }
     }
   });

@@ -128,6 +128,18 @@ TEST(ExampleWireTest, RejectsWhatProtobufRejects) {
   EXPECT_TRUE(DecodeAll(ok_groups, &all).ok());
 }
 
+TEST(ExampleWireTest, AKeyAskedForTwiceIsFoundTwice) {
+  proto::Example e;
+  testing::AddInt64s(&e, "a", {4});
+  auto views = Find(e.SerializeAsString(), {"a", "b", "a"});
+  EXPECT_TRUE(views[0].present);
+  EXPECT_FALSE(views[1].present);
+  EXPECT_TRUE(views[2].present);
+  std::vector<int64_t> ints;
+  ASSERT_TRUE(AppendInt64s(views[2], &ints).ok());
+  EXPECT_THAT(ints, ElementsAre(4));
+}
+
 TEST(ExampleWireTest, EmptyPackedFloatsAreZeroValues) {
   std::string record = FromHex("0a080a06120412020a00");
   proto::Example check;

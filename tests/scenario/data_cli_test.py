@@ -158,6 +158,12 @@ class DataCliTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn(f"{bad}: row 3: expected 2 fields, found 1", proc.stderr)
         self.assertFalse(os.path.exists(self.path("bad.recordio")))
+        latin1 = self.path("latin1.csv")
+        with open(latin1, "wb") as f:
+            f.write(b"name,h\xe9ight\nAda,1\n")
+        proc = run("data", "convert", latin1, self.path("l.recordio"), check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(f"{latin1}: header: column 2 name is not UTF-8", proc.stderr)
         proc = run("data", "convert", self.path("people.csv"), self.path("x.recordio"),
                    "--csv_types=age:complex", check=False)
         self.assertIn("--csv_types: column type 'complex' for 'age' is unknown", proc.stderr)

@@ -21,8 +21,8 @@ uint32_t BigEndian32(std::string_view s, size_t at) {
 StatusOr<Idx> ReadIdx(const std::string& path, uint32_t want_dims) {
   EDL_ASSIGN_OR_RETURN(std::string compressed, ReadFileToString(path));
   std::string data;
-  EDL_RETURN_IF_ERROR_WITH_CONTEXT(
-      compression::GzipUncompress(compressed, size_t{1} << 31, &data), path);
+  EDL_RETURN_IF_ERROR_WITH_CONTEXT(compression::GzipUncompress(compressed, size_t{1} << 31, &data),
+                                   path);
   return ParseIdx(path, std::move(data), want_dims);
 }
 

@@ -31,10 +31,10 @@ inline Status Annotate(const Status& status, std::string_view context) {
 #define ELASTICDL_STATUS_CONCAT_(a, b) ELASTICDL_STATUS_CONCAT_INNER_(a, b)
 
 // Evaluates `expr` (a Status); returns it from the enclosing function if not OK.
-#define EDL_RETURN_IF_ERROR(expr)              \
-  do {                                         \
-    ::absl::Status edl_status_ = (expr);       \
-    if (!edl_status_.ok()) return edl_status_; \
+#define EDL_RETURN_IF_ERROR(expr)               \
+  do {                                          \
+    const ::absl::Status& edl_status_ = (expr); \
+    if (!edl_status_.ok()) return edl_status_;  \
   } while (false)
 
 // Like EDL_RETURN_IF_ERROR, and puts `context` in front of the message.
@@ -42,7 +42,7 @@ inline Status Annotate(const Status& status, std::string_view context) {
 // error, so building it costs nothing on the success path.
 #define EDL_RETURN_IF_ERROR_WITH_CONTEXT(expr, context)                          \
   do {                                                                           \
-    ::absl::Status edl_status_ = (expr);                                         \
+    const ::absl::Status& edl_status_ = (expr);                                  \
     if (!edl_status_.ok()) return ::elasticdl::Annotate(edl_status_, (context)); \
   } while (false)
 

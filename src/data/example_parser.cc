@@ -31,12 +31,17 @@ torch::Dtype TorchType(FeatureSpec::Type type) {
   return type == FeatureSpec::Type::kInt64 ? torch::kInt64 : torch::kFloat32;
 }
 
-FeatureSpec::Type SpecType(torch::Dtype dtype) {
-  if (dtype == torch::kInt64) return FeatureSpec::Type::kInt64;
-  if (dtype == torch::kFloat32) return FeatureSpec::Type::kFloat32;
-  // Anything else is reported by ValidateFeatureSpec; kBytes is never a
-  // torch dtype, so mark it with an impossible shape below.
-  return FeatureSpec::Type::kFloat32;
+// Sets the spec's type from a torch dtype, or records why it cannot.
+void SetNumericType(torch::Dtype dtype, FeatureSpec* spec) {
+  if (dtype == torch::kInt64) {
+    spec->type = FeatureSpec::Type::kInt64;
+  } else if (dtype == torch::kFloat32) {
+    spec->type = FeatureSpec::Type::kFloat32;
+  } else {
+    spec->invalid = StrCat("dtype ", c10::toString(dtype),
+                           " is not supported; use torch::kFloat32 (float_list) or "
+                           "torch::kInt64 (int64_list), or a Bytes feature for bytes_list");
+  }
 }
 
 // Per-thread scratch reused across records.
@@ -156,11 +161,8 @@ int64_t FeatureSpec::num_elements() const {
 FeatureSpec FixedLenFeature(std::vector<int64_t> shape, torch::Dtype dtype,
                             std::optional<torch::Tensor> default_value) {
   FeatureSpec s;
-  s.type = SpecType(dtype);
-  if (dtype != torch::kInt64 && dtype != torch::kFloat32)
-    s.shape = {-1};  // flagged invalid
-  else
-    s.shape = std::move(shape);
+  SetNumericType(dtype, &s);
+  s.shape = std::move(shape);
   s.fixed_length = true;
   s.default_value = std::move(default_value);
   return s;
@@ -177,9 +179,8 @@ FeatureSpec FixedLenBytesFeature(std::vector<int64_t> shape,
 
 FeatureSpec VarLenFeature(torch::Dtype dtype) {
   FeatureSpec s;
-  s.type = SpecType(dtype);
+  SetNumericType(dtype, &s);
   s.fixed_length = false;
-  if (dtype != torch::kInt64 && dtype != torch::kFloat32) s.shape = {-1};  // flagged invalid
   return s;
 }
 
@@ -198,16 +199,14 @@ const torch::Tensor& Features::operator[](const std::string& name) const {
 
 Status ValidateFeatureSpec(const FeatureSpecMap& spec) {
   for (const auto& [name, s] : spec) {
-    if (!s.fixed_length && !s.shape.empty()) {
-      return absl::InvalidArgumentError(StrCat("feature '", name,
-                                               "': dtype must be torch::kFloat32 or torch::kInt64 "
-                                               "(use the Bytes variants for bytes_list features)"));
+    if (!s.invalid.empty()) {
+      return absl::InvalidArgumentError(StrCat("feature '", name, "': ", s.invalid));
     }
     for (int64_t d : s.shape) {
       if (d < 0) {
-        return absl::InvalidArgumentError(StrCat(
-            "feature '", name, "': shape ", ShapeString(s.shape),
-            " is invalid; dimensions must be >= 0 and dtype torch::kFloat32 or torch::kInt64"));
+        return absl::InvalidArgumentError(StrCat("feature '", name, "': shape ",
+                                                 ShapeString(s.shape),
+                                                 " is invalid; dimensions must be >= 0"));
       }
     }
     if (s.default_value.has_value()) {

@@ -74,7 +74,11 @@ TEST(ParseExampleTest, ErrorsNameTheFeature) {
 
 TEST(ParseExampleTest, InvalidSpecsAreRejected) {
   FeatureSpecMap bad_dtype = {{"x", FixedLenFeature({1}, torch::kFloat64)}};
-  EXPECT_THAT(ParseExample("", bad_dtype).status().message(), HasSubstr("feature 'x'"));
+  EXPECT_THAT(ParseExample("", bad_dtype).status().message(),
+              HasSubstr("feature 'x': dtype Double is not supported"));
+  FeatureSpecMap bad_shape = {{"x", FixedLenFeature({2, -1}, torch::kFloat32)}};
+  EXPECT_THAT(ParseExample("", bad_shape).status().message(),
+              HasSubstr("feature 'x': shape [2, -1] is invalid"));
   FeatureSpecMap bad_default = {{"x", FixedLenFeature({3}, torch::kFloat32, torch::zeros({2}))}};
   EXPECT_THAT(ParseExample("", bad_default).status().message(),
               HasSubstr("default has 2 values, expected 1 or 3"));

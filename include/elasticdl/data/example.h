@@ -42,6 +42,9 @@ struct FeatureSpec {
   // hold either one value (broadcast) or one per element.
   std::optional<torch::Tensor> default_value;
   std::optional<std::vector<std::string>> default_bytes;
+  // Why the spec cannot be used (set by the factories below, e.g. for an
+  // unsupported dtype); reported by ValidateFeatureSpec. Empty if usable.
+  std::string invalid;
 
   // Number of values a fixed-length feature must hold (product of shape).
   int64_t num_elements() const;

@@ -138,10 +138,7 @@ Status WriteSeeds(const std::string& dir) {
 }  // namespace
 }  // namespace elasticdl::fuzz
 
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  elasticdl::fuzz::HandleSeedFlag(*argc, *argv, &elasticdl::fuzz::WriteSeeds);
-  return 0;
-}
+EDL_FUZZ_SEED_WRITER(&elasticdl::fuzz::WriteSeeds)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace elasticdl;

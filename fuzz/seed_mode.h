@@ -24,6 +24,14 @@ using SeedWriter = std::function<Status(const std::string& dir)>;
 // error on stderr otherwise); else returns and fuzzing goes on.
 void HandleSeedFlag(int argc, char** argv, const SeedWriter& write);
 
+// Defines the fuzzer's LLVMFuzzerInitialize, handling --write_seeds with
+// `writer` (a SeedWriter).
+#define EDL_FUZZ_SEED_WRITER(writer)                             \
+  extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) { \
+    ::elasticdl::fuzz::HandleSeedFlag(*argc, *argv, (writer));   \
+    return 0;                                                    \
+  }
+
 // Writes `contents` to dir/name.
 Status WriteSeed(const std::string& dir, std::string_view name, std::string_view contents);
 

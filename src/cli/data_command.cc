@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ int Fail(const Status& status) {
   fmt::print(stderr, "error: {}\n",
              std::string_view(status.message().data(), status.message().size()));
   return kExitFailure;
+}
+
+// Parses an optional --format style flag; empty leaves `*out` unset.
+Status ParseFormatFlag(const std::string& value, std::optional<RecordFormat>* out) {
+  if (value.empty()) return absl::OkStatus();
+  EDL_ASSIGN_OR_RETURN(*out, ParseRecordFormat(value));
+  return absl::OkStatus();
 }
 
 // Flag values as the user typed them, converted once the command runs.
@@ -84,16 +92,8 @@ void AddConvert(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       ConvertOptions options;
-      if (!flags->from.empty()) {
-        auto f = ParseRecordFormat(flags->from);
-        if (!f.ok()) return Fail(f.status());
-        options.from = *f;
-      }
-      if (!flags->writer.format.empty()) {
-        auto f = ParseRecordFormat(flags->writer.format);
-        if (!f.ok()) return Fail(f.status());
-        options.to = *f;
-      }
+      if (Status s = ParseFormatFlag(flags->from, &options.from); !s.ok()) return Fail(s);
+      if (Status s = ParseFormatFlag(flags->writer.format, &options.to); !s.ok()) return Fail(s);
       auto compressor = ParseCompressor(flags->writer.compressor);
       if (!compressor.ok()) return Fail(compressor.status());
       options.compressor = *compressor;
@@ -170,11 +170,7 @@ void AddInspect(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       InspectOptions options = flags->options;
-      if (!flags->format.empty()) {
-        auto f = ParseRecordFormat(flags->format);
-        if (!f.ok()) return Fail(f.status());
-        options.format = *f;
-      }
+      if (Status s = ParseFormatFlag(flags->format, &options.format); !s.ok()) return Fail(s);
       auto report = Inspect(flags->path, options);
       if (!report.ok()) return Fail(report.status());
       fmt::print("{}", *report);
@@ -199,11 +195,7 @@ void AddValidate(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       ValidateOptions options = flags->options;
-      if (!flags->format.empty()) {
-        auto f = ParseRecordFormat(flags->format);
-        if (!f.ok()) return Fail(f.status());
-        options.format = *f;
-      }
+      if (Status s = ParseFormatFlag(flags->format, &options.format); !s.ok()) return Fail(s);
       int code = kExitOk;
       for (const std::string& path : flags->paths) {
         auto report = ValidateFile(path, options);

@@ -102,16 +102,23 @@ void CopyDefault(const FeatureSpec& spec, void* dst) {
   std::memcpy(dst, values.data_ptr(), n * values.element_size());
 }
 
-// Parses the value of one fixed-length feature of one record. Numeric values
-// go to `dst` (room for num_elements values), bytes to `bytes_out`.
-Status FixedValue(const std::string& name, const example::FeatureView& view,
-                  const FeatureSpec& spec, Scratch* scratch, void* dst,
-                  std::vector<std::string>* bytes_out) {
+// A feature that is present and set must hold the list its spec reads.
+Status CheckKind(const std::string& name, const example::FeatureView& view,
+                 const FeatureSpec& spec) {
   if (view.present && view.kind != Kind::kNone && view.kind != KindOf(spec.type)) {
     return absl::InvalidArgumentError(StrCat("feature '", name, "' holds ",
                                              example::KindName(view.kind), ", expected ",
                                              example::KindName(KindOf(spec.type))));
   }
+  return absl::OkStatus();
+}
+
+// Parses the value of one fixed-length feature of one record. Numeric values
+// go to `dst` (room for num_elements values), bytes to `bytes_out`.
+Status FixedValue(const std::string& name, const example::FeatureView& view,
+                  const FeatureSpec& spec, Scratch* scratch, void* dst,
+                  std::vector<std::string>* bytes_out) {
+  EDL_RETURN_IF_ERROR(CheckKind(name, view, spec));
   EDL_ASSIGN_OR_RETURN(size_t n, DecodeValues(view, spec, scratch));
   const auto want = static_cast<size_t>(spec.num_elements());
   if (n == 0 && !view.present) {
@@ -136,16 +143,6 @@ Status FixedValue(const std::string& name, const example::FeatureView& view,
     for (std::string_view b : scratch->bytes) bytes_out->emplace_back(b);
   } else {
     CopyNumeric(*scratch, spec, dst);
-  }
-  return absl::OkStatus();
-}
-
-Status CheckVarLenKind(const std::string& name, const example::FeatureView& view,
-                       const FeatureSpec& spec) {
-  if (view.present && view.kind != Kind::kNone && view.kind != KindOf(spec.type)) {
-    return absl::InvalidArgumentError(StrCat("feature '", name, "' holds ",
-                                             example::KindName(view.kind), ", expected ",
-                                             example::KindName(KindOf(spec.type))));
   }
   return absl::OkStatus();
 }
@@ -252,7 +249,7 @@ StatusOr<Features> ParseExample(std::string_view record, const FeatureSpecMap& s
       }
       continue;
     }
-    EDL_RETURN_IF_ERROR(CheckVarLenKind(name, view, s));
+    EDL_RETURN_IF_ERROR(CheckKind(name, view, s));
     EDL_ASSIGN_OR_RETURN(size_t n, DecodeValues(view, s, &scratch));
     if (s.type == FeatureSpec::Type::kBytes) {
       out.bytes[name].assign(scratch.bytes.begin(), scratch.bytes.end());
@@ -308,7 +305,7 @@ StatusOr<Features> ParseExampleBatch(const std::vector<std::string_view>& record
         }
         status = FixedValue(name, view, s, &scratch, row, &bytes[i]);
       } else {
-        status = CheckVarLenKind(name, view, s);
+        status = CheckKind(name, view, s);
         if (status.ok()) {
           StatusOr<size_t> n = DecodeValues(view, s, &scratch);
           status = n.status();

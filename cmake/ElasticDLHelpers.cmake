@@ -1,12 +1,18 @@
-# elasticdl_library(NAME SOURCES ... DEPS ...)
-# A static library of our own code: public headers under include/, internal
-# headers under src/, warnings on.
+# elasticdl_library(NAME [SHARED] SOURCES ... DEPS ...)
+# A library of our own code: public headers under include/, internal headers
+# under src/, warnings on. SHARED for the layers a model-zoo library links
+# (loaded at run time, it must share them with the process); static otherwise.
 function(elasticdl_library name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(${name} STATIC ${ARG_SOURCES})
+  cmake_parse_arguments(ARG "SHARED" "" "SOURCES;DEPS" ${ARGN})
+  if(ARG_SHARED)
+    add_library(${name} SHARED ${ARG_SOURCES})
+  else()
+    add_library(${name} STATIC ${ARG_SOURCES})
+  endif()
   target_include_directories(${name} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
-    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+    $<INSTALL_INTERFACE:include>)
   target_compile_options(${name} PRIVATE ${ELASTICDL_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()

@@ -3,13 +3,17 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/data_command.h"
+#include "cli/job_commands.h"
+#include "cli/role_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ElasticDL: elastic, fault-tolerant training, evaluation and prediction"};
   app.set_version_flag("--version", "elasticdl 0.1.0");
   app.require_subcommand(1);
   int exit_code = 0;
+  elasticdl::cli::AddJobCommands(&app, &exit_code);
   elasticdl::cli::AddDataCommand(&app, &exit_code);
+  elasticdl::cli::AddRoleCommands(&app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,96 @@
+// The library form of the `elasticdl train | evaluate | predict` commands
+// (seed 003's unified API): the same parameters, as strings, so a command
+// line, a SQL submitter or a program can all launch the same jobs.
+//
+//   elasticdl::JobArgs args;
+//   args.model_zoo = "model_zoo";
+//   args.model_def = "mnist.mnist_functional_api.custom_model";
+//   args.training_data = "data/train";
+//   args.output = "my_trained_model";
+//   auto result = elasticdl::Train(args);
+#ifndef ELASTICDL_API_H_
+#define ELASTICDL_API_H_
+
+#include <atomic>
+#include <map>
+#include <string>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl {
+
+// Parameters of a job, named and spelled as the command-line flags.
+// Numbers are strings too; they are validated when the job is submitted.
+struct JobArgs {
+  // The model: a zoo directory and the entry `module.path.entry` in it.
+  std::string model_zoo;
+  std::string model_def;
+  // Other entries: a bare name is looked up in model_def's file, a dotted
+  // one names module and entry.
+  std::string dataset_fn = "dataset_fn";
+  std::string loss = "loss";
+  std::string optimizer = "optimizer";
+  std::string eval_metrics_fn = "eval_metrics_fn";
+  // Handed to the model factory, e.g. "hidden_units=[10, 100, 20, 5], learning_rate=0.01".
+  std::string params;
+
+  // Each: a record file, a directory of record files or a glob; several
+  // separated by commas.
+  std::string training_data;
+  std::string validation_data;
+  std::string prediction_data;
+
+  std::string minibatch_size = "64";
+  std::string num_minibatches_per_task = "8";
+  std::string num_epochs = "1";
+  // Evaluate every this many model versions; 0: at the end of training only.
+  std::string evaluation_steps = "0";
+  std::string num_workers = "1";
+  std::string num_ps_pods = "1";
+  // 0: asynchronous updates. N >= 1: synchronous, averaging N gradients per
+  // step and refusing gradients more than sync_version_tolerance versions old.
+  std::string grads_to_wait = "0";
+  std::string sync_version_tolerance = "0";
+  // LibTorch threads per worker.
+  std::string num_threads = "1";
+  // Failures a task may have before the job fails.
+  std::string max_task_retries = "3";
+  // Worker processes relaunched after crashes before the job gives up.
+  std::string max_worker_relaunches = "8";
+  std::string shuffle_seed = "0";
+
+  // train: the trained-model directory to write. predict: the CSV file (or a
+  // directory to hold predictions.csv).
+  std::string output;
+  // evaluate, predict: a directory written by train --output.
+  std::string trained_model;
+  // Where the job keeps its spec, logs of its state and intermediate files;
+  // empty: a new directory under $TMPDIR/elasticdl-jobs.
+  std::string job_dir;
+  std::string job_name;
+  // Show a progress bar on stderr.
+  bool progress = true;
+  // Set (e.g. by a signal handler) to stop the job; polled. Not owned.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// How a job ended.
+struct JobResult {
+  int64_t model_version = 0;
+  int64_t records = 0;
+  double seconds = 0;
+  // The last evaluation (train with validation data, evaluate).
+  std::map<std::string, double> metrics;
+  int64_t metrics_model_version = 0;
+  // The trained model or predictions written.
+  std::string output;
+  std::string job_dir;
+};
+
+StatusOr<JobResult> Train(const JobArgs& args);
+StatusOr<JobResult> Evaluate(const JobArgs& args);
+StatusOr<JobResult> Predict(const JobArgs& args);
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_API_H_

@@ -1,0 +1,168 @@
+// Registration of model-zoo entries, one short line each:
+//
+//   ELASTICDL_REGISTER(custom_model);     // std::shared_ptr<Model>(const Params&) or ()
+//   ELASTICDL_REGISTER(dataset_fn);       // Dataset<Example>(Dataset<Record>, Mode)
+//   ELASTICDL_REGISTER(loss);             // torch::Tensor(labels, predictions)
+//   ELASTICDL_REGISTER(optimizer);        // OptimizerSpec()
+//   ELASTICDL_REGISTER(eval_metrics_fn);  // MetricMap()
+//   ELASTICDL_REGISTER_MODEL(MnistModel); // a Model subclass, constructed from
+//                                         // (const Params&) or by default
+//
+// The kind of an entry follows from its signature; a function matching none
+// is a compile error naming the entry. Entries are named by the source file's
+// module path and the C++ name: `mnist/mnist_functional_api.cc` registering
+// `custom_model` is `mnist.mnist_functional_api.custom_model` (seed 003's rule).
+// The zoo build defines ELASTICDL_ZOO_MODULE for every source file.
+#ifndef ELASTICDL_ZOO_REGISTRY_H_
+#define ELASTICDL_ZOO_REGISTRY_H_
+
+#include <torch/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "elasticdl/data/dataset.h"
+#include "elasticdl/zoo/metrics.h"
+#include "elasticdl/zoo/model.h"
+#include "elasticdl/zoo/optimizer.h"
+#include "elasticdl/zoo/params.h"
+
+#ifndef ELASTICDL_ZOO_MODULE
+#define ELASTICDL_ZOO_MODULE ""
+#endif
+
+namespace elasticdl {
+
+enum class EntryKind { kModel, kDatasetFn, kLoss, kOptimizer, kEvalMetricsFn };
+// "model", "dataset_fn", "loss", "optimizer", "eval_metrics_fn": the name of
+// the kind's command-line flag and default entry.
+const char* EntryKindName(EntryKind kind);
+
+using ModelFactory = std::function<std::shared_ptr<Model>(const Params&)>;
+using DatasetFn = std::function<Dataset<Example>(Dataset<Record>, Mode)>;
+using LossFn =
+    std::function<torch::Tensor(const torch::Tensor& labels, const torch::Tensor& predictions)>;
+using OptimizerFn = std::function<OptimizerSpec()>;
+using EvalMetricsFn = std::function<MetricMap()>;
+
+// One registered entry; exactly the member matching `kind` is set.
+struct ZooEntry {
+  std::string module;  // "mnist.mnist_functional_api"
+  std::string name;    // "custom_model"
+  EntryKind kind = EntryKind::kModel;
+  ModelFactory model;
+  DatasetFn dataset_fn;
+  LossFn loss;
+  OptimizerFn optimizer;
+  EvalMetricsFn eval_metrics_fn;
+};
+
+// The entries of one zoo library.
+class ZooRegistry {
+ public:
+  void Add(ZooEntry entry) { entries_.push_back(std::move(entry)); }
+  const std::vector<ZooEntry>& entries() const { return entries_; }
+
+ private:
+  std::vector<ZooEntry> entries_;
+};
+
+// The version of this registration interface; a zoo library built against
+// another version is refused when loaded.
+inline constexpr int kZooAbiVersion = 1;
+
+namespace zoo_internal {
+
+// The registry of the library being built: defined once per zoo library (by
+// share/elasticdl/zoo_registry.cc, which the zoo build adds) with hidden
+// visibility, so each loaded zoo has its own. The loader reaches it through
+// the exported `elasticdl_zoo_registry_v1`.
+__attribute__((visibility("hidden"))) ZooRegistry& LocalRegistry();
+
+template <typename F>
+ZooEntry MakeEntry(F fn) {
+  ZooEntry e;
+  // is_invocable_r, not invoke_result: the latter is a hard error for a
+  // callable of another signature.
+  if constexpr (std::is_invocable_r_v<std::shared_ptr<Model>, F, const Params&>) {
+    e.kind = EntryKind::kModel;
+    e.model = [fn](const Params& p) -> std::shared_ptr<Model> { return fn(p); };
+  } else if constexpr (std::is_invocable_r_v<std::shared_ptr<Model>, F>) {
+    e.kind = EntryKind::kModel;
+    e.model = [fn](const Params&) -> std::shared_ptr<Model> { return fn(); };
+  } else if constexpr (std::is_invocable_r_v<Dataset<Example>, F, Dataset<Record>, Mode>) {
+    e.kind = EntryKind::kDatasetFn;
+    e.dataset_fn = fn;
+  } else if constexpr (std::is_invocable_r_v<torch::Tensor, F, const torch::Tensor&,
+                                             const torch::Tensor&>) {
+    e.kind = EntryKind::kLoss;
+    e.loss = fn;
+  } else if constexpr (std::is_invocable_r_v<OptimizerSpec, F>) {
+    e.kind = EntryKind::kOptimizer;
+    e.optimizer = [fn]() -> OptimizerSpec { return fn(); };
+  } else if constexpr (std::is_invocable_r_v<MetricMap, F>) {
+    e.kind = EntryKind::kEvalMetricsFn;
+    e.eval_metrics_fn = fn;
+  } else {
+    static_assert(!std::is_same_v<F, F>,
+                  "ELASTICDL_REGISTER: the entry matches none of the signatures "
+                  "std::shared_ptr<Model>(const Params&), std::shared_ptr<Model>(), "
+                  "Dataset<Example>(Dataset<Record>, Mode), "
+                  "torch::Tensor(const torch::Tensor& labels, const torch::Tensor& predictions), "
+                  "OptimizerSpec(), MetricMap()");
+  }
+  return e;
+}
+
+template <typename M>
+ZooEntry MakeModelClassEntry() {
+  static_assert(std::is_base_of_v<Model, M>,
+                "ELASTICDL_REGISTER_MODEL: the class must derive from elasticdl::Model");
+  static_assert(std::is_constructible_v<M, const Params&> || std::is_default_constructible_v<M>,
+                "ELASTICDL_REGISTER_MODEL: the class needs a constructor taking "
+                "(const Params&) or none");
+  ZooEntry e;
+  e.kind = EntryKind::kModel;
+  e.model = [](const Params& p) -> std::shared_ptr<Model> {
+    if constexpr (std::is_constructible_v<M, const Params&>) {
+      return std::make_shared<M>(p);
+    } else {
+      return std::make_shared<M>();
+    }
+  };
+  return e;
+}
+
+struct Registrar {
+  Registrar(const char* module, const char* name, ZooEntry entry) {
+    entry.module = module;
+    entry.name = name;
+    LocalRegistry().Add(std::move(entry));
+  }
+};
+
+}  // namespace zoo_internal
+}  // namespace elasticdl
+
+// The entry point of a zoo library (defined by zoo_registry.cc): sets
+// `*abi_version` to the kZooAbiVersion the library was built with and returns
+// its registry.
+extern "C" const elasticdl::ZooRegistry* elasticdl_zoo_registry_v1(int* abi_version);
+
+#define ELASTICDL_ZOO_CONCAT_INNER_(a, b) a##b
+#define ELASTICDL_ZOO_CONCAT_(a, b) ELASTICDL_ZOO_CONCAT_INNER_(a, b)
+
+#define ELASTICDL_REGISTER(fn)                                             \
+  static const ::elasticdl::zoo_internal::Registrar ELASTICDL_ZOO_CONCAT_( \
+      elasticdl_zoo_entry_, __LINE__)(ELASTICDL_ZOO_MODULE, #fn,           \
+                                      ::elasticdl::zoo_internal::MakeEntry(fn))
+
+#define ELASTICDL_REGISTER_MODEL(Class)                                    \
+  static const ::elasticdl::zoo_internal::Registrar ELASTICDL_ZOO_CONCAT_( \
+      elasticdl_zoo_entry_, __LINE__)(ELASTICDL_ZOO_MODULE, #Class,        \
+                                      ::elasticdl::zoo_internal::MakeModelClassEntry<Class>())
+
+#endif  // ELASTICDL_ZOO_REGISTRY_H_

@@ -1,0 +1,160 @@
+#include "cli/job_commands.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <memory>
+
+#include "cluster/signals.h"
+#include "elasticdl/api.h"
+
+namespace elasticdl::cli {
+namespace {
+
+enum class Command { kTrain, kEvaluate, kPredict };
+
+void AddModelFlags(CLI::App* cmd, JobArgs* a) {
+  cmd->add_option("--model_zoo", a->model_zoo, "Directory of the model zoo's C++ sources")
+      ->required();
+  cmd->add_option("--model_def", a->model_def,
+                  "The model entry, e.g. mnist.mnist_functional_api.custom_model")
+      ->required();
+  cmd->add_option("--dataset_fn,--input_fn", a->dataset_fn, "dataset_fn entry")
+      ->capture_default_str();
+  cmd->add_option("--loss", a->loss, "Loss entry")->capture_default_str();
+  cmd->add_option("--optimizer", a->optimizer, "Optimizer entry")->capture_default_str();
+  cmd->add_option("--eval_metrics_fn", a->eval_metrics_fn, "Evaluation metrics entry")
+      ->capture_default_str();
+  cmd->add_option("--params", a->params,
+                  "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\"");
+}
+
+void AddRunFlags(CLI::App* cmd, JobArgs* a) {
+  cmd->add_option("--minibatch_size", a->minibatch_size, "Records per minibatch")
+      ->capture_default_str();
+  cmd->add_option("--num_minibatches_per_task", a->num_minibatches_per_task,
+                  "Minibatches per task")
+      ->capture_default_str();
+  cmd->add_option("--num_workers", a->num_workers, "Worker processes")->capture_default_str();
+  cmd->add_option("--num_threads", a->num_threads, "LibTorch threads per worker")
+      ->capture_default_str();
+  cmd->add_option("--max_task_retries", a->max_task_retries,
+                  "Failures a task may have before the job fails")
+      ->capture_default_str();
+  cmd->add_option("--max_worker_relaunches", a->max_worker_relaunches,
+                  "Crashed workers relaunched before the job gives up")
+      ->capture_default_str();
+  cmd->add_option("--job_dir", a->job_dir,
+                  "Directory for the job's spec and intermediate files (default: a new one "
+                  "under $TMPDIR/elasticdl-jobs)");
+  cmd->add_option("--job_name", a->job_name, "Name of the job");
+  cmd->add_flag("!--no_progress", a->progress, "Do not show a progress bar");
+}
+
+void PrintResult(Command command, const JobResult& r) {
+  switch (command) {
+    case Command::kTrain:
+      fmt::print("trained {} records in {:.1f} s ({:.0f} records/s), model version {}\n",
+                 r.records, r.seconds, r.seconds > 0 ? r.records / r.seconds : 0,
+                 r.model_version);
+      break;
+    case Command::kEvaluate:
+      fmt::print("evaluated {} records in {:.1f} s\n", r.records, r.seconds);
+      break;
+    case Command::kPredict:
+      fmt::print("predicted {} records in {:.1f} s\n", r.records, r.seconds);
+      break;
+  }
+  for (const auto& [name, value] : r.metrics) {
+    fmt::print("{}: {:.6f} (model version {})\n", name, value, r.metrics_model_version);
+  }
+  if (!r.output.empty()) {
+    fmt::print("{}: {}\n", command == Command::kTrain ? "trained model" : "predictions", r.output);
+  }
+}
+
+void Add(CLI::App* app, int* exit_code, Command command) {
+  auto args = std::make_shared<JobArgs>();
+  CLI::App* cmd = nullptr;
+  JobArgs* a = args.get();
+  switch (command) {
+    case Command::kTrain:
+      cmd = app->add_subcommand("train", "Train a model from a model zoo");
+      AddModelFlags(cmd, a);
+      cmd->add_option("--training_data", a->training_data,
+                      "Record files: a file, a directory or a glob (several: comma-separated)")
+          ->required();
+      cmd->add_option("--validation_data", a->validation_data,
+                      "Record files evaluated during and after training");
+      cmd->add_option("--num_epochs", a->num_epochs, "Passes over the training data")
+          ->capture_default_str();
+      cmd->add_option("--evaluation_steps", a->evaluation_steps,
+                      "Evaluate every this many model versions (0: at the end only)")
+          ->capture_default_str();
+      cmd->add_option("--num_ps_pods", a->num_ps_pods, "Parameter server shards")
+          ->capture_default_str();
+      cmd->add_option("--grads_to_wait", a->grads_to_wait,
+                      "0: asynchronous updates; N: synchronous, N gradients per step")
+          ->capture_default_str();
+      cmd->add_option("--sync_version_tolerance", a->sync_version_tolerance,
+                      "Synchronous mode: how many versions old a gradient may be")
+          ->capture_default_str();
+      cmd->add_option("--shuffle_seed", a->shuffle_seed, "Seed of the per-epoch task shuffle")
+          ->capture_default_str();
+      cmd->add_option("--output", a->output, "Write the trained model to this directory");
+      break;
+    case Command::kEvaluate:
+      cmd = app->add_subcommand("evaluate", "Evaluate a trained model");
+      cmd->add_option("--trained_model", a->trained_model, "Directory written by train --output")
+          ->required();
+      cmd->add_option("--validation_data", a->validation_data, "Record files to evaluate on")
+          ->required();
+      break;
+    case Command::kPredict:
+      cmd = app->add_subcommand("predict", "Run batch prediction with a trained model");
+      cmd->add_option("--trained_model", a->trained_model, "Directory written by train --output")
+          ->required();
+      cmd->add_option("--prediction_data,--data", a->prediction_data, "Record files to predict")
+          ->required();
+      cmd->add_option("--output", a->output,
+                      "CSV file of predictions (or a directory for predictions.csv)")
+          ->required();
+      break;
+  }
+  AddRunFlags(cmd, a);
+  cmd->callback([args, exit_code, command] {
+    // Ctrl-C stops the job in order; a second one ends the client at once and
+    // the job's processes follow through their die-with-parent signal.
+    static std::atomic<bool> cancelled{false};
+    cluster::ShutdownSignalsOptions options;
+    options.on_shutdown = [](int) { cancelled = true; };
+    auto signals = cluster::ShutdownSignals::Install(options);
+    if (!signals.ok()) {
+      fmt::print(stderr, "error: {}\n", signals.status().ToString());
+      *exit_code = 1;
+      return;
+    }
+    args->cancel = &cancelled;
+    StatusOr<JobResult> result = command == Command::kTrain      ? Train(*args)
+                                 : command == Command::kEvaluate ? Evaluate(*args)
+                                                                 : Predict(*args);
+    if (!result.ok()) {
+      fmt::print(stderr, "error: {}\n",
+                 std::string_view(result.status().message().data(),
+                                  result.status().message().size()));
+      *exit_code = result.status().code() == absl::StatusCode::kCancelled ? 130 : 1;
+      return;
+    }
+    PrintResult(command, *result);
+  });
+}
+
+}  // namespace
+
+void AddJobCommands(CLI::App* app, int* exit_code) {
+  Add(app, exit_code, Command::kTrain);
+  Add(app, exit_code, Command::kEvaluate);
+  Add(app, exit_code, Command::kPredict);
+}
+
+}  // namespace elasticdl::cli

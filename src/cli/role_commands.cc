@@ -1,0 +1,87 @@
+#include "cli/role_commands.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <memory>
+
+#include "cluster/signals.h"
+#include "master/master.h"
+#include "ps/ps_server.h"
+#include "worker/worker.h"
+
+namespace elasticdl::cli {
+namespace {
+
+int Report(const char* role, const Status& s) {
+  if (s.ok()) return 0;
+  spdlog::error("{}: {}", role, std::string_view(s.message().data(), s.message().size()));
+  return s.code() == absl::StatusCode::kCancelled ? 130 : 1;
+}
+
+// SIGTERM / SIGINT set `*flag`; the role polls it and stops in order.
+StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchSignals(std::atomic<bool>* flag) {
+  cluster::ShutdownSignalsOptions options;
+  options.on_shutdown = [flag](int) { *flag = true; };
+  return cluster::ShutdownSignals::Install(options);
+}
+
+std::atomic<bool> g_stop{false};
+
+}  // namespace
+
+void AddRoleCommands(CLI::App* app, int* exit_code) {
+  auto master_options = std::make_shared<master::MasterOptions>();
+  CLI::App* m = app->add_subcommand("master", "Run a job's master (started by the client)");
+  m->group("");  // hidden from help: started by the system
+  m->add_option("--job_dir", master_options->job_dir)->required();
+  m->add_option("--port", master_options->port);
+  m->callback([master_options, exit_code] {
+    spdlog::set_pattern("[master] %v");
+    auto signals = WatchSignals(&g_stop);
+    if (!signals.ok()) {
+      *exit_code = Report("master", signals.status());
+      return;
+    }
+    master_options->cancel = &g_stop;
+    *exit_code = Report("master", master::RunMaster(*master_options));
+  });
+
+  auto ps_options = std::make_shared<ps::PsServerOptions>();
+  CLI::App* p = app->add_subcommand("ps", "Run a parameter server (started by the master)");
+  p->group("");
+  p->add_option("--job_dir", ps_options->job_dir)->required();
+  p->add_option("--master", ps_options->master_address)->required();
+  p->add_option("--ps_id", ps_options->ps_id)->required();
+  p->add_option("--port", ps_options->port);
+  p->callback([ps_options, exit_code] {
+    spdlog::set_pattern("%v");
+    auto signals = WatchSignals(&g_stop);
+    if (!signals.ok()) {
+      *exit_code = Report("ps", signals.status());
+      return;
+    }
+    ps_options->cancel = &g_stop;
+    *exit_code = Report("ps", ps::RunPsServer(*ps_options));
+  });
+
+  auto worker_options = std::make_shared<worker::WorkerOptions>();
+  CLI::App* w = app->add_subcommand("worker", "Run a worker (started by the master)");
+  w->group("");
+  w->add_option("--job_dir", worker_options->job_dir)->required();
+  w->add_option("--master", worker_options->master_address)->required();
+  w->add_option("--worker_id", worker_options->worker_id)->required();
+  w->add_option("--num_threads", worker_options->num_threads);
+  w->callback([worker_options, exit_code] {
+    spdlog::set_pattern("%v");
+    auto worker = worker::Worker::Create(*worker_options);
+    if (!worker.ok()) {
+      *exit_code = Report("worker", worker.status());
+      return;
+    }
+    *exit_code = Report("worker", (*worker)->Run());
+  });
+}
+
+}  // namespace elasticdl::cli

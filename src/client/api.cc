@@ -1,0 +1,244 @@
+// Train, Evaluate and Predict: validate the string parameters, snapshot and
+// build the model zoo, check its entries in this process (so that a missing
+// entry or a throwing factory is reported before any process starts), write
+// the job spec and run the job.
+#include "elasticdl/api.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "client/job_runner.h"
+#include "common/file.h"
+#include "common/strings.h"
+#include "rpc/job_spec.h"
+#include "rpc/trained_model.h"
+#include "zoo/zoo_builder.h"
+#include "zoo/zoo_library.h"
+#include "zoo/zoo_program.h"
+
+namespace elasticdl {
+namespace {
+
+namespace fs = std::filesystem;
+
+StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& value, int64_t min) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || errno != 0) {
+    return absl::InvalidArgumentError(StrCat("--", flag, "=", value, ": expected an integer"));
+  }
+  if (v < min) {
+    return absl::InvalidArgumentError(StrCat("--", flag, "=", value, ": must be at least ", min));
+  }
+  return v;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+Status Require(const std::string& value, const char* flag) {
+  if (value.empty()) return absl::InvalidArgumentError(StrCat("--", flag, " is required"));
+  return absl::OkStatus();
+}
+
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
+StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
+  std::string dir = args.job_dir;
+  if (dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    dir = StrCat(tmp ? tmp : "/tmp", "/elasticdl-jobs/",
+                 args.job_name.empty() ? kind : args.job_name, "-",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-",
+                 ::getpid());
+  }
+  dir = Absolute(dir);
+  EDL_RETURN_IF_ERROR(CreateDirectories(dir));
+  return dir;
+}
+
+// Copies the zoo's sources into the job directory: the job (and the trained
+// model) use exactly what was there at submission.
+Status SnapshotZoo(const std::string& zoo, const std::string& to) {
+  std::error_code ec;
+  if (!fs::is_directory(zoo, ec)) {
+    return absl::InvalidArgumentError(StrCat("--model_zoo=", zoo, ": not a directory"));
+  }
+  fs::remove_all(to, ec);
+  for (auto it = fs::recursive_directory_iterator(zoo, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    std::string ext = it->path().extension().string();
+    if (ext != ".cc" && ext != ".h" && ext != ".md") continue;
+    fs::path rel = fs::relative(it->path(), zoo);
+    fs::create_directories((fs::path(to) / rel).parent_path(), ec);
+    fs::copy_file(it->path(), fs::path(to) / rel, fs::copy_options::overwrite_existing, ec);
+    if (ec) break;
+  }
+  if (ec) return absl::InternalError(StrCat("copying the model zoo ", zoo, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+// Builds and checks the zoo and fills the spec's model fields.
+Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::JobSpec* spec) {
+  const std::string snapshot = spec->job_dir() + "/" + rpc::kZooDir;
+  EDL_RETURN_IF_ERROR(SnapshotZoo(zoo_sources, snapshot));
+  ZooBuildOptions build;
+  build.zoo_dir = snapshot;
+  EDL_ASSIGN_OR_RETURN(BuiltZoo zoo, BuildZoo(build));
+  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(zoo.library_path));
+  ZooProgramNames names;
+  names.model_def = args.model_def;
+  names.dataset_fn = args.dataset_fn;
+  names.loss = args.loss;
+  names.optimizer = args.optimizer;
+  names.eval_metrics_fn = args.eval_metrics_fn;
+  EDL_ASSIGN_OR_RETURN(ZooProgram program, ZooProgram::Resolve(library, names, args.params));
+  EDL_RETURN_IF_ERROR(program.MakeModel().status());
+  EDL_ASSIGN_OR_RETURN(OptimizerSpec optimizer, program.Optimizer());
+  if (!spec->mutable_optimizer_config()->ParseFromString(SerializeOptimizer(optimizer))) {
+    return absl::InternalError("cannot encode the optimizer");
+  }
+  spec->set_model_zoo(Absolute(zoo_sources));
+  spec->set_zoo_identity(zoo.identity);
+  spec->set_zoo_library(zoo.library_path);
+  spec->set_model_def(args.model_def);
+  spec->set_model_params(args.params);
+  spec->set_dataset_fn(args.dataset_fn);
+  spec->set_loss(args.loss);
+  spec->set_optimizer(args.optimizer);
+  spec->set_eval_metrics_fn(args.eval_metrics_fn);
+  return absl::OkStatus();
+}
+
+StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
+  proto::JobSpec spec;
+  spec.set_type(type);
+  EDL_ASSIGN_OR_RETURN(int64_t minibatch, ParseInt("minibatch_size", args.minibatch_size, 1));
+  EDL_ASSIGN_OR_RETURN(int64_t per_task,
+                       ParseInt("num_minibatches_per_task", args.num_minibatches_per_task, 1));
+  EDL_ASSIGN_OR_RETURN(int64_t epochs, ParseInt("num_epochs", args.num_epochs, 1));
+  EDL_ASSIGN_OR_RETURN(int64_t eval_steps, ParseInt("evaluation_steps", args.evaluation_steps, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t workers, ParseInt("num_workers", args.num_workers, 1));
+  EDL_ASSIGN_OR_RETURN(int64_t ps, ParseInt("num_ps_pods", args.num_ps_pods, 1));
+  EDL_ASSIGN_OR_RETURN(int64_t grads_to_wait, ParseInt("grads_to_wait", args.grads_to_wait, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t tolerance,
+                       ParseInt("sync_version_tolerance", args.sync_version_tolerance, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t threads, ParseInt("num_threads", args.num_threads, 1));
+  EDL_ASSIGN_OR_RETURN(int64_t retries, ParseInt("max_task_retries", args.max_task_retries, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t relaunches,
+                       ParseInt("max_worker_relaunches", args.max_worker_relaunches, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t seed, ParseInt("shuffle_seed", args.shuffle_seed, 0));
+  spec.set_minibatch_size(minibatch);
+  spec.set_num_minibatches_per_task(per_task);
+  spec.set_num_epochs(epochs);
+  spec.set_evaluation_steps(eval_steps);
+  spec.set_num_workers(static_cast<int>(workers));
+  spec.set_num_ps(static_cast<int>(ps));
+  spec.set_use_async(grads_to_wait == 0);
+  spec.set_grads_to_wait(static_cast<int>(std::max<int64_t>(grads_to_wait, 1)));
+  spec.set_sync_version_tolerance(static_cast<int>(tolerance));
+  spec.set_worker_threads(static_cast<int>(threads));
+  spec.set_max_task_retries(static_cast<int>(retries));
+  spec.set_max_worker_relaunches(static_cast<int>(relaunches));
+  spec.set_shuffle_seed(seed);
+  for (const std::string& s : SplitCommas(args.training_data)) spec.add_training_data(Absolute(s));
+  for (const std::string& s : SplitCommas(args.validation_data)) {
+    spec.add_validation_data(Absolute(s));
+  }
+  for (const std::string& s : SplitCommas(args.prediction_data)) {
+    spec.add_prediction_data(Absolute(s));
+  }
+  return spec;
+}
+
+StatusOr<JobResult> Run(const JobArgs& args, proto::JobSpec spec) {
+  auto start = std::chrono::steady_clock::now();
+  EDL_RETURN_IF_ERROR(rpc::WriteJobSpec(spec, spec.job_dir()));
+  EDL_ASSIGN_OR_RETURN(proto::GetJobStatusResponse status,
+                       client::RunJob(spec.job_dir(), args.progress, args.cancel));
+  JobResult result;
+  result.model_version = status.model_version();
+  result.records = status.records_done();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.metrics.insert(status.eval_metrics().begin(), status.eval_metrics().end());
+  result.metrics_model_version = status.eval_model_version();
+  result.output = spec.output();
+  result.job_dir = spec.job_dir();
+  return result;
+}
+
+// Evaluate and Predict: the model comes from a trained-model directory.
+StatusOr<proto::JobSpec> SpecFromTrainedModel(const JobArgs& args, proto::JobType type) {
+  EDL_RETURN_IF_ERROR(Require(args.trained_model, "trained_model"));
+  EDL_ASSIGN_OR_RETURN(proto::TrainedModel record, rpc::ReadTrainedModelRecord(args.trained_model));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, CommonSpec(args, type));
+  EDL_ASSIGN_OR_RETURN(std::string job_dir,
+                       MakeJobDir(args, type == proto::JOB_EVALUATION ? "evaluate" : "predict"));
+  spec.set_job_dir(job_dir);
+  spec.set_trained_model(Absolute(args.trained_model));
+  JobArgs model_args = args;
+  model_args.model_def = record.model_def();
+  model_args.params = record.model_def_params();
+  model_args.dataset_fn = record.input_function();
+  model_args.loss = record.loss();
+  model_args.optimizer = record.optimizer();
+  model_args.eval_metrics_fn = record.eval_metrics_fn();
+  EDL_RETURN_IF_ERROR(
+      PrepareModel(model_args, args.trained_model + "/" + rpc::kZooDir, &spec));
+  if (spec.zoo_identity() != record.zoo_identity()) {
+    // The same sources built against another ElasticDL: fine, but say so.
+    fmt::print(stderr, "note: model zoo rebuilt for this ElasticDL ({} -> {})\n",
+               record.zoo_identity(), spec.zoo_identity());
+  }
+  return spec;
+}
+
+}  // namespace
+
+StatusOr<JobResult> Train(const JobArgs& args) {
+  EDL_RETURN_IF_ERROR(Require(args.model_zoo, "model_zoo"));
+  EDL_RETURN_IF_ERROR(Require(args.model_def, "model_def"));
+  EDL_RETURN_IF_ERROR(Require(args.training_data, "training_data"));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, CommonSpec(args, proto::JOB_TRAINING));
+  EDL_ASSIGN_OR_RETURN(std::string job_dir, MakeJobDir(args, "train"));
+  spec.set_job_dir(job_dir);
+  spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
+  if (!args.output.empty()) spec.set_output(Absolute(args.output));
+  EDL_RETURN_IF_ERROR(PrepareModel(args, args.model_zoo, &spec));
+  return Run(args, std::move(spec));
+}
+
+StatusOr<JobResult> Evaluate(const JobArgs& args) {
+  EDL_RETURN_IF_ERROR(Require(args.validation_data, "validation_data"));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecFromTrainedModel(args, proto::JOB_EVALUATION));
+  return Run(args, std::move(spec));
+}
+
+StatusOr<JobResult> Predict(const JobArgs& args) {
+  EDL_RETURN_IF_ERROR(Require(args.prediction_data, "prediction_data"));
+  EDL_RETURN_IF_ERROR(Require(args.output, "output"));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecFromTrainedModel(args, proto::JOB_PREDICTION));
+  spec.set_output(Absolute(args.output));
+  return Run(args, std::move(spec));
+}
+
+}  // namespace elasticdl

@@ -1,0 +1,46 @@
+#include "cluster/local_backend.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "common/strings.h"
+
+namespace elasticdl::cluster {
+namespace {
+
+std::string Label(Role role, int id) { return StrCat(role == Role::kPs ? "ps-" : "worker-", id); }
+
+}  // namespace
+
+LocalBackend::LocalBackend(LocalBackendOptions options, ExitCallback on_exit)
+    : options_(std::move(options)),
+      on_exit_(std::move(on_exit)),
+      sink_(stderr),
+      group_(&sink_, [this](const std::string& label, pid_t, ExitStatus status) {
+        ProcessExit e;
+        e.role = label.rfind("ps-", 0) == 0 ? Role::kPs : Role::kWorker;
+        e.id = std::stoi(label.substr(label.find('-') + 1));
+        e.ok = status.ok();
+        e.description = status.ToString();
+        if (on_exit_) on_exit_(e);
+      }) {}
+
+LocalBackend::~LocalBackend() = default;
+
+Status LocalBackend::Start(Role role, int id) {
+  ProcessSpec spec;
+  spec.label = Label(role, id);
+  std::error_code ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  spec.argv = {options_.binary.empty() ? self : options_.binary,
+               role == Role::kPs ? "ps" : "worker", "--job_dir=" + options_.job_dir,
+               "--master=" + options_.master_address,
+               StrCat(role == Role::kPs ? "--ps_id=" : "--worker_id=", id)};
+  return group_.Start(std::move(spec));
+}
+
+Status LocalBackend::StartPs(int ps_id) { return Start(Role::kPs, ps_id); }
+Status LocalBackend::StartWorker(int worker_id) { return Start(Role::kWorker, worker_id); }
+void LocalBackend::StopAll(std::chrono::milliseconds grace) { group_.StopAll(grace); }
+
+}  // namespace elasticdl::cluster

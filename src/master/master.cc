@@ -1,0 +1,270 @@
+#include "master/master.h"
+
+#include <google/protobuf/text_format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "cluster/local_backend.h"
+#include "common/file.h"
+#include "common/strings.h"
+#include "master/data_source.h"
+#include "master/job_state.h"
+#include "master/master_service.h"
+#include "rpc/grpc_util.h"
+#include "rpc/job_spec.h"
+#include "rpc/ps_client.h"
+#include "rpc/trained_model.h"
+
+namespace elasticdl::master {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<std::string>& specs,
+                                       const char* flag, int64_t records_per_task) {
+  std::vector<Shard> shards;
+  for (const std::string& spec : specs) {
+    auto files = ExpandDataPath(spec);
+    if (!files.ok()) return Status(files.status().code(), StrCat(flag, ": ", files.status().message()));
+    EDL_ASSIGN_OR_RETURN(std::vector<Shard> s, OpenShards(*files, flag));
+    shards.insert(shards.end(), s.begin(), s.end());
+  }
+  return SplitIntoTasks(shards, records_per_task);
+}
+
+// Every parameter and buffer from all parameter servers.
+StatusOr<proto::ModelValues> PullModel(const std::vector<std::string>& addresses) {
+  rpc::PsClient ps(addresses);
+  std::vector<proto::PullRequest> requests(addresses.size());
+  for (auto& r : requests) r.set_known_version(-1);
+  std::vector<proto::PullResponse> responses;
+  EDL_RETURN_IF_ERROR(ps.Pull(requests, &responses));
+  proto::ModelValues all;
+  for (const proto::PullResponse& r : responses) {
+    if (!r.initialized()) return absl::FailedPreconditionError("a parameter server has no model");
+    all.set_version(std::max(all.version(), r.values().version()));
+    for (const auto& t : r.values().parameters()) *all.add_parameters() = t;
+    for (const auto& t : r.values().buffers()) *all.add_buffers() = t;
+  }
+  return all;
+}
+
+Status CopyTree(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  if (ec) return absl::InternalError(StrCat("copying ", from, " to ", to, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::string>& ps) {
+  EDL_ASSIGN_OR_RETURN(proto::ModelValues values, PullModel(ps));
+  proto::TrainedModel record;
+  record.set_zoo_identity(spec.zoo_identity());
+  record.set_model_def(spec.model_def());
+  record.set_model_def_params(spec.model_params());
+  record.set_params_filename(rpc::kParametersFile);
+  record.set_input_function(spec.dataset_fn());
+  record.set_loss(spec.loss());
+  record.set_optimizer(spec.optimizer());
+  record.set_eval_metrics_fn(spec.eval_metrics_fn());
+  record.set_model_zoo(spec.model_zoo());
+  record.set_model_version(values.version());
+  *record.mutable_optimizer_config() = spec.optimizer_config();
+  EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(spec.output(), record, values));
+  return CopyTree(spec.job_dir() + "/" + rpc::kZooDir, spec.output() + "/" + rpc::kZooDir);
+}
+
+// Concatenates the workers' prediction parts in input order under a header.
+Status MergePredictions(const proto::JobSpec& spec,
+                        const std::vector<std::pair<Range, TaskId>>& tasks) {
+  std::string out_path = spec.output();
+  if (!HasSuffix(out_path, ".csv")) {
+    EDL_RETURN_IF_ERROR(CreateDirectories(out_path));
+    out_path += "/predictions.csv";
+  }
+  std::string body;
+  size_t columns = 0;
+  for (const auto& [range, id] : tasks) {
+    EDL_ASSIGN_OR_RETURN(std::string part,
+                         ReadFileToString(StrCat(spec.job_dir(), "/predictions/task-", id, ".csv")));
+    if (columns == 0 && !part.empty()) {
+      std::string first = part.substr(0, part.find('\n'));
+      // Columns after file and index; a quoted file name has no bare comma
+      // count we can trust, so count from the right.
+      columns = std::count(first.begin(), first.end(), ',') - 1;
+      if (!first.empty() && first[0] == '"') {
+        columns = std::count(first.begin() + first.rfind('"'), first.end(), ',') - 1;
+      }
+    }
+    body += part;
+  }
+  std::string header = "file,index";
+  for (size_t i = 0; i < columns; ++i) header += StrCat(",output_", i);
+  return rpc::WriteFileAtomically(out_path, header + "\n" + body);
+}
+
+std::string Describe(const Evaluation& ev) {
+  std::string s;
+  for (const auto& [name, value] : ev.metrics) s += fmt::format(" {}={:.6f}", name, value);
+  return s;
+}
+
+}  // namespace
+
+Status RunMaster(const MasterOptions& options) {
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  const int64_t per_task = spec.minibatch_size() * spec.num_minibatches_per_task();
+  if (per_task <= 0) return absl::InvalidArgumentError("records per task must be positive");
+  EDL_ASSIGN_OR_RETURN(std::vector<Range> training,
+                       IndexData(spec.training_data(), "--training_data", per_task));
+  EDL_ASSIGN_OR_RETURN(std::vector<Range> validation,
+                       IndexData(spec.validation_data(), "--validation_data", per_task));
+  EDL_ASSIGN_OR_RETURN(std::vector<Range> prediction,
+                       IndexData(spec.prediction_data(), "--prediction_data", per_task));
+
+  TaskManagerOptions task_options;
+  task_options.job_type = spec.type();
+  task_options.num_epochs = spec.num_epochs();
+  task_options.shuffle_seed = spec.shuffle_seed();
+  task_options.max_task_retries = spec.max_task_retries();
+  task_options.evaluation_steps = spec.evaluation_steps();
+  const int num_ps = spec.type() == proto::JOB_TRAINING ? spec.num_ps() : 0;
+  JobState state(spec.type(), num_ps,
+                 TaskManager(task_options, std::move(training), std::move(validation),
+                             std::move(prediction)));
+
+  MasterService service(&state);
+  std::string address;
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
+                       rpc::StartServer(options.host, options.port, {&service}, &address));
+  EDL_RETURN_IF_ERROR(rpc::WriteFileAtomically(options.job_dir + "/master.addr", address));
+  spdlog::info("master serving on {}; job {}", address, spec.job_name());
+
+  std::mutex events_mu;
+  std::deque<cluster::ProcessExit> events;
+  cluster::LocalBackendOptions backend_options;
+  backend_options.binary = options.binary;
+  backend_options.job_dir = options.job_dir;
+  backend_options.master_address = address;
+  cluster::LocalBackend backend(backend_options, [&](const cluster::ProcessExit& e) {
+    std::lock_guard<std::mutex> lock(events_mu);
+    events.push_back(e);
+  });
+
+  Status outcome = absl::OkStatus();
+  auto fail = [&](Status s) {
+    if (outcome.ok()) outcome = std::move(s);
+    state.Fail(std::string(outcome.message()));
+  };
+  for (int i = 0; i < num_ps && outcome.ok(); ++i) {
+    Status s = backend.StartPs(i);
+    if (!s.ok()) fail(s);
+  }
+  int next_worker_id = 0;
+  int relaunches = 0;
+  int workers_running = 0;
+  bool workers_started = false;
+  size_t evaluations_logged = 0;
+
+  while (outcome.ok() && !state.finished()) {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      fail(absl::CancelledError("job cancelled"));
+      break;
+    }
+    if (!workers_started && state.all_ps_registered()) {
+      workers_started = true;
+      for (int i = 0; i < spec.num_workers(); ++i) {
+        Status s = backend.StartWorker(next_worker_id++);
+        if (!s.ok()) {
+          fail(s);
+          break;
+        }
+        ++workers_running;
+      }
+    }
+    std::deque<cluster::ProcessExit> batch;
+    {
+      std::lock_guard<std::mutex> lock(events_mu);
+      batch.swap(events);
+    }
+    for (const cluster::ProcessExit& e : batch) {
+      if (e.role == cluster::Role::kPs) {
+        fail(absl::UnavailableError(StrCat("parameter server ", e.id, " ended: ", e.description)));
+        break;
+      }
+      --workers_running;
+      int recovered = state.WorkerLost(e.id);
+      if (e.ok) continue;
+      spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", e.id, e.description,
+                   recovered);
+      if (state.finished()) continue;
+      if (relaunches >= spec.max_worker_relaunches()) {
+        if (workers_running == 0) {
+          fail(absl::UnavailableError(StrCat("every worker has ended and the ",
+                                             spec.max_worker_relaunches(),
+                                             " relaunches are used up; the last: worker ", e.id,
+                                             " ", e.description)));
+        }
+        continue;
+      }
+      ++relaunches;
+      int id = next_worker_id++;
+      spdlog::info("relaunching as worker {}", id);
+      Status s = backend.StartWorker(id);
+      if (s.ok()) {
+        ++workers_running;
+      } else {
+        fail(s);
+      }
+    }
+    std::vector<Evaluation> evaluations = state.evaluations();
+    for (; evaluations_logged < evaluations.size(); ++evaluations_logged) {
+      const Evaluation& ev = evaluations[evaluations_logged];
+      spdlog::info("evaluation at model version {}:{}", ev.model_version, Describe(ev));
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  if (outcome.ok() && state.failure()) outcome = absl::AbortedError(*state.failure());
+
+  if (outcome.ok()) {
+    std::vector<Evaluation> evaluations = state.evaluations();
+    for (; evaluations_logged < evaluations.size(); ++evaluations_logged) {
+      const Evaluation& ev = evaluations[evaluations_logged];
+      spdlog::info("evaluation at model version {}:{}", ev.model_version, Describe(ev));
+    }
+    if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
+      Status s = WriteOutputModel(spec, state.ps_addresses());
+      if (s.ok()) spdlog::info("trained model written to {}", spec.output());
+      else outcome = Annotate(s, "writing the trained model");
+    }
+    if (spec.type() == proto::JOB_PREDICTION) {
+      Status s = MergePredictions(spec, state.prediction_tasks());
+      if (s.ok()) spdlog::info("predictions written to {}", spec.output());
+      else outcome = Annotate(s, "writing predictions");
+    }
+  }
+  // Workers see the end of the job and leave by themselves; give them a
+  // moment, then stop everyone.
+  backend.StopAll(milliseconds(outcome.ok() ? 3000 : 1000));
+
+  proto::GetJobStatusResponse final_status;
+  state.GetStatus(&final_status);
+  if (!outcome.ok()) {
+    final_status.set_failed(true);
+    final_status.set_message(std::string(outcome.message()));
+  }
+  final_status.set_finished(true);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(final_status, &text);
+  rpc::WriteFileAtomically(options.job_dir + "/status.pbtxt", text).IgnoreError();
+  server->Shutdown(std::chrono::system_clock::now() + milliseconds(500));
+  return outcome;
+}
+
+}  // namespace elasticdl::master

@@ -1,0 +1,38 @@
+// gRPC plumbing shared by every role: channels and servers that accept large
+// tensors, and conversions between grpc::Status and our Status.
+#ifndef ELASTICDL_RPC_GRPC_UTIL_H_
+#define ELASTICDL_RPC_GRPC_UTIL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl::rpc {
+
+// The largest message either side accepts. gRPC's default (4 MiB) is far too
+// small for model parameters.
+inline constexpr int kMaxMessageBytes = 1 << 30;
+
+// A channel to `address` ("host:port") with the message limits raised.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// Starts a server on `host` (port 0: any free port) with `services`
+// registered and the message limits raised. `*address` receives
+// "host:port" of the bound port.
+StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
+                                                    std::vector<grpc::Service*> services,
+                                                    std::string* address);
+
+Status FromGrpc(const grpc::Status& status);
+grpc::Status ToGrpc(const Status& status);
+
+// A client context with a deadline `timeout` from now.
+std::unique_ptr<grpc::ClientContext> MakeContext(std::chrono::milliseconds timeout);
+
+}  // namespace elasticdl::rpc
+
+#endif  // ELASTICDL_RPC_GRPC_UTIL_H_

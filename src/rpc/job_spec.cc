@@ -1,0 +1,46 @@
+#include "rpc/job_spec.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "common/file.h"
+#include "common/strings.h"
+
+namespace elasticdl::rpc {
+
+std::string JobSpecPath(const std::string& job_dir) { return job_dir + "/job.pbtxt"; }
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  std::string tmp = path + ".tmp";
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, WritableFile::Create(tmp));
+  EDL_RETURN_IF_ERROR(file->Append(contents));
+  EDL_RETURN_IF_ERROR(file->Close());
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(StrCat(path, ": rename failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+Status WriteJobSpec(const proto::JobSpec& spec, const std::string& job_dir) {
+  std::string text;
+  if (!google::protobuf::TextFormat::PrintToString(spec, &text)) {
+    return absl::InternalError("cannot print the job spec");
+  }
+  return WriteFileAtomically(JobSpecPath(job_dir), text);
+}
+
+StatusOr<proto::JobSpec> ReadJobSpec(const std::string& job_dir) {
+  std::string path = JobSpecPath(job_dir);
+  EDL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  proto::JobSpec spec;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &spec)) {
+    return absl::DataLossError(StrCat(path, ": not a valid job spec"));
+  }
+  return spec;
+}
+
+}  // namespace elasticdl::rpc

@@ -1,0 +1,27 @@
+// Which parameter-server shard owns a dense parameter: a stable hash of its
+// name (FNV-1a, 64 bits), so that every process agrees without coordination
+// and a parameter stays put when others are added.
+#ifndef ELASTICDL_RPC_PLACEMENT_H_
+#define ELASTICDL_RPC_PLACEMENT_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace elasticdl::rpc {
+
+inline uint64_t StableHash(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+inline int ShardOf(std::string_view parameter_name, int num_shards) {
+  return static_cast<int>(StableHash(parameter_name) % static_cast<uint64_t>(num_shards));
+}
+
+}  // namespace elasticdl::rpc
+
+#endif  // ELASTICDL_RPC_PLACEMENT_H_

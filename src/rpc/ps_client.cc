@@ -1,0 +1,82 @@
+#include "rpc/ps_client.h"
+
+#include <condition_variable>
+#include <mutex>
+
+#include "common/strings.h"
+#include "rpc/grpc_util.h"
+
+namespace elasticdl::rpc {
+
+PsClient::PsClient(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout)
+    : addresses_(addresses), timeout_(timeout) {
+  for (const std::string& a : addresses) {
+    stubs_.push_back(proto::ParameterServer::NewStub(MakeChannel(a)));
+  }
+}
+
+template <typename Request, typename Response, typename Method>
+Status PsClient::CallAll(const char* name, Method method, const std::vector<Request>& requests,
+                         std::vector<Response>* responses, std::vector<int> shards) {
+  const size_t n = stubs_.size();
+  if (shards.empty()) {
+    for (size_t i = 0; i < n; ++i) shards.push_back(static_cast<int>(i));
+  }
+  responses->assign(n, Response());
+  std::vector<grpc::Status> results(n);
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts(n);
+  if (shards.size() == 1) {
+    int i = shards[0];
+    auto context = MakeContext(timeout_);
+    results[i] = (stubs_[i].get()->*method)(context.get(), requests[i], &(*responses)[i]);
+  } else {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t pending = shards.size();
+    for (int i : shards) {
+      contexts[i] = MakeContext(timeout_);
+      auto* async = stubs_[i]->async();
+      // The generated async methods share one shape; dispatch on the name.
+      auto done = [&, i](grpc::Status s) {
+        std::lock_guard<std::mutex> lock(mu);
+        results[i] = std::move(s);
+        if (--pending == 0) cv.notify_one();
+      };
+      if constexpr (std::is_same_v<Request, proto::PullRequest>) {
+        async->Pull(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      } else if constexpr (std::is_same_v<Request, proto::InitRequest>) {
+        async->Init(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      } else {
+        async->Push(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      }
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return pending == 0; });
+  }
+  for (int i : shards) {
+    if (!results[i].ok()) {
+      Status s = FromGrpc(results[i]);
+      return Status(s.code(), StrCat(name, " to parameter server ", i, " (", addresses_[i],
+                                     "): ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
+                      std::vector<proto::PullResponse>* responses) {
+  return CallAll("pull", &proto::ParameterServer::Stub::Pull, requests, responses, {});
+}
+
+Status PsClient::Init(const std::vector<proto::InitRequest>& requests,
+                      std::vector<proto::InitResponse>* responses) {
+  return CallAll("init", &proto::ParameterServer::Stub::Init, requests, responses, {});
+}
+
+Status PsClient::Push(const std::vector<proto::PushRequest>& requests,
+                      std::vector<proto::PushResponse>* responses,
+                      const std::vector<int>& shards) {
+  return CallAll("push", &proto::ParameterServer::Stub::Push, requests, responses, shards);
+}
+
+}  // namespace elasticdl::rpc

@@ -1,0 +1,46 @@
+// A worker's connection to every parameter-server shard. Calls to several
+// shards go out together and the call returns when all have answered
+// (ps-lite's push/pull, without the handles: callers always wait).
+#ifndef ELASTICDL_RPC_PS_CLIENT_H_
+#define ELASTICDL_RPC_PS_CLIENT_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "elasticdl/status.h"
+
+namespace elasticdl::rpc {
+
+class PsClient {
+ public:
+  explicit PsClient(const std::vector<std::string>& addresses,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  int num_shards() const { return static_cast<int>(stubs_.size()); }
+
+  // One request per shard in, one response per shard out. The first error
+  // (naming the shard) is returned after every call has finished. Push goes
+  // to the shards listed in `shards` only (all when empty).
+  Status Pull(const std::vector<proto::PullRequest>& requests,
+              std::vector<proto::PullResponse>* responses);
+  Status Init(const std::vector<proto::InitRequest>& requests,
+              std::vector<proto::InitResponse>* responses);
+  Status Push(const std::vector<proto::PushRequest>& requests,
+              std::vector<proto::PushResponse>* responses, const std::vector<int>& shards = {});
+
+ private:
+  template <typename Request, typename Response, typename Method>
+  Status CallAll(const char* name, Method method, const std::vector<Request>& requests,
+                 std::vector<Response>* responses, std::vector<int> shards);
+
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace elasticdl::rpc
+
+#endif  // ELASTICDL_RPC_PS_CLIENT_H_

@@ -1,0 +1,115 @@
+#include "rpc/tensor_codec.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/strings.h"
+
+namespace elasticdl::rpc {
+namespace {
+
+StatusOr<proto::DataType> ToProto(torch::ScalarType type) {
+  switch (type) {
+    case torch::kFloat32:
+      return proto::DT_FLOAT32;
+    case torch::kFloat64:
+      return proto::DT_FLOAT64;
+    case torch::kInt64:
+      return proto::DT_INT64;
+    case torch::kInt32:
+      return proto::DT_INT32;
+    default:
+      return absl::InvalidArgumentError(
+          StrCat("tensors of type ", c10::toString(type), " cannot be sent"));
+  }
+}
+
+StatusOr<torch::ScalarType> FromProto(proto::DataType type) {
+  switch (type) {
+    case proto::DT_FLOAT32:
+      return torch::kFloat32;
+    case proto::DT_FLOAT64:
+      return torch::kFloat64;
+    case proto::DT_INT64:
+      return torch::kInt64;
+    case proto::DT_INT32:
+      return torch::kInt32;
+    default:
+      return absl::InvalidArgumentError(StrCat("unknown tensor data type ", int(type)));
+  }
+}
+
+}  // namespace
+
+Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out) {
+  EDL_ASSIGN_OR_RETURN(proto::DataType dtype, ToProto(tensor.scalar_type()));
+  torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
+  out->set_name(name);
+  out->set_dtype(dtype);
+  out->clear_shape();
+  for (int64_t d : t.sizes()) out->add_shape(d);
+  size_t bytes = t.numel() * t.element_size();
+  std::string* content = out->mutable_content();
+  content->resize(bytes);
+  if (bytes > 0) std::memcpy(content->data(), t.data_ptr(), bytes);
+  return absl::OkStatus();
+}
+
+StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message) {
+  EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
+  std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && numel > (int64_t{1} << 40) / d)) {
+      return absl::InvalidArgumentError(
+          StrCat("tensor '", message.name(), "': invalid shape dimension ", d));
+    }
+    numel *= d;
+  }
+  size_t expected = numel * c10::elementSize(dtype);
+  if (message.content().size() != expected) {
+    return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "': ",
+                                             message.content().size(), " bytes of content, ",
+                                             expected, " expected for its type and shape"));
+  }
+  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
+  if (expected > 0) std::memcpy(t.data_ptr(), message.content().data(), expected);
+  return t;
+}
+
+Status CopyInto(const proto::Tensor& message, torch::Tensor& dst) {
+  EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
+  bool same_shape = static_cast<size_t>(message.shape_size()) == dst.sizes().size() &&
+                    std::equal(message.shape().begin(), message.shape().end(), dst.sizes().begin());
+  if (dtype != dst.scalar_type() || !same_shape || !dst.is_contiguous()) {
+    std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
+    return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "' has shape ",
+                                             c10::str(c10::IntArrayRef(shape)), " ",
+                                             c10::toString(dtype), "; the model's is ",
+                                             c10::str(dst.sizes()), " ",
+                                             c10::toString(dst.scalar_type())));
+  }
+  size_t bytes = dst.numel() * dst.element_size();
+  if (message.content().size() != bytes) {
+    return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "': ",
+                                             message.content().size(), " bytes of content, ",
+                                             bytes, " expected"));
+  }
+  if (bytes > 0) std::memcpy(dst.data_ptr(), message.content().data(), bytes);
+  return absl::OkStatus();
+}
+
+StatusOr<NamedTensors> DecodeTensors(
+    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages) {
+  NamedTensors out;
+  for (const proto::Tensor& m : messages) {
+    EDL_ASSIGN_OR_RETURN(torch::Tensor t, DecodeTensor(m));
+    if (!out.emplace(m.name(), std::move(t)).second) {
+      return absl::InvalidArgumentError(StrCat("tensor '", m.name(), "' appears twice"));
+    }
+  }
+  return out;
+}
+
+}  // namespace elasticdl::rpc

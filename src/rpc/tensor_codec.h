@@ -1,0 +1,35 @@
+// Tensors on the wire: LibTorch tensors <-> elasticdl.proto.Tensor.
+#ifndef ELASTICDL_RPC_TENSOR_CODEC_H_
+#define ELASTICDL_RPC_TENSOR_CODEC_H_
+
+#include <torch/types.h>
+
+#include <map>
+#include <string>
+
+#include "elasticdl/proto/elasticdl.pb.h"
+#include "elasticdl/status.h"
+
+namespace elasticdl::rpc {
+
+// Writes `tensor` (any device or layout; copied to a contiguous CPU tensor)
+// into `out`. INVALID_ARGUMENT for dtypes the protocol does not carry.
+Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out);
+
+// A new CPU tensor holding `message`'s values. INVALID_ARGUMENT when the
+// content size does not match dtype and shape, naming the tensor.
+StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message);
+
+// Copies `message`'s values into `dst` in place (no allocation), which must
+// have the same type and shape; INVALID_ARGUMENT naming the tensor otherwise.
+Status CopyInto(const proto::Tensor& message, torch::Tensor& dst);
+
+using NamedTensors = std::map<std::string, torch::Tensor>;
+
+// Decodes a repeated Tensor field; names must be unique.
+StatusOr<NamedTensors> DecodeTensors(
+    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages);
+
+}  // namespace elasticdl::rpc
+
+#endif  // ELASTICDL_RPC_TENSOR_CODEC_H_

@@ -1,0 +1,21 @@
+#include "elasticdl/zoo/registry.h"
+
+namespace elasticdl {
+
+const char* EntryKindName(EntryKind kind) {
+  switch (kind) {
+    case EntryKind::kModel:
+      return "model";
+    case EntryKind::kDatasetFn:
+      return "dataset_fn";
+    case EntryKind::kLoss:
+      return "loss";
+    case EntryKind::kOptimizer:
+      return "optimizer";
+    case EntryKind::kEvalMetricsFn:
+      return "eval_metrics_fn";
+  }
+  return "unknown";
+}
+
+}  // namespace elasticdl

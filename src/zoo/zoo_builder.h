@@ -1,0 +1,69 @@
+// Compiling a model-zoo directory into a shared library against the
+// ElasticDL CMake package, with a cache keyed by the zoo's sources:
+//
+//   ZooBuildOptions options;
+//   options.zoo_dir = "model_zoo";
+//   EDL_ASSIGN_OR_RETURN(BuiltZoo zoo, BuildZoo(options));
+//   EDL_ASSIGN_OR_RETURN(auto library, ZooLibrary::Load(zoo.library_path));
+//
+// Every .cc file under the directory is compiled with ELASTICDL_ZOO_MODULE
+// set to its module ("mnist.mnist_functional_api" for
+// mnist/mnist_functional_api.cc), together with the package's
+// zoo_registry.cc. The build runs `cmake` (from PATH) in a child process.
+#ifndef ELASTICDL_ZOO_ZOO_BUILDER_H_
+#define ELASTICDL_ZOO_ZOO_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl {
+
+struct ZooBuildOptions {
+  // The model zoo directory. Required.
+  std::string zoo_dir;
+  // Where built zoos are kept, under zoo/<key>/. Empty: DefaultZooCacheDir().
+  std::string cache_dir;
+  // The ElasticDL CMake package (the directory of ElasticDLConfig.cmake).
+  // Empty: DefaultPackageDir().
+  std::string package_dir;
+  // CMAKE_BUILD_TYPE of the zoo. Part of the cache key. Default Release.
+  std::string build_type = "Release";
+  // Parallel compile jobs; 0: one per CPU.
+  int jobs = 0;
+};
+
+struct BuiltZoo {
+  // The zoo library, in the cache; load it with ZooLibrary::Load.
+  std::string library_path;
+  // "sha256:<hex>" of the zoo's sources (see ZooSources): what a trained
+  // model records as the zoo it came from.
+  std::string identity;
+  // The zoo's .cc and .h files, relative to its directory.
+  std::vector<std::string> sources;
+  // True when the library came from the cache without compiling.
+  bool cached = false;
+};
+
+// Returns the cached library for the zoo's sources, this ElasticDL package
+// (its headers and libraries, by size and time) and build type, or builds
+// it. Concurrent builders of the same zoo, in any process, wait for one
+// another (a lock file) and publish atomically, so none sees a partial
+// library. Errors: a bad zoo directory (see ScanZooSources); a missing
+// package (FAILED_PRECONDITION); sources that fail to compile
+// (INVALID_ARGUMENT "model zoo DIR failed to compile:" followed by the
+// compiler's error lines and the path of the full log).
+StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options);
+
+// $ELASTICDL_CACHE_DIR, else $XDG_CACHE_HOME/elasticdl, else
+// $HOME/.cache/elasticdl.
+std::string DefaultZooCacheDir();
+
+// <directory of the running binary>/../lib/cmake/ElasticDL: where the
+// package lies both in the build tree (bin/ beside lib/) and installed.
+std::string DefaultPackageDir();
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_ZOO_ZOO_BUILDER_H_

@@ -1,0 +1,154 @@
+#include "zoo/zoo_builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+
+#include "testing/examples.h"
+#include "testing/temp_dir.h"
+#include "zoo/zoo_program.h"
+
+namespace elasticdl {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Trains one step of `model_def` of the loaded zoo on four MNIST records and
+// evaluates it.
+void RunMnist(const std::shared_ptr<ZooLibrary>& zoo, const std::string& model_def) {
+  SCOPED_TRACE(model_def);
+  ZooProgramNames names;
+  names.model_def = model_def;
+  auto program = ZooProgram::Resolve(zoo, names, "");
+  ASSERT_TRUE(program.ok()) << program.status();
+
+  std::vector<Record> records;
+  for (int label : {3, 1, 4, 1}) {
+    records.emplace_back();
+    records.back().data = testing::MnistExample(label, 100);
+  }
+  auto dataset = program->MakeDataset(Dataset<Record>::FromVector(records), Mode::TRAINING);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto batch = dataset->batch(4).Next();
+  ASSERT_TRUE(batch.ok() && batch->has_value()) << batch.status();
+  const Example& example = **batch;
+  EXPECT_EQ(example.features.at("image").sizes(), (std::vector<int64_t>{4, 28, 28}));
+
+  auto model = program->MakeModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto spec = program->Optimizer();
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(DescribeOptimizer(*spec), "SGD(lr=0.1)");
+  auto optimizer = MakeOptimizer(*spec, (*model)->parameters());
+  ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+
+  auto outputs = program->Forward(**model, example.features, /*training=*/true);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  EXPECT_EQ(outputs->sizes(), (std::vector<int64_t>{4, 10}));
+  auto loss = program->Loss(example.labels, *outputs);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  (*optimizer)->zero_grad();
+  loss->backward();
+  (*optimizer)->step();
+
+  auto metrics = program->MakeMetrics();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  outputs = program->Forward(**model, example.features, /*training=*/false);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_TRUE(program->UpdateMetrics(*metrics, example.labels, *outputs).ok());
+  EXPECT_EQ(metrics->at("accuracy")->state().values[1], 4);
+
+  auto predict = program->MakeDataset(Dataset<Record>::FromVector(records), Mode::PREDICTION);
+  ASSERT_TRUE(predict.ok());
+  auto first = predict->Next();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_FALSE((*first)->labels.defined());
+}
+
+// The one slow test: a cold build of model_zoo (seed 001's MNIST models).
+TEST(ZooBuilderTest, BuildsCachesAndLoadsTheMnistZoo) {
+  testing::TempDir cache;
+  ZooBuildOptions options;
+  options.zoo_dir = std::string(ELASTICDL_SOURCE_DIR) + "/model_zoo";
+  options.cache_dir = cache.path();
+
+  // Two concurrent builders: one compiles, the other waits and reuses it.
+  auto start = std::chrono::steady_clock::now();
+  auto other = std::async(std::launch::async, [&] { return BuildZoo(options); });
+  StatusOr<BuiltZoo> built = BuildZoo(options);
+  StatusOr<BuiltZoo> built_too = other.get();
+  std::cout << "cold build of model_zoo: " << SecondsSince(start) << " s\n";
+  ASSERT_TRUE(built.ok()) << built.status();
+  ASSERT_TRUE(built_too.ok()) << built_too.status();
+  EXPECT_EQ(built->library_path, built_too->library_path);
+  EXPECT_NE(built->cached, built_too->cached);
+  EXPECT_EQ(built->sources,
+            (std::vector<std::string>{"mnist/mnist_functional_api.cc", "mnist/mnist_subclass.cc"}));
+  EXPECT_THAT(built->identity, StartsWith("sha256:"));
+  EXPECT_THAT(built->library_path, StartsWith(cache.path() + "/zoo/"));
+
+  start = std::chrono::steady_clock::now();
+  auto again = BuildZoo(options);
+  const double cached_seconds = SecondsSince(start);
+  std::cout << "cached build of model_zoo: " << cached_seconds << " s\n";
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->cached);
+  EXPECT_EQ(again->library_path, built->library_path);
+  EXPECT_LT(cached_seconds, 2.0);
+
+  auto zoo = ZooLibrary::Load(built->library_path);
+  ASSERT_TRUE(zoo.ok()) << zoo.status();
+  EXPECT_EQ((*zoo)->Files(), built->sources);
+  RunMnist(*zoo, "mnist.mnist_functional_api.custom_model");
+  RunMnist(*zoo, "mnist.mnist_subclass.CustomModel");
+}
+
+TEST(ZooBuilderTest, CompileErrorsNameFileAndLine) {
+  testing::TempDir zoo, cache;
+  std::filesystem::create_directories(zoo.File("bad"));
+  std::ofstream(zoo.File("bad/broken.cc")) << "int f() {\n  return undeclared_thing;\n}\n";
+  ZooBuildOptions options;
+  options.zoo_dir = zoo.path();
+  options.cache_dir = cache.path();
+  options.jobs = 1;  // the zoo's file first: fails before compiling zoo_registry.cc
+  auto built = BuildZoo(options);
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().code(), StatusCode::kInvalidArgument);
+  const std::string message(built.status().message());
+  EXPECT_THAT(message, StartsWith("model zoo " + zoo.path() + " failed to compile:\n"));
+  EXPECT_THAT(message, HasSubstr("bad/broken.cc:2:"));
+  EXPECT_THAT(message, HasSubstr("error"));
+  EXPECT_THAT(message, HasSubstr("undeclared_thing"));
+  EXPECT_THAT(message, HasSubstr("(full log: " + cache.path() + "/zoo/"));
+}
+
+TEST(ZooBuilderTest, MissingPackageIsFailedPrecondition) {
+  testing::TempDir zoo, cache;
+  std::ofstream(zoo.File("a.cc")) << "";
+  ZooBuildOptions options;
+  options.zoo_dir = zoo.path();
+  options.cache_dir = cache.path();
+  options.package_dir = cache.path();
+  auto built = BuildZoo(options);
+  EXPECT_EQ(built.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(built.status().message()), HasSubstr("no ElasticDL CMake package at"));
+}
+
+TEST(ZooBuilderTest, DefaultPackageDirIsBesideTheBinary) {
+  EXPECT_THAT(DefaultPackageDir(), ::testing::EndsWith("/lib/cmake/ElasticDL"));
+  EXPECT_TRUE(std::filesystem::exists(DefaultPackageDir() + "/ElasticDLConfig.cmake"));
+}
+
+}  // namespace
+}  // namespace elasticdl

@@ -1,0 +1,84 @@
+// A loaded model zoo: the entries its sources registered, looked up by the
+// names of the command line (`--model_def=mnist.mnist_functional_api.custom_model`).
+#ifndef ELASTICDL_ZOO_ZOO_LIBRARY_H_
+#define ELASTICDL_ZOO_ZOO_LIBRARY_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "elasticdl/status.h"
+#include "elasticdl/zoo/registry.h"
+
+namespace elasticdl {
+
+// An entry's name: module "mnist.mnist_functional_api" and name
+// "custom_model", defined in file "mnist/mnist_functional_api.cc".
+struct EntryRef {
+  std::string module;
+  std::string name;
+  std::string file;
+};
+
+// "mnist/mnist_functional_api.cc" for module "mnist.mnist_functional_api".
+std::string ModuleFile(std::string_view module);
+
+// Splits --model_def: everything before the last dot is the module. Fewer
+// than two dotted parts, or an empty part, is INVALID_ARGUMENT.
+StatusOr<EntryRef> ParseModelDef(std::string_view model_def);
+
+// Resolves an entry flag such as --loss: a value without a dot names an
+// entry of `model_module` (the module of --model_def); a dotted value is
+// module.name, like --model_def.
+StatusOr<EntryRef> ResolveEntry(std::string_view flag_value, std::string_view model_module);
+
+// The entries of one zoo. A library loaded from a file stays loaded while
+// any shared_ptr to it is alive; whatever holds code from it (a model, a
+// dataset, a metric made by its entries) must hold one too (ZooProgram sees
+// to that). Immutable after Load: thread-safe.
+class ZooLibrary {
+ public:
+  // dlopens a zoo library (RTLD_NOW | RTLD_LOCAL) and reads its registry.
+  // INVALID_ARGUMENT if it cannot be loaded (with dlerror's reason), is not
+  // a zoo library, or registers a name twice in one file; FAILED_PRECONDITION
+  // if it was built against another zoo ABI version.
+  static StatusOr<std::shared_ptr<ZooLibrary>> Load(const std::string& path);
+
+  // The entries of a registry linked into the process (tests, built-in
+  // zoos); `name` stands for the path in messages. `registry` must outlive
+  // the result.
+  static StatusOr<std::shared_ptr<ZooLibrary>> FromRegistry(const ZooRegistry* registry,
+                                                            std::string name);
+
+  ~ZooLibrary();
+  ZooLibrary(const ZooLibrary&) = delete;
+  ZooLibrary& operator=(const ZooLibrary&) = delete;
+
+  // The entry `name` of `module`, which must be of `kind`. NOT_FOUND naming
+  // the files (or the file's entries) there are when the file or the entry is
+  // missing; INVALID_ARGUMENT when the entry is of another kind.
+  StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
+                                 EntryKind kind) const;
+  StatusOr<const ZooEntry*> Find(const EntryRef& ref, EntryKind kind) const {
+    return Find(ref.module, ref.name, kind);
+  }
+
+  const std::vector<ZooEntry>& entries() const { return registry_->entries(); }
+  // The source files that registered entries, sorted.
+  std::vector<std::string> Files() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  ZooLibrary(std::string path, void* handle, const ZooRegistry* registry)
+      : path_(std::move(path)), handle_(handle), registry_(registry) {}
+  Status CheckUniqueNames() const;
+
+  std::string path_;
+  void* handle_;  // from dlopen; null for FromRegistry
+  const ZooRegistry* registry_;
+};
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_ZOO_ZOO_LIBRARY_H_

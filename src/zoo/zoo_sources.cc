@@ -1,0 +1,112 @@
+#include "zoo/zoo_sources.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "common/file.h"
+#include "common/strings.h"
+
+namespace elasticdl {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// Every directory and the stem of "a/b/c.cc" are identifiers.
+bool IsModulePath(std::string_view relative_path) {
+  std::string_view rest = relative_path.substr(0, relative_path.size() - 3);  // drop ".cc"
+  while (true) {
+    size_t slash = rest.find('/');
+    if (!IsIdentifier(rest.substr(0, slash))) return false;
+    if (slash == std::string_view::npos) return true;
+    rest.remove_prefix(slash + 1);
+  }
+}
+
+}  // namespace
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+
+Sha256& Sha256::Update(std::string_view data) {
+  EVP_DigestUpdate(ctx_, data.data(), data.size());
+  return *this;
+}
+
+std::string Sha256::HexDigest() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_DigestFinal_ex(ctx_, digest, &size);
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+std::string SourceModule(std::string_view relative_path) {
+  std::string module(relative_path.substr(0, relative_path.rfind('.')));
+  std::replace(module.begin(), module.end(), '/', '.');
+  return module;
+}
+
+std::vector<std::string> ZooSources::CompiledFiles() const {
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    if (HasSuffix(f, ".cc")) out.push_back(f);
+  }
+  return out;
+}
+
+StatusOr<ZooSources> ScanZooSources(const std::string& zoo_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(zoo_dir, ec)) {
+    return absl::InvalidArgumentError(StrCat("model zoo ", zoo_dir, " is not a directory"));
+  }
+  ZooSources sources;
+  sources.dir = fs::absolute(zoo_dir).lexically_normal().string();
+  if (HasSuffix(sources.dir, "/") && sources.dir.size() > 1) sources.dir.pop_back();
+
+  fs::recursive_directory_iterator it(sources.dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name[0] == '.') {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file(ec) || !(HasSuffix(name, ".cc") || HasSuffix(name, ".h"))) continue;
+    sources.files.push_back(fs::relative(it->path(), sources.dir).string());
+  }
+  if (ec) {
+    return absl::DataLossError(StrCat("cannot list model zoo ", sources.dir, ": ", ec.message()));
+  }
+  std::sort(sources.files.begin(), sources.files.end());
+
+  if (sources.CompiledFiles().empty()) {
+    return absl::InvalidArgumentError(StrCat("model zoo ", sources.dir, " has no .cc files"));
+  }
+  Sha256 hash;
+  for (const std::string& file : sources.files) {
+    if (HasSuffix(file, ".cc") && !IsModulePath(file)) {
+      return absl::InvalidArgumentError(
+          StrCat("model zoo file ", file,
+                 " cannot be named by a module path: its directories and name (without .cc) "
+                 "must be identifiers"));
+    }
+    EDL_ASSIGN_OR_RETURN(std::string contents, ReadFileToString(sources.dir + "/" + file));
+    // Length-prefixed, so no two different zoos hash the same bytes.
+    hash.Update(StrCat(file.size(), ":", file, contents.size(), ":")).Update(contents);
+  }
+  sources.identity = "sha256:" + hash.HexDigest();
+  return sources;
+}
+
+}  // namespace elasticdl

@@ -1,0 +1,68 @@
+#include "zoo/zoo_sources.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "testing/temp_dir.h"
+
+namespace elasticdl {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+void Write(const std::string& path, const std::string& contents) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << contents;
+}
+
+TEST(ZooSourcesTest, ListsSourcesAndHashesThem) {
+  testing::TempDir a, b;
+  for (const testing::TempDir* dir : {&a, &b}) {
+    Write(dir->File("mnist/model.cc"), "model");
+    Write(dir->File("mnist/util.h"), "util");
+    Write(dir->File("top.cc"), "top");
+    Write(dir->File("README.md"), "ignored");
+    Write(dir->File(".git/x.cc"), "ignored");
+  }
+  auto sa = ScanZooSources(a.path());
+  ASSERT_TRUE(sa.ok()) << sa.status();
+  EXPECT_EQ(sa->files, (std::vector<std::string>{"mnist/model.cc", "mnist/util.h", "top.cc"}));
+  EXPECT_EQ(sa->CompiledFiles(), (std::vector<std::string>{"mnist/model.cc", "top.cc"}));
+  EXPECT_THAT(sa->identity, StartsWith("sha256:"));
+  EXPECT_EQ(sa->identity.size(), 7u + 64u);
+  // Where the zoo lies does not matter; what it holds does.
+  EXPECT_EQ(ScanZooSources(b.path() + "/")->identity, sa->identity);
+  Write(b.File("mnist/util.h"), "util2");
+  EXPECT_NE(ScanZooSources(b.path())->identity, sa->identity);
+  Write(a.File("README.md"), "changed");
+  EXPECT_EQ(ScanZooSources(a.path())->identity, sa->identity);
+}
+
+TEST(ZooSourcesTest, SourceModule) {
+  EXPECT_EQ(SourceModule("mnist/mnist_functional_api.cc"), "mnist.mnist_functional_api");
+  EXPECT_EQ(SourceModule("top.cc"), "top");
+}
+
+TEST(ZooSourcesTest, RejectsWhatCannotBeAZoo) {
+  testing::TempDir dir;
+  EXPECT_THAT(std::string(ScanZooSources(dir.File("nope")).status().message()),
+              HasSubstr("nope is not a directory"));
+  Write(dir.File("only.h"), "");
+  EXPECT_THAT(std::string(ScanZooSources(dir.path()).status().message()),
+              HasSubstr("has no .cc files"));
+  Write(dir.File("my-models/a.cc"), "");
+  EXPECT_THAT(std::string(ScanZooSources(dir.path()).status().message()),
+              HasSubstr("model zoo file my-models/a.cc cannot be named by a module path"));
+}
+
+TEST(ZooSourcesTest, Sha256KnownAnswer) {
+  EXPECT_EQ(Sha256().Update("abc").HexDigest(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+}  // namespace
+}  // namespace elasticdl

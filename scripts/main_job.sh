@@ -1,11 +1,48 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: converts Fashion-MNIST into shards of
-# tf.train.Example records in RecordIO and summarizes what was written.
+# The main job on the embedded default (local processes): converts
+# Fashion-MNIST into RecordIO shards of tf.train.Example, trains the seed
+# functional model with 2 workers and 1 parameter server for one epoch,
+# evaluates the trained model, runs batch prediction, and prints a summary.
+#
+#   scripts/main_job.sh [OUT_DIR]      (default: out/main_job)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${ELASTICDL_BUILD_DIR:-build}/bin/elasticdl
-OUT=${1:-data/fashion-mnist}
+OUT=${1:-out/main_job}
+DATA=$OUT/fashion-mnist
+mkdir -p "$OUT"
 
-"$BIN" data mnist --output "$OUT"
-"$BIN" data validate "$OUT"/train/*.recordio "$OUT"/test/*.recordio --examples
-"$BIN" data inspect "$OUT"/train/data-00000-of-00006.recordio --records 2
+"$BIN" data mnist --output "$DATA"
+
+"$BIN" train \
+  --model_zoo=model_zoo \
+  --model_def=mnist.mnist_functional_api.custom_model \
+  --training_data="$DATA/train" \
+  --validation_data="$DATA/test" \
+  --num_epochs=1 \
+  --num_workers=2 \
+  --num_ps_pods=1 \
+  --minibatch_size=64 \
+  --output="$OUT/trained_model" | tee "$OUT/train.txt"
+
+"$BIN" evaluate \
+  --trained_model="$OUT/trained_model" \
+  --validation_data="$DATA/test" | tee "$OUT/evaluate.txt"
+
+"$BIN" predict \
+  --trained_model="$OUT/trained_model" \
+  --prediction_data="$DATA/test" \
+  --output="$OUT/predictions.csv" | tee "$OUT/predict.txt"
+
+evaluated=$(sed -n 's/^accuracy: \([0-9.]*\).*/\1/p' "$OUT/evaluate.txt")
+predicted=$(/usr/bin/env python3 scripts/prediction_accuracy.py "$OUT/predictions.csv" \
+  /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz)
+echo
+echo "== summary =="
+sed -n 's/^trained /train:    /p' "$OUT/train.txt"
+echo "evaluate: test accuracy $evaluated"
+echo "predict:  $(($(wc -l < "$OUT/predictions.csv") - 1)) rows in $OUT/predictions.csv; accuracy from them $predicted"
+/usr/bin/env python3 -c "import sys; e, p = float(sys.argv[1]), float(sys.argv[2]); \
+print(f'predict vs evaluate: {abs(e - p) * 100:.3f} % apart'); \
+sys.exit(0 if abs(e - p) <= 0.005 else 'predict and evaluate disagree by more than 0.5 %')" \
+  "$evaluated" "$predicted"

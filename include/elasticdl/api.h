@@ -78,7 +78,10 @@ struct JobArgs {
 struct JobResult {
   int64_t model_version = 0;
   int64_t records = 0;
+  // Wall time of the whole job, submission included.
   double seconds = 0;
+  // Training: from the first training task handed out to the last finished.
+  double training_seconds = 0;
   // The last evaluation (train with validation data, evaluate).
   std::map<std::string, double> metrics;
   int64_t metrics_model_version = 0;

@@ -32,8 +32,7 @@ void AddModelFlags(CLI::App* cmd, JobArgs* a) {
 void AddRunFlags(CLI::App* cmd, JobArgs* a) {
   cmd->add_option("--minibatch_size", a->minibatch_size, "Records per minibatch")
       ->capture_default_str();
-  cmd->add_option("--num_minibatches_per_task", a->num_minibatches_per_task,
-                  "Minibatches per task")
+  cmd->add_option("--num_minibatches_per_task", a->num_minibatches_per_task, "Minibatches per task")
       ->capture_default_str();
   cmd->add_option("--num_workers", a->num_workers, "Worker processes")->capture_default_str();
   cmd->add_option("--num_threads", a->num_threads, "LibTorch threads per worker")
@@ -54,9 +53,11 @@ void AddRunFlags(CLI::App* cmd, JobArgs* a) {
 void PrintResult(Command command, const JobResult& r) {
   switch (command) {
     case Command::kTrain:
-      fmt::print("trained {} records in {:.1f} s ({:.0f} records/s), model version {}\n",
-                 r.records, r.seconds, r.seconds > 0 ? r.records / r.seconds : 0,
-                 r.model_version);
+      fmt::print(
+          "trained {} records in {:.1f} s ({:.1f} s of training: {:.0f} records/s), model "
+          "version {}\n",
+          r.records, r.seconds, r.training_seconds,
+          r.training_seconds > 0 ? r.records / r.training_seconds : 0, r.model_version);
       break;
     case Command::kEvaluate:
       fmt::print("evaluated {} records in {:.1f} s\n", r.records, r.seconds);
@@ -139,9 +140,9 @@ void Add(CLI::App* app, int* exit_code, Command command) {
                                  : command == Command::kEvaluate ? Evaluate(*args)
                                                                  : Predict(*args);
     if (!result.ok()) {
-      fmt::print(stderr, "error: {}\n",
-                 std::string_view(result.status().message().data(),
-                                  result.status().message().size()));
+      fmt::print(
+          stderr, "error: {}\n",
+          std::string_view(result.status().message().data(), result.status().message().size()));
       *exit_code = result.status().code() == absl::StatusCode::kCancelled ? 130 : 1;
       return;
     }

@@ -65,10 +65,9 @@ StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
   if (dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     auto now = std::chrono::system_clock::now().time_since_epoch();
-    dir = StrCat(tmp ? tmp : "/tmp", "/elasticdl-jobs/",
-                 args.job_name.empty() ? kind : args.job_name, "-",
-                 std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-",
-                 ::getpid());
+    dir = StrCat(
+        tmp ? tmp : "/tmp", "/elasticdl-jobs/", args.job_name.empty() ? kind : args.job_name, "-",
+        std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
   }
   dir = Absolute(dir);
   EDL_RETURN_IF_ERROR(CreateDirectories(dir));
@@ -179,6 +178,7 @@ StatusOr<JobResult> Run(const JobArgs& args, proto::JobSpec spec) {
   result.model_version = status.model_version();
   result.records = status.records_done();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.training_seconds = status.training_seconds();
   result.metrics.insert(status.eval_metrics().begin(), status.eval_metrics().end());
   result.metrics_model_version = status.eval_model_version();
   result.output = spec.output();
@@ -202,8 +202,7 @@ StatusOr<proto::JobSpec> SpecFromTrainedModel(const JobArgs& args, proto::JobTyp
   model_args.loss = record.loss();
   model_args.optimizer = record.optimizer();
   model_args.eval_metrics_fn = record.eval_metrics_fn();
-  EDL_RETURN_IF_ERROR(
-      PrepareModel(model_args, args.trained_model + "/" + rpc::kZooDir, &spec));
+  EDL_RETURN_IF_ERROR(PrepareModel(model_args, args.trained_model + "/" + rpc::kZooDir, &spec));
   if (spec.zoo_identity() != record.zoo_identity()) {
     // The same sources built against another ElasticDL: fine, but say so.
     fmt::print(stderr, "note: model zoo rebuilt for this ElasticDL ({} -> {})\n",

@@ -25,12 +25,12 @@ std::string ProgressBar::Render(const proto::GetJobStatusResponse& s) const {
   std::string line = fmt::format("[{}] {:3.0f}% {}/{} records", bar, fraction * 100,
                                  s.records_done(), s.records_total());
   if (s.type() == proto::JOB_TRAINING) {
-    line += fmt::format(" | epoch {}/{} | version {} | loss {:.4f}", s.epoch() + 1,
-                        s.num_epochs() > 0 ? s.num_epochs() : 1, s.model_version(),
-                        s.recent_loss());
+    line +=
+        fmt::format(" | epoch {}/{} | version {} | loss {:.4f}", s.epoch() + 1,
+                    s.num_epochs() > 0 ? s.num_epochs() : 1, s.model_version(), s.recent_loss());
   }
-  line += fmt::format(" | {:.0f} records/s | {} workers", s.records_per_second(),
-                      s.workers_alive());
+  line +=
+      fmt::format(" | {:.0f} records/s | {} workers", s.records_per_second(), s.workers_alive());
   return line;
 }
 

@@ -282,15 +282,15 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
   }
   // Exec succeeded (the error pipe closed on exec).
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  std::unique_ptr<Process> process(
-      new Process(sink, spec.label, spec.label_output, pid, spec.new_process_group, pidfd, stop.release()));
+  std::unique_ptr<Process> process(new Process(sink, spec.label, spec.label_output, pid,
+                                               spec.new_process_group, pidfd, stop.release()));
   process->reader_ = std::thread(&Process::ReadOutput, process.get(), stdout_read.release(),
                                  stderr_read.release());
   return process;
 }
 
-Process::Process(LogSink* sink, std::string label, bool label_output, pid_t pid, bool group_leader, int pidfd,
-                 int stop_fd)
+Process::Process(LogSink* sink, std::string label, bool label_output, pid_t pid, bool group_leader,
+                 int pidfd, int stop_fd)
     : sink_(sink),
       label_(std::move(label)),
       label_output_(label_output),

@@ -58,12 +58,12 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   EDL_RETURN_IF_ERROR(CheckWorker(request.worker_id()));
   if (!tasks_.Report(request.worker_id(), request)) {
-    return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
-                                                " does not hold task ", request.task_id()));
+    return absl::FailedPreconditionError(
+        StrCat("worker ", request.worker_id(), " does not hold task ", request.task_id()));
   }
   samples_.emplace_back(std::chrono::steady_clock::now(), tasks_.records_done());
-  while (samples_.size() > 2 && samples_.back().first - samples_[1].first >
-                                    std::chrono::seconds(10)) {
+  while (samples_.size() > 2 &&
+         samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
     samples_.pop_front();
   }
   return absl::OkStatus();
@@ -84,6 +84,7 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   response->set_records_total(tasks_.records_total());
   response->set_model_version(tasks_.model_version());
   response->set_recent_loss(tasks_.recent_loss());
+  response->set_training_seconds(tasks_.training_seconds());
   response->set_records_per_second(ThroughputLocked());
   response->set_workers_alive(static_cast<int>(workers_.size()));
   bool failed = failure_.has_value() || tasks_.failure().has_value();

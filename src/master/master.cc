@@ -31,7 +31,8 @@ StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<
   std::vector<Shard> shards;
   for (const std::string& spec : specs) {
     auto files = ExpandDataPath(spec);
-    if (!files.ok()) return Status(files.status().code(), StrCat(flag, ": ", files.status().message()));
+    if (!files.ok())
+      return Status(files.status().code(), StrCat(flag, ": ", files.status().message()));
     EDL_ASSIGN_OR_RETURN(std::vector<Shard> s, OpenShards(*files, flag));
     shards.insert(shards.end(), s.begin(), s.end());
   }
@@ -91,8 +92,8 @@ Status MergePredictions(const proto::JobSpec& spec,
   std::string body;
   size_t columns = 0;
   for (const auto& [range, id] : tasks) {
-    EDL_ASSIGN_OR_RETURN(std::string part,
-                         ReadFileToString(StrCat(spec.job_dir(), "/predictions/task-", id, ".csv")));
+    EDL_ASSIGN_OR_RETURN(std::string part, ReadFileToString(StrCat(
+                                               spec.job_dir(), "/predictions/task-", id, ".csv")));
     if (columns == 0 && !part.empty()) {
       std::string first = part.substr(0, part.find('\n'));
       // Columns after file and index; a quoted file name has no bare comma
@@ -134,10 +135,15 @@ Status RunMaster(const MasterOptions& options) {
   task_options.shuffle_seed = spec.shuffle_seed();
   task_options.max_task_retries = spec.max_task_retries();
   task_options.evaluation_steps = spec.evaluation_steps();
+  if (spec.type() == proto::JOB_EVALUATION) {
+    EDL_ASSIGN_OR_RETURN(proto::TrainedModel model,
+                         rpc::ReadTrainedModelRecord(spec.trained_model()));
+    task_options.model_version = model.model_version();
+  }
   const int num_ps = spec.type() == proto::JOB_TRAINING ? spec.num_ps() : 0;
-  JobState state(spec.type(), num_ps,
-                 TaskManager(task_options, std::move(training), std::move(validation),
-                             std::move(prediction)));
+  JobState state(
+      spec.type(), num_ps,
+      TaskManager(task_options, std::move(training), std::move(validation), std::move(prediction)));
 
   MasterService service(&state);
   std::string address;
@@ -206,10 +212,9 @@ Status RunMaster(const MasterOptions& options) {
       if (state.finished()) continue;
       if (relaunches >= spec.max_worker_relaunches()) {
         if (workers_running == 0) {
-          fail(absl::UnavailableError(StrCat("every worker has ended and the ",
-                                             spec.max_worker_relaunches(),
-                                             " relaunches are used up; the last: worker ", e.id,
-                                             " ", e.description)));
+          fail(absl::UnavailableError(
+              StrCat("every worker has ended and the ", spec.max_worker_relaunches(),
+                     " relaunches are used up; the last: worker ", e.id, " ", e.description)));
         }
         continue;
       }
@@ -240,13 +245,17 @@ Status RunMaster(const MasterOptions& options) {
     }
     if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
       Status s = WriteOutputModel(spec, state.ps_addresses());
-      if (s.ok()) spdlog::info("trained model written to {}", spec.output());
-      else outcome = Annotate(s, "writing the trained model");
+      if (s.ok())
+        spdlog::info("trained model written to {}", spec.output());
+      else
+        outcome = Annotate(s, "writing the trained model");
     }
     if (spec.type() == proto::JOB_PREDICTION) {
       Status s = MergePredictions(spec, state.prediction_tasks());
-      if (s.ok()) spdlog::info("predictions written to {}", spec.output());
-      else outcome = Annotate(s, "writing predictions");
+      if (s.ok())
+        spdlog::info("predictions written to {}", spec.output());
+      else
+        outcome = Annotate(s, "writing predictions");
     }
   }
   // Workers see the end of the job and leave by themselves; give them a

@@ -20,8 +20,7 @@ class MasterService final : public proto::Master::Service {
                        proto::GetTaskResponse* response) override;
   grpc::Status ReportTask(grpc::ServerContext* context, const proto::ReportTaskRequest* request,
                           proto::ReportTaskResponse* response) override;
-  grpc::Status GetJobStatus(grpc::ServerContext* context,
-                            const proto::GetJobStatusRequest* request,
+  grpc::Status GetJobStatus(grpc::ServerContext* context, const proto::GetJobStatusRequest* request,
                             proto::GetJobStatusResponse* response) override;
 
  private:

@@ -31,7 +31,7 @@ MetricState FromProto(const proto::MetricState& m) {
 }  // namespace
 
 TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training,
-                         std::vector<Range> validation, std::vector<Range> prediction)
+                         std::vector<Range> validation, const std::vector<Range>& prediction)
     : options_(options),
       training_(std::move(training)),
       validation_(std::move(validation)),
@@ -45,7 +45,8 @@ TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training
       break;
     case proto::JOB_EVALUATION:
       for (const Range& r : validation_) records_total_ += r.end - r.start;
-      StartEvaluation(0);
+      model_version_ = options_.model_version;
+      StartEvaluation(options_.model_version);
       final_evaluation_started_ = true;
       break;
     case proto::JOB_PREDICTION:
@@ -145,6 +146,9 @@ proto::Task TaskManager::Next(WorkerId worker) {
   Entry e = std::move(queue->front());
   queue->pop_front();
   proto::Task task = e.task;
+  if (task.type() == proto::TASK_TRAINING && !training_started_) {
+    training_started_ = std::chrono::steady_clock::now();
+  }
   held_[task.task_id()] = Held{std::move(e), worker};
   return task;
 }
@@ -154,6 +158,7 @@ void TaskManager::FinishTask(const Held& held, const proto::ReportTaskRequest& r
   switch (task.type()) {
     case proto::TASK_TRAINING:
       records_done_ += task.end() - task.start();
+      training_last_done_ = std::chrono::steady_clock::now();
       if (report.minibatches() > 0) recent_loss_ = report.loss_sum() / report.minibatches();
       break;
     case proto::TASK_EVALUATION: {
@@ -194,9 +199,9 @@ bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report
   } else {
     const proto::Task& t = held.entry.task;
     if (++held.entry.failures > options_.max_task_retries) {
-      failure_ = StrCat(TaskTypeName(t.type()), " task ", t.task_id(), " (", t.file(),
-                        " records [", t.start(), ", ", t.end(), ")) failed ",
-                        held.entry.failures, " times; last error: ", report.error());
+      failure_ = StrCat(TaskTypeName(t.type()), " task ", t.task_id(), " (", t.file(), " records [",
+                        t.start(), ", ", t.end(), ")) failed ", held.entry.failures,
+                        " times; last error: ", report.error());
     } else {
       auto& queue = t.type() == proto::TASK_TRAINING ? training_queue_ : other_queue_;
       queue.push_front(std::move(held.entry));
@@ -204,6 +209,11 @@ bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report
   }
   MaybeStartEvaluation();
   return true;
+}
+
+double TaskManager::training_seconds() const {
+  if (!training_started_ || training_last_done_ < *training_started_) return 0;
+  return std::chrono::duration<double>(training_last_done_ - *training_started_).count();
 }
 
 int TaskManager::RecoverWorker(WorkerId worker) {

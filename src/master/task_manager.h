@@ -12,6 +12,7 @@
 #ifndef ELASTICDL_MASTER_TASK_MANAGER_H_
 #define ELASTICDL_MASTER_TASK_MANAGER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -40,6 +41,8 @@ struct TaskManagerOptions {
   int max_task_retries = 3;
   // Evaluate every this many model versions (0: only at the end of training).
   int64_t evaluation_steps = 0;
+  // Evaluation jobs: the version of the model evaluated.
+  int64_t model_version = 0;
 };
 
 // One finished evaluation.
@@ -51,7 +54,7 @@ struct Evaluation {
 class TaskManager {
  public:
   TaskManager(TaskManagerOptions options, std::vector<Range> training,
-              std::vector<Range> validation, std::vector<Range> prediction);
+              std::vector<Range> validation, const std::vector<Range>& prediction);
 
   // The next task for `worker`: a real task, TASK_WAIT (nothing now, ask
   // again), or TASK_NONE (the job is over).
@@ -75,6 +78,9 @@ class TaskManager {
   int64_t model_version() const { return model_version_; }
   // Mean loss of the most recent training task.
   double recent_loss() const { return recent_loss_; }
+  // Seconds from the first training task handed out to the last one
+  // finished (so far).
+  double training_seconds() const;
   const std::vector<Evaluation>& evaluations() const { return evaluations_; }
   // Prediction jobs: every range in input order with the task that covered it.
   const std::vector<std::pair<Range, TaskId>>& prediction_tasks() const {
@@ -114,6 +120,8 @@ class TaskManager {
   int64_t records_total_ = 0;
   int64_t model_version_ = 0;
   double recent_loss_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> training_started_;
+  std::chrono::steady_clock::time_point training_last_done_{};
 
   // The evaluation in progress: its version, tasks left and merged states.
   bool evaluating_ = false;

@@ -108,7 +108,8 @@ TEST(TaskManagerTest, EvaluatesEveryStepsAndAtTheEndWithMergedStates) {
     proto::Task t = tm.Next(1);
     if (t.type() == proto::TASK_NONE) break;
     ASSERT_NE(t.type(), proto::TASK_WAIT);
-    proto::ReportTaskRequest r = Done(t.task_id(), t.type() == proto::TASK_TRAINING ? ++version : 0);
+    proto::ReportTaskRequest r =
+        Done(t.task_id(), t.type() == proto::TASK_TRAINING ? ++version : 0);
     if (t.type() == proto::TASK_EVALUATION) {
       ++evaluation_tasks;
       proto::MetricState* m = r.add_metrics();

@@ -127,8 +127,8 @@ Status ParameterStore::Push(const proto::PushRequest& request, proto::PushRespon
   EDL_RETURN_IF_ERROR(ValidateLocked(gradients, deltas));
   if (request.base_version() > version_) {
     return absl::InvalidArgumentError(StrCat("gradients computed on version ",
-                                             request.base_version(),
-                                             ", newer than the server's ", version_));
+                                             request.base_version(), ", newer than the server's ",
+                                             version_));
   }
   if (!options_.use_async && version_ - request.base_version() > options_.staleness_tolerance) {
     out->set_accepted(false);

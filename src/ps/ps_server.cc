@@ -1,7 +1,7 @@
 #include "ps/ps_server.h"
 
-#include <spdlog/spdlog.h>
 #include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
 #include <torch/types.h>
 
 #include <chrono>

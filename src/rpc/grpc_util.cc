@@ -16,12 +16,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 }
 
 StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
-                                                    std::vector<grpc::Service*> services,
+                                                    const std::vector<grpc::Service*>& services,
                                                     std::string* address) {
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(StrCat(host, ":", port), grpc::InsecureServerCredentials(),
-                           &bound_port);
+  builder.AddListeningPort(StrCat(host, ":", port), grpc::InsecureServerCredentials(), &bound_port);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   for (grpc::Service* s : services) builder.RegisterService(s);
@@ -40,8 +39,7 @@ Status FromGrpc(const grpc::Status& status) {
 
 grpc::Status ToGrpc(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 std::unique_ptr<grpc::ClientContext> MakeContext(std::chrono::milliseconds timeout) {

@@ -24,7 +24,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 // registered and the message limits raised. `*address` receives
 // "host:port" of the bound port.
 StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
-                                                    std::vector<grpc::Service*> services,
+                                                    const std::vector<grpc::Service*>& services,
                                                     std::string* address);
 
 Status FromGrpc(const grpc::Status& status);

@@ -74,8 +74,7 @@ Status PsClient::Init(const std::vector<proto::InitRequest>& requests,
 }
 
 Status PsClient::Push(const std::vector<proto::PushRequest>& requests,
-                      std::vector<proto::PushResponse>* responses,
-                      const std::vector<int>& shards) {
+                      std::vector<proto::PushResponse>* responses, const std::vector<int>& shards) {
   return CallAll("push", &proto::ParameterServer::Stub::Push, requests, responses, shards);
 }
 

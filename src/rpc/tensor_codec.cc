@@ -69,8 +69,8 @@ StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message) {
   }
   size_t expected = numel * c10::elementSize(dtype);
   if (message.content().size() != expected) {
-    return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "': ",
-                                             message.content().size(), " bytes of content, ",
+    return absl::InvalidArgumentError(StrCat("tensor '", message.name(),
+                                             "': ", message.content().size(), " bytes of content, ",
                                              expected, " expected for its type and shape"));
   }
   torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
@@ -84,16 +84,15 @@ Status CopyInto(const proto::Tensor& message, torch::Tensor& dst) {
                     std::equal(message.shape().begin(), message.shape().end(), dst.sizes().begin());
   if (dtype != dst.scalar_type() || !same_shape || !dst.is_contiguous()) {
     std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
-    return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "' has shape ",
-                                             c10::str(c10::IntArrayRef(shape)), " ",
-                                             c10::toString(dtype), "; the model's is ",
-                                             c10::str(dst.sizes()), " ",
-                                             c10::toString(dst.scalar_type())));
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", message.name(), "' has shape ", c10::str(c10::IntArrayRef(shape)), " ",
+               c10::toString(dtype), "; the model's is ", c10::str(dst.sizes()), " ",
+               c10::toString(dst.scalar_type())));
   }
   size_t bytes = dst.numel() * dst.element_size();
   if (message.content().size() != bytes) {
-    return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "': ",
-                                             message.content().size(), " bytes of content, ",
+    return absl::InvalidArgumentError(StrCat("tensor '", message.name(),
+                                             "': ", message.content().size(), " bytes of content, ",
                                              bytes, " expected"));
   }
   if (bytes > 0) std::memcpy(dst.data_ptr(), message.content().data(), bytes);

@@ -51,9 +51,8 @@ Status ShardedModel::Apply(const proto::ModelValues& values) {
     for (const proto::Tensor& t : tensors) {
       Slot* slot = Find(t.name(), is_buffer);
       if (slot == nullptr) {
-        return absl::InvalidArgumentError(StrCat("the model has no ",
-                                                 is_buffer ? "buffer" : "parameter", " named '",
-                                                 t.name(), "'"));
+        return absl::InvalidArgumentError(StrCat(
+            "the model has no ", is_buffer ? "buffer" : "parameter", " named '", t.name(), "'"));
       }
       EDL_RETURN_IF_ERROR(rpc::CopyInto(t, slot->tensor));
       if (is_buffer) slot->pulled.copy_(slot->tensor);
@@ -66,7 +65,8 @@ Status ShardedModel::FillPush(int shard, proto::PushRequest* request) const {
   for (const Slot& s : slots_) {
     if (s.shard != shard) continue;
     if (s.is_buffer) {
-      EDL_RETURN_IF_ERROR(rpc::EncodeTensor(s.name, s.tensor - s.pulled, request->add_buffer_deltas()));
+      EDL_RETURN_IF_ERROR(
+          rpc::EncodeTensor(s.name, s.tensor - s.pulled, request->add_buffer_deltas()));
     } else if (s.tensor.grad().defined()) {
       EDL_RETURN_IF_ERROR(rpc::EncodeTensor(s.name, s.tensor.grad(), request->add_gradients()));
     }

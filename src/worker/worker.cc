@@ -72,8 +72,7 @@ Status Worker::Register() {
       if (!addresses.empty()) ps_ = std::make_unique<rpc::PsClient>(addresses);
       return absl::OkStatus();
     }
-    if (s.code() != absl::StatusCode::kUnavailable ||
-        std::chrono::steady_clock::now() > deadline) {
+    if (s.code() != absl::StatusCode::kUnavailable || std::chrono::steady_clock::now() > deadline) {
       return Annotate(s, "registering with the master");
     }
     std::this_thread::sleep_for(milliseconds(100));
@@ -241,8 +240,8 @@ Status Worker::Predict(const proto::Task& task) {
     return program_.Annotate(
         absl::InvalidArgumentError(StrCat("in PREDICTION mode dataset_fn must yield one example "
                                           "per record, in order; it yielded ",
-                                          index - task.start(), " for ",
-                                          task.end() - task.start(), " records")),
+                                          index - task.start(), " for ", task.end() - task.start(),
+                                          " records")),
         EntryKind::kDatasetFn);
   }
   std::string dir = spec_.job_dir() + "/predictions";
@@ -258,9 +257,8 @@ Status Worker::Run() {
     request.set_worker_id(options_.worker_id);
     proto::GetTaskResponse response;
     auto context = rpc::MakeContext(kMasterTimeout);
-    EDL_RETURN_IF_ERROR(
-        Annotate(rpc::FromGrpc(master_->GetTask(context.get(), request, &response)),
-                 "asking the master for a task"));
+    EDL_RETURN_IF_ERROR(Annotate(rpc::FromGrpc(master_->GetTask(context.get(), request, &response)),
+                                 "asking the master for a task"));
     const proto::Task& task = response.task();
     if (task.type() == proto::TASK_NONE) return absl::OkStatus();
     if (task.type() == proto::TASK_WAIT) {

@@ -14,14 +14,18 @@ PACKAGES=(
   g++ cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy git
   # tensors and autograd
   libtorch-dev
-  # protocol and status types
-  libprotobuf-dev protobuf-compiler libabsl-dev
+  # protocol, RPC and status types
+  libprotobuf-dev protobuf-compiler libabsl-dev libgrpc++-dev protobuf-compiler-grpc
+  # model-zoo identity (SHA-256)
+  libssl-dev
   # record formats: compression and checksums
   libsnappy-dev zlib1g-dev libisal-dev
   # command line, CSV, formatting and logs
   libcli11-dev libcsv-dev libfmt-dev libspdlog-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-snappy python3-crc32c
+  # the peer the benchmarks compare with (PyTorch, torchrun)
+  python3-torch
   # the data set of the main job
   dataset-fashion-mnist
 )

@@ -14,9 +14,10 @@
 namespace elasticdl::cli {
 namespace {
 
-int Report(const char* role, const Status& s) {
+int Report(const Status& s) {
   if (s.ok()) return 0;
-  spdlog::error("{}: {}", role, std::string_view(s.message().data(), s.message().size()));
+  // Output lines are labelled with the role already.
+  spdlog::error("{}", std::string_view(s.message().data(), s.message().size()));
   return s.code() == absl::StatusCode::kCancelled ? 130 : 1;
 }
 
@@ -41,11 +42,11 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     spdlog::set_pattern("[master] %v");
     auto signals = WatchSignals(&g_stop);
     if (!signals.ok()) {
-      *exit_code = Report("master", signals.status());
+      *exit_code = Report(signals.status());
       return;
     }
     master_options->cancel = &g_stop;
-    *exit_code = Report("master", master::RunMaster(*master_options));
+    *exit_code = Report(master::RunMaster(*master_options));
   });
 
   auto ps_options = std::make_shared<ps::PsServerOptions>();
@@ -59,11 +60,11 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     spdlog::set_pattern("%v");
     auto signals = WatchSignals(&g_stop);
     if (!signals.ok()) {
-      *exit_code = Report("ps", signals.status());
+      *exit_code = Report(signals.status());
       return;
     }
     ps_options->cancel = &g_stop;
-    *exit_code = Report("ps", ps::RunPsServer(*ps_options));
+    *exit_code = Report(ps::RunPsServer(*ps_options));
   });
 
   auto worker_options = std::make_shared<worker::WorkerOptions>();
@@ -77,10 +78,10 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     spdlog::set_pattern("%v");
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
-      *exit_code = Report("worker", worker.status());
+      *exit_code = Report(worker.status());
       return;
     }
-    *exit_code = Report("worker", (*worker)->Run());
+    *exit_code = Report((*worker)->Run());
   });
 }
 

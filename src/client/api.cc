@@ -102,7 +102,16 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   EDL_RETURN_IF_ERROR(SnapshotZoo(zoo_sources, snapshot));
   ZooBuildOptions build;
   build.zoo_dir = snapshot;
-  EDL_ASSIGN_OR_RETURN(BuiltZoo zoo, BuildZoo(build));
+  StatusOr<BuiltZoo> built = BuildZoo(build);
+  if (!built.ok()) {
+    // Name the user's directory, not the job's copy of it.
+    std::string message(built.status().message());
+    for (size_t at; (at = message.find(snapshot)) != std::string::npos;) {
+      message.replace(at, snapshot.size(), zoo_sources);
+    }
+    return Status(built.status().code(), message);
+  }
+  BuiltZoo zoo = std::move(*built);
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(zoo.library_path));
   ZooProgramNames names;
   names.model_def = args.model_def;
@@ -194,6 +203,7 @@ StatusOr<proto::JobSpec> SpecFromTrainedModel(const JobArgs& args, proto::JobTyp
   EDL_ASSIGN_OR_RETURN(std::string job_dir,
                        MakeJobDir(args, type == proto::JOB_EVALUATION ? "evaluate" : "predict"));
   spec.set_job_dir(job_dir);
+  spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
   spec.set_trained_model(Absolute(args.trained_model));
   JobArgs model_args = args;
   model_args.model_def = record.model_def();

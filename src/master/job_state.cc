@@ -80,6 +80,7 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
   response->set_type(type_);
   response->set_epoch(std::max<int64_t>(tasks_.epoch(), 0));
+  response->set_num_epochs(tasks_.num_epochs());
   response->set_records_done(tasks_.records_done());
   response->set_records_total(tasks_.records_total());
   response->set_model_version(tasks_.model_version());

@@ -116,9 +116,34 @@ std::string Describe(const Evaluation& ev) {
   return s;
 }
 
+Status WriteStatus(const std::string& job_dir, const proto::GetJobStatusResponse& status) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(status, &text);
+  return rpc::WriteFileAtomically(job_dir + "/status.pbtxt", text);
+}
+
+Status Run(const MasterOptions& options);
+
 }  // namespace
 
 Status RunMaster(const MasterOptions& options) {
+  Status outcome = Run(options);
+  // A job that could not start (unreadable data, no port) has no status yet:
+  // leave one, so the client can say why.
+  std::error_code ec;
+  if (!outcome.ok() && !fs::exists(options.job_dir + "/status.pbtxt", ec)) {
+    proto::GetJobStatusResponse status;
+    status.set_finished(true);
+    status.set_failed(true);
+    status.set_message(std::string(outcome.message()));
+    WriteStatus(options.job_dir, status).IgnoreError();
+  }
+  return outcome;
+}
+
+namespace {
+
+Status Run(const MasterOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
   const int64_t per_task = spec.minibatch_size() * spec.num_minibatches_per_task();
   if (per_task <= 0) return absl::InvalidArgumentError("records per task must be positive");
@@ -269,11 +294,11 @@ Status RunMaster(const MasterOptions& options) {
     final_status.set_message(std::string(outcome.message()));
   }
   final_status.set_finished(true);
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(final_status, &text);
-  rpc::WriteFileAtomically(options.job_dir + "/status.pbtxt", text).IgnoreError();
+  WriteStatus(options.job_dir, final_status).IgnoreError();
   server->Shutdown(std::chrono::system_clock::now() + milliseconds(500));
   return outcome;
 }
+
+}  // namespace
 
 }  // namespace elasticdl::master

@@ -73,6 +73,7 @@ class TaskManager {
   const std::optional<std::string>& failure() const { return failure_; }
 
   int64_t epoch() const { return epoch_; }
+  int64_t num_epochs() const { return options_.num_epochs; }
   int64_t records_done() const { return records_done_; }
   int64_t records_total() const { return records_total_; }
   int64_t model_version() const { return model_version_; }

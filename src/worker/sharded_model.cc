@@ -74,4 +74,11 @@ Status ShardedModel::FillPush(int shard, proto::PushRequest* request) const {
   return absl::OkStatus();
 }
 
+void ShardedModel::PushAccepted(int shard) {
+  torch::NoGradGuard no_grad;
+  for (Slot& s : slots_) {
+    if (s.is_buffer && s.shard == shard) s.pulled.copy_(s.tensor);
+  }
+}
+
 }  // namespace elasticdl::worker

@@ -34,6 +34,9 @@ class ShardedModel {
   Status Apply(const proto::ModelValues& values);
   // Gradients (after backward) and buffer deltas of shard `shard`.
   Status FillPush(int shard, proto::PushRequest* request) const;
+  // Shard `shard` accepted the last push: its buffer deltas are applied
+  // there, so the next deltas start from here.
+  void PushAccepted(int shard);
 
   // Every parameter and buffer, e.g. for a trained-model file.
   StatusOr<proto::ModelValues> EncodeAll() const;

@@ -37,6 +37,13 @@ std::string CsvField(const std::string& s) {
 
 }  // namespace
 
+Status Worker::DatasetError(const Status& status) const {
+  // Damaged records are the data's fault; anything else happened in the
+  // zoo's dataset_fn.
+  if (status.code() == absl::StatusCode::kDataLoss) return status;
+  return program_.Annotate(status, EntryKind::kDatasetFn);
+}
+
 StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(spec.zoo_library()));
@@ -167,7 +174,12 @@ Status Worker::TrainMinibatch(const Example& batch, double* loss_value) {
     EDL_RETURN_IF_ERROR(ps_->Push(requests, &responses, pending));
     std::vector<int> refused;
     for (int i : pending) {
-      if (!responses[i].accepted()) refused.push_back(i);
+      if (responses[i].accepted()) {
+        model_->PushAccepted(i);
+        pushed_version_ = std::max(pushed_version_, responses[i].version());
+      } else {
+        refused.push_back(i);
+      }
     }
     pending = std::move(refused);
   }
@@ -178,7 +190,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
   EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::TRAINING));
   while (true) {
     StatusOr<std::optional<Example>> batch = batches.Next();
-    if (!batch.ok()) return program_.Annotate(batch.status(), EntryKind::kDatasetFn);
+    if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
     double loss = 0;
     EDL_RETURN_IF_ERROR(TrainMinibatch(**batch, &loss));
@@ -186,7 +198,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     report->set_minibatches(report->minibatches() + 1);
     report->set_records(report->records() + (**batch).labels.size(0));
   }
-  int64_t version = 0;
+  int64_t version = pushed_version_;
   for (int64_t v : versions_) version = std::max(version, v);
   report->set_model_version(version);
   return absl::OkStatus();
@@ -199,7 +211,7 @@ Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* repor
   torch::NoGradGuard no_grad;
   while (true) {
     StatusOr<std::optional<Example>> batch = batches.Next();
-    if (!batch.ok()) return program_.Annotate(batch.status(), EntryKind::kDatasetFn);
+    if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs,
                          program_.Forward(model_->model(), (**batch).features, false));
@@ -224,7 +236,7 @@ Status Worker::Predict(const proto::Task& task) {
   const std::string file = CsvField(task.file());
   while (true) {
     StatusOr<std::optional<Example>> batch = batches.Next();
-    if (!batch.ok()) return program_.Annotate(batch.status(), EntryKind::kDatasetFn);
+    if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs,
                          program_.Forward(model_->model(), (**batch).features, false));

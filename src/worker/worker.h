@@ -52,6 +52,7 @@ class Worker {
   Status Evaluate(const proto::Task& task, proto::ReportTaskRequest* report);
   Status Predict(const proto::Task& task);
   StatusOr<Dataset<Example>> Batches(const proto::Task& task, Mode mode);
+  Status DatasetError(const Status& status) const;
   StatusOr<std::shared_ptr<const RecordFile>> OpenFile(const std::string& path);
 
   const WorkerOptions options_;
@@ -61,6 +62,7 @@ class Worker {
   std::unique_ptr<rpc::PsClient> ps_;
   std::unique_ptr<ShardedModel> model_;
   std::vector<int64_t> versions_;  // per shard, of the values in model_
+  int64_t pushed_version_ = 0;     // the newest version a push of ours produced
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;
 };
 

@@ -1,0 +1,491 @@
+"""Scenario tests for whole jobs: `elasticdl train`, `evaluate` and `predict`.
+
+The real binary runs a local cluster (client -> master -> parameter servers
+and workers, all processes) on a few thousand Fashion-MNIST records that
+corpus.py writes straight from Debian's IDX files. Every job gets its own
+--job_dir; after each job no process may remain whose command line names it.
+
+Environment:
+  ELASTICDL_BIN        the binary (default: build/bin/elasticdl of this checkout)
+  ELASTICDL_CACHE_DIR  the compiled-zoo cache, shared by the scenario tests of a
+                       run so that the zoo builds once (default: zoo-cache in
+                       the build directory that holds the binary)
+"""
+import csv
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import corpus
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.abspath(os.environ.get("ELASTICDL_BIN",
+                                     os.path.join(REPO, "build", "bin", "elasticdl")))
+CACHE_DIR = os.path.abspath(os.environ.get("ELASTICDL_CACHE_DIR") or
+                            os.path.join(os.path.dirname(os.path.dirname(BIN)), "zoo-cache"))
+MODEL_ZOO = os.path.join(REPO, "model_zoo")
+FUNCTIONAL = "mnist.mnist_functional_api.custom_model"
+SUBCLASS = "mnist.mnist_subclass.CustomModel"
+
+TRAIN_RECORDS = 4000
+VALIDATION_RECORDS = 1000
+# One epoch over 4000 records gave 0.61-0.74 validation accuracy in 25 runs
+# (async and sync, functional and subclass); chance is 0.1.
+MIN_ACCURACY = 0.4
+# A job may have to build the zoo first: about 100 s on two busy cores.
+JOB_TIMEOUT = 600
+# What a job that fails on its arguments, its model or its data may take.
+FAST_FAILURE_SECONDS = 60
+
+ACCURACY = re.compile(r"^accuracy: ([0-9.]+) \(model version (\d+)\)$", re.M)
+TRAINED = re.compile(r"^trained (\d+) records in [0-9.]+ s .*model version (\d+)$", re.M)
+PROGRESS = re.compile(r"^\[progress\] .* (\d+)/(\d+) records", re.M)
+
+
+def job_processes(job_dir):
+    """{pid: argv} of the live processes whose command line names job_dir.
+
+    A job's master, parameter servers and workers get --job_dir=DIR; the
+    compiler building its zoo gets paths under DIR.
+    """
+    jd = job_dir.encode()
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue  # ended meanwhile
+        if any(a == jd or a.endswith(b"=" + jd) or jd + b"/" in a for a in argv):
+            found[int(entry)] = [a.decode(errors="replace") for a in argv if a]
+    found.pop(os.getpid(), None)
+    return found
+
+
+def argv_flag(argv, name):
+    """The value of --name=VALUE in argv, or None."""
+    for a in argv:
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+    return None
+
+
+class Job:
+    """One run of the binary; stdout and stderr are collected as they come."""
+
+    def __init__(self, args):
+        self.args = args
+        self.started = time.monotonic()
+        self.elapsed = None
+        self.proc = subprocess.Popen(
+            [BIN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, ELASTICDL_CACHE_DIR=CACHE_DIR))
+        self._out, self._err = [], []
+        self._pumps = [threading.Thread(target=self._pump, args=(s, lines), daemon=True)
+                       for s, lines in ((self.proc.stdout, self._out),
+                                        (self.proc.stderr, self._err))]
+        for t in self._pumps:
+            t.start()
+
+    @staticmethod
+    def _pump(stream, lines):
+        try:
+            for line in stream:
+                lines.append(line)
+        except (OSError, ValueError):
+            pass  # closed by close() while a leftover process held the pipe
+
+    @property
+    def stdout(self):
+        return "".join(self._out)
+
+    @property
+    def stderr(self):
+        return "".join(self._err)
+
+    def wait(self, timeout):
+        """The exit code, or None when the job did not end within timeout seconds."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self.elapsed = time.monotonic() - self.started
+        self.close()
+        return self.proc.returncode
+
+    def close(self):
+        for t in self._pumps:
+            t.join(timeout=10)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def describe(self):
+        return (f"elasticdl {' '.join(self.args)}\nexit {self.proc.returncode} after "
+                f"{self.elapsed} s\n--- stdout\n{self.stdout}--- stderr\n{self.stderr}")
+
+
+class JobTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls._tmp = tempfile.TemporaryDirectory(prefix="elasticdl-job-test-")
+        data = os.path.join(cls._tmp.name, "data")
+        os.makedirs(data)
+        cls.train_file = os.path.join(data, "train.recordio")
+        cls.validation_file = os.path.join(data, "validation.recordio")
+        cls.train_labels = corpus.write_subset(cls.train_file, "train", 0, TRAIN_RECORDS)
+        cls.validation_labels = corpus.write_subset(cls.validation_file, "test", 0,
+                                                    VALIDATION_RECORDS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix=self._testMethodName + "-", dir=self._tmp.name)
+        self._jobs = []
+        self._job_dirs = []
+
+    def tearDown(self):
+        # Whatever a failed test left running: our own clients, then every
+        # process of our jobs (named by their job directories), by pid.
+        running = [job for job in self._jobs if job.proc.poll() is None]
+        for job in running:
+            job.proc.kill()
+            job.proc.wait()
+        for job_dir in self._job_dirs:
+            for pid in job_processes(job_dir):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for job in running:
+            job.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- helpers -------------------------------------------------------------
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def job_dir(self, name):
+        job_dir = self.path("job-" + name)
+        self._job_dirs.append(job_dir)
+        return job_dir
+
+    def train_args(self, job_dir, progress=False, **flags):
+        """train's arguments: small, fast defaults that flags override (None: leave out)."""
+        options = {
+            "model_zoo": MODEL_ZOO, "model_def": FUNCTIONAL,
+            "training_data": self.train_file, "validation_data": self.validation_file,
+            "num_epochs": 1, "num_workers": 2, "num_ps_pods": 1, "minibatch_size": 64,
+            "num_minibatches_per_task": 8, "num_threads": 1, "job_dir": job_dir,
+        }
+        options.update(flags)
+        args = ["train"] + [f"--{k}={v}" for k, v in options.items() if v is not None]
+        return args + ([] if progress else ["--no_progress"])
+
+    def start(self, args):
+        job = Job(args)
+        self._jobs.append(job)
+        return job
+
+    def run_job(self, args, timeout=JOB_TIMEOUT):
+        job = self.start(args)
+        if job.wait(timeout) is None:
+            self.fail(f"still running after {timeout} s:\n{job.describe()}")
+        return job
+
+    def assertSucceeded(self, job):
+        self.assertEqual(job.proc.returncode, 0, job.describe())
+        self.assertNotIn("error:", job.stderr, job.describe())
+
+    def assertFailedWith(self, job, *fragments, exit_code=1, within=FAST_FAILURE_SECONDS):
+        """The job failed with exactly one `error:` line, holding every fragment.
+
+        Returns that line and what follows it (a compiler's diagnostics).
+        """
+        self.assertEqual(job.proc.returncode, exit_code, job.describe())
+        self.assertLess(job.elapsed, within, job.describe())
+        errors = [l for l in job.stderr.splitlines() if l.startswith("error:")]
+        self.assertEqual(len(errors), 1, job.describe())
+        message = job.stderr[job.stderr.index(errors[0]):]
+        for fragment in fragments:
+            self.assertIn(fragment, message, job.describe())
+        return message
+
+    def assertNoProcessesLeft(self, job_dir):
+        left = job_processes(job_dir)
+        self.assertEqual(left, {}, f"processes of {job_dir} outlived their job")
+
+    def accuracy(self, job):
+        found = ACCURACY.findall(job.stdout)
+        self.assertEqual(len(found), 1, job.describe())
+        return float(found[0][0]), int(found[0][1])
+
+    def trained(self, job):
+        found = TRAINED.findall(job.stdout)
+        self.assertEqual(len(found), 1, job.describe())
+        return int(found[0][0]), int(found[0][1])
+
+    def read_model_version(self, model_dir):
+        with open(os.path.join(model_dir, "trained_model.pbtxt")) as f:
+            return int(re.search(r"^model_version: (\d+)$", f.read(), re.M).group(1))
+
+    def wait_for_workers(self, job, job_dir, timeout=JOB_TIMEOUT):
+        """{pid: argv} of the job's workers once there are any, with the job still running."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            workers = {pid: argv for pid, argv in job_processes(job_dir).items()
+                       if len(argv) > 1 and argv[1] == "worker"}
+            if workers:
+                return workers
+            if job.proc.poll() is not None:
+                job.wait(10)
+                self.fail(f"ended before any worker ran:\n{job.describe()}")
+            time.sleep(0.1)
+        self.fail(f"no worker after {timeout} s:\n{job.describe()}")
+
+    # -- training, evaluation and prediction ---------------------------------
+
+    def test_async_train_then_evaluate_and_predict(self):
+        model = self.path("model")
+        train_dir = self.job_dir("train")
+        train = self.run_job(self.train_args(train_dir, num_ps_pods=2, output=model))
+        self.assertSucceeded(train)
+        self.assertNoProcessesLeft(train_dir)
+        records, _ = self.trained(train)
+        self.assertEqual(records, TRAIN_RECORDS)
+        accuracy, version = self.accuracy(train)
+        self.assertGreater(accuracy, MIN_ACCURACY, train.describe())
+        self.assertIn(f"trained model: {model}\n", train.stdout)
+        for shard in (0, 1):
+            self.assertRegex(train.stderr, rf"\[ps-{shard}\] parameter server {shard} serving "
+                             r"on 127\.0\.0\.1:\d+ \(SGD\(lr=0\.1\), async\)")
+        self.assertIn(f"[master] evaluation at model version {version}: "
+                      f"accuracy={accuracy:.6f}\n", train.stderr)
+        self.assertIn(f"[master] trained model written to {model}\n", train.stderr)
+
+        # The trained-model directory: the record, the parameters, the zoo's sources.
+        with open(os.path.join(model, "trained_model.pbtxt")) as f:
+            record = f.read()
+        self.assertIn(f'model_def: "{FUNCTIONAL}"', record)
+        self.assertRegex(record, r'zoo_identity: "sha256:[0-9a-f]{64}"')
+        self.assertGreater(os.path.getsize(os.path.join(model, "parameters.pb")), 9216 * 10 * 4)
+        for name in ("mnist_functional_api.cc", "mnist_subclass.cc"):
+            with open(os.path.join(MODEL_ZOO, "mnist", name), "rb") as original, \
+                    open(os.path.join(model, "zoo", "mnist", name), "rb") as copy:
+                self.assertEqual(copy.read(), original.read(), name)
+        model_version = self.read_model_version(model)
+        self.assertGreater(model_version, 0)
+
+        # The same model on the same data: the same accuracy.
+        eval_dir = self.job_dir("evaluate")
+        evaluate = self.run_job(["evaluate", f"--trained_model={model}",
+                                 f"--validation_data={self.validation_file}",
+                                 f"--job_dir={eval_dir}", "--no_progress"])
+        self.assertSucceeded(evaluate)
+        self.assertNoProcessesLeft(eval_dir)
+        self.assertIn(f"evaluated {VALIDATION_RECORDS} records in ", evaluate.stdout)
+        eval_accuracy, eval_version = self.accuracy(evaluate)
+        self.assertAlmostEqual(eval_accuracy, accuracy, delta=1e-6, msg=evaluate.describe())
+        self.assertEqual(eval_version, model_version, evaluate.describe())
+
+        # Predictions: one row per record, in order, and argmax(outputs) scores
+        # as the evaluation did against the labels we wrote.
+        predictions = self.path("predictions.csv")
+        predict_dir = self.job_dir("predict")
+        predict = self.run_job(["predict", f"--trained_model={model}",
+                                f"--prediction_data={self.validation_file}",
+                                f"--output={predictions}", f"--job_dir={predict_dir}",
+                                "--no_progress"])
+        self.assertSucceeded(predict)
+        self.assertNoProcessesLeft(predict_dir)
+        self.assertIn(f"predicted {VALIDATION_RECORDS} records in ", predict.stdout)
+        self.assertIn(f"predictions: {predictions}\n", predict.stdout)
+        with open(predictions, newline="") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual(rows[0], ["file", "index"] + [f"output_{i}" for i in range(10)])
+        rows = rows[1:]
+        self.assertEqual(len(rows), VALIDATION_RECORDS)
+        self.assertEqual([r[0] for r in rows], [self.validation_file] * VALIDATION_RECORDS)
+        self.assertEqual([r[1] for r in rows], [str(i) for i in range(VALIDATION_RECORDS)])
+        correct = 0
+        for row, label in zip(rows, self.validation_labels):
+            self.assertEqual(len(row), 12, row)
+            outputs = [float(x) for x in row[2:]]
+            correct += outputs.index(max(outputs)) == label
+        self.assertAlmostEqual(correct / VALIDATION_RECORDS, eval_accuracy, delta=0.005)
+
+    def test_sync_train(self):
+        job_dir = self.job_dir("sync")
+        job = self.run_job(self.train_args(job_dir, num_ps_pods=2, grads_to_wait=2))
+        self.assertSucceeded(job)
+        self.assertNoProcessesLeft(job_dir)
+        for shard in (0, 1):
+            self.assertRegex(job.stderr, rf"\[ps-{shard}\] parameter server {shard} serving on "
+                             r"\S+ \(SGD\(lr=0\.1\), sync, grads_to_wait=2, staleness tolerance 0\)")
+        records, _ = self.trained(job)
+        self.assertEqual(records, TRAIN_RECORDS)
+        accuracy, version = self.accuracy(job)
+        self.assertGreater(accuracy, MIN_ACCURACY, job.describe())
+        # Two gradients per update: at most half as many versions as minibatches.
+        minibatches = 7 * 8 + 7  # 7 tasks of 512 records and one of 416
+        self.assertLessEqual(version, minibatches // 2, job.describe())
+        self.assertGreater(version, minibatches // 4, job.describe())
+
+    def test_subclass_model(self):
+        job_dir = self.job_dir("subclass")
+        job = self.run_job(self.train_args(job_dir, num_ps_pods=2, model_def=SUBCLASS))
+        self.assertSucceeded(job)
+        self.assertNoProcessesLeft(job_dir)
+        self.assertEqual(self.trained(job)[0], TRAIN_RECORDS)
+        accuracy, _ = self.accuracy(job)
+        self.assertGreater(accuracy, MIN_ACCURACY, job.describe())
+
+    def test_reported_version_is_the_trained_models(self):
+        # One worker: its last pull is at version V-1, its last push makes V.
+        # The client prints V-1 for the final model and its evaluation while
+        # trained_model.pbtxt (and `evaluate` of it) say V.
+        model = self.path("model")
+        job_dir = self.job_dir("version")
+        job = self.run_job(self.train_args(
+            job_dir, num_workers=1, training_data=self.validation_file, output=model))
+        self.assertSucceeded(job)
+        model_version = self.read_model_version(model)
+        self.assertEqual(self.trained(job)[1], model_version, job.describe())
+        self.assertEqual(self.accuracy(job)[1], model_version, job.describe())
+
+    # -- faults --------------------------------------------------------------
+
+    def test_worker_killed_mid_job_is_replaced(self):
+        epochs = 3
+        job_dir = self.job_dir("kill")
+        job = self.start(self.train_args(job_dir, num_epochs=epochs, validation_data=None,
+                                         progress=True))
+        workers = self.wait_for_workers(job, job_dir)
+        # Progress (printed every 5 s when stderr is no terminal) shows a
+        # finished task: the job is under way.
+        deadline = time.monotonic() + JOB_TIMEOUT
+        done = 0
+        while done == 0:
+            self.assertLess(time.monotonic(), deadline, job.describe())
+            self.assertIsNone(job.proc.poll(), job.describe())
+            progress = PROGRESS.findall(job.stderr)
+            done = int(progress[-1][0]) if progress else 0
+            time.sleep(0.1)
+        self.assertLess(done, TRAIN_RECORDS * epochs, "too late to kill mid-job")
+        workers = self.wait_for_workers(job, job_dir)
+        pid = min(workers)
+        worker_id = argv_flag(workers[pid], "worker_id")
+        self.assertIsNotNone(worker_id, workers[pid])
+        os.kill(pid, signal.SIGKILL)
+
+        self.assertEqual(job.wait(JOB_TIMEOUT), 0, job.describe())
+        self.assertNotIn("error:", job.stderr, job.describe())
+        self.assertNoProcessesLeft(job_dir)
+        self.assertRegex(job.stderr, rf"\[master\] worker {worker_id} ended: .*; \d+ task\(s\) "
+                         "back in the queue")
+        self.assertRegex(job.stderr, r"\[master\] relaunching as worker \d+")
+        relaunched = re.search(r"relaunching as worker (\d+)", job.stderr).group(1)
+        self.assertNotEqual(relaunched, worker_id)
+        # Every record of every epoch trained on once: the killed worker's
+        # task went back to the queue and was counted when it was done again.
+        self.assertEqual(self.trained(job)[0], TRAIN_RECORDS * epochs, job.describe())
+
+    def test_unknown_model_def(self):
+        cases = [
+            ("mnist.mnist_functional_api.no_such_model",
+             ["mnist/mnist_functional_api.cc", "no entry 'no_such_model'", "custom_model"]),
+            ("mnist.no_such_file.x", ["mnist/no_such_file.cc", "mnist/mnist_functional_api.cc"]),
+        ]
+        for i, (model_def, fragments) in enumerate(cases):
+            with self.subTest(model_def=model_def):
+                job_dir = self.job_dir(f"model-def-{i}")
+                job = self.run_job(self.train_args(job_dir, model_def=model_def))
+                self.assertFailedWith(job, "error: --model_def: ", *fragments)
+                self.assertEqual(job.stdout, "")
+                self.assertNoProcessesLeft(job_dir)
+
+    def test_zoo_that_does_not_compile(self):
+        zoo = self.path("zoo")
+        shutil.copytree(MODEL_ZOO, zoo)
+        with open(os.path.join(zoo, "mnist", "broken_model.cc"), "w") as f:
+            f.write('#include "elasticdl/elasticdl.h"\n'
+                    "\n"
+                    "namespace {\n"
+                    "int broken() { return undeclared_name + 1; }\n"
+                    "}  // namespace\n")
+        job_dir = self.job_dir("broken-zoo")
+        job = self.run_job(self.train_args(job_dir, model_zoo=zoo))
+        # A fresh build of the zoo (a minute on two busy cores) that fails.
+        message = self.assertFailedWith(job, "failed to compile", within=300)
+        self.assertRegex(message, r"mnist/broken_model\.cc:4:\d+: error: .*undeclared_name")
+        log = re.search(r"\(full log: (\S+)\)", message)
+        self.assertIsNotNone(log, message)
+        self.assertTrue(os.path.isfile(log.group(1)), message)
+        self.assertEqual(job.stdout, "")
+        self.assertNoProcessesLeft(job_dir)
+
+    def test_corrupt_data_file(self):
+        with open(self.train_file, "rb") as f:
+            data = bytearray(f.read())
+        flipped = self.path("flipped.recordio")
+        data[len(data) // 2] ^= 0x10
+        with open(flipped, "wb") as f:
+            f.write(data)
+        job_dir = self.job_dir("flipped")
+        job = self.run_job(self.train_args(job_dir, training_data=flipped, validation_data=None))
+        self.assertFailedWith(job, flipped, "checksum mismatch")
+        self.assertNoProcessesLeft(job_dir)
+
+        truncated = self.path("truncated.recordio")
+        data[len(data) // 2] ^= 0x10
+        with open(truncated, "wb") as f:
+            f.write(data[:len(data) - 5000])
+        job_dir = self.job_dir("truncated")
+        job = self.run_job(self.train_args(job_dir, training_data=truncated, validation_data=None))
+        self.assertFailedWith(job)
+        # The diagnosis reaches the user, if only in the master's log.
+        self.assertIn(truncated, job.stderr, job.describe())
+        self.assertIn("truncated", job.stderr, job.describe())
+        self.assertNoProcessesLeft(job_dir)
+
+    def test_truncated_data_file_error_line_names_it(self):
+        truncated = self.path("truncated.recordio")
+        with open(self.validation_file, "rb") as f:
+            data = f.read()
+        with open(truncated, "wb") as f:
+            f.write(data[:len(data) - 5000])
+        job_dir = self.job_dir("truncated")
+        job = self.run_job(self.train_args(job_dir, training_data=truncated, validation_data=None))
+        self.assertFailedWith(job, f"error: --training_data: {truncated}: ", "truncated")
+
+    def test_interrupt_and_terminate_the_client(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(signal=sig.name):
+                job_dir = self.job_dir(sig.name)
+                job = self.start(self.train_args(job_dir, num_epochs=5, validation_data=None))
+                self.wait_for_workers(job, job_dir)
+                time.sleep(2)
+                self.assertIsNone(job.proc.poll(), job.describe())
+                sent = time.monotonic()
+                job.proc.send_signal(sig)
+                code = job.wait(60)
+                self.assertLess(time.monotonic() - sent, 10, job.describe())
+                self.assertEqual(code, 130, job.describe())
+                self.assertIn("[client] stopping the job", job.stderr)
+                self.assertIn("error: job cancelled", job.stderr)
+                self.assertNotIn("trained ", job.stdout)
+                self.assertNoProcessesLeft(job_dir)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -6,6 +6,9 @@ function(elasticdl_library name)
   cmake_parse_arguments(ARG "SHARED" "" "SOURCES;DEPS" ${ARGN})
   if(ARG_SHARED)
     add_library(${name} SHARED ${ARG_SOURCES})
+    # No <name>_EXPORTS macro: executables may then reuse the library's
+    # precompiled header.
+    set_target_properties(${name} PROPERTIES DEFINE_SYMBOL "")
   else()
     add_library(${name} STATIC ${ARG_SOURCES})
   endif()
@@ -22,7 +25,8 @@ endfunction()
 function(elasticdl_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_compile_options(${name} PRIVATE ${ELASTICDL_WARNINGS})
+  # -fPIC like the shared libraries, so their precompiled headers can be reused.
+  target_compile_options(${name} PRIVATE ${ELASTICDL_WARNINGS} -fPIC)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "unit;${ARG_LABELS}"

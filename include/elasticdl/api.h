@@ -51,8 +51,12 @@ struct JobArgs {
   // step and refusing gradients more than sync_version_tolerance versions old.
   std::string grads_to_wait = "0";
   std::string sync_version_tolerance = "0";
-  // LibTorch threads per worker.
-  std::string num_threads = "1";
+  // Asynchronous mode: "true" scales each gradient by 1 / (1 + its
+  // staleness in versions).
+  std::string lr_staleness_modulation = "false";
+  // LibTorch intra-op threads per worker; 0: the machine's cores divided
+  // among the workers (at least 1).
+  std::string num_threads = "0";
   // Failures a task may have before the job fails.
   std::string max_task_retries = "3";
   // Worker processes relaunched after crashes before the job gives up.

@@ -36,7 +36,7 @@ Status ParseFormatFlag(const std::string& value, std::optional<RecordFormat>* ou
 struct WriterFlags {
   std::string format;
   std::string compressor = "snappy";
-  size_t chunk_bytes = size_t{32} << 20;
+  size_t chunk_bytes = size_t{1} << 20;
   uint64_t records_per_shard = 0;
 };
 

@@ -35,7 +35,8 @@ void AddRunFlags(CLI::App* cmd, JobArgs* a) {
   cmd->add_option("--num_minibatches_per_task", a->num_minibatches_per_task, "Minibatches per task")
       ->capture_default_str();
   cmd->add_option("--num_workers", a->num_workers, "Worker processes")->capture_default_str();
-  cmd->add_option("--num_threads", a->num_threads, "LibTorch threads per worker")
+  cmd->add_option("--num_threads", a->num_threads,
+                  "LibTorch threads per worker (0: the cores divided among the workers)")
       ->capture_default_str();
   cmd->add_option("--max_task_retries", a->max_task_retries,
                   "Failures a task may have before the job fails")
@@ -99,6 +100,9 @@ void Add(CLI::App* app, int* exit_code, Command command) {
           ->capture_default_str();
       cmd->add_option("--sync_version_tolerance", a->sync_version_tolerance,
                       "Synchronous mode: how many versions old a gradient may be")
+          ->capture_default_str();
+      cmd->add_option("--lr_staleness_modulation", a->lr_staleness_modulation,
+                      "Asynchronous mode: scale gradients by 1 / (1 + staleness)")
           ->capture_default_str();
       cmd->add_option("--shuffle_seed", a->shuffle_seed, "Seed of the per-epoch task shuffle")
           ->capture_default_str();

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cluster/signals.h"
+#include "common/process_tuning.h"
 #include "master/master.h"
 #include "ps/ps_server.h"
 #include "worker/worker.h"
@@ -58,6 +59,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   p->add_option("--port", ps_options->port);
   p->callback([ps_options, exit_code] {
     spdlog::set_pattern("%v");
+    KeepFreedMemory();
     auto signals = WatchSignals(&g_stop);
     if (!signals.ok()) {
       *exit_code = Report(signals.status());
@@ -76,6 +78,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   w->add_option("--num_threads", worker_options->num_threads);
   w->callback([worker_options, exit_code] {
     spdlog::set_pattern("%v");
+    KeepFreedMemory();
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
       *exit_code = Report(worker.status());

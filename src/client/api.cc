@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "client/job_runner.h"
 #include "common/file.h"
@@ -150,7 +151,10 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   EDL_ASSIGN_OR_RETURN(int64_t grads_to_wait, ParseInt("grads_to_wait", args.grads_to_wait, 0));
   EDL_ASSIGN_OR_RETURN(int64_t tolerance,
                        ParseInt("sync_version_tolerance", args.sync_version_tolerance, 0));
-  EDL_ASSIGN_OR_RETURN(int64_t threads, ParseInt("num_threads", args.num_threads, 1));
+  EDL_ASSIGN_OR_RETURN(int64_t threads, ParseInt("num_threads", args.num_threads, 0));
+  if (threads == 0) {
+    threads = std::max<int64_t>(1, std::thread::hardware_concurrency() / workers);
+  }
   EDL_ASSIGN_OR_RETURN(int64_t retries, ParseInt("max_task_retries", args.max_task_retries, 0));
   EDL_ASSIGN_OR_RETURN(int64_t relaunches,
                        ParseInt("max_worker_relaunches", args.max_worker_relaunches, 0));
@@ -164,6 +168,12 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   spec.set_use_async(grads_to_wait == 0);
   spec.set_grads_to_wait(static_cast<int>(std::max<int64_t>(grads_to_wait, 1)));
   spec.set_sync_version_tolerance(static_cast<int>(tolerance));
+  if (args.lr_staleness_modulation != "true" && args.lr_staleness_modulation != "false") {
+    return absl::InvalidArgumentError(StrCat("--lr_staleness_modulation=",
+                                             args.lr_staleness_modulation,
+                                             ": expected true or false"));
+  }
+  spec.set_lr_staleness_modulation(args.lr_staleness_modulation == "true");
   spec.set_worker_threads(static_cast<int>(threads));
   spec.set_max_task_retries(static_cast<int>(retries));
   spec.set_max_worker_relaunches(static_cast<int>(relaunches));

@@ -1,6 +1,7 @@
 #include "cluster/local_backend.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "common/strings.h"
@@ -36,6 +37,12 @@ Status LocalBackend::Start(Role role, int id) {
                role == Role::kPs ? "ps" : "worker", "--job_dir=" + options_.job_dir,
                "--master=" + options_.master_address,
                StrCat(role == Role::kPs ? "--ps_id=" : "--worker_id=", id)};
+  // The job's processes share this machine's cores: OpenMP threads that
+  // spin while waiting for work take cores from the others (a two-thread
+  // worker next to a busy process runs several times slower). Sleep
+  // instead, unless the user chose otherwise.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr)
+    spec.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
   return group_.Start(std::move(spec));
 }
 

@@ -22,7 +22,7 @@ struct ConvertOptions {
   // How RecordIO output is compressed. Default snappy.
   Compressor compressor = Compressor::kSnappy;
   // RecordIO output chunk size; see RecordWriterOptions.
-  size_t max_chunk_bytes = size_t{32} << 20;
+  size_t max_chunk_bytes = size_t{1} << 20;
   // 0: one output file. N > 0: shards of N records named DST-00000-of-0000K.
   uint64_t records_per_shard = 0;
   // For CSV sources.

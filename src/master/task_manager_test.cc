@@ -84,11 +84,12 @@ TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
   TaskManager tm(options, Ranges(2), {}, {});
   for (int attempt = 0; attempt < 3; ++attempt) {
     proto::Task t = tm.Next(1);
-    ASSERT_EQ(t.start(), attempt == 0 ? t.start() : t.start());
     proto::ReportTaskRequest r = Done(t.task_id());
     r.set_error("bad record 7");
     tm.Report(1, r);
-    if (attempt < 2) EXPECT_FALSE(tm.failure().has_value());
+    if (attempt < 2) {
+      EXPECT_FALSE(tm.failure().has_value());
+    }
   }
   ASSERT_TRUE(tm.failure().has_value());
   EXPECT_NE(tm.failure()->find("failed 3 times; last error: bad record 7"), std::string::npos)

@@ -140,6 +140,10 @@ Status ParameterStore::Push(const proto::PushRequest& request, proto::PushRespon
   if (!deltas.empty()) snapshot_ = nullptr;
 
   if (options_.use_async || options_.grads_to_wait <= 1) {
+    const int64_t staleness = version_ - request.base_version();
+    if (options_.lr_staleness_modulation && staleness > 0) {
+      for (auto& [name, g] : gradients) g.div_(static_cast<double>(staleness + 1));
+    }
     EDL_RETURN_IF_ERROR(StepLocked(gradients));
   } else {
     for (auto& [name, g] : gradients) {

@@ -36,6 +36,11 @@ struct ParameterStoreOptions {
   // Sync mode: how many versions old a push's base version may be.
   // 0 accepts only gradients computed on the current version.
   int staleness_tolerance = 0;
+  // Async mode: scale a gradient computed on a version s steps old by
+  // 1 / (1 + s), so that workers racing on the same version do not add up
+  // to a larger step than one worker would take (the original's
+  // --lr_staleness_modulation). For SGD this is the learning rate scaled.
+  bool lr_staleness_modulation = false;
 };
 
 class ParameterStore {

@@ -24,6 +24,7 @@ Status RunPsServer(const PsServerOptions& options) {
   store_options.use_async = spec.use_async();
   store_options.grads_to_wait = std::max(spec.grads_to_wait(), 1);
   store_options.staleness_tolerance = spec.sync_version_tolerance();
+  store_options.lr_staleness_modulation = spec.lr_staleness_modulation();
   // Optimizer steps are small next to a worker's forward and backward; one
   // thread leaves the cores to the workers.
   at::set_num_threads(1);

@@ -1,5 +1,6 @@
 #include "worker/worker.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -302,7 +303,7 @@ Status Worker::Run() {
     }
     if (!s.ok()) {
       report.set_error(std::string(s.message()));
-      fmt::print(stderr, "task {} failed: {}\n", task.task_id(), report.error());
+      spdlog::warn("task {} failed: {}", task.task_id(), report.error());
     }
     proto::ReportTaskResponse ignored;
     auto report_context = rpc::MakeContext(kMasterTimeout);

@@ -1,0 +1,342 @@
+// train_bench: the limits our training figures are compared against, and
+// the cost of the parameter-server round trip that separates us from them.
+//
+//   train_bench --data=DIR [--threads=N] [--records=N] [--only=bare|tensors|ps] [--reps=N]
+//
+// bare     The bare LibTorch loop: the SAME zoo entries a worker runs
+//          (model_zoo/mnist/mnist_functional_api.cc is compiled into this
+//          binary: custom_model, dataset_fn, loss, optimizer), the same
+//          RecordIO files, read in tasks of 64 x 8 records through
+//          dataset_fn (tf.Example parsing, /255, shuffle(1024)) and
+//          batch(64), then forward, loss, backward and the optimizer's step
+//          in this process. What a worker does, minus the parameter server.
+// tensors  The same loop on batches decoded beforehand: the compute-only
+//          limit, and (against `bare`) what the data pipeline costs.
+// ps       The parameter-server round trip of one minibatch for this model:
+//          an in-process ParameterStore behind the real gRPC service on
+//          loopback, a PsClient and a ShardedModel as the worker uses them.
+//          Per iteration: Pull (all values: the version moved), FillPush,
+//          Push (the server applies SGD). Split into its parts.
+//
+// Every "bare"/"tensors" figure is samples/s over the timed window, which
+// starts after --warmup minibatches (default 5, as the PyTorch peer does) and
+// ends with the last minibatch. The loop's own time split (data, forward +
+// backward, optimizer step) is printed beside it. --threads sets LibTorch's
+// intra-op threads (Debian's LibTorch defaults to one). Machine-readable
+// lines start with "RESULT ".
+#include <ATen/Parallel.h>
+#include <time.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/strings.h"
+#include "elasticdl/data/dataset.h"
+#include "elasticdl/data/record_file.h"
+#include "elasticdl/zoo/optimizer.h"
+#include "elasticdl/zoo/registry.h"
+#include "ps/parameter_store.h"
+#include "ps/ps_service.h"
+#include "rpc/grpc_util.h"
+#include "rpc/ps_client.h"
+#include "worker/sharded_model.h"
+#include "zoo/zoo_library.h"
+#include "zoo/zoo_program.h"
+
+namespace elasticdl::zoo_internal {
+ZooRegistry& LocalRegistry();  // share/zoo_registry.cc, linked in
+}
+
+namespace elasticdl::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct Flags {
+  std::string data;
+  int threads = 2;
+  int64_t records = 30000;
+  int minibatch = 64;
+  int minibatches_per_task = 8;
+  int warmup = 5;
+  int reps = 1;
+  int ps_iters = 200;
+  std::string only;
+};
+
+[[noreturn]] void Die(const Status& s) {
+  std::fprintf(stderr, "train_bench: %s\n", std::string(s.message()).c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T OrDie(StatusOr<T> v) {
+  if (!v.ok()) Die(v.status());
+  return *std::move(v);
+}
+
+ZooProgram MakeProgram() {
+  auto library = OrDie(ZooLibrary::FromRegistry(&zoo_internal::LocalRegistry(), "train_bench"));
+  ZooProgramNames names;
+  names.model_def = "mnist.mnist_functional_api.custom_model";
+  return OrDie(ZooProgram::Resolve(std::move(library), names, ""));
+}
+
+// A task as the master hands it out: records [start, end) of one file.
+struct Task {
+  std::shared_ptr<const RecordFile> file;
+  uint64_t start, end;
+};
+
+// The files of DIR (sorted, as the master lists them), cut into tasks of
+// minibatch * minibatches_per_task records, up to `records` records in all.
+std::vector<Task> MakeTasks(const Flags& f) {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(f.data)) {
+    if (e.is_regular_file()) paths.push_back(e.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) Die(absl::NotFoundError(StrCat("no record files in ", f.data)));
+  std::vector<Task> tasks;
+  const uint64_t per_task = uint64_t(f.minibatch) * f.minibatches_per_task;
+  uint64_t total = 0;
+  for (const std::string& p : paths) {
+    std::shared_ptr<const RecordFile> file = OrDie(RecordFile::Open(p));
+    for (uint64_t s = 0; s < file->num_records() && total < uint64_t(f.records); s += per_task) {
+      uint64_t e = std::min({s + per_task, file->num_records(), s + f.records - total});
+      tasks.push_back({file, s, e});
+      total += e - s;
+    }
+  }
+  return tasks;
+}
+
+struct LoopResult {
+  int64_t samples = 0;  // in the timed window
+  double wall = 0, cpu = 0;
+  double data = 0, compute = 0, step = 0;  // seconds in the window
+};
+
+// One training step as the worker does it, with a local optimizer.
+double Step(const ZooProgram& program, Model& model, torch::optim::Optimizer& opt,
+            const Example& batch, double* step_seconds) {
+  model.zero_grad();
+  torch::Tensor out = OrDie(program.Forward(model, batch.features, true));
+  torch::Tensor loss = OrDie(program.Loss(batch.labels, out));
+  loss.backward();
+  double l = loss.item<double>();
+  auto t = Clock::now();
+  opt.step();
+  *step_seconds += Seconds(Clock::now() - t);
+  return l;
+}
+
+// The bare loop. `predecoded`: batches come from a vector filled before the
+// clock starts (the compute-only limit).
+LoopResult RunLoop(const Flags& f, const ZooProgram& program, bool predecoded) {
+  std::shared_ptr<Model> model = OrDie(program.MakeModel());
+  auto opt = OrDie(MakeOptimizer(OrDie(program.Optimizer()), model->parameters()));
+  std::vector<Task> tasks = MakeTasks(f);
+
+  auto batches_of = [&](const Task& t) {
+    Dataset<Example> ds = OrDie(program.MakeDataset(ReadRecords(t.file, t.start, t.end),
+                                                    Mode::TRAINING));
+    return ds.batch(f.minibatch);
+  };
+  std::vector<Example> decoded;
+  if (predecoded) {
+    for (const Task& t : tasks) {
+      Dataset<Example> b = batches_of(t);
+      while (auto x = OrDie(b.Next())) decoded.push_back(std::move(*x));
+    }
+  }
+
+  LoopResult r;
+  int64_t n = 0;
+  Clock::time_point start;
+  double cpu0 = 0, data = 0, compute = 0, step = 0;
+  auto account = [&](const Example& batch, double data_s) {
+    auto t0 = Clock::now();
+    double step_s = 0;
+    Step(program, *model, *opt, batch, &step_s);
+    double total = Seconds(Clock::now() - t0);
+    if (n == f.warmup) {  // the window opens after the warm-up minibatches
+      start = Clock::now();
+      cpu0 = ProcessCpuSeconds();
+    } else if (n > f.warmup) {
+      r.samples += batch.labels.size(0);
+      data += data_s;
+      compute += total - step_s;
+      step += step_s;
+    }
+    ++n;
+  };
+  if (predecoded) {
+    for (const Example& b : decoded) account(b, 0);
+  } else {
+    for (const Task& t : tasks) {
+      auto t0 = Clock::now();
+      Dataset<Example> b = batches_of(t);
+      while (true) {
+        std::optional<Example> x = OrDie(b.Next());
+        double data_s = Seconds(Clock::now() - t0);
+        if (!x) break;
+        account(*x, data_s);
+        t0 = Clock::now();
+      }
+    }
+  }
+  r.wall = Seconds(Clock::now() - start);
+  r.cpu = ProcessCpuSeconds() - cpu0;
+  r.data = data;
+  r.compute = compute;
+  r.step = step;
+  return r;
+}
+
+void PrintLoop(const char* name, const Flags& f, const std::vector<LoopResult>& runs) {
+  std::vector<double> rates;
+  for (const LoopResult& r : runs) rates.push_back(r.samples / r.wall);
+  std::vector<double> sorted = rates;
+  std::sort(sorted.begin(), sorted.end());
+  size_t best = std::max_element(rates.begin(), rates.end()) - rates.begin();
+  const LoopResult& b = runs[best];
+  double per = 1e3 / (b.samples / double(f.minibatch));  // ms per minibatch
+  std::printf(
+      "%-8s threads=%d  %7.1f samples/s (best of %zu; median %.1f)  per minibatch: data %.2f ms, "
+      "forward+loss+backward %.2f ms, step %.2f ms; cpu %.0f%% of one core\n",
+      name, f.threads, rates[best], runs.size(), sorted[sorted.size() / 2], b.data * per,
+      b.compute * per, b.step * per, 100 * b.cpu / b.wall);
+  std::printf("RESULT %s threads=%d samples_per_s=%.1f median=%.1f samples=%lld wall_s=%.2f\n",
+              name, f.threads, rates[best], sorted[sorted.size() / 2], (long long)b.samples,
+              b.wall);
+  std::fflush(stdout);
+}
+
+// The parameter-server round trip of one minibatch, in-process over loopback.
+void RunPs(const Flags& f, const ZooProgram& program) {
+  ps::ParameterStoreOptions options;
+  options.optimizer = OrDie(program.Optimizer());
+  ps::ParameterStore store(options);
+  ps::PsService service(&store);
+  std::string address;
+  auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address));
+  rpc::PsClient client({address});
+  worker::ShardedModel model(OrDie(program.MakeModel()), 1);
+  {
+    std::vector<proto::InitRequest> init(1);
+    *init[0].mutable_values() = OrDie(model.Encode(0));
+    std::vector<proto::InitResponse> out;
+    if (Status s = client.Init(init, &out); !s.ok()) Die(s);
+  }
+  int64_t params = 0, bytes = 0;
+  for (const auto& p : model.model().parameters()) params += p.numel();
+  // Gradients as backward leaves them.
+  {
+    for (auto& p : model.model().parameters()) p.mutable_grad() = torch::randn_like(p) * 1e-3;
+  }
+  std::vector<double> pull_ms, apply_ms, fill_ms, push_ms;
+  int64_t version = -1;
+  for (int i = 0; i < f.ps_iters + 10; ++i) {
+    auto t0 = Clock::now();
+    std::vector<proto::PullRequest> pr(1);
+    pr[0].set_known_version(version);
+    std::vector<proto::PullResponse> pulled;
+    if (Status s = client.Pull(pr, &pulled); !s.ok()) Die(s);
+    auto t1 = Clock::now();
+    if (Status s = model.Apply(pulled[0].values()); !s.ok()) Die(s);
+    version = pulled[0].values().version();
+    auto t2 = Clock::now();
+    std::vector<proto::PushRequest> push(1);
+    push[0].set_base_version(version);
+    if (Status s = model.FillPush(0, &push[0]); !s.ok()) Die(s);
+    bytes = push[0].ByteSizeLong();
+    auto t3 = Clock::now();
+    std::vector<proto::PushResponse> pushed;
+    if (Status s = client.Push(push, &pushed); !s.ok()) Die(s);
+    auto t4 = Clock::now();
+    if (i < 10) continue;  // warm-up
+    pull_ms.push_back(Seconds(t1 - t0) * 1e3);
+    apply_ms.push_back(Seconds(t2 - t1) * 1e3);
+    fill_ms.push_back(Seconds(t3 - t2) * 1e3);
+    push_ms.push_back(Seconds(t4 - t3) * 1e3);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  double pull = median(pull_ms), apply = median(apply_ms), fill = median(fill_ms),
+         push = median(push_ms);
+  std::printf(
+      "ps       %lld parameters, push message %.0f KB: per minibatch (median of %d) pull %.2f ms "
+      "+ apply %.2f ms + fill push %.2f ms + push (decode, SGD step) %.2f ms = %.2f ms\n",
+      (long long)params, bytes / 1e3, f.ps_iters, pull, apply, fill, push,
+      pull + apply + fill + push);
+  std::printf("RESULT ps threads=%d round_trip_ms=%.3f pull_ms=%.3f apply_ms=%.3f fill_ms=%.3f "
+              "push_ms=%.3f\n",
+              f.threads, pull + apply + fill + push, pull, apply, fill, push);
+  server->Shutdown();
+}
+
+int Main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    auto value = [&](std::string_view name) -> const char* {
+      return a.substr(0, name.size()) == name ? argv[i] + name.size() : nullptr;
+    };
+    if (const char* v = value("--data=")) {
+      f.data = v;
+    } else if (const char* v = value("--threads=")) {
+      f.threads = std::atoi(v);
+    } else if (const char* v = value("--records=")) {
+      f.records = std::atoll(v);
+    } else if (const char* v = value("--warmup=")) {
+      f.warmup = std::atoi(v);
+    } else if (const char* v = value("--reps=")) {
+      f.reps = std::max(1, std::atoi(v));
+    } else if (const char* v = value("--ps_iters=")) {
+      f.ps_iters = std::max(1, std::atoi(v));
+    } else if (const char* v = value("--only=")) {
+      f.only = v;
+    } else {
+      std::fprintf(stderr,
+                   "usage: train_bench --data=DIR [--threads=N] [--records=N] [--warmup=N] "
+                   "[--reps=N] [--ps_iters=N] [--only=bare|tensors|ps]\n");
+      return 2;
+    }
+  }
+  torch::set_num_threads(std::max(f.threads, 1));
+  ZooProgram program = MakeProgram();
+  auto want = [&](std::string_view s) { return f.only.empty() || f.only == s; };
+  if ((want("bare") || want("tensors")) && f.data.empty()) {
+    Die(absl::InvalidArgumentError("--data=DIR (the train/ folder of `elasticdl data mnist`)"));
+  }
+  for (const char* name : {"bare", "tensors"}) {
+    if (!want(name)) continue;
+    std::vector<LoopResult> runs;
+    for (int r = 0; r < f.reps; ++r) runs.push_back(RunLoop(f, program, name[0] == 't'));
+    PrintLoop(name, f, runs);
+  }
+  if (want("ps")) RunPs(f, program);
+  return 0;
+}
+
+}  // namespace
+}  // namespace elasticdl::bench
+
+int main(int argc, char** argv) { return elasticdl::bench::Main(argc, argv); }

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Training throughput in one run, each figure beside its baseline measured in
+# the same run:
+#
+#   P1  elasticdl train, 1 worker x 2 threads + 1 PS  /  bare LibTorch loop, 2 threads   goal >= 0.97
+#   P2  elasticdl train, 2 workers x 1 thread + 1 PS  /  torchrun DDP 2 procs x 1 thread goal >= 1.05
+#
+# Same model (model_zoo/mnist/mnist_functional_api.cc; the DDP peer is the same
+# layers in PyTorch), same data (the first RECORDS Fashion-MNIST training
+# images), batch 64, SGD(lr=0.1). Every configuration runs REPS times in turn
+# (interleaved, so that load from other processes on the machine spreads over
+# all of them); the table shows the best and the median, and the ratios are of
+# the best figures (and, beside them, of the medians).
+#
+#   bench/train_bench.sh [BUILD_DIR]      # default build-bench; about 9 minutes
+#
+# Environment: RECORDS (default 30000, i.e. 3 of the 6 training files),
+# REPS (default 2), DATA (a folder with train/ from `elasticdl data mnist`;
+# written under $WORK when missing), WORK (scratch, default a new temp dir),
+# OMP_WAIT_POLICY (unset: libgomp's default spin-then-sleep; PASSIVE keeps
+# 2-thread runs from collapsing when other processes hold a core: see
+# docs/benchmarks.md; it reaches every process of every configuration alike),
+# ELASTICDL_CACHE_DIR (where the zoo build is cached; the first run builds it,
+# about 30 s, outside every timed window), PYTHON (default /usr/bin/python3).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$ROOT/build-bench}
+BIN=$BUILD/bin
+RECORDS=${RECORDS:-30000}
+REPS=${REPS:-2}
+PYTHON=${PYTHON:-/usr/bin/python3}
+WORK=${WORK:-$(mktemp -d -t train_bench.XXXXXX)}
+PER_FILE=10000  # records per file written by `elasticdl data mnist`
+
+for b in elasticdl train_bench; do
+  [[ -x $BIN/$b ]] || { echo "missing $BIN/$b: ninja -C $BUILD elasticdl train_bench" >&2; exit 1; }
+done
+
+# The data: the first RECORDS records, as whole files (symlinks).
+DATA=${DATA:-$WORK/mnist}
+if [[ ! -d $DATA/train ]]; then
+  "$BIN/elasticdl" data mnist --output "$DATA" >/dev/null
+fi
+(( RECORDS % PER_FILE == 0 )) || { echo "RECORDS must be a multiple of $PER_FILE" >&2; exit 1; }
+SUBSET=$WORK/subset-$RECORDS
+rm -rf "$SUBSET" && mkdir -p "$SUBSET"
+mapfile -t FILES < <(ls "$DATA/train" | sort | head -n $((RECORDS / PER_FILE)))
+for f in "${FILES[@]}"; do ln -s "$DATA/train/$f" "$SUBSET/$f"; done
+
+LOG=$WORK/log
+mkdir -p "$LOG"
+echo "# train_bench: $RECORDS records, $REPS reps, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
+  "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; logs in $LOG"
+
+# samples/s of `elasticdl train` from its "(X s of training: Y records/s)" line.
+ours() {  # workers threads log
+  "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" \
+    --model_def=mnist.mnist_functional_api.custom_model --training_data="$SUBSET" \
+    --num_epochs=1 --num_workers="$1" --num_ps_pods=1 --num_threads="$2" \
+    --minibatch_size=64 --num_minibatches_per_task=8 --no_progress --job_dir="$3.job" \
+    >"$3" 2>&1
+  sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$3"
+}
+bare() {  # threads log
+  "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare >"$2" 2>&1
+  sed -n 's/^RESULT bare .*samples_per_s=\([0-9.]*\).*/\1/p' "$2"
+}
+ddp() {  # log
+  OMP_NUM_THREADS=1 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node=2 \
+    --redirects 2 --tee 2 "$ROOT/bench/ddp_mnist.py" --records="$RECORDS" --threads=1 \
+    >"$1" 2>&1
+  sed -n 's/.*RESULT ddp .*samples_per_s=\([0-9.]*\).*/\1/p' "$1" | head -n1
+}
+
+# Build (or find cached) the zoo outside every timed run: a job on one file.
+WARM=$WORK/warm && rm -rf "$WARM" && mkdir -p "$WARM" && ln -s "$SUBSET/${FILES[0]}" "$WARM/"
+SUBSET_SAVED=$SUBSET; SUBSET=$WARM
+ours 1 2 "$LOG/warm" >/dev/null || { echo "elasticdl train failed: see $LOG/warm" >&2; exit 1; }
+SUBSET=$SUBSET_SAVED
+
+# Info rows: the same runs with glibc's malloc told to keep freed memory
+# (what a mallopt() at worker start-up would do; see docs/benchmarks.md).
+TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
+
+declare -A R
+for ((i = 1; i <= REPS; i++)); do
+  R[bare2]+=" $(bare 2 "$LOG/bare2.$i")"
+  R[ours1x2]+=" $(ours 1 2 "$LOG/ours1x2.$i")"
+  R[ddp2x1]+=" $(ddp "$LOG/ddp2x1.$i")"
+  R[ours2x1]+=" $(ours 2 1 "$LOG/ours2x1.$i")"
+  R[bare2m]+=" $(GLIBC_TUNABLES=$TUNED bare 2 "$LOG/bare2m.$i")"
+  R[ours1x2m]+=" $(GLIBC_TUNABLES=$TUNED ours 1 2 "$LOG/ours1x2m.$i")"
+  R[ours2x1m]+=" $(GLIBC_TUNABLES=$TUNED ours 2 1 "$LOG/ours2x1m.$i")"
+  line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
+  for k in bare2 ours1x2 ddp2x1 ours2x1 bare2m ours1x2m ours2x1m; do line+=" $k=${R[$k]##* }"; done
+  echo "$line"
+done
+# Breakdown of the limit and of the parameter-server round trip (info).
+"$BIN/train_bench" --data="$SUBSET" --threads=1 --records=6000 --only=bare >"$LOG/bare1" 2>&1 || true
+"$BIN/train_bench" --data="$SUBSET" --threads=2 --records=6000 --only=tensors >"$LOG/tensors2" 2>&1 || true
+"$BIN/train_bench" --threads=1 --only=ps >"$LOG/ps" 2>&1 || true
+
+stat() {  # "best median" of a list of numbers
+  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {
+    if (NR == 0) { print "0 0"; exit }
+    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print a[NR], m }'
+}
+read -r B2 B2M <<<"$(stat "${R[bare2]}")"
+read -r O12 O12M <<<"$(stat "${R[ours1x2]}")"
+read -r D21 D21M <<<"$(stat "${R[ddp2x1]}")"
+read -r O21 O21M <<<"$(stat "${R[ours2x1]}")"
+read -r B2T B2TM <<<"$(stat "${R[bare2m]}")"
+read -r O12T O12TM <<<"$(stat "${R[ours1x2m]}")"
+read -r O21T O21TM <<<"$(stat "${R[ours2x1m]}")"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r >= g ? "goal met" : "goal NOT met") }'; }
+
+echo
+printf '%-52s %10s %10s\n' "samples/s (best / median of $REPS)" best median
+printf '%-52s %10.1f %10.1f\n' "bare LibTorch loop, 2 threads" "$B2" "$B2M"
+printf '%-52s %10.1f %10.1f\n' "elasticdl train, 1 worker x 2 threads + 1 PS" "$O12" "$O12M"
+printf '%-52s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread" "$D21" "$D21M"
+printf '%-52s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$O21" "$O21M"
+printf '%-52s %10.1f %10.1f\n' "(info) bare loop, 2 threads, malloc tuned" "$B2T" "$B2TM"
+printf '%-52s %10.1f %10.1f\n' "(info) ours 1x2 + PS, malloc tuned" "$O12T" "$O12TM"
+printf '%-52s %10.1f %10.1f\n' "(info) ours 2x1 + PS, malloc tuned" "$O21T" "$O21TM"
+echo
+P1=$(ratio "$O12" "$B2"); P1M=$(ratio "$O12M" "$B2M")
+P2=$(ratio "$O21" "$D21"); P2M=$(ratio "$O21M" "$D21M")
+printf '%-4s %-44s %7s %7s %8s  %s\n' "" "ratio" best median goal verdict
+printf '%-4s %-44s %7s %7s %8s  %s\n' P1 "ours 1x2 + PS / bare LibTorch 2 threads" "$P1" "$P1M" ">= 0.97" "$(verdict "$P1" 0.97)"
+printf '%-4s %-44s %7s %7s %8s  %s\n' P2 "ours 2x1 + PS / DDP 2x1" "$P2" "$P2M" ">= 1.05" "$(verdict "$P2" 1.05)"
+printf '%-4s %-44s %7s %7s %8s  %s\n' "(P1)" "malloc tuned: ours 1x2 / bare 2 (tuned)" "$(ratio "$O12T" "$B2T")" "$(ratio "$O12TM" "$B2TM")" ">= 0.97" "info"
+printf '%-4s %-44s %7s %7s %8s  %s\n' "(P1)" "malloc tuned: ours 1x2 / bare 2 (default)" "$(ratio "$O12T" "$B2")" "$(ratio "$O12TM" "$B2M")" ">= 0.97" "info"
+printf '%-4s %-44s %7s %7s %8s  %s\n' "(P2)" "malloc tuned: ours 2x1 / DDP 2x1" "$(ratio "$O21T" "$D21")" "$(ratio "$O21TM" "$D21M")" ">= 1.05" "info"
+echo
+echo "# where the time goes (info):"
+grep -h '^bare\|^tensors\|^ps' "$LOG/bare2.1" "$LOG/bare1" "$LOG/tensors2" "$LOG/ps" 2>/dev/null || true

@@ -1,0 +1,12 @@
+#include "common/process_tuning.h"
+
+#include <malloc.h>
+
+namespace elasticdl {
+
+void KeepFreedMemory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+}  // namespace elasticdl

@@ -153,8 +153,8 @@ LoopResult RunLoop(const Flags& f, const ZooProgram& program, bool predecoded) {
   std::vector<Task> tasks = MakeTasks(f);
 
   auto batches_of = [&](const Task& t) {
-    Dataset<Example> ds = OrDie(program.MakeDataset(ReadRecords(t.file, t.start, t.end),
-                                                    Mode::TRAINING));
+    Dataset<Example> ds =
+        OrDie(program.MakeDataset(ReadRecords(t.file, t.start, t.end), Mode::TRAINING));
     return ds.batch(f.minibatch);
   };
   std::vector<Example> decoded;
@@ -286,9 +286,10 @@ void RunPs(const Flags& f, const ZooProgram& program) {
       "+ apply %.2f ms + fill push %.2f ms + push (decode, SGD step) %.2f ms = %.2f ms\n",
       (long long)params, bytes / 1e3, f.ps_iters, pull, apply, fill, push,
       pull + apply + fill + push);
-  std::printf("RESULT ps threads=%d round_trip_ms=%.3f pull_ms=%.3f apply_ms=%.3f fill_ms=%.3f "
-              "push_ms=%.3f\n",
-              f.threads, pull + apply + fill + push, pull, apply, fill, push);
+  std::printf(
+      "RESULT ps threads=%d round_trip_ms=%.3f pull_ms=%.3f apply_ms=%.3f fill_ms=%.3f "
+      "push_ms=%.3f\n",
+      f.threads, pull + apply + fill + push, pull, apply, fill, push);
   server->Shutdown();
 }
 

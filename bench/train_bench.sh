@@ -79,21 +79,22 @@ SUBSET_SAVED=$SUBSET; SUBSET=$WARM
 ours 1 2 "$LOG/warm" >/dev/null || { echo "elasticdl train failed: see $LOG/warm" >&2; exit 1; }
 SUBSET=$SUBSET_SAVED
 
-# Info rows: the same runs with glibc's malloc told to keep freed memory
-# (what a mallopt() at worker start-up would do; see docs/benchmarks.md).
+# Our workers and servers tell glibc's malloc to keep freed memory
+# (mallopt at start-up; src/common/process_tuning.h). The limit gets the same
+# setting through GLIBC_TUNABLES, so P1 compares like with like; the peer
+# runs as users run it, and once more with the setting (info).
 TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
 
 declare -A R
 for ((i = 1; i <= REPS; i++)); do
   R[bare2]+=" $(bare 2 "$LOG/bare2.$i")"
+  R[bare2m]+=" $(GLIBC_TUNABLES=$TUNED bare 2 "$LOG/bare2m.$i")"
   R[ours1x2]+=" $(ours 1 2 "$LOG/ours1x2.$i")"
   R[ddp2x1]+=" $(ddp "$LOG/ddp2x1.$i")"
+  R[ddp2x1m]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1m.$i")"
   R[ours2x1]+=" $(ours 2 1 "$LOG/ours2x1.$i")"
-  R[bare2m]+=" $(GLIBC_TUNABLES=$TUNED bare 2 "$LOG/bare2m.$i")"
-  R[ours1x2m]+=" $(GLIBC_TUNABLES=$TUNED ours 1 2 "$LOG/ours1x2m.$i")"
-  R[ours2x1m]+=" $(GLIBC_TUNABLES=$TUNED ours 2 1 "$LOG/ours2x1m.$i")"
   line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
-  for k in bare2 ours1x2 ddp2x1 ours2x1 bare2m ours1x2m ours2x1m; do line+=" $k=${R[$k]##* }"; done
+  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1; do line+=" $k=${R[$k]##* }"; done
   echo "$line"
 done
 # Breakdown of the limit and of the parameter-server round trip (info).
@@ -107,33 +108,30 @@ stat() {  # "best median" of a list of numbers
     m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print a[NR], m }'
 }
 read -r B2 B2M <<<"$(stat "${R[bare2]}")"
+read -r B2T B2TM <<<"$(stat "${R[bare2m]}")"
 read -r O12 O12M <<<"$(stat "${R[ours1x2]}")"
 read -r D21 D21M <<<"$(stat "${R[ddp2x1]}")"
+read -r D21T D21TM <<<"$(stat "${R[ddp2x1m]}")"
 read -r O21 O21M <<<"$(stat "${R[ours2x1]}")"
-read -r B2T B2TM <<<"$(stat "${R[bare2m]}")"
-read -r O12T O12TM <<<"$(stat "${R[ours1x2m]}")"
-read -r O21T O21TM <<<"$(stat "${R[ours2x1m]}")"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r >= g ? "goal met" : "goal NOT met") }'; }
 
 echo
-printf '%-52s %10s %10s\n' "samples/s (best / median of $REPS)" best median
-printf '%-52s %10.1f %10.1f\n' "bare LibTorch loop, 2 threads" "$B2" "$B2M"
-printf '%-52s %10.1f %10.1f\n' "elasticdl train, 1 worker x 2 threads + 1 PS" "$O12" "$O12M"
-printf '%-52s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread" "$D21" "$D21M"
-printf '%-52s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$O21" "$O21M"
-printf '%-52s %10.1f %10.1f\n' "(info) bare loop, 2 threads, malloc tuned" "$B2T" "$B2TM"
-printf '%-52s %10.1f %10.1f\n' "(info) ours 1x2 + PS, malloc tuned" "$O12T" "$O12TM"
-printf '%-52s %10.1f %10.1f\n' "(info) ours 2x1 + PS, malloc tuned" "$O21T" "$O21TM"
+printf '%-56s %10s %10s\n' "samples/s (best / median of $REPS)" best median
+printf '%-56s %10.1f %10.1f\n' "bare LibTorch loop, 2 threads, malloc keeps freed memory" "$B2T" "$B2TM"
+printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 2 threads + 1 PS" "$O12" "$O12M"
+printf '%-56s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread" "$D21" "$D21M"
+printf '%-56s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$O21" "$O21M"
+printf '%-56s %10.1f %10.1f\n' "(info) bare loop, 2 threads, glibc defaults" "$B2" "$B2M"
+printf '%-56s %10.1f %10.1f\n' "(info) DDP 2x1, malloc keeps freed memory" "$D21T" "$D21TM"
 echo
-P1=$(ratio "$O12" "$B2"); P1M=$(ratio "$O12M" "$B2M")
+P1=$(ratio "$O12" "$B2T"); P1M=$(ratio "$O12M" "$B2TM")
 P2=$(ratio "$O21" "$D21"); P2M=$(ratio "$O21M" "$D21M")
-printf '%-4s %-44s %7s %7s %8s  %s\n' "" "ratio" best median goal verdict
-printf '%-4s %-44s %7s %7s %8s  %s\n' P1 "ours 1x2 + PS / bare LibTorch 2 threads" "$P1" "$P1M" ">= 0.97" "$(verdict "$P1" 0.97)"
-printf '%-4s %-44s %7s %7s %8s  %s\n' P2 "ours 2x1 + PS / DDP 2x1" "$P2" "$P2M" ">= 1.05" "$(verdict "$P2" 1.05)"
-printf '%-4s %-44s %7s %7s %8s  %s\n' "(P1)" "malloc tuned: ours 1x2 / bare 2 (tuned)" "$(ratio "$O12T" "$B2T")" "$(ratio "$O12TM" "$B2TM")" ">= 0.97" "info"
-printf '%-4s %-44s %7s %7s %8s  %s\n' "(P1)" "malloc tuned: ours 1x2 / bare 2 (default)" "$(ratio "$O12T" "$B2")" "$(ratio "$O12TM" "$B2M")" ">= 0.97" "info"
-printf '%-4s %-44s %7s %7s %8s  %s\n' "(P2)" "malloc tuned: ours 2x1 / DDP 2x1" "$(ratio "$O21T" "$D21")" "$(ratio "$O21TM" "$D21M")" ">= 1.05" "info"
+printf '%-6s %-46s %7s %7s %8s  %s\n' "" "ratio" best median goal verdict
+printf '%-6s %-46s %7s %7s %8s  %s\n' P1 "ours 1x2 + PS / bare loop 2 threads" "$P1" "$P1M" ">= 0.97" "$(verdict "$P1" 0.97)"
+printf '%-6s %-46s %7s %7s %8s  %s\n' P2 "ours 2x1 + PS / DDP 2x1" "$P2" "$P2M" ">= 1.05" "$(verdict "$P2" 1.05)"
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 1x2 + PS / bare loop, glibc defaults" "$(ratio "$O12" "$B2")" "$(ratio "$O12M" "$B2M")" "" ""
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 + PS / DDP 2x1, malloc tuned" "$(ratio "$O21" "$D21T")" "$(ratio "$O21M" "$D21TM")" "" ""
 echo
 echo "# where the time goes (info):"
-grep -h '^bare\|^tensors\|^ps' "$LOG/bare2.1" "$LOG/bare1" "$LOG/tensors2" "$LOG/ps" 2>/dev/null || true
+grep -h '^bare\|^tensors\|^ps' "$LOG/bare2m.1" "$LOG/bare1" "$LOG/tensors2" "$LOG/ps" 2>/dev/null || true

@@ -169,9 +169,8 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   spec.set_grads_to_wait(static_cast<int>(std::max<int64_t>(grads_to_wait, 1)));
   spec.set_sync_version_tolerance(static_cast<int>(tolerance));
   if (args.lr_staleness_modulation != "true" && args.lr_staleness_modulation != "false") {
-    return absl::InvalidArgumentError(StrCat("--lr_staleness_modulation=",
-                                             args.lr_staleness_modulation,
-                                             ": expected true or false"));
+    return absl::InvalidArgumentError(StrCat(
+        "--lr_staleness_modulation=", args.lr_staleness_modulation, ": expected true or false"));
   }
   spec.set_lr_staleness_modulation(args.lr_staleness_modulation == "true");
   spec.set_worker_threads(static_cast<int>(threads));

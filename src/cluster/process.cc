@@ -122,6 +122,7 @@ std::vector<std::string> ChildEnvironment(const ProcessSpec& spec) {
 
 std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
   std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
   for (std::string& s : strings) pointers.push_back(s.data());
   pointers.push_back(nullptr);
   return pointers;

@@ -42,7 +42,7 @@ ProcessGroup::~ProcessGroup() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-Status ProcessGroup::Start(ProcessSpec spec) {
+Status ProcessGroup::Start(const ProcessSpec& spec) {
   if (OnWatcher()) return StartHere(spec);
   StartRequest request{&spec, std::nullopt};
   std::unique_lock<std::mutex> lock(mu_);

@@ -48,7 +48,7 @@ class ProcessGroup {
   // Starts a child (see Process::Start). Fails with ALREADY_EXISTS while a
   // child with the same label runs, FAILED_PRECONDITION once StopAll() has
   // begun, or with the start error. Blocks until the exec succeeded.
-  Status Start(ProcessSpec spec);
+  Status Start(const ProcessSpec& spec);
 
   // Sends `sig` to the child `label` (NOT_FOUND if none runs).
   Status Signal(const std::string& label, int sig);

@@ -166,9 +166,8 @@ Status Run(const MasterOptions& options) {
     task_options.model_version = model.model_version();
   }
   const int num_ps = spec.type() == proto::JOB_TRAINING ? spec.num_ps() : 0;
-  JobState state(
-      spec.type(), num_ps,
-      TaskManager(task_options, std::move(training), std::move(validation), std::move(prediction)));
+  JobState state(spec.type(), num_ps,
+                 TaskManager(task_options, std::move(training), std::move(validation), prediction));
 
   MasterService service(&state);
   std::string address;

@@ -43,7 +43,7 @@ Status LocalBackend::Start(Role role, int id) {
   // instead, unless the user chose otherwise.
   if (std::getenv("OMP_WAIT_POLICY") == nullptr)
     spec.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
-  return group_.Start(std::move(spec));
+  return group_.Start(spec);
 }
 
 Status LocalBackend::StartPs(int ps_id) { return Start(Role::kPs, ps_id); }

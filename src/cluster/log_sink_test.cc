@@ -7,28 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/captured_sink.h"
+
 namespace elasticdl::cluster {
 namespace {
-
-// A LogSink over a temporary file, and what has been written to it.
-class CapturedSink {
- public:
-  CapturedSink() : file_(std::tmpfile()), sink_(file_) {}
-  ~CapturedSink() { std::fclose(file_); }
-  LogSink* sink() { return &sink_; }
-  std::string Text() const {
-    std::string text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::pread(fileno(file_), buffer, sizeof buffer, text.size())) > 0;) {
-      text.append(buffer, n);
-    }
-    return text;
-  }
-
- private:
-  std::FILE* file_;
-  LogSink sink_;
-};
 
 TEST(LogSinkTest, LabelsEachLine) {
   CapturedSink out;

@@ -15,29 +15,11 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/file.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
 namespace {
-
-Status ErrnoError(int err, std::string_view what) {
-  std::string message = StrCat(what, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    case EAGAIN:
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-      return absl::ResourceExhaustedError(message);
-    default:
-      return absl::InternalError(message);
-  }
-}
 
 // Owns a file descriptor.
 class UniqueFd {
@@ -73,10 +55,10 @@ int AboveStdio(int fd) {
 
 Status MakePipe(UniqueFd* read_end, UniqueFd* write_end) {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoError(errno, "pipe");
+  if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoToStatus(errno, "pipe");
   read_end->reset(AboveStdio(fds[0]));
   write_end->reset(AboveStdio(fds[1]));
-  if (read_end->get() < 0 || write_end->get() < 0) return ErrnoError(errno, "pipe");
+  if (read_end->get() < 0 || write_end->get() < 0) return ErrnoToStatus(errno, "pipe");
   return absl::OkStatus();
 }
 
@@ -244,7 +226,7 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
   EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&error_read, &error_write), context);
   UniqueFd dev_null(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
-  if (dev_null.get() < 0 || stop.get() < 0) return ErrnoError(errno, context);
+  if (dev_null.get() < 0 || stop.get() < 0) return ErrnoToStatus(errno, context);
 
   ChildPlan plan{program.c_str(),
                  argv_pointers.data(),
@@ -265,7 +247,7 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
   if (pid == 0) RunChild(plan);
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return ErrnoError(fork_errno, StrCat(context, ": fork"));
+  if (pid < 0) return ErrnoToStatus(fork_errno, StrCat(context, ": fork"));
 
   stdout_write.reset();
   stderr_write.reset();
@@ -279,7 +261,7 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
   if (n == sizeof error) {  // the child has _exit()ed or is about to
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-    return ErrnoError(error.err, StrCat(context, ": ", DescribeFailure(error, spec, program)));
+    return ErrnoToStatus(error.err, StrCat(context, ": ", DescribeFailure(error, spec, program)));
   }
   // Exec succeeded (the error pipe closed on exec).
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -315,7 +297,7 @@ Status Process::Signal(int sig) {
   // hit a stranger.
   if (exit_.has_value()) return absl::OkStatus();
   if (::kill(group_leader_ ? -pid_ : pid_, sig) == 0 || errno == ESRCH) return absl::OkStatus();
-  return ErrnoError(errno, StrCat("cannot signal ", label_, " (pid ", pid_, ")"));
+  return ErrnoToStatus(errno, StrCat("cannot signal ", label_, " (pid ", pid_, ")"));
 }
 
 std::optional<ExitStatus> Process::TryWait() {

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "cluster/captured_sink.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::cluster {
@@ -20,25 +21,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-class CapturedSink {
- public:
-  CapturedSink() : file_(std::tmpfile()), sink_(file_) {}
-  ~CapturedSink() { std::fclose(file_); }
-  LogSink* sink() { return &sink_; }
-  std::string Text() const {
-    std::string text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::pread(fileno(file_), buffer, sizeof buffer, text.size())) > 0;) {
-      text.append(buffer, n);
-    }
-    return text;
-  }
-
- private:
-  std::FILE* file_;
-  LogSink sink_;
-};
 
 ProcessSpec Shell(std::string label, std::string script) {
   ProcessSpec spec;

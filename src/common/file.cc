@@ -15,22 +15,7 @@ namespace elasticdl {
 namespace {
 
 Status ErrnoStatus(const std::string& path, std::string_view action, int err) {
-  std::string message = StrCat(path, ": ", action, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    case EISDIR:
-      return absl::InvalidArgumentError(message);
-    case ENOSPC:
-    case EDQUOT:
-      return absl::ResourceExhaustedError(message);
-    default:
-      return absl::InternalError(message);
-  }
+  return ErrnoToStatus(err, StrCat(path, ": ", action));
 }
 
 constexpr size_t kWriteBufferSize = 1 << 20;
@@ -213,6 +198,29 @@ StatusOr<std::string> ReadFileToString(const std::string& path) {
   std::string data(file->size(), '\0');
   EDL_RETURN_IF_ERROR(file->ReadExactly(0, data.size(), data.data(), "file"));
   return data;
+}
+
+Status ErrnoToStatus(int err, std::string_view context) {
+  std::string message = StrCat(context, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    case EISDIR:
+      return absl::InvalidArgumentError(message);
+    case ENOSPC:
+    case EDQUOT:
+    case EAGAIN:
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
+  }
 }
 
 Status CreateDirectories(const std::string& path) {

@@ -98,6 +98,11 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // Creates `path` and any missing parents; OK if it already exists.
 Status CreateDirectories(const std::string& path);
 
+// A status for a failed system call: "context: strerror(err)", with the code
+// that matches `err` (NOT_FOUND for ENOENT, PERMISSION_DENIED for EACCES,
+// RESOURCE_EXHAUSTED for ENOSPC or EMFILE, ...; INTERNAL otherwise).
+Status ErrnoToStatus(int err, std::string_view context);
+
 }  // namespace elasticdl
 
 #endif  // ELASTICDL_COMMON_FILE_H_

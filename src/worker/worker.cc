@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -97,14 +98,12 @@ Status Worker::LoadInitialModel() {
   }
   versions_.assign(ps_->num_shards(), -1);
   EDL_RETURN_IF_ERROR(Pull());
-  // Shards nobody has initialized take this worker's values; the first
-  // worker's values win, and everyone then pulls the winners.
-  std::vector<proto::PullRequest> requests(ps_->num_shards());
-  std::vector<proto::PullResponse> responses;
-  EDL_RETURN_IF_ERROR(ps_->Pull(requests, &responses));
-  bool any_uninitialized = false;
-  for (const auto& r : responses) any_uninitialized |= !r.initialized();
-  if (!any_uninitialized) return absl::OkStatus();
+  // Shards nobody has initialized (Pull left their version at -1) take this
+  // worker's values; the first worker's values win, and everyone then pulls
+  // the winners.
+  if (std::none_of(versions_.begin(), versions_.end(), [](int64_t v) { return v < 0; })) {
+    return absl::OkStatus();
+  }
   std::vector<proto::InitRequest> inits(ps_->num_shards());
   for (int i = 0; i < ps_->num_shards(); ++i) {
     EDL_ASSIGN_OR_RETURN(*inits[i].mutable_values(), model_->Encode(i));

@@ -6,16 +6,19 @@ int64[1]: what `elasticdl data mnist` writes) into uncompressed RecordIO
 files, so that a test knows every label without a reader of its own and the
 job under test reads files that its own writer did not produce.
 
-Standard library only (Debian's /usr/bin/python3).
+The wire encoding comes from tests/compat/make_compat_files.py, the
+independent writer the compatibility tests check our readers against.
 """
 import gzip
 import os
 import struct
-import zlib
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compat"))
+from make_compat_files import NONE, length_delimited, map_entry, recordio_chunk, varint  # noqa: E402
 
 MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 SPLITS = {"train": "train", "test": "t10k"}
-RECORDIO_MAGIC = 0x01020304
 IMAGE_PIXELS = 28 * 28
 
 
@@ -40,52 +43,20 @@ def read_idx(split, start, count, source=MNIST_DIR):
             for i in range(count)]
 
 
-# tf.train.Example in the protobuf wire format:
-#   Example { Features features = 1; }  Features { map<string, Feature> feature = 1; }
-#   Feature { oneof { BytesList = 1; FloatList float_list = 2; Int64List int64_list = 3; } }
-
-
-def _varint(n):
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number, payload):
-    """A length-delimited field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _map_entry(key, feature):
-    return _field(1, _field(1, key.encode()) + _field(2, feature))
-
-
 _PACK_IMAGE = struct.Struct(f"<{IMAGE_PIXELS}f").pack
 
 
 def example(pixels, label):
     """The serialized Example of one image: image float_list[784], label int64_list[1]."""
-    image = _field(2, _field(1, _PACK_IMAGE(*pixels)))
-    label_feature = _field(3, _field(1, _varint(label)))
-    return _field(1, _map_entry("image", image) + _map_entry("label", label_feature))
+    image = length_delimited(2, length_delimited(1, _PACK_IMAGE(*pixels)))
+    label_feature = length_delimited(3, length_delimited(1, varint(label)))
+    return length_delimited(1, map_entry("image", image) + map_entry("label", label_feature))
 
 
 def recordio(records, records_per_chunk=256):
     """RecordIO bytes: uncompressed chunks of at most records_per_chunk records."""
-    out = bytearray()
-    for i in range(0, len(records), records_per_chunk):
-        chunk = records[i:i + records_per_chunk]
-        payload = b"".join(struct.pack("<I", len(r)) + r for r in chunk)
-        out += struct.pack("<5I", RECORDIO_MAGIC, zlib.crc32(payload) & 0xFFFFFFFF, 0,
-                           len(payload), len(chunk))
-        out += payload
-    return bytes(out)
+    return b"".join(recordio_chunk(records[i:i + records_per_chunk], NONE)
+                    for i in range(0, len(records), records_per_chunk))
 
 
 def write_subset(path, split, start, count):

@@ -1,6 +1,7 @@
 #include "rpc/grpc_util.h"
 
 #include "common/strings.h"
+#include "rpc/job_token.h"
 
 namespace elasticdl::rpc {
 
@@ -42,9 +43,11 @@ grpc::Status ToGrpc(const Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-std::unique_ptr<grpc::ClientContext> MakeContext(std::chrono::milliseconds timeout) {
+std::unique_ptr<grpc::ClientContext> MakeContext(std::chrono::milliseconds timeout,
+                                                 const std::string& token) {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + timeout);
+  AttachToken(context.get(), token);
   return context;
 }
 

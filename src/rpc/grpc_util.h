@@ -30,8 +30,10 @@ StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int
 Status FromGrpc(const grpc::Status& status);
 grpc::Status ToGrpc(const Status& status);
 
-// A client context with a deadline `timeout` from now.
-std::unique_ptr<grpc::ClientContext> MakeContext(std::chrono::milliseconds timeout);
+// A client context with a deadline `timeout` from now, carrying the job's
+// `token` (see job_token.h) when it is not empty.
+std::unique_ptr<grpc::ClientContext> MakeContext(std::chrono::milliseconds timeout,
+                                                 const std::string& token = "");
 
 }  // namespace elasticdl::rpc
 

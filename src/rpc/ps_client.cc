@@ -8,8 +8,9 @@
 
 namespace elasticdl::rpc {
 
-PsClient::PsClient(const std::vector<std::string>& addresses, std::chrono::milliseconds timeout)
-    : addresses_(addresses), timeout_(timeout) {
+PsClient::PsClient(const std::vector<std::string>& addresses, std::string token,
+                   std::chrono::milliseconds timeout)
+    : addresses_(addresses), token_(std::move(token)), timeout_(timeout) {
   for (const std::string& a : addresses) {
     stubs_.push_back(proto::ParameterServer::NewStub(MakeChannel(a)));
   }
@@ -27,14 +28,14 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts(n);
   if (shards.size() == 1) {
     int i = shards[0];
-    auto context = MakeContext(timeout_);
+    auto context = MakeContext(timeout_, token_);
     results[i] = (stubs_[i].get()->*method)(context.get(), requests[i], &(*responses)[i]);
   } else {
     std::mutex mu;
     std::condition_variable cv;
     size_t pending = shards.size();
     for (int i : shards) {
-      contexts[i] = MakeContext(timeout_);
+      contexts[i] = MakeContext(timeout_, token_);
       auto* async = stubs_[i]->async();
       // The generated async methods share one shape; dispatch on the name.
       auto done = [&, i](grpc::Status s) {

@@ -16,7 +16,8 @@ namespace elasticdl::rpc {
 
 class PsClient {
  public:
-  explicit PsClient(const std::vector<std::string>& addresses,
+  // `token`: the job's token (job_token.h), attached to every call.
+  explicit PsClient(const std::vector<std::string>& addresses, std::string token = "",
                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
   int num_shards() const { return static_cast<int>(stubs_.size()); }
@@ -37,6 +38,7 @@ class PsClient {
                  std::vector<Response>* responses, std::vector<int> shards);
 
   std::vector<std::string> addresses_;
+  std::string token_;
   std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
   std::chrono::milliseconds timeout_;
 };

@@ -1,0 +1,37 @@
+// The per-job secret every call between the processes of a job carries.
+//
+// The client generates the token when it creates the job directory and
+// leaves it there readable by the owner only (`<job_dir>/token`); the master,
+// parameter servers and workers read it from there. Calls carry it as
+// metadata; a server refuses a call without it (UNAUTHENTICATED) before
+// looking at the request.
+#ifndef ELASTICDL_RPC_JOB_TOKEN_H_
+#define ELASTICDL_RPC_JOB_TOKEN_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl::rpc {
+
+// The metadata key of the token on every call.
+inline constexpr char kTokenMetadataKey[] = "x-elasticdl-token";
+
+// Generates a new random token and writes it to `job_dir`/token (mode 0600).
+StatusOr<std::string> CreateJobToken(const std::string& job_dir);
+
+// The token of the job in `job_dir`.
+StatusOr<std::string> ReadJobToken(const std::string& job_dir);
+
+// OK when `context` carries `token`; UNAUTHENTICATED otherwise. An empty
+// `token` accepts every call (in-process tests).
+grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token);
+
+// Adds `token` to the call's metadata (nothing when empty).
+void AttachToken(grpc::ClientContext* context, const std::string& token);
+
+}  // namespace elasticdl::rpc
+
+#endif  // ELASTICDL_RPC_JOB_TOKEN_H_

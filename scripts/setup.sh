@@ -21,7 +21,7 @@ PACKAGES=(
   # record formats: compression and checksums
   libsnappy-dev zlib1g-dev libisal-dev
   # command line, CSV, formatting and logs
-  libcli11-dev libcsv-dev libfmt-dev libspdlog-dev
+  libcli11-dev libcsv-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-snappy python3-crc32c
   # the peer the benchmarks compare with (PyTorch, torchrun)

@@ -63,6 +63,23 @@ struct JobArgs {
   std::string max_worker_relaunches = "8";
   std::string shuffle_seed = "0";
 
+  // Fault tolerance (train). Parameter servers checkpoint parameters and
+  // optimizer state every checkpoint_steps versions (0: only the initial
+  // model) into checkpoint_dir (empty: <job_dir>/checkpoints), keeping the
+  // newest keep_checkpoint_max per shard (0: all); a relaunched server
+  // restores the newest. checkpoint_dir_for_init starts the model from the
+  // newest complete checkpoint there, whatever its number of shards.
+  std::string checkpoint_steps = "0";
+  std::string checkpoint_dir;
+  std::string keep_checkpoint_max = "3";
+  std::string checkpoint_dir_for_init;
+  // A worker not heard from for this long is taken as lost (its process
+  // ending is noticed at once on the local backend).
+  std::string worker_lease_ms = "5000";
+  // Parameter-server relaunches, and master restarts, before the job fails.
+  std::string max_ps_relaunches = "3";
+  std::string max_master_restarts = "3";
+
   // train: the trained-model directory to write. predict: the CSV file (or a
   // directory to hold predictions.csv).
   std::string output;

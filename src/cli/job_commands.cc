@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 
+#include "client/job_control.h"
 #include "cluster/signals.h"
 #include "elasticdl/api.h"
 
@@ -43,6 +44,12 @@ void AddRunFlags(CLI::App* cmd, JobArgs* a) {
       ->capture_default_str();
   cmd->add_option("--max_worker_relaunches", a->max_worker_relaunches,
                   "Crashed workers relaunched before the job gives up")
+      ->capture_default_str();
+  cmd->add_option("--worker_lease_ms", a->worker_lease_ms,
+                  "A worker not heard from for this long is taken as lost")
+      ->capture_default_str();
+  cmd->add_option("--max_master_restarts", a->max_master_restarts,
+                  "Restarts of a master that died before the job fails")
       ->capture_default_str();
   cmd->add_option("--job_dir", a->job_dir,
                   "Directory for the job's spec and intermediate files (default: a new one "
@@ -107,6 +114,20 @@ void Add(CLI::App* app, int* exit_code, Command command) {
       cmd->add_option("--shuffle_seed", a->shuffle_seed, "Seed of the per-epoch task shuffle")
           ->capture_default_str();
       cmd->add_option("--output", a->output, "Write the trained model to this directory");
+      cmd->add_option("--checkpoint_steps", a->checkpoint_steps,
+                      "Checkpoint the parameter servers every this many versions (0: only the "
+                      "initial model)")
+          ->capture_default_str();
+      cmd->add_option("--checkpoint_dir", a->checkpoint_dir,
+                      "Where checkpoints go (default: <job_dir>/checkpoints)");
+      cmd->add_option("--keep_checkpoint_max", a->keep_checkpoint_max,
+                      "Checkpoints kept per parameter server (0: all)")
+          ->capture_default_str();
+      cmd->add_option("--checkpoint_dir_for_init", a->checkpoint_dir_for_init,
+                      "Start from the newest checkpoint in this directory (any number of shards)");
+      cmd->add_option("--max_ps_relaunches", a->max_ps_relaunches,
+                      "Parameter-server relaunches before the job fails")
+          ->capture_default_str();
       break;
     case Command::kEvaluate:
       cmd = app->add_subcommand("evaluate", "Evaluate a trained model");
@@ -156,10 +177,45 @@ void Add(CLI::App* app, int* exit_code, Command command) {
 
 }  // namespace
 
+// `elasticdl job scale|status JOB`: commands on a running job.
+void AddControlCommands(CLI::App* app, int* exit_code) {
+  CLI::App* job = app->add_subcommand("job", "Commands on a running job");
+  job->require_subcommand(1);
+  auto target = std::make_shared<std::string>();
+  auto workers = std::make_shared<int>(-1);
+  CLI::App* scale = job->add_subcommand("scale", "Change the number of workers of a running job");
+  scale->add_option("job", *target, "The job directory, or the job's name")->required();
+  scale->add_option("--num_workers", *workers, "Workers to run from now on")->required();
+  scale->callback([target, workers, exit_code] {
+    StatusOr<std::string> dir = client::FindJobDir(*target);
+    Status s = dir.ok() ? client::ScaleJob(*dir, *workers) : dir.status();
+    if (!s.ok()) {
+      fmt::print(stderr, "error: {}\n", std::string(s.message()));
+      *exit_code = 1;
+      return;
+    }
+    fmt::print("{}: scaling to {} worker(s)\n", *dir, *workers);
+  });
+  CLI::App* status = job->add_subcommand("status", "Show how a running job is doing");
+  status->add_option("job", *target, "The job directory, or the job's name")->required();
+  status->callback([target, exit_code] {
+    StatusOr<std::string> dir = client::FindJobDir(*target);
+    StatusOr<proto::GetJobStatusResponse> st =
+        dir.ok() ? client::GetJobStatus(*dir) : StatusOr<proto::GetJobStatusResponse>(dir.status());
+    if (!st.ok()) {
+      fmt::print(stderr, "error: {}\n", std::string(st.status().message()));
+      *exit_code = 1;
+      return;
+    }
+    fmt::print("{}\n", st->DebugString());
+  });
+}
+
 void AddJobCommands(CLI::App* app, int* exit_code) {
   Add(app, exit_code, Command::kTrain);
   Add(app, exit_code, Command::kEvaluate);
   Add(app, exit_code, Command::kPredict);
+  AddControlCommands(app, exit_code);
 }
 
 }  // namespace elasticdl::cli

@@ -3,8 +3,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <thread>
 
 #include "cluster/signals.h"
 #include "common/process_tuning.h"
@@ -30,6 +35,20 @@ StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchSignals(std::atomic<boo
 }
 
 std::atomic<bool> g_stop{false};
+
+// Processes the local backend starts outlive their master (a restarted one
+// adopts them) but not the whole job: once they are orphaned to init, no
+// process of the job supervises them any more. Then stop as if SIGTERM
+// came, and leave for good a few seconds later.
+void WatchForOrphaning(std::atomic<bool>* stop) {
+  std::thread([stop] {
+    while (::getppid() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    spdlog::warn("the job's client and master are gone; stopping");
+    *stop = true;
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    std::_Exit(1);
+  }).detach();
+}
 
 }  // namespace
 
@@ -57,8 +76,10 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   p->add_option("--master", ps_options->master_address)->required();
   p->add_option("--ps_id", ps_options->ps_id)->required();
   p->add_option("--port", ps_options->port);
+  p->add_flag("--restore", ps_options->restore,
+              "Start from this shard's newest checkpoint (set by the master on relaunch)");
   p->callback([ps_options, exit_code] {
-    spdlog::set_pattern("%v");
+    spdlog::set_pattern(fmt::format("[ps-{}] %v", ps_options->ps_id));
     KeepFreedMemory();
     auto signals = WatchSignals(&g_stop);
     if (!signals.ok()) {
@@ -66,6 +87,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
       return;
     }
     ps_options->cancel = &g_stop;
+    WatchForOrphaning(&g_stop);
     *exit_code = Report(ps::RunPsServer(*ps_options));
   });
 
@@ -77,8 +99,16 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   w->add_option("--worker_id", worker_options->worker_id)->required();
   w->add_option("--num_threads", worker_options->num_threads);
   w->callback([worker_options, exit_code] {
-    spdlog::set_pattern("%v");
+    spdlog::set_pattern(fmt::format("[worker-{}] %v", worker_options->worker_id));
     KeepFreedMemory();
+    // SIGTERM: finish the current minibatch, report, exit 0.
+    auto signals = WatchSignals(&g_stop);
+    if (!signals.ok()) {
+      *exit_code = Report(signals.status());
+      return;
+    }
+    worker_options->stop = &g_stop;
+    WatchForOrphaning(&g_stop);
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
       *exit_code = Report(worker.status());

@@ -15,6 +15,7 @@
 #include "common/file.h"
 #include "common/strings.h"
 #include "rpc/job_spec.h"
+#include "rpc/job_token.h"
 #include "rpc/trained_model.h"
 #include "zoo/zoo_builder.h"
 #include "zoo/zoo_library.h"
@@ -159,6 +160,22 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   EDL_ASSIGN_OR_RETURN(int64_t relaunches,
                        ParseInt("max_worker_relaunches", args.max_worker_relaunches, 0));
   EDL_ASSIGN_OR_RETURN(int64_t seed, ParseInt("shuffle_seed", args.shuffle_seed, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t checkpoint_steps,
+                       ParseInt("checkpoint_steps", args.checkpoint_steps, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t keep_checkpoints,
+                       ParseInt("keep_checkpoint_max", args.keep_checkpoint_max, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t lease_ms, ParseInt("worker_lease_ms", args.worker_lease_ms, 100));
+  EDL_ASSIGN_OR_RETURN(int64_t ps_relaunches,
+                       ParseInt("max_ps_relaunches", args.max_ps_relaunches, 0));
+  EDL_RETURN_IF_ERROR(ParseInt("max_master_restarts", args.max_master_restarts, 0).status());
+  spec.set_checkpoint_steps(checkpoint_steps);
+  if (!args.checkpoint_dir.empty()) spec.set_checkpoint_dir(Absolute(args.checkpoint_dir));
+  spec.set_keep_checkpoint_max(static_cast<int>(keep_checkpoints));
+  if (!args.checkpoint_dir_for_init.empty()) {
+    spec.set_checkpoint_dir_for_init(Absolute(args.checkpoint_dir_for_init));
+  }
+  spec.set_worker_lease_ms(static_cast<int>(std::min<int64_t>(lease_ms, 1 << 30)));
+  spec.set_max_ps_relaunches(static_cast<int>(ps_relaunches));
   spec.set_minibatch_size(minibatch);
   spec.set_num_minibatches_per_task(per_task);
   spec.set_num_epochs(epochs);
@@ -190,8 +207,15 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
 StatusOr<JobResult> Run(const JobArgs& args, proto::JobSpec spec) {
   auto start = std::chrono::steady_clock::now();
   EDL_RETURN_IF_ERROR(rpc::WriteJobSpec(spec, spec.job_dir()));
-  EDL_ASSIGN_OR_RETURN(proto::GetJobStatusResponse status,
-                       client::RunJob(spec.job_dir(), args.progress, args.cancel));
+  EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
+  client::RunJobOptions run;
+  run.job_dir = spec.job_dir();
+  run.progress = args.progress;
+  run.cancel = args.cancel;
+  EDL_ASSIGN_OR_RETURN(int64_t restarts,
+                       ParseInt("max_master_restarts", args.max_master_restarts, 0));
+  run.max_master_restarts = static_cast<int>(restarts);
+  EDL_ASSIGN_OR_RETURN(proto::GetJobStatusResponse status, client::RunJob(run));
   JobResult result;
   result.model_version = status.model_version();
   result.records = status.records_done();

@@ -1,6 +1,8 @@
 #include "client/job_runner.h"
 
 #include <google/protobuf/text_format.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,11 +12,13 @@
 #include <thread>
 
 #include "client/progress.h"
+#include "cluster/output_relay.h"
 #include "cluster/process_group.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "rpc/grpc_util.h"
+#include "rpc/job_token.h"
 
 namespace elasticdl::client {
 namespace {
@@ -30,53 +34,108 @@ StatusOr<proto::GetJobStatusResponse> ReadFinalStatus(const std::string& job_dir
   return status;
 }
 
+// Reaps children that are not `keep` (the master, which its Process object
+// reaps): processes of the job reparented to us when their master died.
+void ReapOrphans(pid_t keep) {
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (info.si_pid == keep) return;
+    ::waitpid(info.si_pid, nullptr, WNOHANG);
+  }
+}
+
 }  // namespace
 
-StatusOr<proto::GetJobStatusResponse> RunJob(const std::string& job_dir, bool progress,
-                                             const std::atomic<bool>* cancel) {
-  auto cancelled = [cancel] { return cancel != nullptr && cancel->load(); };
+StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
+  const std::string& job_dir = options.job_dir;
+  auto cancelled = [&options] { return options.cancel != nullptr && options.cancel->load(); };
+  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
+  // Workers and parameter servers outlive a master that dies; they become
+  // ours then, for a restarted master to adopt.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+
   cluster::LogSink sink(stderr);
-  std::atomic<bool> master_exited{false};
-  std::optional<cluster::ExitStatus> master_status;
+  // The master and every process of the job write here, for as long as the
+  // job runs, whichever master started them.
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::OutputRelay> relay,
+                       cluster::OutputRelay::Create(&sink));
   std::mutex mu;
+  std::optional<cluster::ExitStatus> master_status;
   cluster::ProcessGroup group(&sink, [&](const std::string&, pid_t, cluster::ExitStatus s) {
     std::lock_guard<std::mutex> lock(mu);
     master_status = s;
-    master_exited = true;
   });
   std::error_code ec;
   cluster::ProcessSpec spec;
   spec.label = "master";
-  // The master labels its own lines and its children's.
-  spec.label_output = false;
+  // The master and the job's processes label their own lines.
+  spec.output_fd = relay->write_fd();
   spec.argv = {std::filesystem::read_symlink("/proc/self/exe", ec).string(), "master",
                "--job_dir=" + job_dir};
   spec.new_process_group = true;
-  EDL_RETURN_IF_ERROR(group.Start(spec));
+  // Each master leads a process group holding the processes it started;
+  // whatever of them is left at the end goes with it.
+  std::vector<pid_t> master_groups;
+  auto start_master = [&]() -> Status {
+    EDL_RETURN_IF_ERROR(group.Start(spec));
+    if (std::optional<pid_t> pid = group.pid("master")) master_groups.push_back(*pid);
+    return absl::OkStatus();
+  };
+  EDL_RETURN_IF_ERROR(start_master());
 
-  ProgressBar bar(&sink, progress);
+  ProgressBar bar(&sink, options.progress);
   std::unique_ptr<proto::Master::Stub> master;
+  std::string master_address;
   bool signalled = false;
-  while (!master_exited) {
+  int restarts = 0;
+  while (true) {
+    std::optional<cluster::ExitStatus> exited;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      exited = master_status;
+    }
+    if (exited) {
+      // A master that ends without a final status died: restart it on the
+      // same job directory, unless we are stopping.
+      bool final = ReadFinalStatus(job_dir).ok();
+      if (final || cancelled() || restarts >= options.max_master_restarts) break;
+      ++restarts;
+      sink.Line("client", StrCat("the master ended (", exited->ToString(), "); restarting it (",
+                                 restarts, " of ", options.max_master_restarts, ")"));
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        master_status.reset();
+      }
+      EDL_RETURN_IF_ERROR(start_master());
+    }
     if (cancelled() && !signalled) {
       signalled = true;
       sink.Line("client", "stopping the job");
       group.Signal("master", SIGTERM).IgnoreError();
     }
-    if (master == nullptr) {
-      auto address = ReadFileToString(job_dir + "/master.addr");
-      if (address.ok()) master = proto::Master::NewStub(rpc::MakeChannel(*address));
+    auto address = ReadFileToString(job_dir + "/master.addr");
+    if (address.ok() && *address != master_address) {
+      master_address = *address;
+      master = proto::Master::NewStub(rpc::MakeChannel(master_address));
     }
     if (master != nullptr) {
       proto::GetJobStatusRequest request;
       proto::GetJobStatusResponse status;
-      auto context = rpc::MakeContext(milliseconds(500));
+      auto context = rpc::MakeContext(milliseconds(500), token);
       if (master->GetJobStatus(context.get(), request, &status).ok()) bar.Update(status);
     }
+    ReapOrphans(group.pid("master").value_or(-1));
     std::this_thread::sleep_for(milliseconds(200));
   }
   bar.Finish();
   group.StopAll(milliseconds(1000));
+  for (pid_t pgid : master_groups) ::kill(-pgid, SIGKILL);
+  // Reap them (the master is reaped already); give up after a second.
+  for (int i = 0; i < 100 && ::waitpid(-1, nullptr, WNOHANG) >= 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  relay->Stop(milliseconds(500));
 
   auto final_status = ReadFinalStatus(job_dir);
   if (cancelled()) return absl::CancelledError("job cancelled");

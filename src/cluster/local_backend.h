@@ -1,6 +1,8 @@
-// The `local` cluster backend: parameter servers and workers as child
-// processes of the master on this machine, their output prefixed by role
-// ("[worker-1] ...") on the master's stderr. Children die with the master.
+// The `local` cluster backend: parameter servers and workers as processes
+// on this machine, started by the master. They write to the master's stdout
+// and stderr directly, labelling their own lines ("[worker-1] ..."), and do
+// not die with the master: a restarted master adopts them (the processes
+// leave by themselves when the master stays away too long).
 #ifndef ELASTICDL_CLUSTER_LOCAL_BACKEND_H_
 #define ELASTICDL_CLUSTER_LOCAL_BACKEND_H_
 
@@ -27,12 +29,14 @@ class LocalBackend : public ClusterBackend {
   LocalBackend(LocalBackendOptions options, ExitCallback on_exit);
   ~LocalBackend() override;
 
-  Status StartPs(int ps_id) override;
-  Status StartWorker(int worker_id) override;
+  StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override;
+  StatusOr<ProcessHandle> StartWorker(int worker_id) override;
+  Status Adopt(Role role, int id, const ProcessHandle& handle) override;
+  Status Signal(Role role, int id, int signal) override;
   void StopAll(std::chrono::milliseconds grace) override;
 
  private:
-  Status Start(Role role, int id);
+  StatusOr<ProcessHandle> Start(Role role, int id, std::vector<std::string> extra_args);
 
   const LocalBackendOptions options_;
   const ExitCallback on_exit_;

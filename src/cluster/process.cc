@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <fstream>
 #include <string_view>
 
 #include "common/file.h"
@@ -221,8 +222,11 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
   std::vector<char*> env_pointers = NullTerminated(env);
 
   UniqueFd stdout_read, stdout_write, stderr_read, stderr_write, error_read, error_write;
-  EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&stdout_read, &stdout_write), context);
-  EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&stderr_read, &stderr_write), context);
+  const bool own_pipes = !spec.inherit_output && spec.output_fd < 0;
+  if (own_pipes) {
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&stdout_read, &stdout_write), context);
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&stderr_read, &stderr_write), context);
+  }
   EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&error_read, &error_write), context);
   UniqueFd dev_null(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
@@ -236,8 +240,8 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
                  spec.die_with_parent_signal,
                  ::getpid(),
                  dev_null.get(),
-                 stdout_write.get(),
-                 stderr_write.get(),
+                 own_pipes ? stdout_write.get() : spec.output_fd >= 0 ? spec.output_fd : STDOUT_FILENO,
+                 own_pipes ? stderr_write.get() : spec.output_fd >= 0 ? spec.output_fd : STDERR_FILENO,
                  error_write.get()};
   // No signal handler of ours may run in the child before exec.
   sigset_t all, old;
@@ -267,20 +271,77 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   std::unique_ptr<Process> process(new Process(sink, spec.label, spec.label_output, pid,
                                                spec.new_process_group, pidfd, stop.release()));
-  process->reader_ = std::thread(&Process::ReadOutput, process.get(), stdout_read.release(),
-                                 stderr_read.release());
+  if (own_pipes) {
+    process->reader_ = std::thread(&Process::ReadOutput, process.get(), stdout_read.release(),
+                                   stderr_read.release());
+  }
   return process;
 }
 
+StatusOr<uint64_t> ProcessStartTime(pid_t pid) {
+  const std::string path = StrCat("/proc/", pid, "/stat");
+  // /proc files report size 0: read by stream, not by size.
+  std::ifstream file(path);
+  auto stat = std::make_optional<std::string>();
+  if (!file || !std::getline(file, *stat)) return absl::NotFoundError(StrCat("no process ", pid));
+  // Fields after the command name, which is in parentheses and may itself
+  // hold spaces and parentheses: start after the last ')'.
+  size_t pos = stat->rfind(')');
+  if (pos == std::string::npos) return absl::DataLossError(StrCat(path, ": unexpected format"));
+  // The remaining fields start with field 3 (state); the start time is 22.
+  std::string_view rest(*stat);
+  rest.remove_prefix(pos + 1);
+  int field = 2;
+  size_t i = 0;
+  while (i < rest.size() && field < 22) {
+    while (i < rest.size() && rest[i] == ' ') ++i;
+    ++field;
+    if (field == 22) break;
+    while (i < rest.size() && rest[i] != ' ') ++i;
+  }
+  uint64_t start = 0;
+  bool digits = false;
+  for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9'; ++i, digits = true) {
+    start = start * 10 + static_cast<uint64_t>(rest[i] - '0');
+  }
+  if (!digits) return absl::DataLossError(StrCat(path, ": no start time"));
+  return start;
+}
+
+StatusOr<std::unique_ptr<Process>> Process::Adopt(const std::string& label, pid_t pid,
+                                                  uint64_t start_time) {
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) {
+    if (errno == ESRCH) return absl::NotFoundError(StrCat(label, " (pid ", pid, ") is gone"));
+    return ErrnoToStatus(errno, StrCat("cannot watch ", label, " (pid ", pid, ")"));
+  }
+  // Checked after opening the pidfd: if the start time matches now, the
+  // pidfd refers to that very process.
+  StatusOr<uint64_t> started = ProcessStartTime(pid);
+  if (!started.ok() || *started != start_time) {
+    ::close(pidfd);
+    return absl::NotFoundError(StrCat(label, " (pid ", pid, ") is gone"));
+  }
+  int stop = ::eventfd(0, EFD_CLOEXEC);
+  if (stop < 0) {
+    int err = errno;
+    ::close(pidfd);
+    return ErrnoToStatus(err, "eventfd");
+  }
+  return std::unique_ptr<Process>(
+      new Process(nullptr, label, false, pid, false, pidfd, stop, /*adopted=*/true));
+}
+
 Process::Process(LogSink* sink, std::string label, bool label_output, pid_t pid, bool group_leader,
-                 int pidfd, int stop_fd)
+                 int pidfd, int stop_fd, bool adopted)
     : sink_(sink),
       label_(std::move(label)),
       label_output_(label_output),
       pid_(pid),
       group_leader_(group_leader),
       pidfd_(pidfd),
-      stop_fd_(stop_fd) {}
+      stop_fd_(stop_fd),
+      adopted_(adopted) {}
 
 Process::~Process() {
   if (!TryWait()) {
@@ -296,6 +357,12 @@ Status Process::Signal(int sig) {
   // While unreaped, the pid (and group id) cannot be reused, so this cannot
   // hit a stranger.
   if (exit_.has_value()) return absl::OkStatus();
+  if (adopted_) {
+    if (::syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0) == 0 || errno == ESRCH) {
+      return absl::OkStatus();
+    }
+    return ErrnoToStatus(errno, StrCat("cannot signal ", label_, " (pid ", pid_, ")"));
+  }
   if (::kill(group_leader_ ? -pid_ : pid_, sig) == 0 || errno == ESRCH) return absl::OkStatus();
   return ErrnoToStatus(errno, StrCat("cannot signal ", label_, " (pid ", pid_, ")"));
 }
@@ -304,7 +371,10 @@ std::optional<ExitStatus> Process::TryWait() {
   std::optional<ExitStatus> status;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!exit_.has_value()) {
+    if (!exit_.has_value() && adopted_) {
+      pollfd exit_event{pidfd_, POLLIN, 0};
+      if (::poll(&exit_event, 1, 0) > 0) exit_ = ExitStatus::Exited(-1);
+    } else if (!exit_.has_value()) {
       int wstatus = 0;
       pid_t reaped;
       do {

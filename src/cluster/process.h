@@ -63,7 +63,20 @@ struct ProcessSpec {
   // Signal the child gets when the thread that started it dies (whatever
   // the cause, SIGKILL included), so no child outlives its parent. 0: none.
   int die_with_parent_signal = SIGKILL;
+  // The child writes to our stdout and stderr directly instead of through
+  // pipes to us (label_output then does not apply): for a child that must
+  // outlive us and labels its own lines.
+  bool inherit_output = false;
+  // When >= 0, the child's stdout and stderr go to this descriptor (not
+  // owned; see OutputRelay) instead of through pipes to us (label_output
+  // then does not apply).
+  int output_fd = -1;
 };
+
+// The start time of process `pid` (clock ticks after boot, field 22 of
+// /proc/<pid>/stat): with the pid, it names one process for good, since a
+// later process reusing the pid starts later. NOT_FOUND if there is none.
+StatusOr<uint64_t> ProcessStartTime(pid_t pid);
 
 // A running (or finished) child process and the thread that reads its output.
 //
@@ -86,6 +99,15 @@ class Process {
   // PR_SET_PDEATHSIG): call this from a thread that lives as long as the
   // child should (ProcessGroup does).
   static StatusOr<std::unique_ptr<Process>> Start(const ProcessSpec& spec, LogSink* sink);
+
+  // Watches process `pid`, which is not our child (one that a previous
+  // incarnation of us started and that outlived it), provided its start time
+  // is `start_time` (see ProcessStartTime). NOT_FOUND when that process is
+  // gone. Its exit is seen through a pidfd; its exit status is unknown
+  // (reported as lost, code -1). Signals go through the pidfd, so they never
+  // reach a later process with the same pid. Needs pidfd_open(2).
+  static StatusOr<std::unique_ptr<Process>> Adopt(const std::string& label, pid_t pid,
+                                                  uint64_t start_time);
 
   // If the child is still running, kills it (its process group with
   // `new_process_group`) with SIGKILL and reaps it. Blocks until then and
@@ -119,7 +141,7 @@ class Process {
 
  private:
   Process(LogSink* sink, std::string label, bool label_output, pid_t pid, bool group_leader,
-          int pidfd, int stop_fd);
+          int pidfd, int stop_fd, bool adopted = false);
 
   // Body of the reader thread: copies stdout and stderr to the sink until
   // both reach end of file or stop_fd_ is signalled (then drains what is
@@ -135,6 +157,7 @@ class Process {
   const bool group_leader_;
   const int pidfd_;    // -1 if unavailable
   const int stop_fd_;  // eventfd telling the reader to drain and stop
+  const bool adopted_;  // not our child: no reaping, exit seen on the pidfd
 
   std::mutex mu_;                   // guards exit_, and reaping
   std::optional<ExitStatus> exit_;  // set once the child is reaped

@@ -72,6 +72,24 @@ Status ProcessGroup::StartHere(const ProcessSpec& spec) {
   return absl::OkStatus();
 }
 
+Status ProcessGroup::Adopt(const std::string& label, pid_t pid, uint64_t start_time) {
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<Process> process, Process::Adopt(label, pid, start_time));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      return absl::FailedPreconditionError(
+          StrCat("cannot watch ", label, ": the process group is stopping"));
+    }
+    if (children_.count(label) != 0) {
+      return absl::AlreadyExistsError(
+          StrCat("cannot watch ", label, ": a process of that label is running"));
+    }
+    children_.emplace(label, std::move(process));
+  }
+  Wake();
+  return absl::OkStatus();
+}
+
 Status ProcessGroup::Signal(const std::string& label, int sig) {
   std::shared_ptr<Process> process;
   {

@@ -50,6 +50,11 @@ class ProcessGroup {
   // begun, or with the start error. Blocks until the exec succeeded.
   Status Start(const ProcessSpec& spec);
 
+  // Watches a process that is not our child under `label` (see
+  // Process::Adopt); its exit is reported like a child's, with the status
+  // lost. NOT_FOUND when it is gone.
+  Status Adopt(const std::string& label, pid_t pid, uint64_t start_time);
+
   // Sends `sig` to the child `label` (NOT_FOUND if none runs).
   Status Signal(const std::string& label, int sig);
 

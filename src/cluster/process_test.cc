@@ -253,3 +253,52 @@ TEST(ProcessTest, ChildDiesWithParent) {
 
 }  // namespace
 }  // namespace elasticdl::cluster
+
+namespace elasticdl::cluster {
+namespace {
+
+TEST(ProcessStartTimeTest, NamesOneProcess) {
+  StatusOr<uint64_t> ours = ProcessStartTime(::getpid());
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  EXPECT_GT(*ours, 0u);
+  EXPECT_EQ(ProcessStartTime(::getpid()).value_or(0), *ours);
+  EXPECT_EQ(ProcessStartTime(0x3fffffff).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ProcessTest, InheritedOutputBypassesTheSink) {
+  CapturedSink out;
+  ProcessSpec spec = Shell("quiet", "echo to-our-stdout >/dev/null; exit 0");
+  spec.inherit_output = true;
+  auto process = Process::Start(spec, out.sink());
+  ASSERT_TRUE(process.ok()) << process.status();
+  EXPECT_TRUE((*process)->Wait().ok());
+  EXPECT_EQ(out.Text(), "");
+}
+
+TEST(ProcessTest, AdoptWatchesAndSignalsAProcessThatIsNotOurs) {
+  CapturedSink out;
+  ProcessSpec spec = Shell("sleeper", "exec sleep 30");
+  spec.die_with_parent_signal = 0;
+  auto child = Process::Start(spec, out.sink());
+  ASSERT_TRUE(child.ok()) << child.status();
+  const pid_t pid = (*child)->pid();
+  StatusOr<uint64_t> started = ProcessStartTime(pid);
+  ASSERT_TRUE(started.ok()) << started.status();
+
+  // A start time that does not match is another process: not adopted.
+  EXPECT_EQ(Process::Adopt("sleeper", pid, *started + 1).status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto adopted = Process::Adopt("sleeper", pid, *started);
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  EXPECT_FALSE((*adopted)->TryWait().has_value());
+  ASSERT_TRUE((*adopted)->Signal(SIGKILL).ok());
+  ExitStatus status;
+  ASSERT_TRUE((*adopted)->WaitFor(5s, &status));
+  // Not our child: the exit is seen, its status is not.
+  EXPECT_EQ(status.code, -1);
+  EXPECT_EQ((*child)->Wait().signal, SIGKILL);
+}
+
+}  // namespace
+}  // namespace elasticdl::cluster

@@ -1,84 +1,277 @@
 #include "master/job_state.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "common/strings.h"
+#include "master/journal.h"
 
 namespace elasticdl::master {
+namespace {
 
-JobState::JobState(proto::JobType type, int num_ps, TaskManager tasks)
-    : type_(type), tasks_(std::move(tasks)), ps_addresses_(num_ps) {
-  samples_.emplace_back(std::chrono::steady_clock::now(), 0);
+using Clock = std::chrono::steady_clock;
+
+const char* TaskTypeName(proto::TaskType type) {
+  switch (type) {
+    case proto::TASK_TRAINING:
+      return "training";
+    case proto::TASK_EVALUATION:
+      return "evaluation";
+    case proto::TASK_PREDICTION:
+      return "prediction";
+    default:
+      return "control";
+  }
+}
+
+proto::JournalProcess ToJournal(int id, const cluster::ProcessHandle& handle) {
+  proto::JournalProcess p;
+  p.set_id(id);
+  p.set_pid(handle.pid);
+  p.set_start_time(handle.start_time);
+  return p;
+}
+
+cluster::ProcessHandle FromJournal(const proto::JournalProcess& p) {
+  cluster::ProcessHandle handle;
+  handle.pid = p.pid();
+  handle.start_time = p.start_time();
+  return handle;
+}
+
+}  // namespace
+
+JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
+    : options_(std::move(options)),
+      events_(events),
+      tasks_(std::move(tasks)),
+      ps_(options_.num_ps),
+      workers_target_(options_.workers_target) {
+  samples_.emplace_back(Clock::now(), 0);
+}
+
+JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
+                   const proto::MasterJournal& journal)
+    : JobState(std::move(options), std::move(tasks), events) {
+  for (const proto::JournalProcess& p : journal.ps()) {
+    if (p.id() < 0 || p.id() >= static_cast<int>(ps_.size())) continue;
+    ps_[p.id()].handle = FromJournal(p);
+    ps_[p.id()].address = p.address();
+  }
+  const Clock::time_point now = Clock::now();
+  for (const proto::JournalProcess& p : journal.workers()) {
+    WorkerInfo& w = workers_[p.id()];
+    w.handle = FromJournal(p);
+    w.leaving = p.leaving();
+    // Running workers carry on with the new master: their leases start now.
+    w.registered = true;
+    w.last_seen = now;
+  }
+  next_worker_id_ = journal.next_worker_id();
+  workers_target_ = journal.workers_target();
+  worker_relaunches_ = journal.worker_relaunches();
+  worker_losses_ = journal.worker_losses();
+  ps_relaunches_ = journal.ps_relaunches();
+  master_restarts_ = journal.master_restarts() + 1;
+  samples_.clear();
+  samples_.emplace_back(now, tasks_.records_done());
+  std::lock_guard<std::mutex> lock(mu_);
+  PersistLocked();
+}
+
+void JobState::Event(const std::string& event, nlohmann::json fields) {
+  if (events_ != nullptr) events_->Append(event, std::move(fields));
+}
+
+proto::MasterJournal JobState::JournalLocked() {
+  proto::MasterJournal journal;
+  journal.set_master_address(options_.master_address);
+  *journal.mutable_ledger() = tasks_.ToLedger();
+  for (size_t i = 0; i < ps_.size(); ++i) {
+    proto::JournalProcess* p = journal.add_ps();
+    *p = ToJournal(static_cast<int>(i), ps_[i].handle);
+    p->set_address(ps_[i].address);
+  }
+  for (const auto& [id, w] : workers_) {
+    proto::JournalProcess* p = journal.add_workers();
+    *p = ToJournal(id, w.handle);
+    p->set_leaving(w.leaving);
+  }
+  journal.set_next_worker_id(next_worker_id_);
+  journal.set_workers_target(workers_target_);
+  journal.set_worker_relaunches(worker_relaunches_);
+  journal.set_worker_losses(worker_losses_);
+  journal.set_ps_relaunches(ps_relaunches_);
+  journal.set_master_restarts(master_restarts_);
+  return journal;
+}
+
+void JobState::PersistLocked() {
+  dirty_ = false;
+  if (options_.job_dir.empty()) return;
+  Status s = WriteJournal(options_.job_dir, JournalLocked());
+  if (!s.ok() && !journal_warned_) {
+    journal_warned_ = true;
+    spdlog::warn("cannot write the journal; a restarted master could not resume: {}",
+                 std::string(s.message()));
+  }
+}
+
+Status JobState::FlushJournal() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dirty_) PersistLocked();
+  return absl::OkStatus();
 }
 
 Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (request.ps_id() < 0 || request.ps_id() >= static_cast<int>(ps_addresses_.size())) {
-    return absl::InvalidArgumentError(StrCat("unknown parameter server id ", request.ps_id(),
-                                             "; the job has ", ps_addresses_.size()));
+  if (request.ps_id() < 0 || request.ps_id() >= static_cast<int>(ps_.size())) {
+    return absl::InvalidArgumentError(
+        StrCat("unknown parameter server id ", request.ps_id(), "; the job has ", ps_.size()));
   }
   if (request.address().empty()) return absl::InvalidArgumentError("empty address");
-  ps_addresses_[request.ps_id()] = request.address();
+  ps_[request.ps_id()].address = request.address();
+  int reopened = 0;
+  if (request.restored()) {
+    std::vector<proto::TaskProgress> applied(request.applied().begin(), request.applied().end());
+    reopened = tasks_.PsRestored(applied);
+    spdlog::info("parameter server {} restored version {}; {} task(s) to redo (in part)",
+                 request.ps_id(), request.restored_version(), reopened);
+  }
+  Event("ps_registered", {{"ps", request.ps_id()},
+                          {"address", request.address()},
+                          {"restored", request.restored()},
+                          {"version", request.restored_version()},
+                          {"reopened", reopened}});
+  PersistLocked();
+  return absl::OkStatus();
+}
+
+Status JobState::TouchWorkerLocked(int worker) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) {
+    return absl::FailedPreconditionError(
+        StrCat("worker ", worker, " is not a worker of this job (unknown or taken as lost)"));
+  }
+  it->second.last_seen = Clock::now();
   return absl::OkStatus();
 }
 
 Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
                                 proto::RegisterWorkerResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t registered = std::count_if(ps_addresses_.begin(), ps_addresses_.end(),
-                                    [](const std::string& a) { return !a.empty(); });
-  if (registered < ps_addresses_.size()) {
-    return absl::UnavailableError(StrCat("waiting for parameter servers (", registered, " of ",
-                                         ps_addresses_.size(), " registered)"));
+  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
+  size_t registered = std::count_if(ps_.begin(), ps_.end(),
+                                    [](const PsInfo& p) { return !p.address.empty(); });
+  if (registered < ps_.size()) {
+    return absl::UnavailableError(
+        StrCat("waiting for parameter servers (", registered, " of ", ps_.size(), " registered)"));
   }
-  workers_.insert(request.worker_id());
-  for (const std::string& a : ps_addresses_) response->add_ps_addresses(a);
-  return absl::OkStatus();
-}
-
-Status JobState::CheckWorker(WorkerId worker) const {
-  if (workers_.count(worker) == 0) {
-    return absl::FailedPreconditionError(StrCat("worker ", worker, " is not registered"));
-  }
+  WorkerInfo& w = workers_[request.worker_id()];
+  if (!w.registered) Event("worker_registered", {{"worker", request.worker_id()}});
+  w.registered = true;
+  for (const PsInfo& p : ps_) response->add_ps_addresses(p.address);
   return absl::OkStatus();
 }
 
 Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(CheckWorker(request.worker_id()));
+  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
+  proto::Task* task = response->mutable_task();
   if (failure_) {
-    response->mutable_task()->set_type(proto::TASK_NONE);
+    task->set_type(proto::TASK_NONE);
     return absl::OkStatus();
   }
-  *response->mutable_task() = tasks_.Next(request.worker_id());
+  bool ps_missing = std::any_of(ps_.begin(), ps_.end(),
+                                [](const PsInfo& p) { return p.address.empty(); });
+  if (ps_missing || workers_[request.worker_id()].leaving) {
+    task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
+    return absl::OkStatus();
+  }
+  // A worker works on one task at a time: asking for another, it holds
+  // none. Anything the ledger still has it hold (a report lost with a
+  // master that died) goes back to the queue, progress kept.
+  tasks_.RecoverWorker(request.worker_id());
+  *task = tasks_.Next(request.worker_id());
+  if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) {
+    return absl::OkStatus();
+  }
+  Event("task_dispatched", {{"task", task->task_id()},
+                            {"worker", request.worker_id()},
+                            {"attempt", task->attempt()},
+                            {"type", TaskTypeName(task->type())},
+                            {"minibatches_done", task->minibatches_done()},
+                            {"redispatch", task->attempt() > 1}});
+  PersistLocked();
   return absl::OkStatus();
 }
 
 Status JobState::ReportTask(const proto::ReportTaskRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(CheckWorker(request.worker_id()));
+  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
   if (!tasks_.Report(request.worker_id(), request)) {
-    return absl::FailedPreconditionError(
-        StrCat("worker ", request.worker_id(), " does not hold task ", request.task_id()));
+    return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
+                                                " does not hold task ", request.task_id(),
+                                                " (attempt ", request.attempt(), ")"));
   }
-  samples_.emplace_back(std::chrono::steady_clock::now(), tasks_.records_done());
-  while (samples_.size() > 2 &&
-         samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
+  Event(request.stopped() ? "task_stopped" : "task_done",
+        {{"task", request.task_id()},
+         {"worker", request.worker_id()},
+         {"minibatches_done", request.minibatches_done()},
+         {"error", request.error()}});
+  samples_.emplace_back(Clock::now(), tasks_.records_done());
+  while (samples_.size() > 2 && samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
     samples_.pop_front();
   }
+  PersistLocked();
+  return absl::OkStatus();
+}
+
+Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
+                           proto::HeartbeatResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
+  WorkerInfo& w = workers_[request.worker_id()];
+  w.registered = true;
+  response->set_leave(w.leaving);
+  // After a master restart, tasks the journal has this worker hold but it
+  // is not working on go back to the queue.
+  tasks_.ReconcileWorker(request.worker_id(), request.task_id(), request.attempt());
+  if (request.task_id() >= 0 &&
+      tasks_.Progress(request.worker_id(), request.task_id(), request.attempt(),
+                      request.minibatches_done())) {
+    dirty_ = true;
+  }
+  return absl::OkStatus();
+}
+
+Status JobState::Scale(const proto::ScaleRequest& request, proto::ScaleResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (request.num_workers() < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--num_workers must be 0 or more, not ", request.num_workers()));
+  }
+  if (options_.type != proto::JOB_TRAINING && request.num_workers() == 0) {
+    return absl::InvalidArgumentError("a job needs at least one worker");
+  }
+  workers_target_ = request.num_workers();
+  response->set_num_workers(workers_target_);
+  Event("scaled", {{"workers_target", workers_target_}});
+  PersistLocked();
   return absl::OkStatus();
 }
 
 double JobState::ThroughputLocked() {
   if (samples_.size() < 2) return 0;
-  double seconds =
-      std::chrono::duration<double>(samples_.back().first - samples_.front().first).count();
+  double seconds = std::chrono::duration<double>(samples_.back().first - samples_.front().first)
+                       .count();
   return seconds > 0 ? (samples_.back().second - samples_.front().second) / seconds : 0;
 }
 
 void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
-  response->set_type(type_);
+  response->set_type(options_.type);
   response->set_epoch(std::max<int64_t>(tasks_.epoch(), 0));
   response->set_num_epochs(tasks_.num_epochs());
   response->set_records_done(tasks_.records_done());
@@ -87,7 +280,12 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   response->set_recent_loss(tasks_.recent_loss());
   response->set_training_seconds(tasks_.training_seconds());
   response->set_records_per_second(ThroughputLocked());
-  response->set_workers_alive(static_cast<int>(workers_.size()));
+  response->set_workers_alive(static_cast<int>(std::count_if(
+      workers_.begin(), workers_.end(), [](const auto& w) { return w.second.registered; })));
+  response->set_workers_target(workers_target_);
+  response->set_worker_losses(worker_losses_);
+  response->set_ps_relaunches(ps_relaunches_);
+  response->set_master_restarts(master_restarts_);
   bool failed = failure_.has_value() || tasks_.failure().has_value();
   response->set_finished(failed || tasks_.finished());
   response->set_failed(failed);
@@ -103,10 +301,99 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   }
 }
 
-int JobState::WorkerLost(WorkerId worker) {
+int JobState::NewWorkerId() {
   std::lock_guard<std::mutex> lock(mu_);
-  workers_.erase(worker);
-  return tasks_.RecoverWorker(worker);
+  dirty_ = true;
+  return next_worker_id_++;
+}
+
+void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  WorkerInfo& w = workers_[worker];
+  w.handle = handle;
+  w.last_seen = Clock::now();
+  if (relaunch) ++worker_relaunches_;
+  Event("worker_started", {{"worker", worker}, {"pid", handle.pid}, {"relaunch", relaunch}});
+  PersistLocked();
+}
+
+int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return 0;
+  workers_.erase(it);
+  int requeued = tasks_.RecoverWorker(worker);
+  if (clean) {
+    Event("worker_left", {{"worker", worker}, {"requeued", requeued}});
+  } else {
+    ++worker_losses_;
+    Event("worker_lost", {{"worker", worker}, {"how", how}, {"requeued", requeued}});
+  }
+  PersistLocked();
+  return requeued;
+}
+
+std::vector<int> JobState::ExpiredLeases() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> expired;
+  const Clock::time_point now = Clock::now();
+  for (const auto& [id, w] : workers_) {
+    if (w.registered && now - w.last_seen > options_.worker_lease) expired.push_back(id);
+  }
+  return expired;
+}
+
+std::vector<int> JobState::workers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> ids;
+  for (const auto& entry : workers_) ids.push_back(entry.first);
+  return ids;
+}
+
+bool JobState::leaving(int worker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(worker);
+  return it != workers_.end() && it->second.leaving;
+}
+
+void JobState::AskToLeave(int worker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second.leaving) return;
+  it->second.leaving = true;
+  Event("worker_leaving", {{"worker", worker}});
+  PersistLocked();
+}
+
+int JobState::workers_target() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return workers_target_;
+}
+
+bool JobState::worker_relaunch_allowed(int max_relaunches) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return worker_relaunches_ < max_relaunches;
+}
+
+void JobState::PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ps_[ps].handle = handle;
+  if (relaunch) ++ps_relaunches_;
+  Event("ps_started", {{"ps", ps}, {"pid", handle.pid}, {"relaunch", relaunch}});
+  PersistLocked();
+}
+
+void JobState::PsLost(int ps, const std::string& how) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ps_[ps].address.clear();
+  ps_[ps].handle = {};
+  Event("ps_lost", {{"ps", ps}, {"how", how}});
+  PersistLocked();
+}
+
+int JobState::ps_relaunches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ps_relaunches_;
 }
 
 void JobState::Fail(const std::string& message) {
@@ -114,20 +401,40 @@ void JobState::Fail(const std::string& message) {
   if (!failure_ && !tasks_.finished()) failure_ = message;
 }
 
+std::vector<std::pair<int, cluster::ProcessHandle>> JobState::ps_processes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int, cluster::ProcessHandle>> out;
+  for (size_t i = 0; i < ps_.size(); ++i) out.emplace_back(static_cast<int>(i), ps_[i].handle);
+  return out;
+}
+
+std::vector<std::pair<int, cluster::ProcessHandle>> JobState::worker_processes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int, cluster::ProcessHandle>> out;
+  for (const auto& [id, w] : workers_) out.emplace_back(id, w.handle);
+  return out;
+}
+
 bool JobState::all_ps_registered() {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::none_of(ps_addresses_.begin(), ps_addresses_.end(),
-                      [](const std::string& a) { return a.empty(); });
+  return std::none_of(ps_.begin(), ps_.end(), [](const PsInfo& p) { return p.address.empty(); });
 }
 
 std::vector<std::string> JobState::ps_addresses() {
   std::lock_guard<std::mutex> lock(mu_);
-  return ps_addresses_;
+  std::vector<std::string> out;
+  for (const PsInfo& p : ps_) out.push_back(p.address);
+  return out;
 }
 
 bool JobState::finished() {
   std::lock_guard<std::mutex> lock(mu_);
   return failure_.has_value() || tasks_.finished();
+}
+
+bool JobState::training_finished() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.training_finished();
 }
 
 std::optional<std::string> JobState::failure() {

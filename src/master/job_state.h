@@ -1,44 +1,108 @@
-// The master's request handlers: membership of parameter servers and
-// workers, and the task ledger, behind one mutex. The gRPC adapter
-// (MasterService) and tests call it directly.
+// The master's state behind one mutex: membership of parameter servers and
+// workers (with leases), the task ledger, and the journal that lets a
+// restarted master resume. The gRPC adapter (MasterService), the master's
+// supervision loop and tests call it directly.
+//
+// Membership: a worker exists once the master has started (or adopted) it;
+// calls from other worker ids are refused (FAILED_PRECONDITION). A started
+// worker registers, and then renews its lease with every call; one whose
+// lease lapses is taken as lost (ExpiredLeases). Parameter servers register
+// their address; while one is missing (lost and being relaunched) workers
+// get no task and registration waits.
+//
+// Durability: every change that matters for exact accounting is written to
+// the journal (<job_dir>/journal.pb) before the call returns; heartbeat
+// progress is written at the next FlushJournal(). Losing unwritten progress
+// costs only recomputation: parameter servers apply each minibatch once.
 #ifndef ELASTICDL_MASTER_JOB_STATE_H_
 #define ELASTICDL_MASTER_JOB_STATE_H_
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cluster/cluster_backend.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "master/event_log.h"
 #include "master/task_manager.h"
 
 namespace elasticdl::master {
 
+struct JobStateOptions {
+  proto::JobType type = proto::JOB_TRAINING;
+  int num_ps = 0;
+  // Workers the job runs; Scale() changes it.
+  int workers_target = 1;
+  // A registered worker not heard from for this long is lost.
+  std::chrono::milliseconds worker_lease{5000};
+  // Where the journal goes; empty: no journal (tests).
+  std::string job_dir;
+  // The master's address, recorded in the journal.
+  std::string master_address;
+};
+
 class JobState {
  public:
-  JobState(proto::JobType type, int num_ps, TaskManager tasks);
+  // A new job. `events` may be null; not owned.
+  JobState(JobStateOptions options, TaskManager tasks, EventLog* events);
+  // A job resumed from `journal` (tasks rebuilt by the caller from its ledger).
+  JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
+           const proto::MasterJournal& journal);
 
+  // RPC handlers.
   Status RegisterPs(const proto::RegisterPsRequest& request);
   // UNAVAILABLE until every parameter server has registered.
   Status RegisterWorker(const proto::RegisterWorkerRequest& request,
                         proto::RegisterWorkerResponse* response);
   Status GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response);
+  // FAILED_PRECONDITION for a task the worker does not hold at that attempt.
   Status ReportTask(const proto::ReportTaskRequest& request);
+  Status Heartbeat(const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response);
+  Status Scale(const proto::ScaleRequest& request, proto::ScaleResponse* response);
   void GetStatus(proto::GetJobStatusResponse* response);
 
-  // A worker process is gone: its tasks go back to the queue.
-  int WorkerLost(WorkerId worker);
-  // Ends the job as failed (e.g. a parameter server died), unless it has
-  // already ended.
+  // Supervision.
+  // A worker id for a new worker process.
+  int NewWorkerId();
+  void WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch);
+  // A worker process is gone (or its lease lapsed): its tasks go back to the
+  // queue. Returns how many. `clean`: it exited by itself with success.
+  int WorkerLost(int worker, bool clean, const std::string& how);
+  // Registered workers whose lease has lapsed.
+  std::vector<int> ExpiredLeases();
+  // Workers started and not lost, and of those the ones asked to leave.
+  std::vector<int> workers();
+  bool leaving(int worker);
+  // Asks `worker` to finish its minibatch, report and exit.
+  void AskToLeave(int worker);
+  int workers_target();
+  bool worker_relaunch_allowed(int max_relaunches);
+
+  void PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch);
+  // A parameter server is gone; until it registers again, no task is handed out.
+  void PsLost(int ps, const std::string& how);
+  int ps_relaunches();
+
+  // Ends the job as failed (e.g. a parameter server cannot be relaunched),
+  // unless it has already ended.
   void Fail(const std::string& message);
+
+  // Writes the journal if anything changed since the last write.
+  Status FlushJournal();
+  // The processes recorded in the journal (for adoption by a new master).
+  std::vector<std::pair<int, cluster::ProcessHandle>> ps_processes();
+  std::vector<std::pair<int, cluster::ProcessHandle>> worker_processes();
 
   bool all_ps_registered();
   std::vector<std::string> ps_addresses();
   bool finished();
+  bool training_finished();
   // The failure message, if the job failed.
   std::optional<std::string> failure();
   std::vector<Evaluation> evaluations();
@@ -48,14 +112,40 @@ class JobState {
   std::pair<int64_t, int64_t> progress();
 
  private:
-  Status CheckWorker(WorkerId worker) const;
-  double ThroughputLocked();
+  struct WorkerInfo {
+    cluster::ProcessHandle handle;
+    bool registered = false;
+    bool leaving = false;
+    std::chrono::steady_clock::time_point last_seen;
+  };
+  struct PsInfo {
+    cluster::ProcessHandle handle;
+    std::string address;  // empty until registered
+  };
 
-  const proto::JobType type_;
+  // A started worker, renewing its lease; FAILED_PRECONDITION otherwise.
+  Status TouchWorkerLocked(int worker);
+  double ThroughputLocked();
+  proto::MasterJournal JournalLocked();
+  // Writes the journal now (a failure to write is logged: the job goes on,
+  // less recoverable).
+  void PersistLocked();
+  void Event(const std::string& event, nlohmann::json fields);
+
+  const JobStateOptions options_;
+  EventLog* const events_;
   std::mutex mu_;
   TaskManager tasks_;
-  std::vector<std::string> ps_addresses_;
-  std::set<WorkerId> workers_;
+  std::vector<PsInfo> ps_;
+  std::map<int, WorkerInfo> workers_;
+  int workers_target_;
+  int next_worker_id_ = 0;
+  int worker_relaunches_ = 0;
+  int worker_losses_ = 0;
+  int ps_relaunches_ = 0;
+  int master_restarts_ = 0;
+  bool dirty_ = false;
+  bool journal_warned_ = false;
   std::optional<std::string> failure_;
   // (time, records done) after each report, for the throughput estimate.
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;

@@ -3,6 +3,8 @@
 #include <google/protobuf/text_format.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -13,10 +15,14 @@
 #include "common/file.h"
 #include "common/strings.h"
 #include "master/data_source.h"
+#include "master/event_log.h"
 #include "master/job_state.h"
+#include "master/journal.h"
 #include "master/master_service.h"
+#include "master/supervisor.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_spec.h"
+#include "rpc/job_token.h"
 #include "rpc/ps_client.h"
 #include "rpc/trained_model.h"
 
@@ -40,8 +46,9 @@ StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<
 }
 
 // Every parameter and buffer from all parameter servers.
-StatusOr<proto::ModelValues> PullModel(const std::vector<std::string>& addresses) {
-  rpc::PsClient ps(addresses);
+StatusOr<proto::ModelValues> PullModel(const std::vector<std::string>& addresses,
+                                       const std::string& token) {
+  rpc::PsClient ps(addresses, token);
   std::vector<proto::PullRequest> requests(addresses.size());
   for (auto& r : requests) r.set_known_version(-1);
   std::vector<proto::PullResponse> responses;
@@ -63,8 +70,9 @@ Status CopyTree(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
-Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::string>& ps) {
-  EDL_ASSIGN_OR_RETURN(proto::ModelValues values, PullModel(ps));
+Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::string>& ps,
+                        const std::string& token) {
+  EDL_ASSIGN_OR_RETURN(proto::ModelValues values, PullModel(ps, token));
   proto::TrainedModel record;
   record.set_zoo_identity(spec.zoo_identity());
   record.set_model_def(spec.model_def());
@@ -143,8 +151,28 @@ Status RunMaster(const MasterOptions& options) {
 
 namespace {
 
+// "host:port" -> port; 0 when there is none.
+int PortOf(const std::string& address) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return 0;
+  try {
+    return std::stoi(address.substr(colon + 1));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+void LogEvaluations(JobState* state, size_t* logged) {
+  std::vector<Evaluation> evaluations = state->evaluations();
+  for (; *logged < evaluations.size(); ++*logged) {
+    const Evaluation& ev = evaluations[*logged];
+    spdlog::info("evaluation at model version {}:{}", ev.model_version, Describe(ev));
+  }
+}
+
 Status Run(const MasterOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
   const int64_t per_task = spec.minibatch_size() * spec.num_minibatches_per_task();
   if (per_task <= 0) return absl::InvalidArgumentError("records per task must be positive");
   EDL_ASSIGN_OR_RETURN(std::vector<Range> training,
@@ -160,122 +188,105 @@ Status Run(const MasterOptions& options) {
   task_options.shuffle_seed = spec.shuffle_seed();
   task_options.max_task_retries = spec.max_task_retries();
   task_options.evaluation_steps = spec.evaluation_steps();
+  task_options.minibatch_size = spec.minibatch_size();
   if (spec.type() == proto::JOB_EVALUATION) {
     EDL_ASSIGN_OR_RETURN(proto::TrainedModel model,
                          rpc::ReadTrainedModelRecord(spec.trained_model()));
     task_options.model_version = model.model_version();
   }
   const int num_ps = spec.type() == proto::JOB_TRAINING ? spec.num_ps() : 0;
-  JobState state(spec.type(), num_ps,
-                 TaskManager(task_options, std::move(training), std::move(validation), prediction));
 
-  MasterService service(&state);
+  // A journal means an earlier master of this job died: resume its job.
+  EDL_ASSIGN_OR_RETURN(std::optional<proto::MasterJournal> journal, ReadJournal(options.job_dir));
+  int port = options.port;
+  if (journal) {
+    // Workers and parameter servers keep calling the old address.
+    port = PortOf(journal->master_address());
+  }
+  MasterService service(nullptr, token);
   std::string address;
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
-                       rpc::StartServer(options.host, options.port, {&service}, &address));
-  EDL_RETURN_IF_ERROR(rpc::WriteFileAtomically(options.job_dir + "/master.addr", address));
-  spdlog::info("master serving on {}; job {}", address, spec.job_name());
+                       rpc::StartServer(options.host, port, {&service}, &address,
+                                        kMaxMasterRequestBytes));
 
-  std::mutex events_mu;
-  std::deque<cluster::ProcessExit> events;
+  JobStateOptions state_options;
+  state_options.type = spec.type();
+  state_options.num_ps = num_ps;
+  state_options.workers_target = spec.num_workers();
+  if (spec.worker_lease_ms() > 0) {
+    state_options.worker_lease = std::chrono::milliseconds(spec.worker_lease_ms());
+  }
+  state_options.job_dir = options.job_dir;
+  state_options.master_address = address;
+  EventLog events(options.job_dir + "/events.jsonl");
+  std::unique_ptr<JobState> state;
+  if (journal) {
+    EDL_ASSIGN_OR_RETURN(TaskManager tasks,
+                         TaskManager::FromLedger(task_options, std::move(training),
+                                                 std::move(validation), prediction,
+                                                 journal->ledger()));
+    state = std::make_unique<JobState>(state_options, std::move(tasks), &events, *journal);
+  } else {
+    state = std::make_unique<JobState>(
+        state_options,
+        TaskManager(task_options, std::move(training), std::move(validation), prediction),
+        &events);
+  }
+  service.set_state(state.get());
+  EDL_RETURN_IF_ERROR(rpc::WriteFileAtomically(options.job_dir + "/master.addr", address));
+  events.Append("master_started",
+                {{"resumed", journal.has_value()}, {"pid", getpid()}, {"address", address}});
+  spdlog::info("master serving on {}; job {}{}", address, spec.job_name(),
+               journal ? " (resumed from its journal)" : "");
+
+  ExitQueue exits;
   cluster::LocalBackendOptions backend_options;
   backend_options.binary = options.binary;
   backend_options.job_dir = options.job_dir;
   backend_options.master_address = address;
-  cluster::LocalBackend backend(backend_options, [&](const cluster::ProcessExit& e) {
-    std::lock_guard<std::mutex> lock(events_mu);
-    events.push_back(e);
-  });
+  cluster::LocalBackend backend(backend_options,
+                                [&exits](const cluster::ProcessExit& e) { exits.Push(e); });
+  SupervisorOptions supervisor_options;
+  supervisor_options.num_ps = num_ps;
+  supervisor_options.max_worker_relaunches = spec.max_worker_relaunches();
+  supervisor_options.max_ps_relaunches = spec.max_ps_relaunches();
+  Supervisor supervisor(supervisor_options, state.get(), &backend, &exits);
 
-  Status outcome = absl::OkStatus();
+  Status outcome = journal ? supervisor.Adopt() : supervisor.StartNew();
   auto fail = [&](Status s) {
     if (outcome.ok()) outcome = std::move(s);
-    state.Fail(std::string(outcome.message()));
+    state->Fail(std::string(outcome.message()));
   };
-  for (int i = 0; i < num_ps && outcome.ok(); ++i) {
-    Status s = backend.StartPs(i);
-    if (!s.ok()) fail(s);
-  }
-  int next_worker_id = 0;
-  int relaunches = 0;
-  int workers_running = 0;
-  bool workers_started = false;
+  if (!outcome.ok()) state->Fail(std::string(outcome.message()));
   size_t evaluations_logged = 0;
-
-  while (outcome.ok() && !state.finished()) {
+  auto last_flush = std::chrono::steady_clock::now();
+  while (outcome.ok() && !state->finished()) {
     if (options.cancel != nullptr && options.cancel->load()) {
       fail(absl::CancelledError("job cancelled"));
       break;
     }
-    if (!workers_started && state.all_ps_registered()) {
-      workers_started = true;
-      for (int i = 0; i < spec.num_workers(); ++i) {
-        Status s = backend.StartWorker(next_worker_id++);
-        if (!s.ok()) {
-          fail(s);
-          break;
-        }
-        ++workers_running;
-      }
+    Status s = supervisor.Tick();
+    if (!s.ok()) fail(s);
+    LogEvaluations(state.get(), &evaluations_logged);
+    if (std::chrono::steady_clock::now() - last_flush > milliseconds(500)) {
+      state->FlushJournal().IgnoreError();
+      last_flush = std::chrono::steady_clock::now();
     }
-    std::deque<cluster::ProcessExit> batch;
-    {
-      std::lock_guard<std::mutex> lock(events_mu);
-      batch.swap(events);
-    }
-    for (const cluster::ProcessExit& e : batch) {
-      if (e.role == cluster::Role::kPs) {
-        fail(absl::UnavailableError(StrCat("parameter server ", e.id, " ended: ", e.description)));
-        break;
-      }
-      --workers_running;
-      int recovered = state.WorkerLost(e.id);
-      if (e.ok) continue;
-      spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", e.id, e.description,
-                   recovered);
-      if (state.finished()) continue;
-      if (relaunches >= spec.max_worker_relaunches()) {
-        if (workers_running == 0) {
-          fail(absl::UnavailableError(
-              StrCat("every worker has ended and the ", spec.max_worker_relaunches(),
-                     " relaunches are used up; the last: worker ", e.id, " ", e.description)));
-        }
-        continue;
-      }
-      ++relaunches;
-      int id = next_worker_id++;
-      spdlog::info("relaunching as worker {}", id);
-      Status s = backend.StartWorker(id);
-      if (s.ok()) {
-        ++workers_running;
-      } else {
-        fail(s);
-      }
-    }
-    std::vector<Evaluation> evaluations = state.evaluations();
-    for (; evaluations_logged < evaluations.size(); ++evaluations_logged) {
-      const Evaluation& ev = evaluations[evaluations_logged];
-      spdlog::info("evaluation at model version {}:{}", ev.model_version, Describe(ev));
-    }
-    std::this_thread::sleep_for(milliseconds(20));
+    std::this_thread::sleep_for(milliseconds(10));
   }
-  if (outcome.ok() && state.failure()) outcome = absl::AbortedError(*state.failure());
+  if (outcome.ok() && state->failure()) outcome = absl::AbortedError(*state->failure());
 
   if (outcome.ok()) {
-    std::vector<Evaluation> evaluations = state.evaluations();
-    for (; evaluations_logged < evaluations.size(); ++evaluations_logged) {
-      const Evaluation& ev = evaluations[evaluations_logged];
-      spdlog::info("evaluation at model version {}:{}", ev.model_version, Describe(ev));
-    }
+    LogEvaluations(state.get(), &evaluations_logged);
     if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
-      Status s = WriteOutputModel(spec, state.ps_addresses());
+      Status s = WriteOutputModel(spec, state->ps_addresses(), token);
       if (s.ok())
         spdlog::info("trained model written to {}", spec.output());
       else
         outcome = Annotate(s, "writing the trained model");
     }
     if (spec.type() == proto::JOB_PREDICTION) {
-      Status s = MergePredictions(spec, state.prediction_tasks());
+      Status s = MergePredictions(spec, state->prediction_tasks());
       if (s.ok())
         spdlog::info("predictions written to {}", spec.output());
       else
@@ -287,13 +298,15 @@ Status Run(const MasterOptions& options) {
   backend.StopAll(milliseconds(outcome.ok() ? 3000 : 1000));
 
   proto::GetJobStatusResponse final_status;
-  state.GetStatus(&final_status);
+  state->GetStatus(&final_status);
   if (!outcome.ok()) {
     final_status.set_failed(true);
     final_status.set_message(std::string(outcome.message()));
   }
   final_status.set_finished(true);
   WriteStatus(options.job_dir, final_status).IgnoreError();
+  events.Append("job_finished",
+                {{"failed", final_status.failed()}, {"message", final_status.message()}});
   server->Shutdown(std::chrono::system_clock::now() + milliseconds(500));
   return outcome;
 }

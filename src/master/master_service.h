@@ -1,15 +1,27 @@
-// The gRPC face of the master: forwards each call to JobState.
+// The gRPC face of the master: checks the job's token, then forwards each
+// call to JobState.
 #ifndef ELASTICDL_MASTER_MASTER_SERVICE_H_
 #define ELASTICDL_MASTER_MASTER_SERVICE_H_
+
+#include <atomic>
+#include <string>
 
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "master/job_state.h"
 
 namespace elasticdl::master {
 
+// Requests to the master are small (the largest carry metric states); a
+// bigger one is refused (RESOURCE_EXHAUSTED) rather than buffered.
+inline constexpr int kMaxMasterRequestBytes = 16 << 20;
+
 class MasterService final : public proto::Master::Service {
  public:
-  explicit MasterService(JobState* state) : state_(state) {}
+  // `state` may be set later (set_state): calls before that are answered
+  // UNAVAILABLE. Not owned. An empty `token` accepts every caller.
+  MasterService(JobState* state, std::string token) : state_(state), token_(std::move(token)) {}
+
+  void set_state(JobState* state) { state_ = state; }
 
   grpc::Status RegisterPs(grpc::ServerContext* context, const proto::RegisterPsRequest* request,
                           proto::RegisterPsResponse* response) override;
@@ -22,9 +34,19 @@ class MasterService final : public proto::Master::Service {
                           proto::ReportTaskResponse* response) override;
   grpc::Status GetJobStatus(grpc::ServerContext* context, const proto::GetJobStatusRequest* request,
                             proto::GetJobStatusResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context, const proto::HeartbeatRequest* request,
+                         proto::HeartbeatResponse* response) override;
+  grpc::Status Scale(grpc::ServerContext* context, const proto::ScaleRequest* request,
+                     proto::ScaleResponse* response) override;
 
  private:
-  JobState* const state_;
+  // Checks the token and that the state is there, then runs `call` on it,
+  // turning any exception into INTERNAL.
+  template <typename F>
+  grpc::Status Serve(const grpc::ServerContext& context, F&& call);
+
+  std::atomic<JobState*> state_;
+  const std::string token_;
 };
 
 }  // namespace elasticdl::master

@@ -28,35 +28,56 @@ MetricState FromProto(const proto::MetricState& m) {
   return s;
 }
 
+int64_t RecordsOf(const proto::Task& task) { return task.end() - task.start(); }
+
 }  // namespace
 
 TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training,
-                         std::vector<Range> validation, const std::vector<Range>& prediction)
+                         std::vector<Range> validation, const std::vector<Range>& prediction,
+                         Empty /*unused*/)
     : options_(options),
       training_(std::move(training)),
       validation_(std::move(validation)),
-      rng_(options.shuffle_seed) {
-  next_evaluation_version_ = options_.evaluation_steps;
+      rng_(options.shuffle_seed),
+      next_evaluation_version_(options.evaluation_steps) {
   switch (options_.job_type) {
     case proto::JOB_TRAINING:
       for (const Range& r : training_) records_total_ += r.end - r.start;
       records_total_ *= options_.num_epochs;
-      if (options_.num_epochs > 0) DealNextEpoch();
       break;
     case proto::JOB_EVALUATION:
       for (const Range& r : validation_) records_total_ += r.end - r.start;
       model_version_ = options_.model_version;
-      StartEvaluation(options_.model_version);
-      final_evaluation_started_ = true;
       break;
     case proto::JOB_PREDICTION:
       for (const Range& r : prediction) {
         records_total_ += r.end - r.start;
-        prediction_tasks_.emplace_back(r, Add(proto::TASK_PREDICTION, r, 0, &other_queue_));
+        prediction_tasks_.emplace_back(r, -1);
       }
       break;
     default:
       failure_ = "unknown job type";
+  }
+}
+
+TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training,
+                         std::vector<Range> validation, const std::vector<Range>& prediction)
+    : TaskManager(options, std::move(training), std::move(validation), prediction, Empty{}) {
+  switch (options_.job_type) {
+    case proto::JOB_TRAINING:
+      if (options_.num_epochs > 0) DealNextEpoch();
+      break;
+    case proto::JOB_EVALUATION:
+      StartEvaluation(options_.model_version);
+      final_evaluation_started_ = true;
+      break;
+    case proto::JOB_PREDICTION:
+      for (auto& [range, id] : prediction_tasks_) {
+        id = Add(proto::TASK_PREDICTION, range, 0, &other_queue_);
+      }
+      break;
+    default:
+      break;
   }
 }
 
@@ -72,6 +93,11 @@ TaskId TaskManager::Add(proto::TaskType type, const Range& range, int64_t model_
   e.task.set_model_version(model_version);
   queue->push_back(std::move(e));
   return queue->back().task.task_id();
+}
+
+int64_t TaskManager::NumMinibatches(const proto::Task& task) const {
+  if (task.type() != proto::TASK_TRAINING || options_.minibatch_size <= 0) return 1;
+  return (RecordsOf(task) + options_.minibatch_size - 1) / options_.minibatch_size;
 }
 
 void TaskManager::DealNextEpoch() {
@@ -108,10 +134,9 @@ void TaskManager::MaybeStartEvaluation() {
 bool TaskManager::TrainingFinished() const {
   if (options_.job_type != proto::JOB_TRAINING) return true;
   if (!training_queue_.empty() || epoch_ + 1 < options_.num_epochs) return false;
-  for (const auto& [id, h] : held_) {
-    if (h.entry.task.type() == proto::TASK_TRAINING) return false;
-  }
-  return true;
+  return std::none_of(held_.begin(), held_.end(), [](const auto& kv) {
+    return kv.second.entry.task.type() == proto::TASK_TRAINING;
+  });
 }
 
 bool TaskManager::finished() const {
@@ -145,75 +170,139 @@ proto::Task TaskManager::Next(WorkerId worker) {
   }
   Entry e = std::move(queue->front());
   queue->pop_front();
+  e.task.set_attempt(e.task.attempt() + 1);
   proto::Task task = e.task;
   if (task.type() == proto::TASK_TRAINING && !training_started_) {
     training_started_ = std::chrono::steady_clock::now();
   }
-  held_[task.task_id()] = Held{std::move(e), worker};
+  held_[task.task_id()] = Held{std::move(e), worker, false};
   return task;
 }
 
-void TaskManager::FinishTask(const Held& held, const proto::ReportTaskRequest& report) {
-  const proto::Task& task = held.entry.task;
+TaskManager::Held* TaskManager::FindHeld(WorkerId worker, TaskId id, int32_t attempt) {
+  auto it = held_.find(id);
+  if (it == held_.end() || it->second.worker != worker ||
+      it->second.entry.task.attempt() != attempt) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+void TaskManager::Requeue(Entry entry) {
+  if (entry.task.type() == proto::TASK_TRAINING) {
+    training_queue_.push_front(std::move(entry));
+  } else {
+    entry.task.set_minibatches_done(0);
+    other_queue_.push_front(std::move(entry));
+  }
+}
+
+void TaskManager::FinishEvaluationTask(const proto::Task& task,
+                                       const proto::ReportTaskRequest& report) {
+  if (options_.job_type == proto::JOB_EVALUATION) records_done_ += RecordsOf(task);
+  MetricStates states;
+  for (const proto::MetricState& m : report.metrics()) states[m.name()] = FromProto(m);
+  Status merged = MergeMetricStates(states, &evaluation_states_);
+  if (!merged.ok()) {
+    failure_ = StrCat("evaluation task ", task.task_id(), ": ", merged.message());
+    return;
+  }
+  if (--evaluation_tasks_left_ == 0) {
+    Evaluation ev;
+    ev.model_version = evaluation_version_;
+    for (const auto& [name, s] : evaluation_states_) ev.metrics[name] = MetricResult(s);
+    evaluations_.push_back(std::move(ev));
+    evaluating_ = false;
+  }
+}
+
+void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report) {
+  proto::Task& task = entry.task;
   switch (task.type()) {
     case proto::TASK_TRAINING:
-      records_done_ += task.end() - task.start();
+      records_done_ += RecordsOf(task);
       training_last_done_ = std::chrono::steady_clock::now();
       if (report.minibatches() > 0) recent_loss_ = report.loss_sum() / report.minibatches();
+      task.set_minibatches_done(NumMinibatches(task));
+      finished_training_[task.task_id()] = std::move(task);
       break;
-    case proto::TASK_EVALUATION: {
-      if (options_.job_type == proto::JOB_EVALUATION) records_done_ += task.end() - task.start();
-      MetricStates states;
-      for (const proto::MetricState& m : report.metrics()) states[m.name()] = FromProto(m);
-      Status merged = MergeMetricStates(states, &evaluation_states_);
-      if (!merged.ok()) {
-        failure_ = StrCat("evaluation task ", task.task_id(), ": ", merged.message());
-        return;
-      }
-      if (--evaluation_tasks_left_ == 0) {
-        Evaluation ev;
-        ev.model_version = evaluation_version_;
-        for (const auto& [name, s] : evaluation_states_) ev.metrics[name] = MetricResult(s);
-        evaluations_.push_back(std::move(ev));
-        evaluating_ = false;
-      }
+    case proto::TASK_EVALUATION:
+      FinishEvaluationTask(task, report);
       break;
-    }
     case proto::TASK_PREDICTION:
-      records_done_ += task.end() - task.start();
+      records_done_ += RecordsOf(task);
       break;
     default:
       break;
   }
 }
 
+void TaskManager::TaskFailed(Entry entry, const std::string& error) {
+  const proto::Task& t = entry.task;
+  if (++entry.failures > options_.max_task_retries) {
+    failure_ = StrCat(TaskTypeName(t.type()), " task ", t.task_id(), " (", t.file(), " records [",
+                      t.start(), ", ", t.end(), ")) failed ", entry.failures,
+                      " times; last error: ", error);
+    return;
+  }
+  Requeue(std::move(entry));
+}
+
 bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report) {
-  auto it = held_.find(report.task_id());
-  if (it == held_.end() || it->second.worker != worker) return false;
-  Held held = std::move(it->second);
-  held_.erase(it);
+  Held* found = FindHeld(worker, report.task_id(), report.attempt());
+  if (found == nullptr) return false;
+  Entry entry = std::move(found->entry);
+  held_.erase(report.task_id());
   model_version_ = std::max(model_version_, report.model_version());
 
-  if (report.error().empty()) {
-    FinishTask(held, report);
+  proto::Task& task = entry.task;
+  if (task.type() == proto::TASK_TRAINING) {
+    int64_t reported = std::clamp<int64_t>(report.minibatches_done(), 0, NumMinibatches(task));
+    task.set_minibatches_done(std::max(task.minibatches_done(), reported));
+  }
+  if (!report.error().empty()) {
+    TaskFailed(std::move(entry), report.error());
+  } else if (report.stopped() && (task.type() != proto::TASK_TRAINING ||
+                                  task.minibatches_done() < NumMinibatches(task))) {
+    Requeue(std::move(entry));
   } else {
-    const proto::Task& t = held.entry.task;
-    if (++held.entry.failures > options_.max_task_retries) {
-      failure_ = StrCat(TaskTypeName(t.type()), " task ", t.task_id(), " (", t.file(), " records [",
-                        t.start(), ", ", t.end(), ")) failed ", held.entry.failures,
-                        " times; last error: ", report.error());
-    } else {
-      auto& queue = t.type() == proto::TASK_TRAINING ? training_queue_ : other_queue_;
-      queue.push_front(std::move(held.entry));
-    }
+    FinishTask(std::move(entry), report);
   }
   MaybeStartEvaluation();
   return true;
 }
 
-double TaskManager::training_seconds() const {
-  if (!training_started_ || training_last_done_ < *training_started_) return 0;
-  return std::chrono::duration<double>(training_last_done_ - *training_started_).count();
+bool TaskManager::Progress(WorkerId worker, TaskId task, int32_t attempt,
+                           int64_t minibatches_done) {
+  Held* held = FindHeld(worker, task, attempt);
+  if (held == nullptr) return false;
+  proto::Task& t = held->entry.task;
+  if (t.type() == proto::TASK_TRAINING) {
+    int64_t done = std::clamp<int64_t>(minibatches_done, 0, NumMinibatches(t));
+    t.set_minibatches_done(std::max(t.minibatches_done(), done));
+  }
+  return true;
+}
+
+bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt) {
+  Held* current = FindHeld(worker, current_task, attempt);
+  if (current != nullptr) current->restored = false;
+  for (auto it = held_.begin(); it != held_.end();) {
+    Held& h = it->second;
+    if (h.worker != worker || &h == current) {
+      ++it;
+      continue;
+    }
+    // A worker works on one task at a time: while it is on one it holds,
+    // the others are abandoned (e.g. a hand-out whose reply was lost).
+    if (current != nullptr || h.restored) {
+      Requeue(std::move(h.entry));
+      it = held_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  return current != nullptr;
 }
 
 int TaskManager::RecoverWorker(WorkerId worker) {
@@ -223,13 +312,82 @@ int TaskManager::RecoverWorker(WorkerId worker) {
       ++it;
       continue;
     }
-    Entry e = std::move(it->second.entry);
-    auto& queue = e.task.type() == proto::TASK_TRAINING ? training_queue_ : other_queue_;
-    queue.push_front(std::move(e));
+    Requeue(std::move(it->second.entry));
     it = held_.erase(it);
     ++n;
   }
   return n;
+}
+
+int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
+  std::map<TaskId, int64_t> applied_of;
+  for (const proto::TaskProgress& p : applied) applied_of[p.task_id()] = p.minibatches();
+  auto applied_to = [&](const proto::Task& t) {
+    auto it = applied_of.find(t.task_id());
+    return it == applied_of.end() ? 0 : std::max<int64_t>(it->second, 0);
+  };
+  const bool training_was_finished = TrainingFinished();
+
+  std::vector<Entry> reopened;
+  for (auto it = held_.begin(); it != held_.end();) {
+    // Every held training task is revoked: its holder may be ahead of the
+    // ledger's lower bound and quote, in a heartbeat or report sent before it
+    // saw the restore, minibatches the restored server no longer has.
+    proto::Task& t = it->second.entry.task;
+    if (t.type() != proto::TASK_TRAINING) {
+      ++it;
+      continue;
+    }
+    t.set_minibatches_done(std::min(t.minibatches_done(), applied_to(t)));
+    reopened.push_back(std::move(it->second.entry));
+    it = held_.erase(it);
+  }
+  for (auto it = finished_training_.begin(); it != finished_training_.end();) {
+    proto::Task& t = it->second;
+    if (t.minibatches_done() <= applied_to(t)) {
+      ++it;
+      continue;
+    }
+    records_done_ -= RecordsOf(t);
+    t.set_minibatches_done(applied_to(t));
+    reopened.push_back(Entry{std::move(t), 0});
+    it = finished_training_.erase(it);
+  }
+  for (Entry& e : training_queue_) {
+    e.task.set_minibatches_done(std::min(e.task.minibatches_done(), applied_to(e.task)));
+  }
+
+  // To the front, oldest task first.
+  std::sort(reopened.begin(), reopened.end(),
+            [](const Entry& a, const Entry& b) { return a.task.task_id() > b.task.task_id(); });
+  for (Entry& e : reopened) training_queue_.push_front(std::move(e));
+  // Training that had ended must end again before the final evaluation.
+  if (training_was_finished && !TrainingFinished()) final_evaluation_started_ = false;
+  return static_cast<int>(reopened.size());
+}
+
+std::vector<TaskId> TaskManager::HeldBy(WorkerId worker) const {
+  std::vector<TaskId> ids;
+  for (const auto& [id, h] : held_) {
+    if (h.worker == worker) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<WorkerId> TaskManager::Holders() const {
+  std::vector<WorkerId> workers;
+  for (const auto& [id, h] : held_) workers.push_back(h.worker);
+  std::sort(workers.begin(), workers.end());
+  workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
+  return workers;
+}
+
+double TaskManager::training_seconds() const {
+  if (!training_started_ || training_last_done_ < *training_started_) {
+    return training_seconds_before_;
+  }
+  return training_seconds_before_ +
+         std::chrono::duration<double>(training_last_done_ - *training_started_).count();
 }
 
 }  // namespace elasticdl::master

@@ -1,12 +1,33 @@
 // The master's ledger of work: which ranges of records are waiting, which
-// worker holds which, and what has been learned from finished ones.
+// worker holds which, how far each training task has got, and what has been
+// learned from finished ones.
 //
 // Training ranges are shuffled per epoch; epoch e+1 is dealt once epoch e has
 // no waiting task. Evaluation tasks go before training tasks, so evaluations
-// finish promptly. A task's report is accepted only from the worker that
-// holds it; a failed task goes back to the front of the queue until it has
-// failed `max_task_retries` + 1 times, and then the whole job fails with a
-// message naming the task and its last error — nothing is dropped silently.
+// finish promptly.
+//
+// Hand-outs and progress. Every hand-out of a task increments its attempt;
+// reports and heartbeats are accepted only from the worker holding the task
+// at that attempt, so a worker that was taken as lost (or whose task was
+// revoked) cannot count work twice. A training task of records [start, end)
+// is cut into minibatches of `minibatch_size` records; workers tag their
+// pushes (task, minibatch) and every parameter server applies a tag at most
+// once and only in order. The ledger therefore keeps a lower bound of each
+// task's progress (minibatches applied by every server): redoing a minibatch
+// is harmless, and a task put back in the queue resumes after its known
+// progress. Evaluation and prediction tasks have no partial progress: a task
+// that does not finish is redone whole, and its metric states count only
+// when it finishes, so every validation record counts once per evaluation.
+//
+// Failures. A task whose worker reports an error goes back to the front of
+// the queue until it has failed `max_task_retries` + 1 times, and then the
+// whole job fails with a message naming the task and its last error —
+// nothing is dropped silently. Lost workers, stopped workers and revoked
+// tasks are not failures.
+//
+// Recovery. ToLedger() captures everything needed to go on after a master
+// restart; FromLedger() rebuilds an equivalent TaskManager over the same
+// data, which hands out the same remaining tasks in the same order.
 //
 // Not thread-safe: the master serializes calls.
 #ifndef ELASTICDL_MASTER_TASK_MANAGER_H_
@@ -22,6 +43,7 @@
 #include <vector>
 
 #include "elasticdl/proto/elasticdl.pb.h"
+#include "elasticdl/status.h"
 #include "elasticdl/zoo/metric_state.h"
 #include "master/data_source.h"
 
@@ -36,13 +58,19 @@ struct TaskManagerOptions {
   int64_t num_epochs = 1;
   // Seed of the per-epoch shuffle.
   uint64_t shuffle_seed = 0;
-  // Failures a task may have before the job fails; worker losses do not
-  // count.
+  // Failures a task may have before the job fails; worker losses, stops and
+  // revocations do not count.
   int max_task_retries = 3;
   // Evaluate every this many model versions (0: only at the end of training).
   int64_t evaluation_steps = 0;
   // Evaluation jobs: the version of the model evaluated.
   int64_t model_version = 0;
+  // Records per minibatch, as the workers cut training tasks: minibatch i of
+  // a task covers records [start + i * minibatch_size,
+  // min(start + (i + 1) * minibatch_size, end)). Progress of training tasks
+  // is counted in these minibatches, so it must be the workers' value.
+  // 0 (the default): a task is one minibatch (no partial progress).
+  int64_t minibatch_size = 0;
 };
 
 // One finished evaluation.
@@ -56,19 +84,88 @@ class TaskManager {
   TaskManager(TaskManagerOptions options, std::vector<Range> training,
               std::vector<Range> validation, const std::vector<Range>& prediction);
 
+  // Rebuilds the TaskManager whose ToLedger() gave `ledger`, over the same
+  // options and ranges. FAILED_PRECONDITION when the ledger does not match
+  // them (the data changed since, or other options), INVALID_ARGUMENT when it
+  // contradicts itself; the message names the offending task.
+  //
+  // Held tasks stay held by their workers at their attempts, marked as
+  // restored: see ReconcileWorker(). A worker that never comes back must be
+  // given to RecoverWorker() (Holders() lists the workers holding tasks).
+  // Training time goes on from the ledger's training_seconds.
+  static StatusOr<TaskManager> FromLedger(TaskManagerOptions options, std::vector<Range> training,
+                                          std::vector<Range> validation,
+                                          const std::vector<Range>& prediction,
+                                          const proto::TaskLedger& ledger);
+  // The whole state, for the master's journal.
+  proto::TaskLedger ToLedger() const;
+
   // The next task for `worker`: a real task, TASK_WAIT (nothing now, ask
-  // again), or TASK_NONE (the job is over).
+  // again), or TASK_NONE (the job is over). A real task carries its attempt
+  // (1 on its first hand-out; > 1: handed out before) and, for training, the
+  // minibatches known to be done, which the worker skips.
   proto::Task Next(WorkerId worker);
 
-  // A worker's report on a task it holds. Reports on tasks it does not hold
-  // (stale or invented) are ignored and FALSE is returned.
+  // A worker's report on a task it holds at `report.attempt()`. Reports on
+  // tasks it does not hold at that attempt (stale or invented) change
+  // nothing and return FALSE.
+  //  - error set: a failure; the task goes back to the front of its queue
+  //    with its progress, or the job fails after max_task_retries.
+  //  - stopped: not a failure. A training task whose known progress (the
+  //    larger of the ledger's and the report's minibatches_done) covers all
+  //    its minibatches is finished; otherwise the rest goes back to the
+  //    front of the queue. An evaluation or prediction task is redone whole.
+  //  - otherwise the task is finished: its records count as done, an
+  //    evaluation task's metric states are merged.
   bool Report(WorkerId worker, const proto::ReportTaskRequest& report);
 
-  // Puts every task `worker` holds back at the front of the queue.
-  // Returns how many.
+  // A heartbeat's progress: `worker` is at `minibatches_done` of `task`,
+  // which it holds at `attempt`. Raises the task's known progress (never
+  // lowers it). FALSE, changing nothing, when the worker does not hold the
+  // task at that attempt.
+  bool Progress(WorkerId worker, TaskId task, int32_t attempt, int64_t minibatches_done);
+
+  // A heartbeat says `worker` works on `current_task` at `attempt` (-1:
+  // none); a worker works on one task at a time. Tasks held by `worker` that
+  // it no longer works on go back to the front of their queue with their
+  // known progress: all the others when it works on one it holds (say a
+  // hand-out whose reply was lost), else only those restored from the
+  // ledger (see FromLedger) — a task handed out since may cross the
+  // heartbeat. Returns whether `current_task` is held by `worker` at
+  // `attempt`. Cheap; meant for every heartbeat.
+  bool ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt);
+
+  // Puts every task `worker` holds back at the front of the queue with its
+  // known progress. Returns how many.
   int RecoverWorker(WorkerId worker);
 
+  // A parameter server restored from a checkpoint holds, of each training
+  // task, only the first `applied[task]` minibatches (absent: none). Every
+  // training task counted further than that is set back to it: a finished
+  // one is reopened (its records no longer count as done) and goes to the
+  // front of the training queue; a queued one just resumes earlier. Every
+  // held training task is revoked (back to the front, at most at
+  // `applied[task]`; its holder's later reports and heartbeats are refused):
+  // its holder may be ahead of the ledger and would otherwise quote progress
+  // the restored server lost. Evaluation and prediction tasks are not
+  // touched. Returns how many tasks were reopened or revoked.
+  //
+  // The server should register (and this be called) before it serves
+  // pushes, so that no report counts work it lost.
+  int PsRestored(const std::vector<proto::TaskProgress>& applied);
+
+  // The tasks `worker` holds, by id.
+  std::vector<TaskId> HeldBy(WorkerId worker) const;
+  // The workers holding tasks.
+  std::vector<WorkerId> Holders() const;
+  // How many minibatches `task` has (1 for evaluation and prediction).
+  int64_t NumMinibatches(const proto::Task& task) const;
+
   bool finished() const;
+  // Every training task of every epoch has finished (always true for
+  // evaluation and prediction jobs). A parameter server's restore may make
+  // it false again.
+  bool training_finished() const { return TrainingFinished(); }
   // Set once the job has failed; the job is then finished.
   const std::optional<std::string>& failure() const { return failure_; }
 
@@ -80,7 +177,7 @@ class TaskManager {
   // Mean loss of the most recent training task.
   double recent_loss() const { return recent_loss_; }
   // Seconds from the first training task handed out to the last one
-  // finished (so far).
+  // finished (so far), including the time before a master restart.
   double training_seconds() const;
   const std::vector<Evaluation>& evaluations() const { return evaluations_; }
   // Prediction jobs: every range in input order with the task that covered it.
@@ -96,7 +193,14 @@ class TaskManager {
   struct Held {
     Entry entry;
     WorkerId worker = 0;
+    // Restored from a ledger and not yet confirmed by a heartbeat.
+    bool restored = false;
   };
+  struct Empty {};
+
+  // Sets up options, ranges and totals, with no task.
+  TaskManager(TaskManagerOptions options, std::vector<Range> training,
+              std::vector<Range> validation, const std::vector<Range>& prediction, Empty);
 
   TaskId Add(proto::TaskType type, const Range& range, int64_t model_version,
              std::deque<Entry>* queue);
@@ -104,7 +208,23 @@ class TaskManager {
   void MaybeStartEvaluation();
   void StartEvaluation(int64_t model_version);
   bool TrainingFinished() const;
-  void FinishTask(const Held& held, const proto::ReportTaskRequest& report);
+  // The held task `id` if `worker` holds it at `attempt`.
+  Held* FindHeld(WorkerId worker, TaskId id, int32_t attempt);
+  // Puts a task back at the front of its queue; evaluation and prediction
+  // tasks start over.
+  void Requeue(Entry entry);
+  void FinishTask(Entry entry, const proto::ReportTaskRequest& report);
+  void FinishEvaluationTask(const proto::Task& task, const proto::ReportTaskRequest& report);
+  void TaskFailed(Entry entry, const std::string& error);
+
+  // Ledger loading (task_ledger.cc).
+  Status LoadLedger(const proto::TaskLedger& ledger);
+  Status LoadTask(const proto::JournalTask& journal_task);
+  Status CheckTask(const proto::Task& task) const;
+  Status CheckEpochs() const;
+  Status LoadEvaluation(const proto::TaskLedger& ledger);
+  Status LoadPrediction(const proto::TaskLedger& ledger);
+  Status LoadCounters(const proto::TaskLedger& ledger);
 
   const TaskManagerOptions options_;
   const std::vector<Range> training_;
@@ -115,12 +235,17 @@ class TaskManager {
   std::deque<Entry> training_queue_;
   std::deque<Entry> other_queue_;  // evaluation and prediction
   std::map<TaskId, Held> held_;
+  // Finished training tasks, kept so that a parameter server's restore can
+  // reopen them.
+  std::map<TaskId, proto::Task> finished_training_;
   int64_t epoch_ = -1;
 
   int64_t records_done_ = 0;
   int64_t records_total_ = 0;
   int64_t model_version_ = 0;
   double recent_loss_ = 0;
+  // Training time before a master restart.
+  double training_seconds_before_ = 0;
   std::optional<std::chrono::steady_clock::time_point> training_started_;
   std::chrono::steady_clock::time_point training_last_done_{};
 

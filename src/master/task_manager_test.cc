@@ -9,13 +9,15 @@ namespace {
 
 std::vector<Range> Ranges(int n, int64_t size = 10) {
   std::vector<Range> out;
+  out.reserve(n);
   for (int i = 0; i < n; ++i) out.push_back({"f", i * size, (i + 1) * size});
   return out;
 }
 
-proto::ReportTaskRequest Done(int64_t task_id, int64_t version = 0) {
+proto::ReportTaskRequest Done(const proto::Task& task, int64_t version = 0) {
   proto::ReportTaskRequest r;
-  r.set_task_id(task_id);
+  r.set_task_id(task.task_id());
+  r.set_attempt(task.attempt());
   r.set_model_version(version);
   r.set_minibatches(1);
   r.set_loss_sum(0.5);
@@ -32,7 +34,7 @@ TEST(TaskManagerTest, TrainsEveryRangeOncePerEpoch) {
     if (t.type() == proto::TASK_NONE) break;
     ASSERT_EQ(t.type(), proto::TASK_TRAINING);
     starts.insert(t.start());
-    EXPECT_TRUE(tm.Report(1, Done(t.task_id())));
+    EXPECT_TRUE(tm.Report(1, Done(t)));
   }
   EXPECT_TRUE(tm.finished());
   EXPECT_EQ(starts.size(), 15u);
@@ -50,7 +52,7 @@ TEST(TaskManagerTest, ShufflesEpochsDifferently) {
     for (int i = 0; i < 20; ++i) {
       proto::Task t = tm.Next(1);
       order[t.epoch()].push_back(t.start());
-      tm.Report(1, Done(t.task_id()));
+      tm.Report(1, Done(t));
     }
   }
   EXPECT_NE(order[0], order[1]);
@@ -59,10 +61,12 @@ TEST(TaskManagerTest, ShufflesEpochsDifferently) {
 TEST(TaskManagerTest, ReportsFromOtherWorkersAreIgnored) {
   TaskManager tm({}, Ranges(1), {}, {});
   proto::Task t = tm.Next(1);
-  EXPECT_FALSE(tm.Report(2, Done(t.task_id())));
-  EXPECT_FALSE(tm.Report(1, Done(t.task_id() + 100)));
+  EXPECT_FALSE(tm.Report(2, Done(t)));
+  proto::Task invented = t;
+  invented.set_task_id(t.task_id() + 100);
+  EXPECT_FALSE(tm.Report(1, Done(invented)));
   EXPECT_FALSE(tm.finished());
-  EXPECT_TRUE(tm.Report(1, Done(t.task_id())));
+  EXPECT_TRUE(tm.Report(1, Done(t)));
   EXPECT_TRUE(tm.finished());
 }
 
@@ -74,8 +78,8 @@ TEST(TaskManagerTest, LostWorkersTasksGoBackFirst) {
   proto::Task again = tm.Next(2);
   EXPECT_EQ(again.task_id(), a.task_id());
   // The lost worker's late report no longer counts.
-  EXPECT_FALSE(tm.Report(1, Done(a.task_id())));
-  EXPECT_TRUE(tm.Report(2, Done(b.task_id())));
+  EXPECT_FALSE(tm.Report(1, Done(a)));
+  EXPECT_TRUE(tm.Report(2, Done(b)));
 }
 
 TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
@@ -84,7 +88,7 @@ TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
   TaskManager tm(options, Ranges(2), {}, {});
   for (int attempt = 0; attempt < 3; ++attempt) {
     proto::Task t = tm.Next(1);
-    proto::ReportTaskRequest r = Done(t.task_id());
+    proto::ReportTaskRequest r = Done(t);
     r.set_error("bad record 7");
     tm.Report(1, r);
     if (attempt < 2) {
@@ -109,8 +113,7 @@ TEST(TaskManagerTest, EvaluatesEveryStepsAndAtTheEndWithMergedStates) {
     proto::Task t = tm.Next(1);
     if (t.type() == proto::TASK_NONE) break;
     ASSERT_NE(t.type(), proto::TASK_WAIT);
-    proto::ReportTaskRequest r =
-        Done(t.task_id(), t.type() == proto::TASK_TRAINING ? ++version : 0);
+    proto::ReportTaskRequest r = Done(t, t.type() == proto::TASK_TRAINING ? ++version : 0);
     if (t.type() == proto::TASK_EVALUATION) {
       ++evaluation_tasks;
       proto::MetricState* m = r.add_metrics();
@@ -132,7 +135,7 @@ TEST(TaskManagerTest, WaitsWhileOthersHoldTheLastTasks) {
   TaskManager tm({}, Ranges(1), {}, {});
   proto::Task t = tm.Next(1);
   EXPECT_EQ(tm.Next(2).type(), proto::TASK_WAIT);
-  tm.Report(1, Done(t.task_id()));
+  tm.Report(1, Done(t));
   EXPECT_EQ(tm.Next(2).type(), proto::TASK_NONE);
 }
 
@@ -145,9 +148,224 @@ TEST(TaskManagerTest, PredictionKeepsInputOrder) {
   for (int i = 0; i < 3; ++i) {
     proto::Task t = tm.Next(1);
     EXPECT_EQ(t.type(), proto::TASK_PREDICTION);
-    tm.Report(1, Done(t.task_id()));
+    tm.Report(1, Done(t));
   }
   EXPECT_TRUE(tm.finished());
+}
+
+proto::ReportTaskRequest Stopped(const proto::Task& task, int64_t minibatches_done) {
+  proto::ReportTaskRequest r = Done(task);
+  r.set_stopped(true);
+  r.set_minibatches_done(minibatches_done);
+  return r;
+}
+
+// Ranges of 40 records in minibatches of 10: 4 minibatches a task.
+TaskManagerOptions FourMinibatches() {
+  TaskManagerOptions options;
+  options.minibatch_size = 10;
+  return options;
+}
+
+TEST(TaskManagerTest, CountsMinibatches) {
+  TaskManagerOptions options;
+  options.minibatch_size = 4;
+  TaskManager tm(options, Ranges(1), {}, {});
+  proto::Task t = tm.Next(1);
+  EXPECT_EQ(tm.NumMinibatches(t), 3);  // 4 + 4 + 2
+  t.set_end(t.start() + 12);
+  EXPECT_EQ(tm.NumMinibatches(t), 3);
+  t.set_type(proto::TASK_EVALUATION);
+  EXPECT_EQ(tm.NumMinibatches(t), 1);
+  EXPECT_EQ(TaskManager({}, Ranges(1), {}, {}).NumMinibatches(t), 1);
+}
+
+TEST(TaskManagerTest, EveryHandOutIsANewAttemptAndStaleOnesAreRefused) {
+  TaskManager tm(FourMinibatches(), Ranges(2, 40), {}, {});
+  proto::Task first = tm.Next(1);
+  EXPECT_EQ(first.attempt(), 1);
+  EXPECT_EQ(first.minibatches_done(), 0);
+  EXPECT_EQ(tm.HeldBy(1), std::vector<TaskId>{first.task_id()});
+  EXPECT_EQ(tm.RecoverWorker(1), 1);
+  EXPECT_TRUE(tm.HeldBy(1).empty());
+
+  proto::Task second = tm.Next(1);  // the same worker, back again
+  EXPECT_EQ(second.task_id(), first.task_id());
+  EXPECT_EQ(second.attempt(), 2);
+  EXPECT_EQ(tm.Holders(), std::vector<WorkerId>{1});
+  // The first hand-out's report and heartbeat no longer count.
+  EXPECT_FALSE(tm.Report(1, Done(first)));
+  EXPECT_FALSE(tm.Progress(1, first.task_id(), first.attempt(), 3));
+  EXPECT_FALSE(tm.Progress(2, second.task_id(), second.attempt(), 3));
+  EXPECT_TRUE(tm.Progress(1, second.task_id(), second.attempt(), 3));
+  EXPECT_TRUE(tm.Report(1, Done(second)));
+  EXPECT_EQ(tm.records_done(), 40);
+  // A report on a finished task is refused too.
+  EXPECT_FALSE(tm.Report(1, Done(second)));
+  EXPECT_EQ(tm.records_done(), 40);
+}
+
+TEST(TaskManagerTest, LostWorkersTaskResumesAtItsLastHeartbeat) {
+  TaskManager tm(FourMinibatches(), Ranges(2, 40), {}, {});
+  proto::Task t = tm.Next(1);
+  EXPECT_TRUE(tm.Progress(1, t.task_id(), 1, 2));
+  EXPECT_TRUE(tm.Progress(1, t.task_id(), 1, 1));   // late: never lowers
+  EXPECT_TRUE(tm.Progress(1, t.task_id(), 1, 99));  // capped at the task's 4
+  tm.RecoverWorker(1);
+  proto::Task again = tm.Next(2);
+  EXPECT_EQ(again.task_id(), t.task_id());
+  EXPECT_EQ(again.minibatches_done(), 4);
+  EXPECT_EQ(again.attempt(), 2);
+
+  TaskManager tm2(FourMinibatches(), Ranges(2, 40), {}, {});
+  t = tm2.Next(1);
+  tm2.Progress(1, t.task_id(), 1, 3);
+  EXPECT_EQ(tm2.RecoverWorker(1), 1);
+  again = tm2.Next(2);
+  EXPECT_EQ(again.task_id(), t.task_id());
+  EXPECT_EQ(again.minibatches_done(), 3);
+}
+
+TEST(TaskManagerTest, StoppedWorkersRestGoesFirstAndIsNoFailure) {
+  TaskManagerOptions options = FourMinibatches();
+  options.max_task_retries = 0;
+  TaskManager tm(options, Ranges(3, 40), {}, {});
+  proto::Task t = tm.Next(1);
+  tm.Progress(1, t.task_id(), 1, 2);
+  EXPECT_TRUE(tm.Report(1, Stopped(t, 1)));  // the heartbeat knew more
+  EXPECT_FALSE(tm.failure().has_value());
+  proto::Task rest = tm.Next(2);
+  EXPECT_EQ(rest.task_id(), t.task_id());
+  EXPECT_EQ(rest.minibatches_done(), 2);
+  EXPECT_TRUE(tm.Report(2, Stopped(rest, 3)));
+  rest = tm.Next(3);
+  EXPECT_EQ(rest.task_id(), t.task_id());
+  EXPECT_EQ(rest.minibatches_done(), 3);
+  EXPECT_EQ(tm.records_done(), 0);
+  // Stopped after the last minibatch: finished.
+  EXPECT_TRUE(tm.Report(3, Stopped(rest, 4)));
+  EXPECT_EQ(tm.records_done(), 40);
+  EXPECT_NE(tm.Next(3).task_id(), t.task_id());
+  EXPECT_FALSE(tm.failure().has_value());
+}
+
+TEST(TaskManagerTest, FailedTaskKeepsItsProgress) {
+  TaskManager tm(FourMinibatches(), Ranges(2, 40), {}, {});
+  proto::Task t = tm.Next(1);
+  proto::ReportTaskRequest r = Stopped(t, 2);
+  r.set_stopped(false);
+  r.set_error("out of memory");
+  EXPECT_TRUE(tm.Report(1, r));
+  proto::Task again = tm.Next(1);
+  EXPECT_EQ(again.task_id(), t.task_id());
+  EXPECT_EQ(again.minibatches_done(), 2);
+  EXPECT_FALSE(tm.failure().has_value());
+}
+
+TEST(TaskManagerTest, RestoredPsReopensFinishedTasksAndRevokesHeldOnes) {
+  TaskManager tm(FourMinibatches(), Ranges(4, 40), {}, {});
+  proto::Task a = tm.Next(1);
+  proto::Task b = tm.Next(1);
+  ASSERT_TRUE(tm.Report(1, Done(a)));
+  ASSERT_TRUE(tm.Report(1, Done(b)));
+  proto::Task c = tm.Next(2);
+  proto::Task d = tm.Next(3);
+  tm.Progress(2, c.task_id(), 1, 3);
+  EXPECT_EQ(tm.records_done(), 80);
+
+  // The server has all of b, a's first minibatch, c's first two; nothing of d.
+  std::vector<proto::TaskProgress> applied(3);
+  applied[0].set_task_id(a.task_id());
+  applied[0].set_minibatches(1);
+  applied[1].set_task_id(b.task_id());
+  applied[1].set_minibatches(4);
+  applied[2].set_task_id(c.task_id());
+  applied[2].set_minibatches(2);
+  EXPECT_EQ(tm.PsRestored(applied), 3);  // a reopened, c and d revoked
+  EXPECT_EQ(tm.records_done(), 40);
+  EXPECT_FALSE(tm.Report(2, Done(c)));
+  EXPECT_FALSE(tm.Progress(3, d.task_id(), 1, 1));
+  EXPECT_TRUE(tm.HeldBy(2).empty());
+
+  // Oldest first, each from what the server has.
+  std::vector<std::pair<TaskId, int64_t>> order;
+  for (int i = 0; i < 3; ++i) {
+    proto::Task t = tm.Next(4);
+    order.emplace_back(t.task_id(), t.minibatches_done());
+    EXPECT_TRUE(tm.Report(4, Done(t)));
+  }
+  EXPECT_EQ(order, (std::vector<std::pair<TaskId, int64_t>>{
+                       {a.task_id(), 1}, {c.task_id(), 2}, {d.task_id(), 0}}));
+  EXPECT_EQ(tm.records_done(), 160);
+  EXPECT_TRUE(tm.finished());
+  EXPECT_EQ(tm.Next(4).type(), proto::TASK_NONE);
+
+  // A server that has everything changes nothing.
+  for (const TaskId id : {a.task_id(), b.task_id(), c.task_id(), d.task_id()}) {
+    applied.emplace_back().set_task_id(id);
+    applied.back().set_minibatches(4);
+  }
+  EXPECT_EQ(tm.PsRestored(applied), 0);
+  EXPECT_TRUE(tm.finished());
+}
+
+TEST(TaskManagerTest, RestoredPsAfterTrainingReopensItBeforeTheFinalEvaluation) {
+  TaskManager tm(FourMinibatches(), Ranges(1, 40), Ranges(1, 40), {});
+  proto::Task t = tm.Next(1);
+  ASSERT_TRUE(tm.Report(1, Done(t, 1)));
+  proto::Task eval = tm.Next(1);
+  ASSERT_EQ(eval.type(), proto::TASK_EVALUATION);
+  EXPECT_TRUE(tm.training_finished());
+  EXPECT_EQ(tm.PsRestored({}), 1);
+  EXPECT_FALSE(tm.training_finished());
+  // The evaluation in progress is not touched.
+  EXPECT_TRUE(tm.Report(1, Done(eval)));
+  ASSERT_EQ(tm.evaluations().size(), 1u);
+  proto::Task redo = tm.Next(1);
+  EXPECT_EQ(redo.task_id(), t.task_id());
+  ASSERT_TRUE(tm.Report(1, Done(redo, 2)));
+  // Training ended again: a final evaluation of the new model.
+  proto::Task final_eval = tm.Next(1);
+  EXPECT_EQ(final_eval.type(), proto::TASK_EVALUATION);
+  EXPECT_EQ(final_eval.model_version(), 2);
+  ASSERT_TRUE(tm.Report(1, Done(final_eval)));
+  EXPECT_TRUE(tm.finished());
+  EXPECT_EQ(tm.records_done(), 40);
+}
+
+proto::ReportTaskRequest EvaluationDone(const proto::Task& t) {
+  proto::ReportTaskRequest r = Done(t);
+  proto::MetricState* m = r.add_metrics();
+  m->set_name("tasks_per_record");
+  m->add_values(1);
+  m->add_values(static_cast<double>(t.end() - t.start()));
+  return r;
+}
+
+TEST(TaskManagerTest, EvaluationCountsEachTaskOnceDespiteLostAndStoppedWorkers) {
+  TaskManagerOptions options;
+  options.job_type = proto::JOB_EVALUATION;
+  options.model_version = 7;
+  std::vector<Range> validation = {{"v", 0, 10}, {"v", 10, 30}, {"v", 30, 70}};
+  TaskManager tm(options, {}, validation, {});
+  proto::Task lost = tm.Next(1);
+  proto::Task stopped = tm.Next(2);
+  EXPECT_EQ(tm.RecoverWorker(1), 1);
+  EXPECT_TRUE(tm.Report(2, Stopped(stopped, 3)));
+  // The lost worker's late report does not count.
+  EXPECT_FALSE(tm.Report(1, EvaluationDone(lost)));
+  int reports = 0;
+  for (proto::Task t = tm.Next(3); t.type() == proto::TASK_EVALUATION; t = tm.Next(3)) {
+    EXPECT_EQ(t.minibatches_done(), 0);  // redone whole
+    EXPECT_TRUE(tm.Report(3, EvaluationDone(t)));
+    ++reports;
+  }
+  EXPECT_EQ(reports, 3);
+  EXPECT_TRUE(tm.finished());
+  EXPECT_EQ(tm.records_done(), 70);
+  ASSERT_EQ(tm.evaluations().size(), 1u);
+  EXPECT_EQ(tm.evaluations()[0].model_version, 7);
+  EXPECT_DOUBLE_EQ(tm.evaluations()[0].metrics.at("tasks_per_record"), 3.0 / 70);
 }
 
 }  // namespace

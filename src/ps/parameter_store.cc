@@ -1,9 +1,12 @@
 #include "ps/parameter_store.h"
 
+#include <algorithm>
+#include <random>
 #include <utility>
 #include <vector>
 
 #include "common/strings.h"
+#include "rpc/placement.h"
 #include "rpc/tensor_codec.h"
 
 namespace elasticdl::ps {
@@ -20,35 +23,93 @@ Status CheckLike(const char* what, const std::string& name, const torch::Tensor&
   return absl::OkStatus();
 }
 
+uint64_t PickInstance(uint64_t fixed) {
+  if (fixed != 0) return fixed;
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return id;
+}
+
+// Checks that `offered` and `held` name the same tensors with the same
+// shapes and types; `what` is "parameter" or "buffer".
+Status CheckSameTensors(const char* what, const rpc::NamedTensors& offered,
+                        const rpc::NamedTensors& held) {
+  std::string lacking;
+  std::string extra;
+  for (const auto& [name, t] : offered) {
+    auto it = held.find(name);
+    if (it == held.end()) {
+      lacking += StrCat(lacking.empty() ? "" : ", ", "'", name, "'");
+    } else {
+      EDL_RETURN_IF_ERROR(CheckLike(what, name, t, it->second));
+    }
+  }
+  for (const auto& [name, t] : held) {
+    if (offered.count(name) == 0) extra += StrCat(extra.empty() ? "" : ", ", "'", name, "'");
+  }
+  if (!lacking.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat("the checkpoint this parameter server was initialized from lacks the model's ", what,
+               "(s) ", lacking));
+  }
+  if (!extra.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat("the checkpoint this parameter server was initialized from holds ", what, "(s) ",
+               extra, " that the model does not have"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-ParameterStore::ParameterStore(ParameterStoreOptions options) : options_(std::move(options)) {}
+ParameterStore::ParameterStore(ParameterStoreOptions options)
+    : options_(std::move(options)),
+      instance_(PickInstance(options_.instance)),
+      optimizer_config_(OptimizerConfigOf(options_.optimizer)) {}
 
 Status ParameterStore::Init(const proto::ModelValues& values, bool* accepted, int64_t* version) {
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors parameters, rpc::DecodeTensors(values.parameters()));
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors buffers, rpc::DecodeTensors(values.buffers()));
-  std::lock_guard<std::mutex> lock(mu_);
-  *accepted = !initialized_;
-  if (initialized_) {
-    *version = version_;
-    return absl::OkStatus();
-  }
-  std::vector<torch::Tensor> trainable;
-  for (auto& [name, t] : parameters) {
-    if (!t.is_floating_point()) {
-      return absl::InvalidArgumentError(
-          StrCat("parameter '", name, "' is not floating point; it cannot be trained"));
+  std::optional<ShardSnapshot> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    *accepted = !initialized_;
+    if (initialized_) {
+      *version = version_;
+      return from_checkpoint_ ? CheckOfferedLocked(parameters, buffers) : absl::OkStatus();
     }
-    t.requires_grad_(true);
-    trainable.push_back(t);
+    std::vector<torch::Tensor> trainable;
+    for (auto& [name, t] : parameters) {
+      if (!t.is_floating_point()) {
+        *accepted = false;
+        return absl::InvalidArgumentError(
+            StrCat("parameter '", name, "' is not floating point; it cannot be trained"));
+      }
+      t.requires_grad_(true);
+      trainable.push_back(t);
+    }
+    auto optimizer = MakeOptimizer(options_.optimizer, trainable);
+    if (!optimizer.ok()) {
+      *accepted = false;
+      return optimizer.status();
+    }
+    optimizer_ = std::move(optimizer).value();
+    parameters_ = std::move(parameters);
+    buffers_ = std::move(buffers);
+    initialized_ = true;
+    version_ = values.version();
+    *version = version_;
+    if (options_.on_snapshot) snapshot = SnapshotLocked();
   }
-  EDL_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options_.optimizer, trainable));
-  parameters_ = std::move(parameters);
-  buffers_ = std::move(buffers);
-  initialized_ = true;
-  version_ = values.version();
-  *version = version_;
+  Deliver(std::move(snapshot));
   return absl::OkStatus();
+}
+
+Status ParameterStore::CheckOfferedLocked(const rpc::NamedTensors& parameters,
+                                          const rpc::NamedTensors& buffers) const {
+  EDL_RETURN_IF_ERROR(CheckSameTensors("parameter", parameters, parameters_));
+  return CheckSameTensors("buffer", buffers, buffers_);
 }
 
 void ParameterStore::RefreshSnapshotLocked() {
@@ -66,13 +127,18 @@ void ParameterStore::RefreshSnapshotLocked() {
   snapshot_version_ = version_;
 }
 
-Status ParameterStore::Pull(int64_t known_version, proto::PullResponse* out) {
+Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullResponse* out) {
+  out->Clear();
   std::shared_ptr<const proto::ModelValues> snapshot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     out->set_initialized(initialized_);
+    out->set_instance(instance_);
     out->mutable_values()->set_version(version_);
-    if (!initialized_ || known_version == version_) return absl::OkStatus();
+    if (!initialized_ ||
+        (request.known_version() == version_ && request.known_instance() == instance_)) {
+      return absl::OkStatus();
+    }
     RefreshSnapshotLocked();
     snapshot = snapshot_;
   }
@@ -117,54 +183,258 @@ Status ParameterStore::StepLocked(const std::map<std::string, torch::Tensor>& gr
   return absl::OkStatus();
 }
 
+void ParameterStore::AddDeltasLocked(const std::map<std::string, torch::Tensor>& deltas) {
+  for (const auto& [name, d] : deltas) buffers_[name].add_(d);
+  if (!deltas.empty()) snapshot_ = nullptr;
+}
+
+Status ParameterStore::FlushPendingLocked() {
+  for (auto& [name, g] : pending_sum_) g.div_(pending_count_);
+  Status s = StepLocked(pending_sum_);
+  if (s.ok()) {
+    AddDeltasLocked(pending_deltas_);
+  } else {
+    // Nothing of the accumulation was applied: neither are its minibatches.
+    for (const auto& [task, minibatch] : pending_tags_) {
+      auto it = applied_.find(task);
+      if (it != applied_.end()) it->second = std::min(it->second, minibatch);
+    }
+  }
+  pending_sum_.clear();
+  pending_deltas_.clear();
+  pending_tags_.clear();
+  pending_count_ = 0;
+  return s;
+}
+
 Status ParameterStore::Push(const proto::PushRequest& request, proto::PushResponse* out) {
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors gradients, rpc::DecodeTensors(request.gradients()));
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors deltas, rpc::DecodeTensors(request.buffer_deltas()));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<ShardSnapshot> snapshot;
+  Status s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = PushLocked(request, gradients, deltas, out, &snapshot);
+  }
+  Deliver(std::move(snapshot));
+  return s;
+}
+
+Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedTensors& gradients,
+                                  rpc::NamedTensors& deltas, proto::PushResponse* out,
+                                  std::optional<ShardSnapshot>* snapshot) {
+  out->Clear();
   if (!initialized_) {
     return absl::FailedPreconditionError("parameter server is not initialized yet");
   }
   EDL_RETURN_IF_ERROR(ValidateLocked(gradients, deltas));
+  out->set_accepted(false);
+  out->set_version(version_);
+  const bool tagged = request.has_tag();
+  const int64_t task = request.tag().task_id();
+  const int64_t minibatch = request.tag().minibatch();
+  if (tagged) {
+    if (minibatch < 0) {
+      return absl::InvalidArgumentError(
+          StrCat("push tagged with minibatch ", minibatch, " of task ", task));
+    }
+    auto it = applied_.find(task);
+    const int64_t done = it == applied_.end() ? 0 : it->second;
+    if (minibatch < done) {
+      out->set_accepted(true);
+      out->set_duplicate(true);
+      return absl::OkStatus();
+    }
+    if (minibatch > done) {
+      return absl::FailedPreconditionError(StrCat("minibatch ", minibatch, " of task ", task,
+                                                  " arrives before minibatch ", done,
+                                                  " (parameter server ", options_.ps_id, ")"));
+    }
+  }
+  if (request.instance() != instance_ && (tagged || request.instance() != 0)) {
+    return absl::OkStatus();  // computed on another server instance
+  }
   if (request.base_version() > version_) {
     return absl::InvalidArgumentError(StrCat("gradients computed on version ",
                                              request.base_version(), ", newer than the server's ",
                                              version_));
   }
   if (!options_.use_async && version_ - request.base_version() > options_.staleness_tolerance) {
-    out->set_accepted(false);
-    out->set_version(version_);
-    return absl::OkStatus();
+    return absl::OkStatus();  // too stale
   }
+  const int64_t version_before = version_;
   torch::NoGradGuard no_grad;
-  for (auto& [name, d] : deltas) buffers_[name].add_(d);
-  if (!deltas.empty()) snapshot_ = nullptr;
-
   if (options_.use_async || options_.grads_to_wait <= 1) {
     const int64_t staleness = version_ - request.base_version();
     if (options_.lr_staleness_modulation && staleness > 0) {
       for (auto& [name, g] : gradients) g.div_(static_cast<double>(staleness + 1));
     }
     EDL_RETURN_IF_ERROR(StepLocked(gradients));
+    AddDeltasLocked(deltas);
+    if (tagged) applied_[task] = minibatch + 1;
   } else {
-    for (auto& [name, g] : gradients) {
-      auto it = pending_sum_.find(name);
-      if (it == pending_sum_.end()) {
-        pending_sum_.emplace(name, g.clone());
-      } else {
-        it->second.add_(g);
+    // The tensors were decoded for this push: ours to keep.
+    auto accumulate = [](const rpc::NamedTensors& from, rpc::NamedTensors* into) {
+      for (const auto& [name, t] : from) {
+        auto it = into->find(name);
+        if (it == into->end()) {
+          into->emplace(name, t);
+        } else {
+          it->second.add_(t);
+        }
       }
+    };
+    accumulate(gradients, &pending_sum_);
+    accumulate(deltas, &pending_deltas_);
+    if (tagged) {
+      applied_[task] = minibatch + 1;
+      pending_tags_.emplace_back(task, minibatch);
     }
-    if (++pending_count_ >= options_.grads_to_wait) {
-      for (auto& [name, g] : pending_sum_) g.div_(pending_count_);
-      Status s = StepLocked(pending_sum_);
-      pending_sum_.clear();
-      pending_count_ = 0;
-      EDL_RETURN_IF_ERROR(s);
-    }
+    if (++pending_count_ >= options_.grads_to_wait) EDL_RETURN_IF_ERROR(FlushPendingLocked());
   }
   out->set_accepted(true);
   out->set_version(version_);
+  if (options_.on_snapshot && options_.snapshot_every > 0 && version_ != version_before &&
+      version_ % options_.snapshot_every == 0) {
+    *snapshot = SnapshotLocked();
+  }
   return absl::OkStatus();
+}
+
+void ParameterStore::Deliver(std::optional<ShardSnapshot> snapshot) const {
+  if (snapshot.has_value() && options_.on_snapshot) options_.on_snapshot(std::move(*snapshot));
+}
+
+ShardSnapshot ParameterStore::SnapshotLocked() const {
+  ShardSnapshot s;
+  s.version = version_;
+  s.ps_id = options_.ps_id;
+  s.num_ps = options_.num_ps;
+  s.optimizer = optimizer_config_;
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : parameters_) {
+    ParameterSnapshot& out = s.parameters[name];
+    out.value = p.detach().clone();
+    ExportOptimizerState(options_.optimizer, *optimizer_, p, &out);
+  }
+  for (const auto& [name, b] : buffers_) s.buffers[name] = b.clone();
+  s.applied = applied_;
+  // Accumulated but not stepped: not in the values, so not applied.
+  for (const auto& [task, minibatch] : pending_tags_) {
+    int64_t& n = s.applied[task];
+    n = std::min(n, minibatch);
+  }
+  for (auto it = s.applied.begin(); it != s.applied.end();) {
+    it = it->second == 0 ? s.applied.erase(it) : std::next(it);
+  }
+  return s;
+}
+
+StatusOr<ShardSnapshot> ParameterStore::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!initialized_) {
+    return absl::FailedPreconditionError("parameter server is not initialized yet");
+  }
+  return SnapshotLocked();
+}
+
+Status ParameterStore::Restore(const proto::ShardCheckpoint& checkpoint) {
+  if (checkpoint.ps_id() != options_.ps_id || checkpoint.num_ps() != options_.num_ps) {
+    return absl::InvalidArgumentError(
+        StrCat("checkpoint of parameter server ", checkpoint.ps_id(), " of ", checkpoint.num_ps(),
+               " cannot restore parameter server ", options_.ps_id, " of ", options_.num_ps));
+  }
+  std::map<std::string, const proto::ParameterState*> parameters;
+  for (const auto& p : checkpoint.parameters()) {
+    if (!parameters.emplace(p.value().name(), &p).second) {
+      return absl::InvalidArgumentError(
+          StrCat("checkpoint holds parameter '", p.value().name(), "' twice"));
+    }
+  }
+  EDL_ASSIGN_OR_RETURN(rpc::NamedTensors buffers, rpc::DecodeTensors(checkpoint.buffers()));
+  std::map<int64_t, int64_t> applied;
+  for (const auto& progress : checkpoint.applied()) {
+    if (progress.minibatches() > 0) applied[progress.task_id()] = progress.minibatches();
+  }
+  const bool slots_apply = checkpoint.optimizer().kind_case() == optimizer_config_.kind_case();
+  return Load(parameters, std::move(buffers), checkpoint.version(), slots_apply,
+              std::move(applied));
+}
+
+Status ParameterStore::InitFromCheckpoints(const std::vector<proto::ShardCheckpoint>& shards) {
+  if (shards.empty()) return absl::InvalidArgumentError("no checkpoint files to initialize from");
+  std::map<std::string, const proto::ParameterState*> parameters;
+  rpc::NamedTensors buffers;
+  for (const auto& shard : shards) {
+    if (shard.version() != shards[0].version()) {
+      return absl::InvalidArgumentError(StrCat("checkpoint files of versions ", shards[0].version(),
+                                               " and ", shard.version(),
+                                               " cannot initialize one model"));
+    }
+    for (const auto& p : shard.parameters()) {
+      const std::string& name = p.value().name();
+      if (rpc::ShardOf(name, options_.num_ps) != options_.ps_id) continue;
+      if (!parameters.emplace(name, &p).second) {
+        return absl::InvalidArgumentError(
+            StrCat("parameter '", name, "' appears in two checkpoint files"));
+      }
+    }
+    for (const auto& b : shard.buffers()) {
+      if (rpc::ShardOf(b.name(), options_.num_ps) != options_.ps_id) continue;
+      EDL_ASSIGN_OR_RETURN(torch::Tensor t, rpc::DecodeTensor(b));
+      if (!buffers.emplace(b.name(), std::move(t)).second) {
+        return absl::InvalidArgumentError(
+            StrCat("buffer '", b.name(), "' appears in two checkpoint files"));
+      }
+    }
+  }
+  const bool slots_apply = shards[0].optimizer().kind_case() == optimizer_config_.kind_case();
+  return Load(parameters, std::move(buffers), shards[0].version(), slots_apply, {});
+}
+
+Status ParameterStore::Load(const std::map<std::string, const proto::ParameterState*>& parameters,
+                            rpc::NamedTensors buffers, int64_t version, bool slots_apply,
+                            std::map<int64_t, int64_t> applied) {
+  rpc::NamedTensors values;
+  std::vector<torch::Tensor> trainable;
+  for (const auto& [name, state] : parameters) {
+    EDL_ASSIGN_OR_RETURN(torch::Tensor t, rpc::DecodeTensor(state->value()));
+    if (!t.is_floating_point()) {
+      return absl::InvalidArgumentError(
+          StrCat("parameter '", name, "' is not floating point; it cannot be trained"));
+    }
+    t.requires_grad_(true);
+    trainable.push_back(t);
+    values.emplace(name, std::move(t));
+  }
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
+                       MakeOptimizer(options_.optimizer, trainable));
+  if (slots_apply) {
+    for (const auto& [name, state] : parameters) {
+      EDL_ASSIGN_OR_RETURN(rpc::NamedTensors slots, rpc::DecodeTensors(state->slots()));
+      EDL_RETURN_IF_ERROR(ImportOptimizerState(options_.optimizer, name, slots, state->step(),
+                                               values.at(name), optimizer.get()));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (initialized_) {
+    return absl::FailedPreconditionError(
+        "parameter server is already initialized; a checkpoint cannot replace its model");
+  }
+  optimizer_ = std::move(optimizer);
+  parameters_ = std::move(values);
+  buffers_ = std::move(buffers);
+  version_ = version;
+  applied_ = std::move(applied);
+  initialized_ = true;
+  from_checkpoint_ = true;
+  snapshot_ = nullptr;
+  return absl::OkStatus();
+}
+
+std::map<int64_t, int64_t> ParameterStore::applied() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return applied_;
 }
 
 int64_t ParameterStore::version() const {

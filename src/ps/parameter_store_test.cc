@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -24,9 +26,16 @@ proto::PushRequest Push(float g, int64_t base_version) {
   return r;
 }
 
+proto::PullRequest Known(int64_t version, uint64_t instance = 0) {
+  proto::PullRequest r;
+  r.set_known_version(version);
+  r.set_known_instance(instance);
+  return r;
+}
+
 torch::Tensor PullW(ParameterStore& store) {
   proto::PullResponse r;
-  EXPECT_TRUE(store.Pull(-1, &r).ok());
+  EXPECT_TRUE(store.Pull(Known(-1), &r).ok());
   auto t = rpc::DecodeTensors(r.values().parameters());
   return (*t)["w"];
 }
@@ -60,13 +69,14 @@ TEST(ParameterStoreTest, PullWithCurrentVersionCarriesNoValues) {
   bool accepted;
   int64_t version;
   proto::PullResponse before;
-  ASSERT_TRUE(store.Pull(-1, &before).ok());
+  ASSERT_TRUE(store.Pull(Known(-1), &before).ok());
   EXPECT_FALSE(before.initialized());
   ASSERT_TRUE(store.Init(Values(1), &accepted, &version).ok());
   proto::PullResponse r;
-  ASSERT_TRUE(store.Pull(0, &r).ok());
+  ASSERT_TRUE(store.Pull(Known(0, store.instance()), &r).ok());
   EXPECT_EQ(r.values().parameters_size(), 0);
-  ASSERT_TRUE(store.Pull(-1, &r).ok());
+  EXPECT_EQ(r.instance(), store.instance());
+  ASSERT_TRUE(store.Pull(Known(-1), &r).ok());
   EXPECT_EQ(r.values().parameters_size(), 1);
   EXPECT_EQ(r.values().buffers_size(), 1);
 }
@@ -121,7 +131,7 @@ TEST(ParameterStoreTest, ConcurrentPushesAreAllApplied) {
         proto::PushResponse out;
         EXPECT_TRUE(store.Push(Push(-1, 0), &out).ok());
         proto::PullResponse r;
-        EXPECT_TRUE(store.Pull(-1, &r).ok());
+        EXPECT_TRUE(store.Pull(Known(-1), &r).ok());
       }
     });
   }
@@ -141,9 +151,165 @@ TEST(ParameterStoreTest, BufferDeltasAddUp) {
   ASSERT_TRUE(store.Push(r, &out).ok());
   ASSERT_TRUE(store.Push(r, &out).ok());
   proto::PullResponse pulled;
-  ASSERT_TRUE(store.Pull(-1, &pulled).ok());
+  ASSERT_TRUE(store.Pull(Known(-1), &pulled).ok());
   auto buffers = rpc::DecodeTensors(pulled.values().buffers());
   EXPECT_FLOAT_EQ((*buffers)["bn.mean"][1].item<float>(), 1.0);
+}
+
+// ---------------------------------------------------------------- tagged pushes
+
+constexpr uint64_t kInstance = 42;
+
+proto::PushRequest Tagged(float g, int64_t task, int64_t minibatch, int64_t base_version = 0,
+                          uint64_t instance = kInstance) {
+  proto::PushRequest r = Push(g, base_version);
+  r.set_instance(instance);
+  r.mutable_tag()->set_task_id(task);
+  r.mutable_tag()->set_minibatch(minibatch);
+  return r;
+}
+
+std::unique_ptr<ParameterStore> InitializedStore(ParameterStoreOptions options = {}) {
+  options.instance = kInstance;
+  auto store = std::make_unique<ParameterStore>(options);
+  bool accepted;
+  int64_t version;
+  EXPECT_TRUE(store->Init(Values(1), &accepted, &version).ok());
+  return store;
+}
+
+TEST(ParameterStoreTest, TaggedPushIsAppliedOnceAndInOrder) {
+  auto store = InitializedStore();
+  proto::PushResponse out;
+  ASSERT_TRUE(store->Push(Tagged(1, 7, 0), &out).ok());
+  EXPECT_TRUE(out.accepted());
+  EXPECT_FALSE(out.duplicate());
+  EXPECT_EQ(out.version(), 1);
+
+  proto::PushResponse again;
+  ASSERT_TRUE(store->Push(Tagged(1, 7, 0, 1), &again).ok());
+  EXPECT_TRUE(again.accepted());
+  EXPECT_TRUE(again.duplicate());
+  EXPECT_EQ(again.version(), 1);
+  EXPECT_NEAR(PullW(*store)[0].item<float>(), 0.9, 1e-6);
+
+  proto::PushResponse gap;
+  Status s = store->Push(Tagged(1, 7, 2, 1), &gap);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(s.message()).find("minibatch 2 of task 7 arrives before minibatch 1"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(store->version(), 1);
+
+  ASSERT_TRUE(store->Push(Tagged(1, 7, 1, 1), &out).ok());
+  EXPECT_TRUE(out.accepted());
+  EXPECT_FALSE(out.duplicate());
+  EXPECT_EQ(out.version(), 2);
+  EXPECT_EQ(store->applied(), (std::map<int64_t, int64_t>{{7, 2}}));
+}
+
+TEST(ParameterStoreTest, DuplicateAppliesNoBufferDelta) {
+  auto store = InitializedStore();
+  proto::PushRequest r = Tagged(0, 3, 0);
+  ASSERT_TRUE(rpc::EncodeTensor("bn.mean", torch::full({2}, 0.5), r.add_buffer_deltas()).ok());
+  proto::PushResponse out;
+  ASSERT_TRUE(store->Push(r, &out).ok());
+  ASSERT_TRUE(store->Push(r, &out).ok());
+  EXPECT_TRUE(out.duplicate());
+  proto::PullResponse pulled;
+  ASSERT_TRUE(store->Pull(Known(-1), &pulled).ok());
+  auto buffers = rpc::DecodeTensors(pulled.values().buffers());
+  EXPECT_FLOAT_EQ((*buffers)["bn.mean"][0].item<float>(), 0.5);
+}
+
+// Worker A is slow; the master hands the task to worker B, which starts at
+// the minibatch the servers had reported; both keep pushing.
+TEST(ParameterStoreTest, TwoPushersOnOneTaskApplyEachMinibatchOnce) {
+  auto store = InitializedStore();
+  proto::PushResponse out;
+  ASSERT_TRUE(store->Push(Tagged(1, 5, 0), &out).ok());     // A
+  ASSERT_TRUE(store->Push(Tagged(1, 5, 1, 1), &out).ok());  // A
+  ASSERT_TRUE(store->Push(Tagged(1, 5, 1, 1), &out).ok());  // B, from minibatch 1
+  EXPECT_TRUE(out.duplicate());
+  ASSERT_TRUE(store->Push(Tagged(1, 5, 2, 2), &out).ok());  // B
+  EXPECT_FALSE(out.duplicate());
+  ASSERT_TRUE(store->Push(Tagged(1, 5, 2, 2), &out).ok());  // A, late
+  EXPECT_TRUE(out.duplicate());
+  ASSERT_TRUE(store->Push(Tagged(1, 5, 3, 3), &out).ok());  // A
+  EXPECT_FALSE(out.duplicate());
+  ASSERT_TRUE(store->Push(Tagged(1, 5, 3, 3), &out).ok());  // B
+  EXPECT_TRUE(out.duplicate());
+  // Another task in between is independent.
+  ASSERT_TRUE(store->Push(Tagged(1, 6, 0, 4), &out).ok());
+  EXPECT_FALSE(out.duplicate());
+  EXPECT_EQ(store->version(), 5);
+  EXPECT_NEAR(PullW(*store)[0].item<float>(), 1 - 5 * 0.1, 1e-6);
+  EXPECT_EQ(store->applied(), (std::map<int64_t, int64_t>{{5, 4}, {6, 1}}));
+}
+
+TEST(ParameterStoreTest, PushFromAnotherInstanceIsRefused) {
+  auto store = InitializedStore();
+  EXPECT_EQ(store->instance(), kInstance);
+  proto::PushResponse out;
+  ASSERT_TRUE(store->Push(Tagged(1, 1, 0, 0, kInstance + 1), &out).ok());
+  EXPECT_FALSE(out.accepted());
+  ASSERT_TRUE(store->Push(Tagged(1, 1, 0, 0, /*instance=*/0), &out).ok());
+  EXPECT_FALSE(out.accepted());  // tagged pushes must name the instance
+  EXPECT_EQ(store->version(), 0);
+  EXPECT_TRUE(store->applied().empty());
+  ASSERT_TRUE(store->Push(Tagged(1, 1, 0), &out).ok());
+  EXPECT_TRUE(out.accepted());
+  ASSERT_TRUE(store->Push(Push(1, 1), &out).ok());  // untagged, instance 0
+  EXPECT_TRUE(out.accepted());
+  EXPECT_EQ(store->version(), 2);
+
+  // A pull from another instance at the same version gets the values.
+  proto::PullResponse r;
+  ASSERT_TRUE(store->Pull(Known(2, kInstance + 1), &r).ok());
+  EXPECT_EQ(r.instance(), kInstance);
+  EXPECT_EQ(r.values().parameters_size(), 1);
+  ASSERT_TRUE(store->Pull(Known(2, kInstance), &r).ok());
+  EXPECT_EQ(r.values().parameters_size(), 0);
+}
+
+TEST(ParameterStoreTest, RandomInstancesDiffer) {
+  ParameterStore a({});
+  ParameterStore b({});
+  EXPECT_NE(a.instance(), 0u);
+  EXPECT_NE(a.instance(), b.instance());
+}
+
+TEST(ParameterStoreTest, RefusedPushesDoNotCountAsApplied) {
+  auto store = InitializedStore();
+  proto::PushRequest bad = Tagged(1, 9, 0);
+  bad.clear_gradients();
+  ASSERT_TRUE(rpc::EncodeTensor("w", torch::ones({3}), bad.add_gradients()).ok());
+  proto::PushResponse out;
+  EXPECT_EQ(store->Push(bad, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Push(Tagged(1, 9, 0, /*base_version=*/5), &out).code(),
+            absl::StatusCode::kInvalidArgument);  // newer than the server
+  proto::PushRequest negative = Tagged(1, 9, -1);
+  EXPECT_EQ(store->Push(negative, &out).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->applied().empty());
+  ASSERT_TRUE(store->Push(Tagged(1, 9, 0), &out).ok());
+  EXPECT_TRUE(out.accepted());
+  EXPECT_FALSE(out.duplicate());
+}
+
+TEST(ParameterStoreTest, SyncStaleRefusalDoesNotCountAsApplied) {
+  ParameterStoreOptions options;
+  options.use_async = false;
+  options.grads_to_wait = 1;
+  auto store = InitializedStore(options);
+  proto::PushResponse out;
+  ASSERT_TRUE(store->Push(Tagged(1, 1, 0, 0), &out).ok());
+  EXPECT_EQ(out.version(), 1);
+  ASSERT_TRUE(store->Push(Tagged(1, 2, 0, /*base_version=*/0), &out).ok());
+  EXPECT_FALSE(out.accepted());
+  EXPECT_EQ(store->applied(), (std::map<int64_t, int64_t>{{1, 1}}));
+  ASSERT_TRUE(store->Push(Tagged(1, 2, 0, 1), &out).ok());
+  EXPECT_TRUE(out.accepted());
+  EXPECT_FALSE(out.duplicate());
 }
 
 }  // namespace

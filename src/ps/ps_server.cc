@@ -4,62 +4,209 @@
 #include <spdlog/spdlog.h>
 #include <torch/types.h>
 
-#include <chrono>
+#include <algorithm>
 #include <thread>
 
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "ps/checkpoint.h"
+#include "ps/checkpoint_writer.h"
 #include "ps/parameter_store.h"
 #include "ps/ps_service.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_spec.h"
+#include "rpc/job_token.h"
 
 namespace elasticdl::ps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Cancelled(const PsServerOptions& options) {
+  return options.cancel != nullptr && options.cancel->load();
+}
+
+// Sleeps `d`, waking early when cancelled.
+void SleepUnlessCancelled(const PsServerOptions& options, std::chrono::milliseconds d) {
+  const auto until = Clock::now() + d;
+  while (!Cancelled(options) && Clock::now() < until) {
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(std::chrono::milliseconds(50), until - Clock::now()));
+  }
+}
+
+bool Unreachable(const Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
+StatusOr<ParameterStoreOptions> StoreOptions(const proto::JobSpec& spec, int ps_id) {
+  ParameterStoreOptions o;
+  EDL_ASSIGN_OR_RETURN(o.optimizer, ParseOptimizer(spec.optimizer_config().SerializeAsString()));
+  o.use_async = spec.use_async();
+  o.grads_to_wait = std::max(spec.grads_to_wait(), 1);
+  o.staleness_tolerance = spec.sync_version_tolerance();
+  o.lr_staleness_modulation = spec.lr_staleness_modulation();
+  o.ps_id = ps_id;
+  o.num_ps = std::max(spec.num_ps(), 1);
+  if (ps_id < 0 || ps_id >= o.num_ps) {
+    return absl::InvalidArgumentError(
+        StrCat("--ps_id=", ps_id, " is outside the job's ", o.num_ps, " parameter servers"));
+  }
+  o.snapshot_every = std::max<int64_t>(spec.checkpoint_steps(), 0);
+  return o;
+}
+
+// Initializes `store` from a checkpoint when asked to (relaunch, or
+// spec.checkpoint_dir_for_init) and fills what the registration reports.
+Status InitializeFromCheckpoints(const PsServerOptions& options, const proto::JobSpec& spec,
+                                 const std::string& checkpoint_dir, ParameterStore* store,
+                                 CheckpointWriter* writer, proto::RegisterPsRequest* request) {
+  if (options.restore) {
+    std::vector<std::string> skipped;
+    StatusOr<proto::ShardCheckpoint> checkpoint =
+        ReadNewestCheckpoint(checkpoint_dir, options.ps_id, std::max(spec.num_ps(), 1), &skipped);
+    for (const auto& why : skipped) {
+      spdlog::warn("parameter server {}: skipping an unreadable checkpoint: {}", options.ps_id,
+                   why);
+    }
+    if (checkpoint.status().code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(StrCat("parameter server ", options.ps_id,
+                                        ": no checkpoint to restore in ", checkpoint_dir));
+    }
+    EDL_RETURN_IF_ERROR(checkpoint.status());
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(
+        store->Restore(*checkpoint),
+        StrCat("parameter server ", options.ps_id, ": restoring version ", checkpoint->version(),
+               " from ", checkpoint_dir));
+    request->set_restored(true);
+    request->set_restored_version(checkpoint->version());
+    *request->mutable_applied() = checkpoint->applied();
+    spdlog::info("parameter server {}: restored version {} from {} ({} tasks in progress)",
+                 options.ps_id, checkpoint->version(), checkpoint_dir, checkpoint->applied_size());
+    return absl::OkStatus();
+  }
+  const std::string& init_dir = spec.checkpoint_dir_for_init();
+  if (init_dir.empty()) return absl::OkStatus();
+  EDL_ASSIGN_OR_RETURN(std::vector<proto::ShardCheckpoint> shards,
+                       ReadNewestCompleteCheckpoint(init_dir));
+  EDL_RETURN_IF_ERROR_WITH_CONTEXT(
+      store->InitFromCheckpoints(shards),
+      StrCat("parameter server ", options.ps_id, ": initializing from ", init_dir));
+  spdlog::info("parameter server {}: initialized from version {} in {} ({} shards)", options.ps_id,
+               shards[0].version(), init_dir, shards.size());
+  // The initial checkpoint of this job.
+  EDL_ASSIGN_OR_RETURN(ShardSnapshot snapshot, store->Snapshot());
+  writer->Offer(std::move(snapshot));
+  return absl::OkStatus();
+}
+
+Status Register(const PsServerOptions& options, proto::Master::Stub* master,
+                const std::string& token, const proto::RegisterPsRequest& request) {
+  const auto deadline = Clock::now() + options.master_patience;
+  while (true) {
+    proto::RegisterPsResponse response;
+    auto context = rpc::MakeContext(std::chrono::seconds(10), token);
+    Status s = rpc::FromGrpc(master->RegisterPs(context.get(), request, &response));
+    if (s.ok()) return s;
+    if (!Unreachable(s) || Clock::now() > deadline) {
+      return Annotate(s, StrCat("parameter server ", options.ps_id,
+                                ": registering with the master at ", options.master_address));
+    }
+    if (Cancelled(options)) return absl::CancelledError("cancelled while registering");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// Serves until cancelled (OK) or the master is unreachable for longer than
+// the patience (UNAVAILABLE).
+Status ServeWhileMasterLives(const PsServerOptions& options, proto::Master::Stub* master,
+                             const std::string& token) {
+  auto last_answer = Clock::now();
+  bool warned = false;
+  while (!Cancelled(options)) {
+    SleepUnlessCancelled(options, options.master_check_interval);
+    if (Cancelled(options)) break;
+    proto::GetJobStatusResponse response;
+    auto context = rpc::MakeContext(
+        std::max(options.master_check_interval, std::chrono::milliseconds(1000)), token);
+    Status s = rpc::FromGrpc(master->GetJobStatus(context.get(), {}, &response));
+    // A master that answers, even with an error, is alive; a finished job
+    // keeps us serving until the master stops us.
+    if (!Unreachable(s)) {
+      if (warned) {
+        spdlog::info("parameter server {}: the master at {} is back", options.ps_id,
+                     options.master_address);
+      }
+      last_answer = Clock::now();
+      warned = false;
+      continue;
+    }
+    const auto silent = Clock::now() - last_answer;
+    if (silent > options.master_patience) {
+      return absl::UnavailableError(
+          StrCat("parameter server ", options.ps_id, ": the master at ", options.master_address,
+                 " has not answered for ",
+                 std::chrono::duration_cast<std::chrono::seconds>(silent).count(), " s; exiting"));
+    }
+    if (!warned) {
+      spdlog::warn(
+          "parameter server {}: the master at {} does not answer ({}); waiting up to {} s",
+          options.ps_id, options.master_address, std::string(s.message()),
+          std::chrono::duration_cast<std::chrono::seconds>(options.master_patience).count());
+      warned = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string CheckpointDirOf(const proto::JobSpec& spec, const std::string& job_dir) {
+  return spec.checkpoint_dir().empty() ? job_dir + "/checkpoints" : spec.checkpoint_dir();
+}
 
 Status RunPsServer(const PsServerOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
-  ParameterStoreOptions store_options;
-  EDL_ASSIGN_OR_RETURN(store_options.optimizer,
-                       ParseOptimizer(spec.optimizer_config().SerializeAsString()));
-  store_options.use_async = spec.use_async();
-  store_options.grads_to_wait = std::max(spec.grads_to_wait(), 1);
-  store_options.staleness_tolerance = spec.sync_version_tolerance();
-  store_options.lr_staleness_modulation = spec.lr_staleness_modulation();
+  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(ParameterStoreOptions store_options, StoreOptions(spec, options.ps_id));
+  const std::string checkpoint_dir = CheckpointDirOf(spec, options.job_dir);
+  CheckpointWriterOptions writer_options;
+  writer_options.dir = checkpoint_dir;
+  writer_options.ps_id = options.ps_id;
+  writer_options.num_ps = store_options.num_ps;
+  writer_options.keep_max = std::max(spec.keep_checkpoint_max(), 0);
+  CheckpointWriter writer(writer_options);
+  store_options.on_snapshot = [&writer](ShardSnapshot s) { writer.Offer(std::move(s)); };
   // Optimizer steps are small next to a worker's forward and backward; one
   // thread leaves the cores to the workers.
   at::set_num_threads(1);
   ParameterStore store(store_options);
-  PsService service(&store);
+
+  proto::RegisterPsRequest request;
+  request.set_ps_id(options.ps_id);
+  EDL_RETURN_IF_ERROR(
+      InitializeFromCheckpoints(options, spec, checkpoint_dir, &store, &writer, &request));
+
+  PsService service(&store, token);
   std::string address;
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
                        rpc::StartServer(options.host, options.port, {&service}, &address));
-
-  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address));
-  proto::RegisterPsRequest request;
-  request.set_ps_id(options.ps_id);
   request.set_address(address);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (true) {
-    proto::RegisterPsResponse response;
-    auto context = rpc::MakeContext(std::chrono::seconds(10));
-    Status s = rpc::FromGrpc(master->RegisterPs(context.get(), request, &response));
-    if (s.ok()) break;
-    if (s.code() != absl::StatusCode::kUnavailable || std::chrono::steady_clock::now() > deadline) {
-      return Annotate(s, "registering with the master");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  spdlog::info("parameter server {} serving on {} ({}, {})", options.ps_id, address,
-               DescribeOptimizer(store_options.optimizer),
-               store_options.use_async
-                   ? std::string("async")
-                   : StrCat("sync, grads_to_wait=", store_options.grads_to_wait,
-                            ", staleness tolerance ", store_options.staleness_tolerance));
-  while (options.cancel == nullptr || !options.cancel->load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address));
+  Status s = Register(options, master.get(), token, request);
+  if (s.ok()) {
+    spdlog::info("parameter server {} serving on {} ({}, {}; checkpoints in {})", options.ps_id,
+                 address, DescribeOptimizer(store_options.optimizer),
+                 store_options.use_async
+                     ? std::string("async")
+                     : StrCat("sync, grads_to_wait=", store_options.grads_to_wait,
+                              ", staleness tolerance ", store_options.staleness_tolerance),
+                 checkpoint_dir);
+    s = ServeWhileMasterLives(options, master.get(), token);
   }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
-  return absl::OkStatus();
+  return s;
 }
 
 }  // namespace elasticdl::ps

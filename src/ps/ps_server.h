@@ -1,13 +1,18 @@
 // A parameter-server shard process, wired from PsServerOptions (the
-// composition root of the role): reads the job spec, serves the
-// ParameterServer service, registers its address with the master and serves
-// until cancelled.
+// composition root of the role): reads the job spec and token, initializes
+// the shard (from the first worker's model, from a checkpoint of another
+// job, or, when relaunched, from its own newest checkpoint), serves the
+// ParameterServer service, registers with the master, writes checkpoints in
+// the background and serves until cancelled or until the master has been
+// unreachable for too long.
 #ifndef ELASTICDL_PS_PS_SERVER_H_
 #define ELASTICDL_PS_PS_SERVER_H_
 
 #include <atomic>
+#include <chrono>
 #include <string>
 
+#include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 
 namespace elasticdl::ps {
@@ -20,13 +25,29 @@ struct PsServerOptions {
   // Interface and port to serve on; port 0 picks a free one.
   std::string host = "127.0.0.1";
   int port = 0;
+  // Set by the master when it relaunches a lost server: start from the
+  // newest checkpoint of this shard (an error when there is none) and tell
+  // the master, on registering, the version and minibatches it holds.
+  bool restore = false;
+  // The server exits with an error when the master has not answered for
+  // this long (registering, or the liveness check every
+  // `master_check_interval`). A master that comes back at the same address
+  // within it is fine. Default 60 s.
+  std::chrono::milliseconds master_patience{60000};
+  std::chrono::milliseconds master_check_interval{1000};
   // Set (by a signal handler) to stop serving; polled.
   const std::atomic<bool>* cancel = nullptr;
 };
 
-// Serves until `cancel` is set. Errors: the job spec cannot be read, the
-// port cannot be bound, the master cannot be reached.
+// Serves until `cancel` is set (OK). Errors: the job spec or token cannot be
+// read, no checkpoint to restore, a checkpoint to initialize from cannot be
+// read or does not fit, the port cannot be bound, the master refuses the
+// registration or cannot be reached for `master_patience`.
 Status RunPsServer(const PsServerOptions& options);
+
+// The checkpoint directory of a job: spec.checkpoint_dir(), or
+// `<job_dir>/checkpoints` when that is empty.
+std::string CheckpointDirOf(const proto::JobSpec& spec, const std::string& job_dir);
 
 }  // namespace elasticdl::ps
 

@@ -1,7 +1,12 @@
-// The gRPC face of a parameter-server shard: decodes requests, calls the
-// ParameterStore, never lets an exception reach gRPC's threads.
+// The gRPC face of a parameter-server shard: checks the job token, decodes
+// requests, calls the ParameterStore, never lets an exception reach gRPC's
+// threads. A refused request (UNAUTHENTICATED, INVALID_ARGUMENT, ...) changes
+// nothing and the server keeps serving.
 #ifndef ELASTICDL_PS_PS_SERVICE_H_
 #define ELASTICDL_PS_PS_SERVICE_H_
+
+#include <string>
+#include <utility>
 
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "ps/parameter_store.h"
@@ -10,7 +15,9 @@ namespace elasticdl::ps {
 
 class PsService final : public proto::ParameterServer::Service {
  public:
-  explicit PsService(ParameterStore* store) : store_(store) {}
+  // `store` must outlive the service. Every call must carry `token` (see
+  // rpc/job_token.h); an empty token accepts every call (in-process tests).
+  PsService(ParameterStore* store, std::string token) : store_(store), token_(std::move(token)) {}
 
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                     proto::PullResponse* response) override;
@@ -21,6 +28,7 @@ class PsService final : public proto::ParameterServer::Service {
 
  private:
   ParameterStore* const store_;
+  const std::string token_;
 };
 
 }  // namespace elasticdl::ps

@@ -18,11 +18,12 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 
 StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
                                                     const std::vector<grpc::Service*>& services,
-                                                    std::string* address) {
+                                                    std::string* address,
+                                                    int max_request_bytes) {
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(StrCat(host, ":", port), grpc::InsecureServerCredentials(), &bound_port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(max_request_bytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   for (grpc::Service* s : services) builder.RegisterService(s);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -22,10 +22,12 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 
 // Starts a server on `host` (port 0: any free port) with `services`
 // registered and the message limits raised. `*address` receives
-// "host:port" of the bound port.
+// "host:port" of the bound port. Requests larger than `max_request_bytes`
+// are refused (RESOURCE_EXHAUSTED) before reaching a service.
 StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
                                                     const std::vector<grpc::Service*>& services,
-                                                    std::string* address);
+                                                    std::string* address,
+                                                    int max_request_bytes = kMaxMessageBytes);
 
 Status FromGrpc(const grpc::Status& status);
 grpc::Status ToGrpc(const Status& status);

@@ -11,6 +11,7 @@
 #include "common/strings.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_spec.h"
+#include "rpc/job_token.h"
 #include "rpc/trained_model.h"
 #include "zoo/zoo_library.h"
 
@@ -20,8 +21,17 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kMasterTimeout{30000};
-// How long registration waits for the master and the parameter servers.
+// How long registration waits for the parameter servers (a relaunched one
+// restores its checkpoint first).
 constexpr auto kRegisterPatience = std::chrono::seconds(120);
+// Between heartbeats: often enough that the master's view of a task's
+// progress is fresh when the worker dies.
+constexpr milliseconds kMaxHeartbeatInterval{250};
+
+bool Transient(const Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kDeadlineExceeded;
+}
 
 proto::MetricKind ToProto(MetricKind kind) {
   return kind == MetricKind::kAuc ? proto::METRIC_AUC : proto::METRIC_MEAN;
@@ -48,6 +58,7 @@ Status Worker::DatasetError(const Status& status) const {
 
 StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(spec.zoo_library()));
   ZooProgramNames names;
   names.model_def = spec.model_def();
@@ -59,12 +70,47 @@ StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
                        ZooProgram::Resolve(std::move(library), names, spec.model_params()));
   int threads = options.num_threads > 0 ? options.num_threads : spec.worker_threads();
   torch::set_num_threads(std::max(threads, 1));
-  return std::unique_ptr<Worker>(new Worker(options, std::move(spec), std::move(program)));
+  return std::unique_ptr<Worker>(
+      new Worker(options, std::move(spec), std::move(token), std::move(program)));
 }
 
-Worker::Worker(WorkerOptions options, proto::JobSpec spec, ZooProgram program)
-    : options_(std::move(options)), spec_(std::move(spec)), program_(std::move(program)) {
+Worker::Worker(WorkerOptions options, proto::JobSpec spec, std::string token, ZooProgram program)
+    : options_(std::move(options)),
+      spec_(std::move(spec)),
+      token_(std::move(token)),
+      program_(std::move(program)) {
   master_ = proto::Master::NewStub(rpc::MakeChannel(options_.master_address));
+}
+
+Worker::~Worker() { StopHeartbeats(); }
+
+bool Worker::stopping() const {
+  return leave_.load() || lost_.load() || (options_.stop != nullptr && options_.stop->load());
+}
+
+template <typename Request, typename Response, typename Method>
+Status Worker::CallMaster(const char* what, Method method, const Request& request,
+                          Response* response) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.master_patience;
+  bool warned = false;
+  while (true) {
+    auto context = rpc::MakeContext(kMasterTimeout, token_);
+    Status s = rpc::FromGrpc((master_.get()->*method)(context.get(), request, response));
+    if (s.ok() || !Transient(s)) {
+      if (warned && s.ok()) spdlog::info("the master is back");
+      return Annotate(s, what);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Annotate(s, StrCat(what, " (the master has been unreachable for ",
+                                options_.master_patience.count() / 1000, " s)"));
+    }
+    if (!warned) {
+      warned = true;
+      spdlog::warn("{}: the master is unreachable ({}); retrying", what,
+                   std::string(s.message()));
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
 }
 
 Status Worker::Register() {
@@ -73,17 +119,18 @@ Status Worker::Register() {
     proto::RegisterWorkerRequest request;
     request.set_worker_id(options_.worker_id);
     proto::RegisterWorkerResponse response;
-    auto context = rpc::MakeContext(kMasterTimeout);
+    auto context = rpc::MakeContext(kMasterTimeout, token_);
     Status s = rpc::FromGrpc(master_->RegisterWorker(context.get(), request, &response));
     if (s.ok()) {
       std::vector<std::string> addresses(response.ps_addresses().begin(),
                                          response.ps_addresses().end());
-      if (!addresses.empty()) ps_ = std::make_unique<rpc::PsClient>(addresses);
+      ps_ = addresses.empty() ? nullptr : std::make_unique<rpc::PsClient>(addresses, token_);
       return absl::OkStatus();
     }
-    if (s.code() != absl::StatusCode::kUnavailable || std::chrono::steady_clock::now() > deadline) {
+    if (!Transient(s) || std::chrono::steady_clock::now() > deadline) {
       return Annotate(s, "registering with the master");
     }
+    if (stopping()) return absl::CancelledError("stopped while registering");
     std::this_thread::sleep_for(milliseconds(100));
   }
 }
@@ -97,6 +144,7 @@ Status Worker::LoadInitialModel() {
     return Annotate(model_->Apply(values), spec_.trained_model());
   }
   versions_.assign(ps_->num_shards(), -1);
+  instances_.assign(ps_->num_shards(), 0);
   EDL_RETURN_IF_ERROR(Pull());
   // Shards nobody has initialized (Pull left their version at -1) take this
   // worker's values; the first worker's values win, and everyone then pulls
@@ -116,15 +164,38 @@ Status Worker::LoadInitialModel() {
 
 Status Worker::Pull() {
   std::vector<proto::PullRequest> requests(ps_->num_shards());
-  for (int i = 0; i < ps_->num_shards(); ++i) requests[i].set_known_version(versions_[i]);
+  for (int i = 0; i < ps_->num_shards(); ++i) {
+    requests[i].set_known_version(versions_[i]);
+    requests[i].set_known_instance(instances_[i]);
+  }
   std::vector<proto::PullResponse> responses;
   EDL_RETURN_IF_ERROR(ps_->Pull(requests, &responses));
   for (int i = 0; i < ps_->num_shards(); ++i) {
     const proto::PullResponse& r = responses[i];
-    if (!r.initialized() || r.values().version() == versions_[i]) continue;
+    if (!r.initialized()) continue;
+    if (r.values().version() == versions_[i] && r.instance() == instances_[i]) continue;
     EDL_RETURN_IF_ERROR(model_->Apply(r.values()));
     versions_[i] = r.values().version();
+    instances_[i] = r.instance();
   }
+  return absl::OkStatus();
+}
+
+Status Worker::Reconnect() {
+  spdlog::warn("lost a parameter server; waiting for it to come back");
+  EDL_RETURN_IF_ERROR(Register());
+  versions_.assign(ps_->num_shards(), -1);
+  instances_.assign(ps_->num_shards(), 0);
+  const auto deadline = std::chrono::steady_clock::now() + kRegisterPatience;
+  while (true) {
+    Status s = Pull();
+    if (s.ok()) break;
+    if (!Transient(s) || std::chrono::steady_clock::now() > deadline) return s;
+    // A server may have died again: the master knows the new address.
+    std::this_thread::sleep_for(milliseconds(200));
+    EDL_RETURN_IF_ERROR(Register());
+  }
+  spdlog::info("parameter servers are back");
   return absl::OkStatus();
 }
 
@@ -137,17 +208,21 @@ StatusOr<std::shared_ptr<const RecordFile>> Worker::OpenFile(const std::string& 
   return shared;
 }
 
-StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode) {
+StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, int64_t first_record,
+                                           Mode mode) {
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<const RecordFile> file, OpenFile(task.file()));
-  Dataset<Record> records = ReadRecords(file, task.start(), task.end());
+  Dataset<Record> records = ReadRecords(file, first_record, task.end());
   EDL_ASSIGN_OR_RETURN(Dataset<Example> examples, program_.MakeDataset(records, mode));
   return examples.batch(spec_.minibatch_size());
 }
 
-Status Worker::TrainMinibatch(const Example& batch, double* loss_value) {
-  // Shards still to accept this minibatch's gradients. In sync mode a shard
-  // may refuse gradients computed on an outdated version: pull, compute
-  // again and push to the refusing shards only.
+Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag,
+                              double* loss_value) {
+  // Shards still to accept this minibatch's gradients. A shard refuses
+  // gradients computed on an outdated version (sync mode) or on values of
+  // an earlier incarnation of the server: pull, compute again and push to
+  // the refusing shards only. A shard that has applied this minibatch
+  // before acknowledges it as a duplicate.
   std::vector<int> pending(ps_->num_shards());
   for (int i = 0; i < ps_->num_shards(); ++i) pending[i] = i;
   while (!pending.empty()) {
@@ -168,6 +243,8 @@ Status Worker::TrainMinibatch(const Example& batch, double* loss_value) {
     for (int i : pending) {
       requests[i].set_worker_id(options_.worker_id);
       requests[i].set_base_version(versions_[i]);
+      requests[i].set_instance(instances_[i]);
+      *requests[i].mutable_tag() = tag;
       EDL_RETURN_IF_ERROR(model_->FillPush(i, &requests[i]));
     }
     std::vector<proto::PushResponse> responses;
@@ -187,13 +264,29 @@ Status Worker::TrainMinibatch(const Example& batch, double* loss_value) {
 }
 
 Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) {
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::TRAINING));
+  const int64_t batch_size = spec_.minibatch_size();
+  int64_t minibatch = task.minibatches_done();
+  const int64_t first_record = std::min(task.start() + minibatch * batch_size, task.end());
+  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, first_record, Mode::TRAINING));
+  report->set_minibatches_done(minibatch);
   while (true) {
+    // Stop between minibatches when asked; the rest of the task goes back.
+    if (stopping() && first_record + (minibatch - task.minibatches_done()) * batch_size <
+                          task.end()) {
+      report->set_stopped(true);
+      break;
+    }
     StatusOr<std::optional<Example>> batch = batches.Next();
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
+    proto::MinibatchTag tag;
+    tag.set_task_id(task.task_id());
+    tag.set_minibatch(minibatch);
     double loss = 0;
-    EDL_RETURN_IF_ERROR(TrainMinibatch(**batch, &loss));
+    EDL_RETURN_IF_ERROR(TrainMinibatch(**batch, tag, &loss));
+    ++minibatch;
+    minibatches_done_ = minibatch;
+    report->set_minibatches_done(minibatch);
     report->set_loss_sum(report->loss_sum() + loss);
     report->set_minibatches(report->minibatches() + 1);
     report->set_records(report->records() + (**batch).labels.size(0));
@@ -207,9 +300,15 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
 Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* report) {
   if (ps_) EDL_RETURN_IF_ERROR(Pull());
   EDL_ASSIGN_OR_RETURN(auto metrics, program_.MakeMetrics());
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::EVALUATION));
+  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, task.start(), Mode::EVALUATION));
   torch::NoGradGuard no_grad;
   while (true) {
+    // A stopped evaluation task is redone whole: its states count only
+    // when complete.
+    if (stopping()) {
+      report->set_stopped(true);
+      return absl::OkStatus();
+    }
     StatusOr<std::optional<Example>> batch = batches.Next();
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
@@ -227,14 +326,18 @@ Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* repor
   return absl::OkStatus();
 }
 
-Status Worker::Predict(const proto::Task& task) {
+Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report) {
   if (ps_) EDL_RETURN_IF_ERROR(Pull());
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::PREDICTION));
+  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, task.start(), Mode::PREDICTION));
   torch::NoGradGuard no_grad;
   std::string csv;
   int64_t index = task.start();
   const std::string file = CsvField(task.file());
   while (true) {
+    if (stopping()) {
+      report->set_stopped(true);
+      return absl::OkStatus();
+    }
     StatusOr<std::optional<Example>> batch = batches.Next();
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
@@ -261,54 +364,120 @@ Status Worker::Predict(const proto::Task& task) {
   return rpc::WriteFileAtomically(StrCat(dir, "/task-", task.task_id(), ".csv"), csv);
 }
 
+Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report) {
+  switch (task.type()) {
+    case proto::TASK_TRAINING:
+      return Train(task, report);
+    case proto::TASK_EVALUATION:
+      return Evaluate(task, report);
+    case proto::TASK_PREDICTION:
+      return Predict(task, report);
+    default:
+      return absl::InvalidArgumentError(StrCat("unknown task type ", int(task.type())));
+  }
+}
+
+Status Worker::Report(const proto::ReportTaskRequest& report) {
+  proto::ReportTaskResponse ignored;
+  Status s = CallMaster("reporting a task to the master", &proto::Master::Stub::ReportTask, report,
+                        &ignored);
+  // The task was taken back (this worker was presumed lost, or a parameter
+  // server went back to a checkpoint): someone else does it. Not an error.
+  if (s.code() == absl::StatusCode::kFailedPrecondition && !lost_.load()) {
+    spdlog::info("task {} was taken back by the master", report.task_id());
+    return absl::OkStatus();
+  }
+  return s;
+}
+
+void Worker::HeartbeatLoop() {
+  const milliseconds lease(spec_.worker_lease_ms() > 0 ? spec_.worker_lease_ms() : 5000);
+  const milliseconds interval =
+      std::clamp(lease / 4, milliseconds(20), kMaxHeartbeatInterval);
+  std::unique_lock<std::mutex> lock(heartbeat_mu_);
+  while (!heartbeat_cv_.wait_for(lock, interval, [this] { return heartbeat_quit_; })) {
+    lock.unlock();
+    proto::HeartbeatRequest request;
+    request.set_worker_id(options_.worker_id);
+    request.set_task_id(task_id_.load());
+    request.set_attempt(attempt_.load());
+    request.set_minibatches_done(minibatches_done_.load());
+    proto::HeartbeatResponse response;
+    auto context = rpc::MakeContext(interval * 4, token_);
+    Status s = rpc::FromGrpc(master_->Heartbeat(context.get(), request, &response));
+    if (s.ok()) {
+      if (response.leave() && !leave_.exchange(true)) {
+        spdlog::info("the master asks this worker to leave");
+      }
+    } else if (s.code() == absl::StatusCode::kFailedPrecondition) {
+      // The master has taken us as lost and given our work to others.
+      if (!lost_.exchange(true)) {
+        spdlog::error("the master no longer knows this worker: {}", std::string(s.message()));
+      }
+    }
+    lock.lock();
+  }
+}
+
+void Worker::StopHeartbeats() {
+  {
+    std::lock_guard<std::mutex> lock(heartbeat_mu_);
+    heartbeat_quit_ = true;
+  }
+  heartbeat_cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
 Status Worker::Run() {
   EDL_RETURN_IF_ERROR(Register());
   EDL_RETURN_IF_ERROR(LoadInitialModel());
+  heartbeat_ = std::thread(&Worker::HeartbeatLoop, this);
   while (true) {
+    if (lost_) return absl::AbortedError("the master took this worker as lost");
+    if (stopping()) {
+      spdlog::info("stopping as asked");
+      return absl::OkStatus();
+    }
     proto::GetTaskRequest request;
     request.set_worker_id(options_.worker_id);
     proto::GetTaskResponse response;
-    auto context = rpc::MakeContext(kMasterTimeout);
-    EDL_RETURN_IF_ERROR(Annotate(rpc::FromGrpc(master_->GetTask(context.get(), request, &response)),
-                                 "asking the master for a task"));
+    EDL_RETURN_IF_ERROR(CallMaster("asking the master for a task", &proto::Master::Stub::GetTask,
+                                   request, &response));
     const proto::Task& task = response.task();
     if (task.type() == proto::TASK_NONE) return absl::OkStatus();
     if (task.type() == proto::TASK_WAIT) {
       std::this_thread::sleep_for(milliseconds(50));
       continue;
     }
+    minibatches_done_ = task.minibatches_done();
+    attempt_ = task.attempt();
+    task_id_ = task.task_id();
     proto::ReportTaskRequest report;
     report.set_worker_id(options_.worker_id);
     report.set_task_id(task.task_id());
-    Status s;
-    switch (task.type()) {
-      case proto::TASK_TRAINING:
-        s = Train(task, &report);
-        break;
-      case proto::TASK_EVALUATION:
-        s = Evaluate(task, &report);
-        break;
-      case proto::TASK_PREDICTION:
-        s = Predict(task);
-        break;
-      default:
-        s = absl::InvalidArgumentError(StrCat("unknown task type ", int(task.type())));
-    }
-    // Losing a parameter server is not the task's fault: stop, so that the
-    // task is given to someone else.
-    if (s.code() == absl::StatusCode::kUnavailable ||
-        s.code() == absl::StatusCode::kDeadlineExceeded) {
-      return s;
-    }
-    if (!s.ok()) {
+    report.set_attempt(task.attempt());
+    report.set_minibatches_done(task.minibatches_done());
+    Status s = RunTask(task, &report);
+    bool reconnect = false;
+    if (Transient(s) && ps_ != nullptr) {
+      // A parameter server is gone: hand the rest of the task back (what
+      // every server applied stays applied) and wait for its relaunch.
+      spdlog::warn("task {}: {}", task.task_id(), std::string(s.message()));
+      report.set_stopped(true);
+      reconnect = true;
+    } else if (s.code() == absl::StatusCode::kFailedPrecondition) {
+      // A server refused a minibatch out of order: the task was taken back
+      // from us (it went back to a checkpoint). Hand back what we have.
+      spdlog::info("task {}: {}", task.task_id(), std::string(s.message()));
+      report.set_stopped(true);
+    } else if (!s.ok()) {
       report.set_error(std::string(s.message()));
       spdlog::warn("task {} failed: {}", task.task_id(), report.error());
     }
-    proto::ReportTaskResponse ignored;
-    auto report_context = rpc::MakeContext(kMasterTimeout);
-    EDL_RETURN_IF_ERROR(
-        Annotate(rpc::FromGrpc(master_->ReportTask(report_context.get(), report, &ignored)),
-                 "reporting a task to the master"));
+    Status reported = Report(report);
+    task_id_ = -1;
+    EDL_RETURN_IF_ERROR(reported);
+    if (reconnect) EDL_RETURN_IF_ERROR(Reconnect());
   }
 }
 

@@ -1,19 +1,34 @@
 // A worker: asks the master for tasks and runs them until the job is over.
 // Training tasks read their records, run the zoo's dataset_fn, and for each
-// minibatch pull the model, compute gradients with LibTorch and push them;
-// evaluation tasks accumulate metric states; prediction tasks write one CSV
-// row per record.
+// minibatch pull the model, compute gradients with LibTorch and push them,
+// tagged with the task and minibatch so that each parameter server applies
+// them at most once; evaluation tasks accumulate metric states; prediction
+// tasks write one CSV row per record.
 //
+// Fault tolerance:
+//   - A heartbeat thread renews the worker's lease and tells the master how
+//     many minibatches of the current task every server has applied.
+//   - Asked to stop (SIGTERM, or the master scaling down), the worker
+//     finishes the current minibatch, reports how far the task got (the rest
+//     goes back to the queue) and returns OK.
+//   - A lost parameter server: the worker hands its task back, waits for
+//     the server to be relaunched (registering again) and carries on.
+//   - A lost master: calls are retried until it is back (a restarted master
+//     resumes the job) or `master_patience` passes.
 // A task that fails (bad record, a throw in model code) is reported with its
-// error and the worker goes on; losing the master or a parameter server ends
-// the worker with an error status.
+// error and the worker goes on.
 #ifndef ELASTICDL_WORKER_WORKER_H_
 #define ELASTICDL_WORKER_WORKER_H_
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
@@ -25,45 +40,76 @@
 namespace elasticdl::worker {
 
 struct WorkerOptions {
-  // The job directory holding job.pbtxt.
+  // The job directory holding job.pbtxt and the job's token.
   std::string job_dir;
   int worker_id = 0;
   // host:port of the master.
   std::string master_address;
   // LibTorch intra-op threads; 0 takes the job's worker_threads, else 1.
   int num_threads = 0;
+  // Set (by a SIGTERM handler) to stop after the current minibatch; polled.
+  const std::atomic<bool>* stop = nullptr;
+  // How long the master may be unreachable before the worker gives up.
+  std::chrono::milliseconds master_patience{60000};
 };
 
 class Worker {
  public:
   static StatusOr<std::unique_ptr<Worker>> Create(const WorkerOptions& options);
+  ~Worker();
 
-  // Runs tasks until the master says the job is over.
+  // Runs tasks until the master says the job is over or the worker is asked
+  // to stop (then OK, after reporting how far its task got).
   Status Run();
 
  private:
-  Worker(WorkerOptions options, proto::JobSpec spec, ZooProgram program);
+  Worker(WorkerOptions options, proto::JobSpec spec, std::string token, ZooProgram program);
+
+  // A master call, retried while the master is unreachable (restarting).
+  template <typename Request, typename Response, typename Method>
+  Status CallMaster(const char* what, Method method, const Request& request, Response* response);
 
   Status Register();
   Status LoadInitialModel();
   Status Pull();
+  Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report);
   Status Train(const proto::Task& task, proto::ReportTaskRequest* report);
-  Status TrainMinibatch(const Example& batch, double* loss);
+  Status TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, double* loss);
   Status Evaluate(const proto::Task& task, proto::ReportTaskRequest* report);
-  Status Predict(const proto::Task& task);
-  StatusOr<Dataset<Example>> Batches(const proto::Task& task, Mode mode);
+  Status Predict(const proto::Task& task, proto::ReportTaskRequest* report);
+  StatusOr<Dataset<Example>> Batches(const proto::Task& task, int64_t first_record, Mode mode);
   Status DatasetError(const Status& status) const;
   StatusOr<std::shared_ptr<const RecordFile>> OpenFile(const std::string& path);
+  Status Report(const proto::ReportTaskRequest& report);
+  // Waits for the lost parameter server(s) to come back and reconnects.
+  Status Reconnect();
+
+  void HeartbeatLoop();
+  void StopHeartbeats();
+  bool stopping() const;
 
   const WorkerOptions options_;
   const proto::JobSpec spec_;
+  const std::string token_;
   ZooProgram program_;
   std::unique_ptr<proto::Master::Stub> master_;
   std::unique_ptr<rpc::PsClient> ps_;
   std::unique_ptr<ShardedModel> model_;
-  std::vector<int64_t> versions_;  // per shard, of the values in model_
-  int64_t pushed_version_ = 0;     // the newest version a push of ours produced
+  std::vector<int64_t> versions_;    // per shard, of the values in model_
+  std::vector<uint64_t> instances_;  // per shard, the server instance of versions_
+  int64_t pushed_version_ = 0;       // the newest version a push of ours produced
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;
+
+  // Shared with the heartbeat thread.
+  std::atomic<int64_t> task_id_{-1};
+  std::atomic<int32_t> attempt_{0};
+  std::atomic<int64_t> minibatches_done_{0};
+  std::atomic<bool> leave_{false};  // the master asked us to leave
+  std::atomic<bool> lost_{false};   // the master no longer knows us
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+  bool heartbeat_quit_ = false;
+  std::thread heartbeat_;
 };
 
 }  // namespace elasticdl::worker

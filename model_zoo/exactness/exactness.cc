@@ -1,0 +1,100 @@
+// A model whose trained values count how often each record was trained on.
+//
+// Every record is a tf.train.Example with an int64 feature "id", unique in
+// 0..num_records-1. The model has one parameter, `rows` [num_records, 1],
+// initialised to 0; its output for a record is rows[id] and the loss is the
+// sum of the outputs, so each trained record adds exactly 1 to its own row's
+// gradient and 0 to every other row. With plain SGD at lr=1 (no momentum, no
+// decay) in asynchronous mode, every accepted minibatch lowers the rows of
+// its records by exactly 1, in float32 without rounding (small integers). A
+// job of E epochs therefore ends with rows[r] == -E for every r: a row above
+// -E names a record that was lost, a row below it a record trained twice.
+//
+// Evaluation reveals validation records counted twice or never: the means of
+// id, id^2 and id^3 over validation ids 0..M-1 are (M-1)/2,
+// (M-1)(2M-1)/6 and M(M-1)^2/4 only when each id counts once (three moments
+// of a contiguous range match the whole only when it is the whole), and the
+// mean prediction is -E once training is complete. All sums are of integers
+// below 2^53 in double: exact.
+//
+// --params:
+//   num_records  N, the number of rows (required; every id must be below it)
+//   sleep_ms     milliseconds every training forward sleeps (default 0), to
+//                keep a job of a few thousand records running long enough
+//                for faults to land in it
+//
+// tests/scenario/exactness.py writes the data and checks the trained rows.
+#include <chrono>
+#include <thread>
+
+#include "elasticdl/elasticdl.h"
+
+using namespace elasticdl;  // NOLINT(google-build-using-namespace): reads like the Python
+
+// All files of a zoo link into one library: keep each file's names to itself.
+namespace {
+
+class Exactness : public Model {
+ public:
+  explicit Exactness(const Params& params)
+      : sleep_(params.get<int64_t>("sleep_ms", 0)),
+        rows_(register_parameter("rows", torch::zeros({params.get<int64_t>("num_records"), 1}))) {}
+
+  torch::Tensor forward(const FeatureMap& inputs, bool training) override {
+    if (training && sleep_.count() > 0) std::this_thread::sleep_for(sleep_);
+    torch::Tensor id = inputs.at("id").flatten();
+    TORCH_CHECK(id.numel() == 0 ||
+                    (id.min().item<int64_t>() >= 0 && id.max().item<int64_t>() < rows_.size(0)),
+                "exactness: an id is outside 0..num_records-1 (num_records=", rows_.size(0),
+                "); set --params num_records");
+    return rows_.index_select(0, id);
+  }
+
+ private:
+  std::chrono::milliseconds sleep_;
+  torch::Tensor rows_;
+};
+ELASTICDL_REGISTER_MODEL(Exactness);
+
+Dataset<Example> dataset_fn(Dataset<Record> dataset, Mode /*mode*/) {
+  // No shuffle: order does not matter to the counts, and determinism helps
+  // reading a failure.
+  return dataset.map([](const Record& record) -> StatusOr<Example> {
+    EDL_ASSIGN_OR_RETURN(Features r,
+                         ParseExample(record.data, {{"id", FixedLenFeature({1}, torch::kInt64)}}));
+    Example example;
+    example.features = {{"id", r["id"]}};
+    example.labels = r["id"];
+    return example;
+  });
+}
+ELASTICDL_REGISTER(dataset_fn);
+
+// Every output's gradient is exactly 1.
+torch::Tensor loss(const torch::Tensor& /*labels*/, const torch::Tensor& predictions) {
+  return predictions.sum();
+}
+ELASTICDL_REGISTER(loss);
+
+OptimizerSpec optimizer() { return torch::optim::SGDOptions(1.0); }
+ELASTICDL_REGISTER(optimizer);
+
+MetricMap eval_metrics_fn() {
+  auto power = [](int p) {
+    return [p](const torch::Tensor& labels, const torch::Tensor& /*predictions*/) {
+      return labels.to(torch::kFloat64).flatten().pow(p);
+    };
+  };
+  return {
+      {"mean_id", power(1)},
+      {"mean_id_squared", power(2)},
+      {"mean_id_cubed", power(3)},
+      {"mean_prediction",
+       [](const torch::Tensor& /*labels*/, const torch::Tensor& predictions) {
+         return predictions.to(torch::kFloat64).flatten();
+       }},
+  };
+}
+ELASTICDL_REGISTER(eval_metrics_fn);
+
+}  // namespace

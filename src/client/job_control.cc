@@ -1,0 +1,95 @@
+#include "client/job_control.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/file.h"
+#include "common/strings.h"
+#include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "rpc/grpc_util.h"
+#include "rpc/job_spec.h"
+#include "rpc/job_token.h"
+
+namespace elasticdl::client {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::chrono::seconds kTimeout{10};
+
+struct Connection {
+  std::unique_ptr<proto::Master::Stub> stub;
+  std::string token;
+  std::string address;
+};
+
+StatusOr<Connection> Connect(const std::string& job_dir) {
+  Connection c;
+  StatusOr<std::string> address = ReadFileToString(job_dir + "/master.addr");
+  if (!address.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat(job_dir, ": the job has no master address (not started yet, or not a job)"));
+  }
+  c.address = *address;
+  EDL_ASSIGN_OR_RETURN(c.token, rpc::ReadJobToken(job_dir));
+  c.stub = proto::Master::NewStub(rpc::MakeChannel(c.address));
+  return c;
+}
+
+Status Unreachable(const Connection& c, const std::string& job_dir, const grpc::Status& s) {
+  Status status = rpc::FromGrpc(s);
+  if (status.code() == absl::StatusCode::kUnavailable ||
+      status.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::UnavailableError(StrCat("the master of ", job_dir, " (", c.address,
+                                         ") does not answer; has the job ended? ",
+                                         status.message()));
+  }
+  return status;
+}
+
+}  // namespace
+
+StatusOr<std::string> FindJobDir(const std::string& job) {
+  std::error_code ec;
+  if (fs::exists(rpc::JobSpecPath(job), ec)) return fs::absolute(job, ec).string();
+  const char* tmp = std::getenv("TMPDIR");
+  const fs::path root = fs::path(tmp != nullptr ? tmp : "/tmp") / "elasticdl-jobs";
+  fs::path newest;
+  fs::file_time_type newest_time;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(job + "-", 0) != 0 || !fs::exists(rpc::JobSpecPath(entry.path().string()), ec))
+      continue;
+    auto time = fs::last_write_time(entry.path(), ec);
+    if (newest.empty() || time > newest_time) {
+      newest = entry.path();
+      newest_time = time;
+    }
+  }
+  if (newest.empty()) {
+    return absl::NotFoundError(StrCat("no job '", job, "': not a job directory, and no job of ",
+                                      "that name under ", root.string()));
+  }
+  return newest.string();
+}
+
+StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir) {
+  EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
+  auto context = rpc::MakeContext(kTimeout, c.token);
+  proto::GetJobStatusResponse response;
+  grpc::Status s = c.stub->GetJobStatus(context.get(), proto::GetJobStatusRequest(), &response);
+  if (!s.ok()) return Unreachable(c, job_dir, s);
+  return response;
+}
+
+Status ScaleJob(const std::string& job_dir, int num_workers) {
+  EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
+  auto context = rpc::MakeContext(kTimeout, c.token);
+  proto::ScaleRequest request;
+  request.set_num_workers(num_workers);
+  proto::ScaleResponse response;
+  grpc::Status s = c.stub->Scale(context.get(), request, &response);
+  if (!s.ok()) return Unreachable(c, job_dir, s);
+  return absl::OkStatus();
+}
+
+}  // namespace elasticdl::client

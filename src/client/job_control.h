@@ -1,0 +1,28 @@
+// Commands on a running job: find it, ask its master how it is doing,
+// scale its workers.
+#ifndef ELASTICDL_CLIENT_JOB_CONTROL_H_
+#define ELASTICDL_CLIENT_JOB_CONTROL_H_
+
+#include <string>
+
+#include "elasticdl/proto/elasticdl.pb.h"
+#include "elasticdl/status.h"
+
+namespace elasticdl::client {
+
+// The directory of job `job`: `job` itself when it is a job directory, else
+// the newest job of that name under $TMPDIR/elasticdl-jobs (where jobs
+// without --job_dir live). NOT_FOUND naming both places otherwise.
+StatusOr<std::string> FindJobDir(const std::string& job);
+
+// The running job's status, from its master.
+StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir);
+
+// Asks the job's master to run `num_workers` workers: new ones start and
+// pull the current model; surplus ones finish their minibatch, hand back
+// the rest of their task and leave.
+Status ScaleJob(const std::string& job_dir, int num_workers);
+
+}  // namespace elasticdl::client
+
+#endif  // ELASTICDL_CLIENT_JOB_CONTROL_H_

@@ -1,0 +1,37 @@
+#include "master/event_log.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace elasticdl::master {
+
+EventLog::EventLog(std::string path) {
+  if (path.empty()) return;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) spdlog::warn("cannot write the event log {}: {}", path, std::strerror(errno));
+}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void EventLog::Append(const std::string& event, nlohmann::json fields) {
+  if (fd_ < 0) return;
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  nlohmann::json line = {{"t", now}, {"event", event}};
+  line.update(fields);
+  const std::string text = line.dump() + "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (::write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()) && !warned_) {
+    warned_ = true;
+    spdlog::warn("writing the event log: {}", std::strerror(errno));
+  }
+}
+
+}  // namespace elasticdl::master

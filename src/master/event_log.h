@@ -1,0 +1,37 @@
+// The job's event log: one JSON object per line in <job_dir>/events.jsonl,
+// appended by the master as things happen (processes started and lost,
+// tasks handed out and finished, scaling, restarts), for people and tools
+// that follow a job. Every object has "t" (wall-clock seconds since the
+// epoch) and "event"; the other fields depend on the event.
+//
+// Thread-safe. Appends are written at once (one write(2) per event), so the
+// log survives the master dying; failing to write is logged, never fatal.
+#ifndef ELASTICDL_MASTER_EVENT_LOG_H_
+#define ELASTICDL_MASTER_EVENT_LOG_H_
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace elasticdl::master {
+
+class EventLog {
+ public:
+  // Appends to `path` (created if missing). An empty path logs nothing.
+  explicit EventLog(std::string path);
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  // Appends {"t": now, "event": event, ...fields}.
+  void Append(const std::string& event, nlohmann::json fields = nlohmann::json::object());
+
+ private:
+  std::mutex mu_;
+  int fd_ = -1;
+  bool warned_ = false;
+};
+
+}  // namespace elasticdl::master
+
+#endif  // ELASTICDL_MASTER_EVENT_LOG_H_

@@ -1,0 +1,219 @@
+#include "master/job_state.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+
+#include "master/journal.h"
+#include "master/master_service.h"
+#include "rpc/grpc_util.h"
+#include "rpc/job_token.h"
+#include "testing/temp_dir.h"
+
+namespace elasticdl::master {
+namespace {
+
+using namespace std::chrono_literals;
+
+TaskManagerOptions TrainingOptions() {
+  TaskManagerOptions options;
+  options.num_epochs = 1;
+  options.minibatch_size = 5;
+  return options;
+}
+
+std::vector<Range> Ranges(int n) {
+  std::vector<Range> out;
+  for (int i = 0; i < n; ++i) out.push_back({"f", i * 10, (i + 1) * 10});
+  return out;
+}
+
+JobStateOptions StateOptions(int num_ps = 1) {
+  JobStateOptions options;
+  options.num_ps = num_ps;
+  options.workers_target = 1;
+  return options;
+}
+
+Status RegisterPs(JobState* state, int id, const std::string& address = "127.0.0.1:1") {
+  proto::RegisterPsRequest request;
+  request.set_ps_id(id);
+  request.set_address(address);
+  return state->RegisterPs(request);
+}
+
+Status RegisterWorker(JobState* state, int id) {
+  proto::RegisterWorkerRequest request;
+  request.set_worker_id(id);
+  proto::RegisterWorkerResponse response;
+  return state->RegisterWorker(request, &response);
+}
+
+StatusOr<proto::Task> GetTask(JobState* state, int worker) {
+  proto::GetTaskRequest request;
+  request.set_worker_id(worker);
+  proto::GetTaskResponse response;
+  EDL_RETURN_IF_ERROR(state->GetTask(request, &response));
+  return response.task();
+}
+
+proto::ReportTaskRequest Done(int worker, const proto::Task& task) {
+  proto::ReportTaskRequest report;
+  report.set_worker_id(worker);
+  report.set_task_id(task.task_id());
+  report.set_attempt(task.attempt());
+  report.set_minibatches_done(2);
+  report.set_minibatches(2);
+  return report;
+}
+
+TEST(JobStateTest, RefusesWorkersItDidNotStart) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  EXPECT_EQ(RegisterWorker(&state, 7).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(GetTask(&state, 7).status().code(), absl::StatusCode::kFailedPrecondition);
+  proto::HeartbeatRequest heartbeat;
+  heartbeat.set_worker_id(7);
+  proto::HeartbeatResponse response;
+  EXPECT_EQ(state.Heartbeat(heartbeat, &response).code(), absl::StatusCode::kFailedPrecondition);
+  proto::ReportTaskRequest report;
+  report.set_worker_id(7);
+  EXPECT_EQ(state.ReportTask(report).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(JobStateTest, NoTasksWhileAParameterServerIsMissing) {
+  JobState state(StateOptions(2), TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  state.WorkerStarted(0, {}, false);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  EXPECT_EQ(RegisterWorker(&state, 0).code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(RegisterPs(&state, 1).ok());
+  ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+  state.PsLost(1, "killed by SIGKILL");
+  StatusOr<proto::Task> task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_WAIT);
+  EXPECT_EQ(RegisterWorker(&state, 0).code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(RegisterPs(&state, 1, "127.0.0.1:2").ok());
+  task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_TRAINING);
+}
+
+TEST(JobStateTest, LeasesLapseWithoutCalls) {
+  JobStateOptions options = StateOptions();
+  options.worker_lease = 50ms;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(3, {}, false);
+  ASSERT_TRUE(RegisterWorker(&state, 3).ok());
+  EXPECT_TRUE(state.ExpiredLeases().empty());
+  std::this_thread::sleep_for(80ms);
+  EXPECT_EQ(state.ExpiredLeases(), std::vector<int>{3});
+  proto::HeartbeatRequest heartbeat;
+  heartbeat.set_worker_id(3);
+  heartbeat.set_task_id(-1);
+  proto::HeartbeatResponse response;
+  ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+  EXPECT_TRUE(state.ExpiredLeases().empty());
+  EXPECT_FALSE(response.leave());
+  state.AskToLeave(3);
+  ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+  EXPECT_TRUE(response.leave());
+}
+
+TEST(JobStateTest, ReportsQuoteTheAttempt) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(0, {}, false);
+  state.WorkerStarted(1, {}, false);
+  StatusOr<proto::Task> first = GetTask(&state, 0);
+  ASSERT_TRUE(first.ok());
+  // Worker 0 is lost; its task goes to worker 1 as a new attempt.
+  EXPECT_EQ(state.WorkerLost(0, false, "killed"), 1);
+  StatusOr<proto::Task> second = GetTask(&state, 1);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->task_id(), first->task_id());
+  EXPECT_GT(second->attempt(), first->attempt());
+  proto::ReportTaskRequest stale = Done(1, *first);
+  EXPECT_EQ(state.ReportTask(stale).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(state.ReportTask(Done(1, *second)).ok());
+  EXPECT_TRUE(state.finished());
+}
+
+TEST(JobStateTest, ResumesFromItsJournal) {
+  testing::TempDir dir;
+  JobStateOptions options = StateOptions();
+  options.job_dir = dir.path();
+  options.master_address = "127.0.0.1:5555";
+  proto::Task held;
+  {
+    JobState state(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr);
+    ASSERT_TRUE(RegisterPs(&state, 0).ok());
+    cluster::ProcessHandle handle;
+    handle.pid = 1234;
+    handle.start_time = 99;
+    state.WorkerStarted(state.NewWorkerId(), handle, false);
+    StatusOr<proto::Task> done = GetTask(&state, 0);
+    ASSERT_TRUE(done.ok());
+    ASSERT_TRUE(state.ReportTask(Done(0, *done)).ok());
+    StatusOr<proto::Task> task = GetTask(&state, 0);
+    ASSERT_TRUE(task.ok());
+    held = *task;
+    // The master dies here.
+  }
+  StatusOr<std::optional<proto::MasterJournal>> journal = ReadJournal(dir.path());
+  ASSERT_TRUE(journal.ok()) << journal.status();
+  ASSERT_TRUE(journal->has_value());
+  EXPECT_EQ((*journal)->master_address(), "127.0.0.1:5555");
+  ASSERT_EQ((*journal)->workers_size(), 1);
+  EXPECT_EQ((*journal)->workers(0).pid(), 1234);
+  EXPECT_EQ((*journal)->next_worker_id(), 1);
+  StatusOr<TaskManager> tasks =
+      TaskManager::FromLedger(TrainingOptions(), Ranges(3), {}, {}, (*journal)->ledger());
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  JobState resumed(options, *std::move(tasks), nullptr, **journal);
+  EXPECT_EQ(resumed.progress().first, 10);
+  // The worker carries on with the new master: its report on the task the
+  // old master handed out is accepted.
+  EXPECT_TRUE(resumed.ReportTask(Done(0, held)).ok());
+  EXPECT_EQ(resumed.progress().first, 20);
+  EXPECT_EQ(resumed.NewWorkerId(), 1);
+  proto::GetJobStatusResponse status;
+  resumed.GetStatus(&status);
+  EXPECT_EQ(status.master_restarts(), 1);
+}
+
+TEST(MasterServiceTest, RefusesCallsWithoutTheTokenAndOversizedOnes) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
+  const std::string token(64, 'a');
+  MasterService service(&state, token);
+  std::string address;
+  auto server = rpc::StartServer("127.0.0.1", 0, {&service}, &address, kMaxMasterRequestBytes);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = proto::Master::NewStub(rpc::MakeChannel(address));
+
+  proto::GetJobStatusResponse status;
+  auto anonymous = rpc::MakeContext(5s);
+  EXPECT_EQ(stub->GetJobStatus(anonymous.get(), {}, &status).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  auto wrong = rpc::MakeContext(5s, std::string(64, 'b'));
+  EXPECT_EQ(stub->GetJobStatus(wrong.get(), {}, &status).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+
+  proto::ReportTaskRequest huge;
+  huge.set_error(std::string(kMaxMasterRequestBytes + 1, 'x'));
+  proto::ReportTaskResponse ignored;
+  auto big = rpc::MakeContext(5s, token);
+  EXPECT_EQ(stub->ReportTask(big.get(), huge, &ignored).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // The server keeps serving.
+  auto ok = rpc::MakeContext(5s, token);
+  EXPECT_TRUE(stub->GetJobStatus(ok.get(), {}, &status).ok());
+  EXPECT_EQ(status.records_total(), 10);
+  (*server)->Shutdown();
+}
+
+}  // namespace
+}  // namespace elasticdl::master

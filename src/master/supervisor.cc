@@ -1,0 +1,165 @@
+#include "master/supervisor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include "common/strings.h"
+
+namespace elasticdl::master {
+
+void ExitQueue::Push(const cluster::ProcessExit& exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  exits_.push_back(exit);
+}
+
+std::deque<cluster::ProcessExit> ExitQueue::TakeAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::deque<cluster::ProcessExit> out;
+  out.swap(exits_);
+  return out;
+}
+
+Supervisor::Supervisor(SupervisorOptions options, JobState* state,
+                       cluster::ClusterBackend* backend, ExitQueue* exits)
+    : options_(options), state_(state), backend_(backend), exits_(exits) {}
+
+Status Supervisor::StartNew() {
+  for (int i = 0; i < options_.num_ps; ++i) {
+    EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartPs(i, {}));
+    state_->PsStarted(i, handle, false);
+  }
+  return absl::OkStatus();
+}
+
+Status Supervisor::Adopt() {
+  for (const auto& [id, handle] : state_->ps_processes()) {
+    Status s = handle.pid > 0 ? backend_->Adopt(cluster::Role::kPs, id, handle)
+                              : absl::NotFoundError("never started");
+    if (s.ok()) continue;
+    if (s.code() != absl::StatusCode::kNotFound) return s;
+    spdlog::warn("parameter server {} is gone; relaunching it", id);
+    state_->PsLost(id, "gone while the master was away");
+    EDL_RETURN_IF_ERROR(RelaunchPs(id));
+  }
+  for (const auto& [id, handle] : state_->worker_processes()) {
+    Status s = backend_->Adopt(cluster::Role::kWorker, id, handle);
+    if (s.ok()) {
+      running_.insert(id);
+      continue;
+    }
+    if (s.code() != absl::StatusCode::kNotFound) return s;
+    spdlog::warn("worker {} is gone", id);
+    state_->WorkerLost(id, false, "gone while the master was away");
+    ++to_replace_;
+  }
+  workers_started_ = true;
+  return absl::OkStatus();
+}
+
+Status Supervisor::RelaunchPs(int ps) {
+  if (state_->ps_relaunches() >= options_.max_ps_relaunches) {
+    return absl::UnavailableError(StrCat("parameter server ", ps, " ended and the ",
+                                         options_.max_ps_relaunches,
+                                         " relaunches allowed are used up"));
+  }
+  cluster::PsLaunch launch;
+  launch.restore = true;
+  EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartPs(ps, launch));
+  state_->PsStarted(ps, handle, true);
+  spdlog::info("relaunched parameter server {}; it restores its newest checkpoint", ps);
+  return absl::OkStatus();
+}
+
+Status Supervisor::StartWorker(bool relaunch) {
+  int id = state_->NewWorkerId();
+  EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartWorker(id));
+  running_.insert(id);
+  state_->WorkerStarted(id, handle, relaunch);
+  if (relaunch) spdlog::info("started worker {} in place of a lost one", id);
+  return absl::OkStatus();
+}
+
+Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
+  if (exit.role == cluster::Role::kPs) {
+    if (state_->finished()) return absl::OkStatus();
+    spdlog::warn("parameter server {} ended: {}", exit.id, exit.description);
+    state_->PsLost(exit.id, exit.description);
+    return RelaunchPs(exit.id);
+  }
+  // A worker already taken as lost (its lease lapsed) is handled.
+  if (running_.erase(exit.id) == 0) return absl::OkStatus();
+  const bool asked_to_leave = state_->leaving(exit.id);
+  int requeued = state_->WorkerLost(exit.id, exit.ok, exit.description);
+  if (state_->finished()) return absl::OkStatus();
+  if (exit.ok) {
+    // Preempted (SIGTERM) or scaled down: it reported how far it got. One
+    // that was not asked to leave is replaced by Reconcile() at no cost to
+    // the relaunch budget.
+    spdlog::info("worker {} left{}; {} task(s) back in the queue", exit.id,
+                 asked_to_leave ? " as asked" : "", requeued);
+    return absl::OkStatus();
+  }
+  spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", exit.id, exit.description,
+               requeued);
+  ++to_replace_;
+  return absl::OkStatus();
+}
+
+Status Supervisor::Reconcile() {
+  if (!workers_started_) {
+    if (!state_->all_ps_registered()) return absl::OkStatus();
+    workers_started_ = true;
+    for (int i = 0; i < state_->workers_target(); ++i) EDL_RETURN_IF_ERROR(StartWorker(false));
+    return absl::OkStatus();
+  }
+  std::vector<int> active;
+  for (int id : running_) {
+    if (!state_->leaving(id)) active.push_back(id);
+  }
+  const int target = state_->workers_target();
+  if (static_cast<int>(active.size()) > target) {
+    // The newest leave first.
+    for (size_t i = target; i < active.size(); ++i) {
+      int id = active[active.size() - 1 - (i - target)];
+      spdlog::info("asking worker {} to leave (scaling to {})", id, target);
+      state_->AskToLeave(id);
+      backend_->Signal(cluster::Role::kWorker, id, SIGTERM).IgnoreError();
+    }
+    to_replace_ = 0;
+    return absl::OkStatus();
+  }
+  // Crashed workers are replaced within the relaunch budget; workers that
+  // left cleanly without being asked (preempted) and scaling up are free.
+  for (int n = static_cast<int>(active.size()); n < target; ++n) {
+    bool relaunch = to_replace_ > 0;
+    if (relaunch) {
+      if (!state_->worker_relaunch_allowed(options_.max_worker_relaunches)) {
+        if (active.empty() && running_.empty()) {
+          return absl::UnavailableError(
+              StrCat("every worker has ended and the ", options_.max_worker_relaunches,
+                     " relaunches allowed are used up"));
+        }
+        break;
+      }
+      --to_replace_;
+    }
+    EDL_RETURN_IF_ERROR(StartWorker(relaunch));
+  }
+  return absl::OkStatus();
+}
+
+Status Supervisor::Tick() {
+  for (const cluster::ProcessExit& exit : exits_->TakeAll()) EDL_RETURN_IF_ERROR(HandleExit(exit));
+  for (int id : state_->ExpiredLeases()) {
+    spdlog::warn("worker {} missed its lease; taking it as lost", id);
+    backend_->Signal(cluster::Role::kWorker, id, SIGKILL).IgnoreError();
+    state_->WorkerLost(id, false, "lease expired");
+    running_.erase(id);
+    ++to_replace_;
+  }
+  if (state_->finished()) return absl::OkStatus();
+  return Reconcile();
+}
+
+}  // namespace elasticdl::master

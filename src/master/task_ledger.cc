@@ -1,0 +1,316 @@
+// TaskManager to and from proto::TaskLedger, the task part of the master's
+// journal.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "common/strings.h"
+#include "master/task_manager.h"
+
+namespace elasticdl::master {
+namespace {
+
+using RangeKey = std::tuple<std::string, int64_t, int64_t>;
+
+RangeKey KeyOf(const proto::Task& t) { return {t.file(), t.start(), t.end()}; }
+RangeKey KeyOf(const Range& r) { return {r.file, r.start, r.end}; }
+
+std::string Describe(const proto::Task& t) {
+  return StrCat("task ", t.task_id(), " (", t.file(), " records [", t.start(), ", ", t.end(), "))");
+}
+
+Status DataChanged(const proto::Task& t, const char* kind) {
+  return absl::FailedPreconditionError(
+      StrCat(Describe(t), " is not a ", kind, " range of this job; did the data change?"));
+}
+
+proto::MetricState ToProto(const std::string& name, const MetricState& s) {
+  proto::MetricState m;
+  m.set_name(name);
+  m.set_kind(s.kind == MetricKind::kAuc ? proto::METRIC_AUC : proto::METRIC_MEAN);
+  for (double v : s.values) m.add_values(v);
+  return m;
+}
+
+MetricState FromProto(const proto::MetricState& m) {
+  MetricState s;
+  s.kind = m.kind() == proto::METRIC_AUC ? MetricKind::kAuc : MetricKind::kMean;
+  s.values.assign(m.values().begin(), m.values().end());
+  return s;
+}
+
+}  // namespace
+
+proto::TaskLedger TaskManager::ToLedger() const {
+  proto::TaskLedger ledger;
+  ledger.set_next_task_id(next_id_);
+  ledger.set_epoch(epoch_);
+  auto add = [&](const Entry& e, WorkerId holder, bool training) {
+    proto::JournalTask* jt = ledger.add_tasks();
+    *jt->mutable_task() = e.task;
+    jt->set_failures(e.failures);
+    jt->set_holder(holder);
+    jt->set_training(training);
+  };
+  for (const Entry& e : training_queue_) add(e, -1, true);
+  for (const Entry& e : other_queue_) add(e, -1, false);
+  for (const auto& [id, h] : held_) {
+    add(h.entry, h.worker, h.entry.task.type() == proto::TASK_TRAINING);
+  }
+  for (const auto& [id, task] : finished_training_) *ledger.add_finished_training() = task;
+
+  ledger.set_records_done(records_done_);
+  ledger.set_model_version(model_version_);
+  ledger.set_recent_loss(recent_loss_);
+  ledger.set_evaluating(evaluating_);
+  ledger.set_evaluation_version(evaluation_version_);
+  ledger.set_evaluation_tasks_left(evaluation_tasks_left_);
+  for (const auto& [name, s] : evaluation_states_) {
+    *ledger.add_evaluation_states() = ToProto(name, s);
+  }
+  ledger.set_next_evaluation_version(next_evaluation_version_);
+  ledger.set_final_evaluation_started(final_evaluation_started_);
+  for (const Evaluation& ev : evaluations_) {
+    proto::JournalEvaluation* je = ledger.add_evaluations();
+    je->set_model_version(ev.model_version);
+    je->mutable_metrics()->insert(ev.metrics.begin(), ev.metrics.end());
+  }
+  for (const auto& [range, id] : prediction_tasks_) ledger.add_prediction_task_ids(id);
+  std::ostringstream rng;
+  rng << rng_;
+  ledger.set_rng_state(rng.str());
+  ledger.set_training_seconds(training_seconds());
+  if (failure_) ledger.set_failure(*failure_);
+  return ledger;
+}
+
+StatusOr<TaskManager> TaskManager::FromLedger(TaskManagerOptions options,
+                                              std::vector<Range> training,
+                                              std::vector<Range> validation,
+                                              const std::vector<Range>& prediction,
+                                              const proto::TaskLedger& ledger) {
+  TaskManager tm(options, std::move(training), std::move(validation), prediction, Empty{});
+  EDL_RETURN_IF_ERROR_WITH_CONTEXT(tm.LoadLedger(ledger), "master journal");
+  return tm;
+}
+
+Status TaskManager::LoadLedger(const proto::TaskLedger& ledger) {
+  if (!ledger.failure().empty()) failure_ = ledger.failure();
+  next_id_ = ledger.next_task_id();
+  epoch_ = ledger.epoch();
+  const bool training_job = options_.job_type == proto::JOB_TRAINING;
+  if (next_id_ < 0 || epoch_ < -1 || epoch_ >= std::max<int64_t>(options_.num_epochs, 0) ||
+      (!training_job && epoch_ != -1)) {
+    return absl::FailedPreconditionError(StrCat("epoch ", epoch_, " of next task ", next_id_,
+                                                " does not fit a job of ", options_.num_epochs,
+                                                " epochs"));
+  }
+  for (const proto::JournalTask& jt : ledger.tasks()) EDL_RETURN_IF_ERROR(LoadTask(jt));
+  for (const proto::Task& t : ledger.finished_training()) {
+    if (t.type() != proto::TASK_TRAINING) {
+      return absl::InvalidArgumentError(StrCat(Describe(t), " is finished but not training"));
+    }
+    EDL_RETURN_IF_ERROR(CheckTask(t));
+    if (!finished_training_.emplace(t.task_id(), t).second) {
+      return absl::InvalidArgumentError(StrCat(Describe(t), " is listed twice"));
+    }
+  }
+  EDL_RETURN_IF_ERROR(CheckEpochs());
+  EDL_RETURN_IF_ERROR(LoadEvaluation(ledger));
+  EDL_RETURN_IF_ERROR(LoadPrediction(ledger));
+  return LoadCounters(ledger);
+}
+
+Status TaskManager::CheckTask(const proto::Task& t) const {
+  if (t.task_id() < 0 || t.task_id() >= next_id_) {
+    return absl::InvalidArgumentError(
+        StrCat(Describe(t), " has an id beyond the next task id ", next_id_));
+  }
+  if (t.attempt() < 0 || t.minibatches_done() < 0 || t.minibatches_done() > NumMinibatches(t)) {
+    return absl::InvalidArgumentError(StrCat(Describe(t), " has attempt ", t.attempt(), " and ",
+                                             t.minibatches_done(), " minibatches done of ",
+                                             NumMinibatches(t)));
+  }
+  const bool training_job = options_.job_type == proto::JOB_TRAINING;
+  switch (t.type()) {
+    case proto::TASK_TRAINING:
+      if (!training_job) return DataChanged(t, "training");
+      if (t.epoch() < 0 || t.epoch() > epoch_) {
+        return absl::InvalidArgumentError(
+            StrCat(Describe(t), " is of epoch ", t.epoch(), " beyond the ledger's ", epoch_));
+      }
+      return absl::OkStatus();  // ranges are checked epoch by epoch
+    case proto::TASK_EVALUATION: {
+      if (options_.job_type == proto::JOB_PREDICTION) return DataChanged(t, "evaluation");
+      bool known = std::any_of(validation_.begin(), validation_.end(),
+                               [&](const Range& r) { return KeyOf(r) == KeyOf(t); });
+      return known ? absl::OkStatus() : DataChanged(t, "validation");
+    }
+    case proto::TASK_PREDICTION:
+      // Checked against prediction_task_ids in LoadPrediction.
+      if (options_.job_type != proto::JOB_PREDICTION) return DataChanged(t, "prediction");
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(StrCat(Describe(t), " has type ", t.type()));
+  }
+}
+
+Status TaskManager::LoadTask(const proto::JournalTask& jt) {
+  const proto::Task& t = jt.task();
+  EDL_RETURN_IF_ERROR(CheckTask(t));
+  if (jt.failures() < 0 || jt.holder() < -1 ||
+      (jt.holder() == -1 && jt.training() != (t.type() == proto::TASK_TRAINING))) {
+    return absl::InvalidArgumentError(StrCat(Describe(t), " has failures ", jt.failures(),
+                                             ", holder ", jt.holder(), " and training queue ",
+                                             jt.training()));
+  }
+  if (held_.count(t.task_id()) != 0 ||
+      std::any_of(training_queue_.begin(), training_queue_.end(),
+                  [&](const Entry& e) { return e.task.task_id() == t.task_id(); }) ||
+      std::any_of(other_queue_.begin(), other_queue_.end(),
+                  [&](const Entry& e) { return e.task.task_id() == t.task_id(); })) {
+    return absl::InvalidArgumentError(StrCat(Describe(t), " is listed twice"));
+  }
+  Entry e{t, jt.failures()};
+  if (jt.holder() >= 0) {
+    held_[t.task_id()] = Held{std::move(e), jt.holder(), true};
+  } else if (jt.training()) {
+    training_queue_.push_back(std::move(e));
+  } else {
+    other_queue_.push_back(std::move(e));
+  }
+  return absl::OkStatus();
+}
+
+Status TaskManager::CheckEpochs() const {
+  if (options_.job_type != proto::JOB_TRAINING) return absl::OkStatus();
+  // Every epoch dealt holds each training range once, finished or not.
+  std::map<int64_t, std::map<RangeKey, int>> dealt;
+  auto count = [&](const proto::Task& t) {
+    if (t.type() == proto::TASK_TRAINING) ++dealt[t.epoch()][KeyOf(t)];
+  };
+  for (const Entry& e : training_queue_) count(e.task);
+  for (const auto& [id, h] : held_) count(h.entry.task);
+  for (const auto& [id, t] : finished_training_) count(t);
+  std::map<RangeKey, int> expected;
+  for (const Range& r : training_) ++expected[KeyOf(r)];
+  for (const auto& [epoch, ranges] : dealt) {
+    for (const auto& [key, n] : ranges) {
+      if (expected.count(key) == 0) {
+        return absl::FailedPreconditionError(StrCat(
+            "epoch ", epoch, ": ", std::get<0>(key), " records [", std::get<1>(key), ", ",
+            std::get<2>(key), ") is not a training range of this job; did the data change?"));
+      }
+    }
+  }
+  if (failure_) return absl::OkStatus();  // a failed task is dropped
+  for (int64_t epoch = 0; epoch <= epoch_; ++epoch) {
+    if (dealt[epoch] != expected) {
+      return absl::FailedPreconditionError(
+          StrCat("epoch ", epoch, " does not cover the ", training_.size(),
+                 " training ranges of this job once each; did the data change?"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status TaskManager::LoadEvaluation(const proto::TaskLedger& ledger) {
+  evaluating_ = ledger.evaluating();
+  evaluation_version_ = ledger.evaluation_version();
+  evaluation_tasks_left_ = ledger.evaluation_tasks_left();
+  next_evaluation_version_ = ledger.next_evaluation_version();
+  final_evaluation_started_ = ledger.final_evaluation_started();
+  for (const proto::MetricState& m : ledger.evaluation_states()) {
+    if (!evaluation_states_.emplace(m.name(), FromProto(m)).second) {
+      return absl::InvalidArgumentError(StrCat("metric ", m.name(), " is listed twice"));
+    }
+  }
+  for (const proto::JournalEvaluation& je : ledger.evaluations()) {
+    Evaluation ev;
+    ev.model_version = je.model_version();
+    ev.metrics.insert(je.metrics().begin(), je.metrics().end());
+    evaluations_.push_back(std::move(ev));
+  }
+  int evaluation_tasks = 0;
+  auto check = [&](const proto::Task& t) -> Status {
+    if (t.type() != proto::TASK_EVALUATION) return absl::OkStatus();
+    ++evaluation_tasks;
+    if (!evaluating_ || t.model_version() != evaluation_version_) {
+      return absl::InvalidArgumentError(StrCat("evaluation ", Describe(t), " of model version ",
+                                               t.model_version(),
+                                               " is not part of the evaluation in progress"));
+    }
+    return absl::OkStatus();
+  };
+  for (const Entry& e : other_queue_) EDL_RETURN_IF_ERROR(check(e.task));
+  for (const auto& [id, h] : held_) EDL_RETURN_IF_ERROR(check(h.entry.task));
+  const bool count_ok = failure_ || evaluation_tasks == evaluation_tasks_left_;
+  if ((evaluating_ && validation_.empty()) || !count_ok || evaluation_tasks_left_ < 0 ||
+      evaluation_tasks_left_ > static_cast<int>(validation_.size())) {
+    return absl::FailedPreconditionError(StrCat(
+        "the evaluation in progress has ", evaluation_tasks, " tasks for ", evaluation_tasks_left_,
+        " left over ", validation_.size(), " validation ranges; did the data change?"));
+  }
+  return absl::OkStatus();
+}
+
+Status TaskManager::LoadPrediction(const proto::TaskLedger& ledger) {
+  if (static_cast<size_t>(ledger.prediction_task_ids_size()) != prediction_tasks_.size()) {
+    return absl::FailedPreconditionError(
+        StrCat("the ledger has ", ledger.prediction_task_ids_size(), " prediction tasks for ",
+               prediction_tasks_.size(), " prediction ranges; did the data change?"));
+  }
+  std::map<TaskId, size_t> index;
+  for (size_t i = 0; i < prediction_tasks_.size(); ++i) {
+    prediction_tasks_[i].second = ledger.prediction_task_ids(static_cast<int>(i));
+    index[prediction_tasks_[i].second] = i;
+  }
+  auto check = [&](const proto::Task& t) -> Status {
+    if (t.type() != proto::TASK_PREDICTION) return absl::OkStatus();
+    auto it = index.find(t.task_id());
+    if (it == index.end() || KeyOf(prediction_tasks_[it->second].first) != KeyOf(t)) {
+      return DataChanged(t, "prediction");
+    }
+    return absl::OkStatus();
+  };
+  for (const Entry& e : other_queue_) EDL_RETURN_IF_ERROR(check(e.task));
+  for (const auto& [id, h] : held_) EDL_RETURN_IF_ERROR(check(h.entry.task));
+  return absl::OkStatus();
+}
+
+Status TaskManager::LoadCounters(const proto::TaskLedger& ledger) {
+  records_done_ = ledger.records_done();
+  if (records_done_ < 0 || records_done_ > records_total_) {
+    return absl::FailedPreconditionError(
+        StrCat(records_done_, " records done of ", records_total_, "; did the data change?"));
+  }
+  if (options_.job_type == proto::JOB_TRAINING) {
+    int64_t finished = 0;
+    for (const auto& [id, t] : finished_training_) finished += t.end() - t.start();
+    if (finished != records_done_) {
+      return absl::InvalidArgumentError(StrCat(records_done_, " records done but the finished",
+                                               " training tasks hold ", finished));
+    }
+  }
+  model_version_ = ledger.model_version();
+  recent_loss_ = ledger.recent_loss();
+  std::istringstream rng(ledger.rng_state());
+  rng >> rng_;
+  if (rng.fail()) return absl::InvalidArgumentError("unreadable shuffle state");
+  training_seconds_before_ = ledger.training_seconds();
+  // Training time goes on from the restart.
+  bool trained = training_seconds_before_ > 0 || !finished_training_.empty() ||
+                 std::any_of(held_.begin(), held_.end(), [](const auto& kv) {
+                   return kv.second.entry.task.type() == proto::TASK_TRAINING;
+                 });
+  if (trained) {
+    training_started_ = std::chrono::steady_clock::now();
+    training_last_done_ = *training_started_;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace elasticdl::master

@@ -1,0 +1,237 @@
+#include "ps/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "common/crc.h"
+#include "common/endian.h"
+#include "common/file.h"
+#include "common/strings.h"
+
+namespace elasticdl::ps {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[] = "EDLCKPT1";
+constexpr size_t kMagicSize = 8;
+constexpr size_t kHeaderSize = kMagicSize + 8 + 4;
+constexpr char kVersionPrefix[] = "version-";
+
+// Writes all of `data` to `fd`.
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, StrCat(path, ": write"));
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+Status FsyncPath(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, StrCat(path, ": open for fsync"));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoToStatus(err, StrCat(path, ": fsync"));
+  return absl::OkStatus();
+}
+
+// Parses "version-<V>"; false for other names.
+bool ParseVersionDir(const std::string& name, int64_t* version) {
+  const std::string prefix = kVersionPrefix;
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  int64_t v = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return false;
+    v = v * 10 + (name[i] - '0');
+  }
+  *version = v;
+  return true;
+}
+
+// Parses "ps-<i>-of-<n>.ckpt".
+bool ParseShardFile(const std::string& name, int* ps_id, int* num_ps) {
+  int i = 0;
+  int n = 0;
+  int consumed = 0;
+  if (std::sscanf(name.c_str(), "ps-%d-of-%d.ckpt%n", &i, &n, &consumed) != 2) return false;
+  if (static_cast<size_t>(consumed) != name.size() || i < 0 || n <= 0 || i >= n) return false;
+  *ps_id = i;
+  *num_ps = n;
+  return true;
+}
+
+// Version directories under `dir`, newest first. A missing `dir` has none.
+StatusOr<std::vector<std::pair<int64_t, std::string>>> ListVersions(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> versions;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec == std::errc::no_such_file_or_directory) return versions;
+  if (ec) return ErrnoToStatus(ec.value(), StrCat(dir, ": cannot list"));
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    int64_t version = 0;
+    if (it->is_directory(ec) && ParseVersionDir(it->path().filename().string(), &version)) {
+      versions.emplace_back(version, it->path().string());
+    }
+  }
+  if (ec) return ErrnoToStatus(ec.value(), StrCat(dir, ": cannot list"));
+  std::sort(versions.rbegin(), versions.rend());
+  return versions;
+}
+
+}  // namespace
+
+std::string CheckpointVersionDir(const std::string& dir, int64_t version) {
+  return StrCat(dir, "/", kVersionPrefix, version);
+}
+
+std::string CheckpointPath(const std::string& dir, int64_t version, int ps_id, int num_ps) {
+  return StrCat(CheckpointVersionDir(dir, version), "/ps-", ps_id, "-of-", num_ps, ".ckpt");
+}
+
+Status WriteCheckpoint(const std::string& dir, const proto::ShardCheckpoint& checkpoint) {
+  const std::string version_dir = CheckpointVersionDir(dir, checkpoint.version());
+  const std::string path =
+      CheckpointPath(dir, checkpoint.version(), checkpoint.ps_id(), checkpoint.num_ps());
+  EDL_RETURN_IF_ERROR(CreateDirectories(version_dir));
+  std::string payload;
+  if (!checkpoint.SerializeToString(&payload)) {
+    return absl::InternalError(StrCat(path, ": cannot serialize the checkpoint"));
+  }
+  std::string header(kHeaderSize, '\0');
+  std::copy(kMagic, kMagic + kMagicSize, header.begin());
+  EncodeFixed64(header.data() + kMagicSize, payload.size());
+  EncodeFixed32(header.data() + kMagicSize + 8, crc::MaskCrc(crc::Crc32c(payload)));
+
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoToStatus(errno, StrCat(tmp, ": cannot create"));
+  Status s = WriteAll(fd, header, tmp);
+  if (s.ok()) s = WriteAll(fd, payload, tmp);
+  if (s.ok() && ::fsync(fd) != 0) s = ErrnoToStatus(errno, StrCat(tmp, ": fsync"));
+  if (::close(fd) != 0 && s.ok()) s = ErrnoToStatus(errno, StrCat(tmp, ": close"));
+  if (s.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = ErrnoToStatus(errno, StrCat(path, ": rename"));
+  }
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  // The rename is durable once the directory is.
+  return FsyncPath(version_dir, O_RDONLY | O_DIRECTORY);
+}
+
+StatusOr<proto::ShardCheckpoint> ReadCheckpoint(const std::string& path) {
+  EDL_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
+  if (data.size() < kHeaderSize || data.compare(0, kMagicSize, kMagic) != 0) {
+    return absl::DataLossError(StrCat(path, ": not a checkpoint file (", data.size(), " bytes)"));
+  }
+  const uint64_t length = DecodeFixed64(data.data() + kMagicSize);
+  const uint32_t crc = crc::UnmaskCrc(DecodeFixed32(data.data() + kMagicSize + 8));
+  if (length != data.size() - kHeaderSize) {
+    return absl::DataLossError(StrCat(path, ": truncated checkpoint: ", length,
+                                      " payload bytes expected, ", data.size() - kHeaderSize,
+                                      " found"));
+  }
+  std::string_view payload(data.data() + kHeaderSize, length);
+  if (crc::Crc32c(payload) != crc) {
+    return absl::DataLossError(StrCat(path, ": corrupt checkpoint: checksum mismatch"));
+  }
+  proto::ShardCheckpoint checkpoint;
+  if (!checkpoint.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return absl::DataLossError(StrCat(path, ": corrupt checkpoint: not a ShardCheckpoint"));
+  }
+  return checkpoint;
+}
+
+Status RetainCheckpoints(const std::string& dir, int ps_id, int num_ps, int keep_max) {
+  if (keep_max <= 0) return absl::OkStatus();
+  EDL_ASSIGN_OR_RETURN(auto versions, ListVersions(dir));
+  int kept = 0;
+  for (const auto& [version, version_dir] : versions) {
+    const std::string path = CheckpointPath(dir, version, ps_id, num_ps);
+    std::error_code ec;
+    if (!fs::exists(path, ec)) continue;
+    if (++kept <= keep_max) continue;
+    if (!fs::remove(path, ec) && ec) {
+      return ErrnoToStatus(ec.value(), StrCat(path, ": cannot delete an old checkpoint"));
+    }
+    // Removed only when empty: other shards may still keep theirs.
+    if (fs::is_empty(version_dir, ec) && !ec) fs::remove(version_dir, ec);
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<proto::ShardCheckpoint> ReadNewestCheckpoint(const std::string& dir, int ps_id, int num_ps,
+                                                      std::vector<std::string>* skipped) {
+  EDL_ASSIGN_OR_RETURN(auto versions, ListVersions(dir));
+  Status first_error;
+  for (const auto& [version, version_dir] : versions) {
+    const std::string path = CheckpointPath(dir, version, ps_id, num_ps);
+    std::error_code ec;
+    if (!fs::exists(path, ec)) continue;
+    StatusOr<proto::ShardCheckpoint> checkpoint = ReadCheckpoint(path);
+    if (checkpoint.ok()) {
+      if (checkpoint->version() == version && checkpoint->ps_id() == ps_id &&
+          checkpoint->num_ps() == num_ps) {
+        return checkpoint;
+      }
+      checkpoint = absl::DataLossError(StrCat(path, ": holds version ", checkpoint->version(),
+                                              " of parameter server ", checkpoint->ps_id(), " of ",
+                                              checkpoint->num_ps()));
+    }
+    if (first_error.ok()) first_error = checkpoint.status();
+    if (skipped != nullptr) skipped->push_back(std::string(checkpoint.status().message()));
+  }
+  if (!first_error.ok()) return first_error;
+  return absl::NotFoundError(
+      StrCat("no checkpoint of parameter server ", ps_id, " of ", num_ps, " in ", dir));
+}
+
+StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const std::string& dir) {
+  EDL_ASSIGN_OR_RETURN(auto versions, ListVersions(dir));
+  for (const auto& [version, version_dir] : versions) {
+    // num_ps -> shards present.
+    std::map<int, std::set<int>> present;
+    std::error_code ec;
+    for (fs::directory_iterator it(version_dir, ec); !ec && it != fs::directory_iterator();
+         it.increment(ec)) {
+      int i = 0;
+      int n = 0;
+      if (ParseShardFile(it->path().filename().string(), &i, &n)) present[n].insert(i);
+    }
+    for (const auto& [num_ps, shards] : present) {
+      if (static_cast<int>(shards.size()) != num_ps) continue;
+      std::vector<proto::ShardCheckpoint> files;
+      for (int i = 0; i < num_ps; ++i) {
+        const std::string path = CheckpointPath(dir, version, i, num_ps);
+        EDL_ASSIGN_OR_RETURN(proto::ShardCheckpoint checkpoint, ReadCheckpoint(path));
+        if (checkpoint.version() != version || checkpoint.ps_id() != i ||
+            checkpoint.num_ps() != num_ps) {
+          return absl::DataLossError(StrCat(path, ": holds version ", checkpoint.version(),
+                                            " of parameter server ", checkpoint.ps_id(), " of ",
+                                            checkpoint.num_ps()));
+        }
+        files.push_back(std::move(checkpoint));
+      }
+      return files;
+    }
+  }
+  return absl::NotFoundError(StrCat("no complete checkpoint in ", dir,
+                                    " (a version-<V> directory with ps-0..m-1-of-m.ckpt)"));
+}
+
+}  // namespace elasticdl::ps

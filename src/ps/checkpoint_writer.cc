@@ -1,0 +1,94 @@
+#include "ps/checkpoint_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <utility>
+
+#include "ps/checkpoint.h"
+
+namespace elasticdl::ps {
+
+CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options)
+    : options_(std::move(options)), thread_([this] { Loop(); }) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+bool CheckpointWriter::Offer(ShardSnapshot snapshot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (snapshot.version <= newest_offered_) return false;
+  if (writing_ || queued_.has_value()) {
+    spdlog::warn(
+        "parameter server {}: checkpoint of version {} skipped: the previous one is still being "
+        "written",
+        options_.ps_id, snapshot.version);
+    return false;
+  }
+  newest_offered_ = snapshot.version;
+  queued_ = std::move(snapshot);
+  cv_.notify_all();
+  return true;
+}
+
+void CheckpointWriter::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !writing_ && !queued_.has_value(); });
+}
+
+Status CheckpointWriter::last_status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_status_;
+}
+
+int64_t CheckpointWriter::last_written_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_written_;
+}
+
+void CheckpointWriter::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || queued_.has_value(); });
+    if (!queued_.has_value()) return;  // stopping with nothing queued
+    ShardSnapshot snapshot = std::move(*queued_);
+    queued_.reset();
+    writing_ = true;
+    lock.unlock();
+    Status s = Write(snapshot);
+    lock.lock();
+    writing_ = false;
+    last_status_ = s;
+    if (s.ok()) last_written_ = snapshot.version;
+    cv_.notify_all();
+  }
+}
+
+Status CheckpointWriter::Write(const ShardSnapshot& snapshot) {
+  const auto start = std::chrono::steady_clock::now();
+  proto::ShardCheckpoint checkpoint;
+  Status s = EncodeSnapshot(snapshot, &checkpoint);
+  if (s.ok()) s = WriteCheckpoint(options_.dir, checkpoint);
+  if (s.ok())
+    s = RetainCheckpoints(options_.dir, options_.ps_id, options_.num_ps, options_.keep_max);
+  if (!s.ok()) {
+    spdlog::error("parameter server {}: checkpoint of version {} failed: {}", options_.ps_id,
+                  snapshot.version, std::string(s.message()));
+    return s;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  spdlog::info("parameter server {}: checkpoint of version {} written in {} ms ({})",
+               options_.ps_id, snapshot.version, ms,
+               CheckpointPath(options_.dir, snapshot.version, options_.ps_id, options_.num_ps));
+  return absl::OkStatus();
+}
+
+}  // namespace elasticdl::ps

@@ -1,0 +1,305 @@
+// The parameter server over real gRPC on loopback: the token is checked
+// first, bad requests change nothing, and the server process (RunPsServer)
+// restores checkpoints and outlives a short master outage but not a long one.
+#include "ps/ps_service.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "ps/checkpoint.h"
+#include "ps/ps_server.h"
+#include "ps/shard_state.h"
+#include "rpc/grpc_util.h"
+#include "rpc/job_spec.h"
+#include "rpc/job_token.h"
+#include "rpc/tensor_codec.h"
+
+namespace elasticdl::ps {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+constexpr char kToken[] = "secret-token";
+
+class PsServiceTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    ParameterStoreOptions options;
+    options.instance = 5;
+    store_ = std::make_unique<ParameterStore>(options);
+    service_ = std::make_unique<PsService>(store_.get(), kToken);
+    auto server = rpc::StartServer("127.0.0.1", 0, {service_.get()}, &address_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    stub_ = proto::ParameterServer::NewStub(rpc::MakeChannel(address_));
+    proto::InitRequest init;
+    init.mutable_values()->set_version(0);
+    ASSERT_TRUE(
+        rpc::EncodeTensor("w", torch::ones({2}), init.mutable_values()->add_parameters()).ok());
+    proto::InitResponse out;
+    ASSERT_TRUE(Call(&proto::ParameterServer::Stub::Init, init, &out).ok());
+    ASSERT_TRUE(out.accepted());
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  template <typename Method, typename Request, typename Response>
+  Status Call(Method method, const Request& request, Response* response,
+              const std::string& token = kToken) {
+    auto context = rpc::MakeContext(milliseconds(5000), token);
+    return rpc::FromGrpc(((*stub_).*method)(context.get(), request, response));
+  }
+
+  proto::PushRequest Push(const torch::Tensor& g) {
+    proto::PushRequest r;
+    r.set_instance(5);
+    r.mutable_tag()->set_task_id(1);
+    r.mutable_tag()->set_minibatch(0);
+    EXPECT_TRUE(rpc::EncodeTensor("w", g, r.add_gradients()).ok());
+    return r;
+  }
+
+  void ExpectUnchanged() {
+    EXPECT_EQ(store_->version(), 0);
+    EXPECT_TRUE(store_->applied().empty());
+    proto::PullResponse pulled;
+    ASSERT_TRUE(Call(&proto::ParameterServer::Stub::Pull, proto::PullRequest(), &pulled).ok());
+    auto values = rpc::DecodeTensors(pulled.values().parameters());
+    ASSERT_TRUE(values.ok());
+    EXPECT_TRUE(torch::equal(values->at("w"), torch::ones({2})));
+  }
+
+  std::unique_ptr<ParameterStore> store_;
+  std::unique_ptr<PsService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::unique_ptr<proto::ParameterServer::Stub> stub_;
+};
+
+TEST_F(PsServiceTest, CallsWithoutTheTokenAreRefused) {
+  proto::PullResponse pulled;
+  EXPECT_EQ(Call(&proto::ParameterServer::Stub::Pull, proto::PullRequest(), &pulled, "").code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(
+      Call(&proto::ParameterServer::Stub::Pull, proto::PullRequest(), &pulled, "wrong").code(),
+      absl::StatusCode::kUnauthenticated);
+  proto::PushResponse pushed;
+  EXPECT_EQ(Call(&proto::ParameterServer::Stub::Push, Push(torch::ones({2})), &pushed, "").code(),
+            absl::StatusCode::kUnauthenticated);
+  proto::InitResponse init;
+  EXPECT_EQ(Call(&proto::ParameterServer::Stub::Init, proto::InitRequest(), &init, "").code(),
+            absl::StatusCode::kUnauthenticated);
+  ExpectUnchanged();
+  EXPECT_TRUE(Call(&proto::ParameterServer::Stub::Pull, proto::PullRequest(), &pulled).ok());
+  EXPECT_EQ(pulled.instance(), 5u);
+}
+
+TEST_F(PsServiceTest, BadPushesAreInvalidAndChangeNothing) {
+  proto::PushResponse out;
+  Status shape = Call(&proto::ParameterServer::Stub::Push, Push(torch::ones({3})), &out);
+  EXPECT_EQ(shape.code(), absl::StatusCode::kInvalidArgument) << shape;
+  EXPECT_EQ(Call(&proto::ParameterServer::Stub::Push, Push(torch::ones({2}, torch::kFloat64)), &out)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  proto::PushRequest unknown = Push(torch::ones({2}));
+  unknown.mutable_gradients(0)->set_name("nope");
+  EXPECT_EQ(Call(&proto::ParameterServer::Stub::Push, unknown, &out).code(),
+            absl::StatusCode::kInvalidArgument);
+  proto::PushRequest malformed = Push(torch::ones({2}));
+  malformed.mutable_gradients(0)->mutable_content()->resize(3);
+  EXPECT_EQ(Call(&proto::ParameterServer::Stub::Push, malformed, &out).code(),
+            absl::StatusCode::kInvalidArgument);
+  proto::PushRequest future = Push(torch::ones({2}));
+  future.set_base_version(9);
+  EXPECT_EQ(Call(&proto::ParameterServer::Stub::Push, future, &out).code(),
+            absl::StatusCode::kInvalidArgument);
+  ExpectUnchanged();
+  // And the server still serves.
+  ASSERT_TRUE(Call(&proto::ParameterServer::Stub::Push, Push(torch::ones({2})), &out).ok());
+  EXPECT_EQ(out.version(), 1);
+}
+
+// ---------------------------------------------------------------- RunPsServer
+
+// A master that records registrations and answers GetJobStatus.
+class FakeMaster final : public proto::Master::Service {
+ public:
+  grpc::Status RegisterPs(grpc::ServerContext* context, const proto::RegisterPsRequest* request,
+                          proto::RegisterPsResponse*) override {
+    grpc::Status auth = rpc::CheckToken(*context, token);
+    if (!auth.ok()) return auth;
+    std::lock_guard<std::mutex> lock(mu);
+    registrations.push_back(*request);
+    return grpc::Status::OK;
+  }
+  grpc::Status GetJobStatus(grpc::ServerContext* context, const proto::GetJobStatusRequest*,
+                            proto::GetJobStatusResponse* response) override {
+    grpc::Status auth = rpc::CheckToken(*context, token);
+    if (!auth.ok()) return auth;
+    response->set_finished(true);  // the server keeps serving anyway
+    return grpc::Status::OK;
+  }
+
+  std::string token;
+  std::mutex mu;
+  std::vector<proto::RegisterPsRequest> registrations;
+};
+
+class PsServerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    job_dir_ = (fs::temp_directory_path() /
+                ("edl_ps_server_" + std::to_string(::getpid()) + "_" +
+                 testing::UnitTest::GetInstance()->current_test_info()->name()))
+                   .string();
+    fs::remove_all(job_dir_);
+    fs::create_directories(job_dir_);
+    auto token = rpc::CreateJobToken(job_dir_);
+    ASSERT_TRUE(token.ok()) << token.status();
+    master_.token = *token;
+    spec_.set_num_ps(2);
+    spec_.mutable_optimizer_config()->mutable_sgd()->set_lr(0.1);
+    ASSERT_TRUE(rpc::WriteJobSpec(spec_, job_dir_).ok());
+    StartMaster(0);
+  }
+  void TearDown() override {
+    if (master_server_) master_server_->Shutdown();
+    fs::remove_all(job_dir_);
+  }
+
+  void StartMaster(int port) {
+    auto server = rpc::StartServer("127.0.0.1", port, {&master_}, &master_address_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    master_server_ = std::move(server).value();
+  }
+
+  PsServerOptions Options() {
+    PsServerOptions o;
+    o.job_dir = job_dir_;
+    o.ps_id = 1;
+    o.master_address = master_address_;
+    o.master_patience = milliseconds(3000);
+    o.master_check_interval = milliseconds(100);
+    o.cancel = &cancel_;
+    return o;
+  }
+
+  std::string job_dir_;
+  proto::JobSpec spec_;
+  FakeMaster master_;
+  std::unique_ptr<grpc::Server> master_server_;
+  std::string master_address_;
+  std::atomic<bool> cancel_{false};
+};
+
+TEST_F(PsServerTest, RestoreWithoutCheckpointIsAnError) {
+  PsServerOptions o = Options();
+  o.restore = true;
+  Status s = RunPsServer(o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(
+      std::string(s.message())
+          .find("parameter server 1: no checkpoint to restore in " + job_dir_ + "/checkpoints"),
+      std::string::npos)
+      << s;
+}
+
+TEST_F(PsServerTest, RestoresAndRegistersWhatItHolds) {
+  proto::ShardCheckpoint checkpoint;
+  checkpoint.set_version(40);
+  checkpoint.set_ps_id(1);
+  checkpoint.set_num_ps(2);
+  ASSERT_TRUE(
+      rpc::EncodeTensor("w", torch::ones({2}), checkpoint.add_parameters()->mutable_value()).ok());
+  auto* progress = checkpoint.add_applied();
+  progress->set_task_id(12);
+  progress->set_minibatches(3);
+  ASSERT_TRUE(WriteCheckpoint(job_dir_ + "/checkpoints", checkpoint).ok());
+
+  PsServerOptions o = Options();
+  o.restore = true;
+  auto done = std::async(std::launch::async, [o] { return RunPsServer(o); });
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(master_.mu);
+      if (!master_.registrations.empty()) break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  // Serves past a finished job and a short silence of the master.
+  std::this_thread::sleep_for(milliseconds(300));
+  cancel_ = true;
+  Status s = done.get();
+  EXPECT_TRUE(s.ok()) << s;
+  std::lock_guard<std::mutex> lock(master_.mu);
+  ASSERT_EQ(master_.registrations.size(), 1u);
+  const proto::RegisterPsRequest& r = master_.registrations[0];
+  EXPECT_EQ(r.ps_id(), 1);
+  EXPECT_TRUE(r.restored());
+  EXPECT_EQ(r.restored_version(), 40);
+  ASSERT_EQ(r.applied_size(), 1);
+  EXPECT_EQ(r.applied(0).task_id(), 12);
+  EXPECT_EQ(r.applied(0).minibatches(), 3);
+}
+
+TEST_F(PsServerTest, ExitsWhenTheMasterStaysAway) {
+  auto done = std::async(std::launch::async, [o = Options()] { return RunPsServer(o); });
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(master_.mu);
+      if (!master_.registrations.empty()) break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  // A short outage (the master restarting at the same address) is fine.
+  const int port = std::stoi(master_address_.substr(master_address_.rfind(':') + 1));
+  master_server_->Shutdown();
+  master_server_.reset();
+  EXPECT_EQ(done.wait_for(milliseconds(700)), std::future_status::timeout);
+  StartMaster(port);
+  EXPECT_EQ(done.wait_for(milliseconds(2000)), std::future_status::timeout);
+  // A long one is not.
+  master_server_->Shutdown();
+  master_server_.reset();
+  ASSERT_EQ(done.wait_for(milliseconds(10000)), std::future_status::ready);
+  Status s = done.get();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(std::string(s.message()).find("the master at " + master_address_), std::string::npos)
+      << s;
+}
+
+TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {
+  spec_.set_checkpoint_steps(2);
+  ASSERT_TRUE(rpc::WriteJobSpec(spec_, job_dir_).ok());
+  auto done = std::async(std::launch::async, [o = Options()] { return RunPsServer(o); });
+  std::string ps_address;
+  for (int i = 0; i < 100 && ps_address.empty(); ++i) {
+    {
+      std::lock_guard<std::mutex> lock(master_.mu);
+      if (!master_.registrations.empty()) ps_address = master_.registrations[0].address();
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_FALSE(ps_address.empty());
+  auto stub = proto::ParameterServer::NewStub(rpc::MakeChannel(ps_address));
+  proto::InitRequest init;
+  ASSERT_TRUE(
+      rpc::EncodeTensor("w", torch::ones({2}), init.mutable_values()->add_parameters()).ok());
+  proto::InitResponse out;
+  auto context = rpc::MakeContext(milliseconds(5000), master_.token);
+  ASSERT_TRUE(stub->Init(context.get(), init, &out).ok());
+  const std::string path = CheckpointPath(job_dir_ + "/checkpoints", 0, 1, 2);
+  for (int i = 0; i < 100 && !fs::exists(path); ++i) std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_TRUE(fs::exists(path));
+  cancel_ = true;
+  EXPECT_TRUE(done.get().ok());
+}
+
+}  // namespace
+}  // namespace elasticdl::ps

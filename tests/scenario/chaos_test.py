@@ -1,0 +1,413 @@
+"""Chaos scenarios: whole jobs through the real binary while processes die.
+
+Each scenario trains model_zoo/exactness (see exactness.py) on a few thousand
+records while the test kills, stops or adds processes, and then requires:
+the client exits 0; every row of the trained model is exactly -epochs (no
+record lost, none trained twice); the evaluation metrics are exactly those
+of the validation ids counted once; the client reports every record of
+every epoch; and no process of the job outlives it. Faults are aimed by the
+master's event log (<job_dir>/events.jsonl): a worker is killed while it
+holds a training task, at a random moment inside it.
+
+Environment (besides job_test.py's ELASTICDL_BIN and ELASTICDL_CACHE_DIR):
+  CHAOS_REPEAT  run every scenario this many times (default 1)
+  CHAOS_SEED    seed of the random fault timing (default: a new one, printed)
+"""
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import exactness
+import job_test
+from exactness import EventLog, JobEnded
+
+REPEAT = int(os.environ.get("CHAOS_REPEAT", "1"))
+SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1 << 31))
+
+TRAIN_RECORDS = 2000
+VALIDATION_RECORDS = 500
+MINIBATCH = 32
+MINIBATCHES_PER_TASK = 4
+TASK_RECORDS = MINIBATCH * MINIBATCHES_PER_TASK
+TASKS_PER_EPOCH = -(-TRAIN_RECORDS // TASK_RECORDS)
+# Every training forward sleeps this long, so that a task (four minibatches)
+# lasts long enough to kill a worker inside it on two busy cores.
+SLEEP_MS = 60
+TASK_SECONDS = MINIBATCHES_PER_TASK * SLEEP_MS / 1000
+# Repeated kills need a longer job: each waits for the replacement worker.
+SIGKILL_SLEEP_MS = 80
+# A whole scenario, faults and recovery included; the zoo is built beforehand.
+JOB_TIMEOUT = 150
+# How long a fault may take to show in the event log, or to be repaired.
+EVENT_TIMEOUT = 60
+# Building the zoo (the first job of a fresh cache): minutes on two busy cores.
+BUILD_TIMEOUT = 600
+
+
+def shard_of(name, num_shards):
+    """The parameter server holding a dense parameter (rpc/placement.h: FNV-1a 64)."""
+    h = 14695981039346656037
+    for c in name.encode():
+        h = ((h ^ c) * 1099511628211) % (1 << 64)
+    return h % num_shards
+
+
+def is_process_of(pid, role, job_dir):
+    """Whether pid is still a `role` process of the job (not a reused pid)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return False
+    return pid in job_test.job_processes(job_dir) and role in argv[1:2]
+
+
+class ChaosTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        print(f"\nchaos seed {SEED} (CHAOS_SEED), {REPEAT} run(s) per scenario (CHAOS_REPEAT)",
+              flush=True)
+        cls._tmp = tempfile.TemporaryDirectory(prefix="elasticdl-chaos-test-")
+        data = os.path.join(cls._tmp.name, "data")
+        os.makedirs(data)
+        cls.train_file = os.path.join(data, "train.recordio")
+        cls.validation_file = os.path.join(data, "validation.tfrecord")
+        exactness.write_records(cls.train_file, range(TRAIN_RECORDS))
+        exactness.write_records(cls.validation_file, range(VALIDATION_RECORDS), fmt="tfrecord")
+        cls.rng = random.Random(SEED)
+        # Build the zoo (or find it cached) with a tiny job, so that the
+        # scenarios' clocks start with training.
+        job_dir = os.path.join(cls._tmp.name, "job-warm-up")
+        job = job_test.Job(cls._args(job_dir, None, num_workers=1, num_epochs=1,
+                                     validation_data=None, params=exactness.model_params(
+                                         TRAIN_RECORDS, 0)))
+        if job.wait(BUILD_TIMEOUT) != 0:
+            if job.proc.poll() is None:
+                job.proc.kill()
+                job.wait(30)
+            raise AssertionError(f"warm-up job failed:\n{job.describe()}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix=self._testMethodName + "-", dir=self._tmp.name)
+        self._jobs = []
+        self._job_dirs = []
+
+    def tearDown(self):
+        self._cleanup()
+
+    def _cleanup(self):
+        """Kills what a failed run left: our clients, then every process of our jobs."""
+        running = [job for job in self._jobs if job.proc.poll() is None]
+        for job in running:
+            job.proc.kill()
+            job.proc.wait()
+        for job_dir in self._job_dirs:
+            for pid in job_test.job_processes(job_dir):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        for job in running:
+            job.close()
+        self._jobs, self._job_dirs = [], []
+
+    def repeat(self, scenario):
+        """Runs scenario(run) REPEAT times, each a subtest cleaned up after."""
+        for run in range(REPEAT):
+            with self.subTest(run=run):
+                try:
+                    scenario(run)
+                finally:
+                    self._cleanup()
+
+    # -- jobs ----------------------------------------------------------------
+
+    @classmethod
+    def _args(cls, job_dir, output, **flags):
+        options = {
+            "model_zoo": job_test.MODEL_ZOO, "model_def": exactness.MODEL_DEF,
+            "training_data": cls.train_file, "validation_data": cls.validation_file,
+            "params": exactness.model_params(TRAIN_RECORDS, SLEEP_MS),
+            "num_epochs": 2, "num_workers": 2, "num_ps_pods": 1,
+            "minibatch_size": MINIBATCH, "num_minibatches_per_task": MINIBATCHES_PER_TASK,
+            "num_threads": 1, "job_dir": job_dir, "output": output,
+        }
+        options.update(flags)
+        return (["train"] + [f"--{k}={v}" for k, v in options.items() if v is not None] +
+                ["--no_progress"])
+
+    def start(self, name, **flags):
+        """Starts a training job; returns (job, job_dir, output, event log)."""
+        job_dir = os.path.join(self.dir, "job-" + name)
+        output = os.path.join(self.dir, "model-" + name)
+        self._job_dirs.append(job_dir)
+        job = job_test.Job(self._args(job_dir, output, **flags))
+        self._jobs.append(job)
+        return job, job_dir, output, EventLog(job_dir)
+
+    def describe(self, job, log):
+        return f"chaos seed {SEED}\n{job.describe()}\n{log.tail(20)}"
+
+    def until(self, job, log, condition, what, timeout=EVENT_TIMEOUT):
+        """log.until, failing the test (with the job's output) instead of raising."""
+        try:
+            return log.until(condition, timeout, what, alive=lambda: job.proc.poll() is None)
+        except (TimeoutError, JobEnded) as e:
+            if job.proc.poll() is not None:
+                job.wait(10)
+            self.fail(f"{e}\n{self.describe(job, log)}")
+
+    def wait_event(self, job, log, predicate, what, timeout=EVENT_TIMEOUT):
+        found = self.until(job, log, lambda: next((e for e in log.events if predicate(e)), None),
+                           what, timeout)
+        return found
+
+    def assertExact(self, job, job_dir, output, log, epochs):
+        """The job succeeded and accounted for every record exactly; nothing is left running."""
+        code = job.wait(JOB_TIMEOUT)
+        if code is None:
+            self.fail(f"still running after {JOB_TIMEOUT} s\n{self.describe(job, log)}")
+        log.poll()
+        self.assertEqual(code, 0, self.describe(job, log))
+        # Only the client's own failure line; logs of recovered faults may
+        # quote gRPC errors ("last error: ...").
+        errors = [line for line in job.stderr.splitlines() if line.startswith("error:")]
+        self.assertEqual(errors, [], self.describe(job, log))
+        diff = exactness.check_rows(output, TRAIN_RECORDS, epochs)
+        self.assertEqual(diff, "", self.describe(job, log))
+        diff = exactness.check_metrics(job.stdout, VALIDATION_RECORDS, epochs)
+        self.assertEqual(diff, "", self.describe(job, log))
+        trained = job_test.TRAINED.findall(job.stdout)
+        self.assertEqual([int(r) for r, _ in trained], [TRAIN_RECORDS * epochs],
+                         self.describe(job, log))
+        # Processes of a finished job may take a moment to be reaped.
+        deadline = time.monotonic() + 5
+        while job_test.job_processes(job_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(job_test.job_processes(job_dir), {},
+                         f"processes of {job_dir} outlived their job")
+        if log.events:
+            last = log.events[-1]
+            self.assertEqual(last.get("event"), "job_finished", self.describe(job, log))
+            self.assertFalse(last.get("failed"), self.describe(job, log))
+
+    # -- faults ----------------------------------------------------------------
+
+    def holder_inside_task(self, job, log, exclude_tasks=(), min_seconds=0.0):
+        """(worker, pid, task) of a live worker inside a training task.
+
+        Waits until some worker has held a training task (not in exclude_tasks)
+        for min_seconds, and still holds it.
+        """
+        def find():
+            now = time.time()
+            live = log.live_workers()
+            for worker, dispatched in sorted(log.holders().items(), key=lambda kv: str(kv[0])):
+                if dispatched["task"] in exclude_tasks or worker not in live:
+                    continue
+                if now - dispatched["t"] >= min_seconds:
+                    return worker, live[worker], dispatched["task"]
+            return None
+        return self.until(job, log, find, "a worker inside a training task")
+
+    def signal_worker_mid_task(self, job, job_dir, log, sig, exclude_tasks=(),
+                               min_seconds=0.0, max_seconds=None):
+        """Sends sig to a worker inside a training task, at a random moment in it.
+
+        The moment is min_seconds to max_seconds (default: a task's length)
+        after the task was handed out. Returns (worker, pid, task, unix time
+        just before the signal).
+        """
+        if max_seconds is None:
+            max_seconds = TASK_SECONDS
+        for _ in range(100):
+            delay = self.rng.uniform(min_seconds, max_seconds)
+            worker, pid, task = self.holder_inside_task(job, log, exclude_tasks, delay)
+            log.poll()
+            if log.holders().get(worker, {}).get("task") != task:
+                continue  # finished meanwhile: pick again
+            if not is_process_of(pid, "worker", job_dir):
+                continue
+            sent = time.time()
+            os.kill(pid, sig)
+            return worker, pid, task, sent
+        self.fail(f"found no worker to signal inside a task\n{self.describe(job, log)}")
+
+    def assertRedispatched(self, job, log, worker, task):
+        """The task the worker held when it was stopped went out again (or it had finished)."""
+        done_by_it = log.of("task_done", task=task, worker=worker)
+        again = [e for e in log.of("task_dispatched", task=task) if e.get("redispatch")]
+        self.assertTrue(done_by_it or again,
+                        f"task {task} of worker {worker} never handed out again\n"
+                        f"{self.describe(job, log)}")
+        return again
+
+    # -- scenarios -------------------------------------------------------------
+
+    def test_baseline(self):
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(f"baseline-{run}", num_epochs=epochs,
+                                                   num_ps_pods=2)
+            self.assertExact(job, job_dir, output, log, epochs)
+            if not log.events:
+                return  # the event log is not implemented yet
+            describe = self.describe(job, log)
+            self.assertEqual([e["resumed"] for e in log.of("master_started")], [False], describe)
+            self.assertEqual(len(log.of("ps_started")), 2, describe)
+            self.assertEqual(len(log.of("worker_started")), 2, describe)
+            for kind in ("worker_lost", "ps_lost"):
+                self.assertEqual(log.of(kind), [], describe)
+            self.assertEqual([e for e in log.of("task_dispatched") if e.get("redispatch")], [],
+                             describe)
+            self.assertEqual(log.training_done(), TASKS_PER_EPOCH * epochs, describe)
+        self.repeat(scenario)
+
+    def test_repeated_worker_sigkills(self):
+        kills = 4
+
+        def scenario(run):
+            epochs = 4
+            job, job_dir, output, log = self.start(
+                f"sigkill-{run}", num_epochs=epochs,
+                params=exactness.model_params(TRAIN_RECORDS, SIGKILL_SLEEP_MS))
+            killed = []
+            for _ in range(kills):
+                log.poll()
+                started = len(log.of("worker_started"))
+                worker, _, task, _ = self.signal_worker_mid_task(
+                    job, job_dir, log, signal.SIGKILL, exclude_tasks=[t for _, t in killed])
+                killed.append((worker, task))
+                self.wait_event(job, log, lambda e, w=worker: e.get("event") == "worker_lost" and
+                                e.get("worker") == w, f"worker_lost of worker {worker}")
+                # A replacement joins before the next kill.
+                self.until(job, log, lambda n=started: len(log.of("worker_started")) > n and
+                           len(log.live_workers()) >= 2, "a replacement worker")
+            self.assertExact(job, job_dir, output, log, epochs)
+            for worker, task in killed:
+                self.assertRedispatched(job, log, worker, task)
+            self.assertEqual(len(log.of("worker_lost")), kills, self.describe(job, log))
+        self.repeat(scenario)
+
+    def test_worker_sigterm_mid_task(self):
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(f"sigterm-{run}", num_epochs=epochs)
+            # Wait for a finished task first, so that workers are up to speed;
+            # then stop one after one or two of its task's minibatches.
+            self.until(job, log, lambda: log.training_done() >= 1, "a finished training task")
+            worker, _, task, _ = self.signal_worker_mid_task(
+                job, job_dir, log, signal.SIGTERM, min_seconds=1.5 * SLEEP_MS / 1000,
+                max_seconds=2.5 * SLEEP_MS / 1000)
+            self.wait_event(job, log, lambda e: e.get("event") in ("worker_left", "worker_lost")
+                            and e.get("worker") == worker, f"worker {worker} leaving")
+            self.assertExact(job, job_dir, output, log, epochs)
+            describe = self.describe(job, log)
+            # A clean exit: the worker left, it was not lost.
+            self.assertEqual(len(log.of("worker_left", worker=worker)), 1, describe)
+            self.assertEqual(log.of("worker_lost", worker=worker), [], describe)
+            # It finished the minibatch it was in and handed back the rest.
+            if not log.of("task_done", task=task, worker=worker):
+                again = self.assertRedispatched(job, log, worker, task)
+                done = again[0].get("minibatches_done", 0)
+                self.assertGreaterEqual(done, 1, describe)
+                self.assertLess(done, MINIBATCHES_PER_TASK, describe)
+        self.repeat(scenario)
+
+    def test_scale_workers_up_then_down(self):
+        def scale(job, job_dir, log, n):
+            result = subprocess.run([job_test.BIN, "job", "scale", job_dir, f"--num_workers={n}"],
+                                    capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 0,
+                             f"job scale to {n}: {result.stdout}{result.stderr}\n"
+                             f"{self.describe(job, log)}")
+            self.wait_event(job, log, lambda e: e.get("event") == "scaled" and
+                            e.get("workers_target") == n, f"scaled to {n}")
+
+        def scenario(run):
+            epochs = 3
+            job, job_dir, output, log = self.start(f"scale-{run}", num_epochs=epochs,
+                                                   num_workers=1)
+            self.until(job, log, lambda: log.training_done() >= 1, "a finished training task")
+            first = set(log.live_workers())
+            scale(job, job_dir, log, 3)
+            # The new workers train.
+            added = self.until(job, log, lambda: (len(log.live_workers()) == 3 and
+                                                  set(log.live_workers()) - first),
+                               "three live workers")
+            for worker in added:
+                self.wait_event(job, log, lambda e, w=worker: e.get("event") == "task_dispatched"
+                                and e.get("worker") == w and exactness.is_training(e),
+                                f"a training task for added worker {worker}")
+            self.assertLess(log.training_done(), TASKS_PER_EPOCH * epochs - 4,
+                            "too late to scale down: make the job longer")
+            scale(job, job_dir, log, 1)
+            self.until(job, log, lambda: len(log.of("worker_left")) >= 2,
+                       "two workers leaving")
+            self.until(job, log, lambda: len(log.live_workers()) == 1, "one live worker")
+            self.assertExact(job, job_dir, output, log, epochs)
+            describe = self.describe(job, log)
+            self.assertEqual(log.of("worker_lost"), [], describe)
+        self.repeat(scenario)
+
+    def test_ps_sigkill_restores_checkpoint(self):
+        num_ps = 2
+        ps = shard_of("rows", num_ps)  # the one holding the model's only parameter
+        checkpoint_steps = 8
+
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(
+                f"ps-kill-{run}", num_epochs=epochs, num_ps_pods=num_ps,
+                checkpoint_steps=checkpoint_steps)
+            # Past the first checkpoint (one version per minibatch), inside a task.
+            self.until(job, log, lambda: log.training_done() * MINIBATCHES_PER_TASK >
+                       2 * checkpoint_steps, "training past the first checkpoint")
+            self.holder_inside_task(job, log, min_seconds=self.rng.uniform(0, TASK_SECONDS))
+            pid = self.until(job, log, lambda: log.live_ps().get(ps), f"parameter server {ps}")
+            self.assertTrue(is_process_of(pid, "ps", job_dir), self.describe(job, log))
+            os.kill(pid, signal.SIGKILL)
+            self.wait_event(job, log, lambda e: e.get("event") == "ps_lost" and e.get("ps") == ps,
+                            f"ps_lost of parameter server {ps}")
+            started = self.wait_event(job, log, lambda e: e.get("event") == "ps_started" and
+                                      e.get("ps") == ps and e.get("pid") != pid,
+                                      f"parameter server {ps} relaunched")
+            registered = self.wait_event(
+                job, log, lambda e: e.get("event") == "ps_registered" and e.get("ps") == ps and
+                e["t"] >= started["t"] and e.get("restored"),
+                f"parameter server {ps} registered from its checkpoint")
+            self.assertGreater(registered.get("version", 0), 0, self.describe(job, log))
+            self.assertExact(job, job_dir, output, log, epochs)
+        self.repeat(scenario)
+
+    def test_master_sigkill_resumes(self):
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(f"master-kill-{run}", num_epochs=epochs)
+            self.until(job, log, lambda: log.training_done() >= 2, "two finished training tasks")
+            self.holder_inside_task(job, log, min_seconds=self.rng.uniform(0, TASK_SECONDS))
+            pid = log.master_pid()
+            self.assertTrue(is_process_of(pid, "master", job_dir), self.describe(job, log))
+            os.kill(pid, signal.SIGKILL)
+            resumed = self.wait_event(job, log, lambda e: e.get("event") == "master_started" and
+                                      e.get("resumed") and e.get("pid") != pid,
+                                      "the master restarted and resumed")
+            done = log.training_done()
+            self.until(job, log, lambda: any(e["t"] >= resumed["t"]
+                                             for e in log.of("task_done")),
+                       "a task finished after the master resumed")
+            self.assertGreaterEqual(log.training_done(), done, self.describe(job, log))
+            self.assertExact(job, job_dir, output, log, epochs)
+        self.repeat(scenario)
+
+
+if __name__ == "__main__":
+    unittest.main()

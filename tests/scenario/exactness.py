@@ -1,0 +1,417 @@
+"""Exact data accounting for scenario tests, with model_zoo/exactness.
+
+The exactness model has one parameter, rows [N, 1], starting at 0; training
+on the record with int64 feature "id" = r lowers rows[r] by exactly 1 (SGD,
+lr 1, loss = sum of outputs). After E epochs every row must be exactly -E: a
+row above it names a record lost, a row below it a record trained twice. Its
+evaluation metrics (means of id, id^2, id^3 over the validation ids and of the
+predictions) likewise reveal validation records counted twice or never.
+
+This module writes such records (tf.train.Example in RecordIO or TFRecord,
+encoded by tests/compat/make_compat_files.py, not by ElasticDL), reads the
+trained model that `elasticdl train --output DIR` writes (decoding the
+protobuf wire format by hand: python3-protobuf is not installed), checks it,
+and reads the job's event log (<job_dir>/events.jsonl).
+"""
+import json
+import os
+import re
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compat"))
+from make_compat_files import NONE, example, recordio_chunk, tfrecord  # noqa: E402
+
+MODEL_DEF = "exactness.exactness.Exactness"
+
+
+# -- data --------------------------------------------------------------------
+
+def id_example(record_id):
+    """The serialized Example of one record: int64 feature "id" = record_id."""
+    return example([("id", "int64", [record_id])])
+
+
+def write_records(path, ids, fmt="recordio", records_per_chunk=256):
+    """Writes one Example per id, in order, to path (written whole, then renamed).
+
+    fmt is "recordio" (uncompressed chunks of records_per_chunk records) or
+    "tfrecord".
+    """
+    records = [id_example(i) for i in ids]
+    if fmt == "recordio":
+        data = b"".join(recordio_chunk(records[i:i + records_per_chunk], NONE)
+                        for i in range(0, len(records), records_per_chunk))
+    elif fmt == "tfrecord":
+        data = tfrecord(records)
+    else:
+        raise ValueError(f"unknown record format {fmt!r}")
+    with open(path + ".partial", "wb") as f:
+        f.write(data)
+    os.replace(path + ".partial", path)
+
+
+def model_params(num_records, sleep_ms=0):
+    """The --params value of the exactness model."""
+    return f"num_records={num_records}, sleep_ms={sleep_ms}"
+
+
+# -- the protobuf wire format ------------------------------------------------
+
+def _varint(data, pos):
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise ValueError("varint longer than ten bytes")
+
+
+def wire_fields(data):
+    """The fields of one message: a list of (number, wire_type, value).
+
+    value is an int for varint (0), fixed64 (1) and fixed32 (5) fields and
+    bytes for length-delimited (2) ones. Groups are refused.
+    """
+    fields = []
+    pos = 0
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        number, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, pos = _varint(data, pos)
+        elif wire_type == 1:
+            value, pos = struct.unpack_from("<Q", data, pos)[0], pos + 8
+        elif wire_type == 2:
+            n, pos = _varint(data, pos)
+            if pos + n > len(data):
+                raise ValueError(f"field {number}: {n} bytes past the end")
+            value, pos = bytes(data[pos:pos + n]), pos + n
+        elif wire_type == 5:
+            value, pos = struct.unpack_from("<I", data, pos)[0], pos + 4
+        else:
+            raise ValueError(f"field {number}: unsupported wire type {wire_type}")
+        fields.append((number, wire_type, value))
+    if pos != len(data):
+        raise ValueError("message runs past its end")
+    return fields
+
+
+# elasticdl.proto DataType -> struct format letter, element size.
+_DTYPES = {1: ("f", 4), 2: ("d", 8), 3: ("q", 8), 4: ("i", 4)}
+
+
+def decode_tensor(data):
+    """An elasticdl.proto Tensor: (name, shape, values as a flat list)."""
+    name, dtype, shape, content = "", 0, [], b""
+    for number, wire_type, value in wire_fields(data):
+        if number == 1 and wire_type == 2:
+            name = value.decode("utf-8")
+        elif number == 2 and wire_type == 0:
+            dtype = value
+        elif number == 3 and wire_type == 2:  # packed
+            pos = 0
+            while pos < len(value):
+                dim, pos = _varint(value, pos)
+                shape.append(dim)
+        elif number == 3 and wire_type == 0:  # unpacked
+            shape.append(value)
+        elif number == 4 and wire_type == 2:
+            content = value
+    if dtype not in _DTYPES:
+        raise ValueError(f"tensor {name!r}: unsupported dtype {dtype}")
+    letter, size = _DTYPES[dtype]
+    count = 1
+    for dim in shape:
+        count *= dim
+    if len(content) != count * size:
+        raise ValueError(f"tensor {name!r} of shape {shape}: {len(content)} bytes of content, "
+                         f"expected {count * size}")
+    return name, shape, list(struct.unpack(f"<{count}{letter}", content))
+
+
+def read_model_values(path):
+    """A ModelValues file: (version, {parameter name: (shape, values)})."""
+    with open(path, "rb") as f:
+        data = f.read()
+    version, parameters = 0, {}
+    for number, wire_type, value in wire_fields(data):
+        if number == 1 and wire_type == 0:
+            version = value
+        elif number == 2 and wire_type == 2:
+            name, shape, values = decode_tensor(value)
+            parameters[name] = (shape, values)
+    return version, parameters
+
+
+# -- checks --------------------------------------------------------------------
+
+def _ranges(rows):
+    """'3, 5-9, 12' for a sorted list of ints."""
+    out = []
+    start = prev = None
+    for r in rows:
+        if start is not None and r == prev + 1:
+            prev = r
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = r
+    if start is not None:
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+    return ", ".join(out)
+
+
+def describe_rows(values, epochs):
+    """'' when every value is exactly -epochs, else what differs, grouped by value.
+
+    E.g. "rows 256-511: -3 (1 extra: trained twice); rows 40: -1 (1 missing)".
+    """
+    wrong = {}
+    for r, v in enumerate(values):
+        if v != -epochs:
+            wrong.setdefault(v, []).append(r)
+    parts = []
+    for v in sorted(wrong, key=lambda v: wrong[v][0]):
+        rows = wrong[v]
+        times = -v
+        if times == int(times):
+            delta = int(times) - epochs
+            why = (f"{delta} extra: trained {int(times)} times" if delta > 0 else
+                   f"{-delta} missing: trained {int(times)} times")
+        else:
+            why = "not a whole number of trainings"
+        parts.append(f"{len(rows)} row(s) {_ranges(rows)}: {v:g} ({why})")
+    if not parts:
+        return ""
+    return (f"expected every row to be {-epochs} after {epochs} epoch(s); "
+            + "; ".join(parts))
+
+
+def check_rows(output_dir, num_records, epochs):
+    """'' when the trained model in output_dir counts every record exactly epochs times.
+
+    Otherwise a precise description: the rows that differ, their values and
+    what those mean (records missed or trained more than once).
+    """
+    path = os.path.join(output_dir, "parameters.pb")
+    try:
+        _, parameters = read_model_values(path)
+    except (OSError, ValueError) as e:
+        return f"cannot read {path}: {e}"
+    if "rows" not in parameters:
+        return f"{path} has no parameter 'rows' (has {sorted(parameters)})"
+    shape, values = parameters["rows"]
+    if shape != [num_records, 1]:
+        return f"{path}: 'rows' has shape {shape}, expected [{num_records}, 1]"
+    return describe_rows(values, epochs)
+
+
+METRIC_LINE = re.compile(r"^(\w+): (-?[0-9.]+|nan|-?inf) \(model version (\d+)\)$", re.M)
+
+
+def expected_metrics(num_validation, epochs):
+    """The exact metrics of the exactness model over validation ids 0..M-1 after E epochs."""
+    m = num_validation
+    return {
+        "mean_id": (m - 1) / 2,
+        "mean_id_squared": (m - 1) * (2 * m - 1) / 6,
+        "mean_id_cubed": m * (m - 1) ** 2 / 4,
+        "mean_prediction": float(-epochs),
+    }
+
+
+def parse_metrics(stdout):
+    """{name: value} of the `name: value (model version V)` lines a job printed."""
+    return {name: float(value) for name, value, _ in METRIC_LINE.findall(stdout)}
+
+
+def check_metrics(stdout, num_validation, epochs):
+    """'' when the printed metrics are exactly those of validation ids 0..M-1 after E epochs.
+
+    The client prints six decimals; the expected values are multiples of 1/4,
+    so the printed text must match to the last digit.
+    """
+    got = parse_metrics(stdout)
+    want = expected_metrics(num_validation, epochs)
+    problems = []
+    for name, value in want.items():
+        if name not in got:
+            problems.append(f"{name}: missing")
+        elif f"{got[name]:.6f}" != f"{value:.6f}":
+            problems.append(f"{name}: {got[name]:.6f}, expected {value:.6f}")
+    for name in sorted(set(got) - set(want)):
+        problems.append(f"{name}: unexpected metric")
+    return "; ".join(problems)
+
+
+# -- the event log ---------------------------------------------------------------
+
+def read_events(job_dir):
+    """The objects of <job_dir>/events.jsonl, in order; [] while there is none.
+
+    A last line still being written (no newline yet) is left out.
+    """
+    path = os.path.join(job_dir, "events.jsonl")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    events = []
+    for line in data.split(b"\n")[:-1]:
+        if line.strip():
+            events.append(json.loads(line))
+    return events
+
+
+def is_training(event):
+    """Whether a task_dispatched event (or any event naming a type) is about a training task."""
+    return str(event.get("type", "")).lower().startswith("train")
+
+
+class JobEnded(Exception):
+    """The job ended while a test was waiting for one of its events."""
+
+
+class EventLog:
+    """Follows <job_dir>/events.jsonl while its job runs (see read_events).
+
+    `events` holds every complete line read so far; poll() reads what was
+    appended since. The state accessors below fold the events read so far.
+    Not thread-safe.
+    """
+
+    def __init__(self, job_dir):
+        self.path = os.path.join(job_dir, "events.jsonl")
+        self.events = []
+        self._offset = 0
+        self._partial = b""
+        self._types = {}  # task -> type, from its latest task_dispatched
+
+    def poll(self):
+        """Reads the lines appended since the last poll; returns their events."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        new = [json.loads(line) for line in lines if line.strip()]
+        for e in new:
+            if e.get("event") == "task_dispatched":
+                self._types[e.get("task")] = str(e.get("type", ""))
+        self.events.extend(new)
+        return new
+
+    def wait(self, predicate, timeout, what, alive=None):
+        """The first event (old or new) satisfying predicate; see until()."""
+        checked = [0]
+
+        def find():
+            for event in self.events[checked[0]:]:
+                if predicate(event):
+                    return event
+            checked[0] = len(self.events)
+            return None
+        return self.until(find, timeout, what, alive)
+
+    def until(self, condition, timeout, what, alive=None, poll_seconds=0.02):
+        """Polls the log until condition() returns something truthy; returns that.
+
+        Raises TimeoutError after timeout seconds, and JobEnded when alive()
+        turns false first (after reading what the job wrote last). The
+        messages name `what` and the last events read.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            ended = alive is not None and not alive()
+            self.poll()
+            found = condition()
+            if found:
+                return found
+            if ended:
+                raise JobEnded(f"the job ended while waiting for {what}; {self.tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {what} within {timeout} s; {self.tail()}")
+            time.sleep(poll_seconds)
+
+    def tail(self, n=8):
+        if not self.events:
+            return f"{self.path}: no events (is the event log implemented?)"
+        return "last events:\n" + "\n".join(json.dumps(e) for e in self.events[-n:])
+
+    def of(self, kind, **fields):
+        """The events read so far of this kind whose fields equal `fields`."""
+        return [e for e in self.events
+                if e.get("event") == kind and all(e.get(k) == v for k, v in fields.items())]
+
+    def live_workers(self):
+        """{worker: pid} of workers started and neither lost nor gone since."""
+        live = {}
+        for e in self.events:
+            kind = e.get("event")
+            if kind == "worker_started":
+                live[e["worker"]] = e["pid"]
+            elif kind in ("worker_lost", "worker_left"):
+                live.pop(e["worker"], None)
+        return live
+
+    def live_ps(self):
+        """{ps: pid} of parameter servers started and not lost since."""
+        live = {}
+        for e in self.events:
+            kind = e.get("event")
+            if kind == "ps_started":
+                live[e["ps"]] = e["pid"]
+            elif kind == "ps_lost":
+                live.pop(e["ps"], None)
+        return live
+
+    def master_pid(self):
+        """The pid of the latest master_started, or None."""
+        started = self.of("master_started")
+        return started[-1]["pid"] if started else None
+
+    def holders(self):
+        """{worker: task_dispatched event} of training tasks handed out and not yet done.
+
+        A worker lost or gone holds nothing any more.
+        """
+        held = {}
+        for e in self.events:
+            kind = e.get("event")
+            if kind == "task_dispatched" and is_training(e):
+                held[e["worker"]] = e
+            elif kind == "task_dispatched":
+                held.pop(e["worker"], None)
+            elif kind == "task_done" and held.get(e["worker"], {}).get("task") == e["task"]:
+                del held[e["worker"]]
+            elif kind in ("worker_lost", "worker_left"):
+                held.pop(e["worker"], None)
+        return held
+
+    def task_type(self, task):
+        """The type of a task, from the latest task_dispatched of it read so far ("" if none)."""
+        return self._types.get(task, "")
+
+    def is_training_task(self, event):
+        """Whether an event (task_done, which may not name its type) is about a training task."""
+        if "type" in event:
+            return is_training(event)
+        return self.task_type(event.get("task")).lower().startswith("train")
+
+    def training_done(self, after=None):
+        """How many training task_done events were read (with t >= after, if given)."""
+        return sum(1 for e in self.of("task_done")
+                   if self.is_training_task(e) and (after is None or e["t"] >= after))

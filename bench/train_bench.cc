@@ -232,7 +232,7 @@ void RunPs(const Flags& f, const ZooProgram& program) {
   ps::ParameterStoreOptions options;
   options.optimizer = OrDie(program.Optimizer());
   ps::ParameterStore store(options);
-  ps::PsService service(&store);
+  ps::PsService service(&store, /*token=*/"");
   std::string address;
   auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address));
   rpc::PsClient client({address});

@@ -50,8 +50,8 @@ def parse_args():
     p.add_argument("--cache_dir", default=os.environ.get("ELASTICDL_CACHE_DIR", ""),
                    help="compiled-zoo cache (default: zoo-cache beside the binary's bin/)")
     p.add_argument("--kills", type=int, default=10, help="worker SIGKILLs for (a)-(c)")
-    p.add_argument("--records", type=int, default=4000)
-    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--records", type=int, default=2000)
+    p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--minibatch_size", type=int, default=32)
     p.add_argument("--minibatches_per_task", type=int, default=4)
@@ -206,9 +206,12 @@ class Bench:
 
     def worker_kills(self):
         job = self.start("worker-kills")
-        redispatch, started, first_dispatch, full = [], [], [], []
+        detected, redispatch, started, first_dispatch, full = [], [], [], [], []
         for _ in range(self.args.kills):
             worker, task, sent = self.kill_worker(job)
+            lost = self.event(job, lambda e: e.get("event") == "worker_lost" and
+                              e.get("worker") == worker, f"worker_lost of worker {worker}")
+            detected.append(lost["t"] - sent)
             again = self.event(job, lambda e: e.get("event") == "task_dispatched" and
                                e.get("task") == task and e.get("redispatch") and e["t"] >= sent - 1,
                                f"task {task} handed out again")
@@ -228,8 +231,8 @@ class Bench:
         seconds = self.finish(job)
         self.kills_job = job
         self.kills_seconds = seconds
-        self.redispatch, self.started, self.first_dispatch, self.full = (
-            redispatch, started, first_dispatch, full)
+        self.detected, self.redispatch, self.started, self.first_dispatch, self.full = (
+            detected, redispatch, started, first_dispatch, full)
 
     def ps_kill(self):
         job = self.start("ps-kill", checkpoint_steps=self.args.checkpoint_steps)
@@ -287,7 +290,9 @@ class Bench:
         if hasattr(self, "redispatch"):
             n = len(self.redispatch)
             print(f"(a) SIGKILL -> task re-dispatched      ({n} kills): {ms(self.redispatch)}"
-                  f"   vs one task {self.ref_task * 1000:.0f} ms")
+                  f"   vs one task {self.ref_task * 1000:.0f} ms (a requeued task waits for the "
+                  "next worker to ask)")
+            print(f"    SIGKILL -> worker_lost (detected)  ({n} kills): {ms(self.detected)}")
             print(f"(b) SIGKILL -> replacement started     ({n} kills): {ms(self.started)}")
             print(f"    replacement started -> first task  ({n} kills): {ms(self.first_dispatch)}")
             print(f"    SIGKILL -> full throughput again   ({n} kills): {ms(self.full)}"

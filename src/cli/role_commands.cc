@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <atomic>

@@ -240,8 +240,12 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
                  spec.die_with_parent_signal,
                  ::getpid(),
                  dev_null.get(),
-                 own_pipes ? stdout_write.get() : spec.output_fd >= 0 ? spec.output_fd : STDOUT_FILENO,
-                 own_pipes ? stderr_write.get() : spec.output_fd >= 0 ? spec.output_fd : STDERR_FILENO,
+                 own_pipes             ? stdout_write.get()
+                 : spec.output_fd >= 0 ? spec.output_fd
+                                       : STDOUT_FILENO,
+                 own_pipes             ? stderr_write.get()
+                 : spec.output_fd >= 0 ? spec.output_fd
+                                       : STDERR_FILENO,
                  error_write.get()};
   // No signal handler of ours may run in the child before exec.
   sigset_t all, old;

@@ -155,8 +155,8 @@ class Process {
   const bool label_output_;
   const pid_t pid_;
   const bool group_leader_;
-  const int pidfd_;    // -1 if unavailable
-  const int stop_fd_;  // eventfd telling the reader to drain and stop
+  const int pidfd_;     // -1 if unavailable
+  const int stop_fd_;   // eventfd telling the reader to drain and stop
   const bool adopted_;  // not our child: no reaping, exit seen on the pidfd
 
   std::mutex mu_;                   // guards exit_, and reaping

@@ -20,7 +20,7 @@ EventLog::~EventLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void EventLog::Append(const std::string& event, nlohmann::json fields) {
+void EventLog::Append(const std::string& event, const nlohmann::json& fields) {
   if (fd_ < 0) return;
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

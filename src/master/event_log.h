@@ -24,7 +24,7 @@ class EventLog {
   EventLog& operator=(const EventLog&) = delete;
 
   // Appends {"t": now, "event": event, ...fields}.
-  void Append(const std::string& event, nlohmann::json fields = nlohmann::json::object());
+  void Append(const std::string& event, const nlohmann::json& fields = nlohmann::json::object());
 
  private:
   std::mutex mu_;

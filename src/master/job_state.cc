@@ -80,8 +80,8 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   PersistLocked();
 }
 
-void JobState::Event(const std::string& event, nlohmann::json fields) {
-  if (events_ != nullptr) events_->Append(event, std::move(fields));
+void JobState::Event(const std::string& event, const nlohmann::json& fields) {
+  if (events_ != nullptr) events_->Append(event, fields);
 }
 
 proto::MasterJournal JobState::JournalLocked() {
@@ -162,8 +162,8 @@ Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
                                 proto::RegisterWorkerResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
   EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
-  size_t registered = std::count_if(ps_.begin(), ps_.end(),
-                                    [](const PsInfo& p) { return !p.address.empty(); });
+  size_t registered =
+      std::count_if(ps_.begin(), ps_.end(), [](const PsInfo& p) { return !p.address.empty(); });
   if (registered < ps_.size()) {
     return absl::UnavailableError(
         StrCat("waiting for parameter servers (", registered, " of ", ps_.size(), " registered)"));
@@ -183,8 +183,8 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
     task->set_type(proto::TASK_NONE);
     return absl::OkStatus();
   }
-  bool ps_missing = std::any_of(ps_.begin(), ps_.end(),
-                                [](const PsInfo& p) { return p.address.empty(); });
+  bool ps_missing =
+      std::any_of(ps_.begin(), ps_.end(), [](const PsInfo& p) { return p.address.empty(); });
   if (ps_missing || workers_[request.worker_id()].leaving) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
     return absl::OkStatus();
@@ -221,7 +221,8 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& request) {
          {"minibatches_done", request.minibatches_done()},
          {"error", request.error()}});
   samples_.emplace_back(Clock::now(), tasks_.records_done());
-  while (samples_.size() > 2 && samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
+  while (samples_.size() > 2 &&
+         samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
     samples_.pop_front();
   }
   PersistLocked();
@@ -238,9 +239,8 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   // After a master restart, tasks the journal has this worker hold but it
   // is not working on go back to the queue.
   tasks_.ReconcileWorker(request.worker_id(), request.task_id(), request.attempt());
-  if (request.task_id() >= 0 &&
-      tasks_.Progress(request.worker_id(), request.task_id(), request.attempt(),
-                      request.minibatches_done())) {
+  if (request.task_id() >= 0 && tasks_.Progress(request.worker_id(), request.task_id(),
+                                                request.attempt(), request.minibatches_done())) {
     dirty_ = true;
   }
   return absl::OkStatus();
@@ -264,8 +264,8 @@ Status JobState::Scale(const proto::ScaleRequest& request, proto::ScaleResponse*
 
 double JobState::ThroughputLocked() {
   if (samples_.size() < 2) return 0;
-  double seconds = std::chrono::duration<double>(samples_.back().first - samples_.front().first)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(samples_.back().first - samples_.front().first).count();
   return seconds > 0 ? (samples_.back().second - samples_.front().second) / seconds : 0;
 }
 

@@ -130,7 +130,7 @@ class JobState {
   // Writes the journal now (a failure to write is logged: the job goes on,
   // less recoverable).
   void PersistLocked();
-  void Event(const std::string& event, nlohmann::json fields);
+  void Event(const std::string& event, const nlohmann::json& fields);
 
   const JobStateOptions options_;
   EventLog* const events_;

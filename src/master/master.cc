@@ -2,7 +2,6 @@
 
 #include <google/protobuf/text_format.h>
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -205,9 +204,9 @@ Status Run(const MasterOptions& options) {
   }
   MasterService service(nullptr, token);
   std::string address;
-  EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
-                       rpc::StartServer(options.host, port, {&service}, &address,
-                                        kMaxMasterRequestBytes));
+  EDL_ASSIGN_OR_RETURN(
+      std::unique_ptr<grpc::Server> server,
+      rpc::StartServer(options.host, port, {&service}, &address, kMaxMasterRequestBytes));
 
   JobStateOptions state_options;
   state_options.type = spec.type();
@@ -221,16 +220,15 @@ Status Run(const MasterOptions& options) {
   EventLog events(options.job_dir + "/events.jsonl");
   std::unique_ptr<JobState> state;
   if (journal) {
-    EDL_ASSIGN_OR_RETURN(TaskManager tasks,
-                         TaskManager::FromLedger(task_options, std::move(training),
-                                                 std::move(validation), prediction,
-                                                 journal->ledger()));
+    EDL_ASSIGN_OR_RETURN(
+        TaskManager tasks,
+        TaskManager::FromLedger(task_options, std::move(training), std::move(validation),
+                                prediction, journal->ledger()));
     state = std::make_unique<JobState>(state_options, std::move(tasks), &events, *journal);
   } else {
     state = std::make_unique<JobState>(
         state_options,
-        TaskManager(task_options, std::move(training), std::move(validation), prediction),
-        &events);
+        TaskManager(task_options, std::move(training), std::move(validation), prediction), &events);
   }
   service.set_state(state.get());
   EDL_RETURN_IF_ERROR(rpc::WriteFileAtomically(options.job_dir + "/master.addr", address));

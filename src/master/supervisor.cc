@@ -20,8 +20,8 @@ std::deque<cluster::ProcessExit> ExitQueue::TakeAll() {
   return out;
 }
 
-Supervisor::Supervisor(SupervisorOptions options, JobState* state,
-                       cluster::ClusterBackend* backend, ExitQueue* exits)
+Supervisor::Supervisor(SupervisorOptions options, JobState* state, cluster::ClusterBackend* backend,
+                       ExitQueue* exits)
     : options_(options), state_(state), backend_(backend), exits_(exits) {}
 
 Status Supervisor::StartNew() {
@@ -136,9 +136,9 @@ Status Supervisor::Reconcile() {
     if (relaunch) {
       if (!state_->worker_relaunch_allowed(options_.max_worker_relaunches)) {
         if (active.empty() && running_.empty()) {
-          return absl::UnavailableError(
-              StrCat("every worker has ended and the ", options_.max_worker_relaunches,
-                     " relaunches allowed are used up"));
+          return absl::UnavailableError(StrCat("every worker has ended and the ",
+                                               options_.max_worker_relaunches,
+                                               " relaunches allowed are used up"));
         }
         break;
       }

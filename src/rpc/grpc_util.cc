@@ -18,8 +18,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
 
 StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
                                                     const std::vector<grpc::Service*>& services,
-                                                    std::string* address,
-                                                    int max_request_bytes) {
+                                                    std::string* address, int max_request_bytes) {
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(StrCat(host, ":", port), grpc::InsecureServerCredentials(), &bound_port);

@@ -106,8 +106,7 @@ Status Worker::CallMaster(const char* what, Method method, const Request& reques
     }
     if (!warned) {
       warned = true;
-      spdlog::warn("{}: the master is unreachable ({}); retrying", what,
-                   std::string(s.message()));
+      spdlog::warn("{}: the master is unreachable ({}); retrying", what, std::string(s.message()));
     }
     std::this_thread::sleep_for(milliseconds(100));
   }
@@ -271,8 +270,8 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
   report->set_minibatches_done(minibatch);
   while (true) {
     // Stop between minibatches when asked; the rest of the task goes back.
-    if (stopping() && first_record + (minibatch - task.minibatches_done()) * batch_size <
-                          task.end()) {
+    if (stopping() &&
+        first_record + (minibatch - task.minibatches_done()) * batch_size < task.end()) {
       report->set_stopped(true);
       break;
     }
@@ -392,8 +391,7 @@ Status Worker::Report(const proto::ReportTaskRequest& report) {
 
 void Worker::HeartbeatLoop() {
   const milliseconds lease(spec_.worker_lease_ms() > 0 ? spec_.worker_lease_ms() : 5000);
-  const milliseconds interval =
-      std::clamp(lease / 4, milliseconds(20), kMaxHeartbeatInterval);
+  const milliseconds interval = std::clamp(lease / 4, milliseconds(20), kMaxHeartbeatInterval);
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_cv_.wait_for(lock, interval, [this] { return heartbeat_quit_; })) {
     lock.unlock();

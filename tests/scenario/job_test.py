@@ -268,7 +268,7 @@ class JobTest(unittest.TestCase):
         self.assertIn(f"trained model: {model}\n", train.stdout)
         for shard in (0, 1):
             self.assertRegex(train.stderr, rf"\[ps-{shard}\] parameter server {shard} serving "
-                             r"on 127\.0\.0\.1:\d+ \(SGD\(lr=0\.1\), async\)")
+                             r"on 127\.0\.0\.1:\d+ \(SGD\(lr=0\.1\), async; checkpoints in ")
         self.assertIn(f"[master] evaluation at model version {version}: "
                       f"accuracy={accuracy:.6f}\n", train.stderr)
         self.assertIn(f"[master] trained model written to {model}\n", train.stderr)
@@ -331,7 +331,8 @@ class JobTest(unittest.TestCase):
         self.assertNoProcessesLeft(job_dir)
         for shard in (0, 1):
             self.assertRegex(job.stderr, rf"\[ps-{shard}\] parameter server {shard} serving on "
-                             r"\S+ \(SGD\(lr=0\.1\), sync, grads_to_wait=2, staleness tolerance 0\)")
+                             r"\S+ \(SGD\(lr=0\.1\), sync, grads_to_wait=2, staleness tolerance 0; "
+                             r"checkpoints in ")
         records, _ = self.trained(job)
         self.assertEqual(records, TRAIN_RECORDS)
         accuracy, version = self.accuracy(job)
@@ -393,8 +394,8 @@ class JobTest(unittest.TestCase):
         self.assertNoProcessesLeft(job_dir)
         self.assertRegex(job.stderr, rf"\[master\] worker {worker_id} ended: .*; \d+ task\(s\) "
                          "back in the queue")
-        self.assertRegex(job.stderr, r"\[master\] relaunching as worker \d+")
-        relaunched = re.search(r"relaunching as worker (\d+)", job.stderr).group(1)
+        self.assertRegex(job.stderr, r"\[master\] started worker \d+ in place of a lost one")
+        relaunched = re.search(r"started worker (\d+) in place", job.stderr).group(1)
         self.assertNotEqual(relaunched, worker_id)
         # Every record of every epoch trained on once: the killed worker's
         # task went back to the queue and was counted when it was done again.

@@ -17,7 +17,7 @@
 (d) and (e) are compared with a task's length and the fault-free job's cold
 start (master started -> first task done).
 
-The jobs train model_zoo/exactness, whose forward sleeps --sleep_ms per
+The jobs train tests/zoo/exactness, whose forward sleeps --sleep_ms per
 minibatch so that throughput is fixed by the configuration rather than by
 the load of the machine; every job's trained rows are checked for exact data
 accounting too (each record trained exactly once per epoch).
@@ -92,7 +92,7 @@ class Bench:
         job_dir = os.path.join(self.tmp.name, f"job-{self.count}-{name}")
         output = os.path.join(self.tmp.name, f"model-{self.count}-{name}")
         options = {
-            "model_zoo": os.path.join(ROOT, "model_zoo"), "model_def": exactness.MODEL_DEF,
+            "model_zoo": exactness.MODEL_ZOO, "model_def": exactness.MODEL_DEF,
             "training_data": self.train_file,
             "params": exactness.model_params(a.records, a.sleep_ms),
             "num_epochs": a.epochs, "num_workers": a.workers, "num_ps_pods": 1,

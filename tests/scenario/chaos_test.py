@@ -1,6 +1,6 @@
 """Chaos scenarios: whole jobs through the real binary while processes die.
 
-Each scenario trains model_zoo/exactness (see exactness.py) on a few thousand
+Each scenario trains tests/zoo/exactness (see exactness.py) on a few thousand
 records while the test kills, stops or adds processes, and then requires:
 the client exits 0; every row of the trained model is exactly -epochs (no
 record lost, none trained twice); the evaluation metrics are exactly those
@@ -133,7 +133,7 @@ class ChaosTest(unittest.TestCase):
     @classmethod
     def _args(cls, job_dir, output, **flags):
         options = {
-            "model_zoo": job_test.MODEL_ZOO, "model_def": exactness.MODEL_DEF,
+            "model_zoo": exactness.MODEL_ZOO, "model_def": exactness.MODEL_DEF,
             "training_data": cls.train_file, "validation_data": cls.validation_file,
             "params": exactness.model_params(TRAIN_RECORDS, SLEEP_MS),
             "num_epochs": 2, "num_workers": 2, "num_ps_pods": 1,

@@ -1,4 +1,4 @@
-"""Exact data accounting for scenario tests, with model_zoo/exactness.
+"""Exact data accounting for scenario tests, with tests/zoo/exactness.
 
 The exactness model has one parameter, rows [N, 1], starting at 0; training
 on the record with int64 feature "id" = r lowers rows[r] by exactly 1 (SGD,
@@ -23,6 +23,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compat"))
 from make_compat_files import NONE, example, recordio_chunk, tfrecord  # noqa: E402
 
+# A zoo of test models, apart from the users' model_zoo.
+MODEL_ZOO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "zoo")
 MODEL_DEF = "exactness.exactness.Exactness"
 
 

@@ -27,6 +27,8 @@ constexpr auto kRegisterPatience = std::chrono::seconds(120);
 // Between heartbeats: often enough that the master's view of a task's
 // progress is fresh when the worker dies.
 constexpr milliseconds kMaxHeartbeatInterval{250};
+// At most this often a failing master channel is replaced by a new one.
+constexpr milliseconds kChannelRenewal{500};
 
 bool Transient(const Status& s) {
   return s.code() == absl::StatusCode::kUnavailable ||
@@ -82,6 +84,20 @@ Worker::Worker(WorkerOptions options, proto::JobSpec spec, std::string token, Zo
   master_ = proto::Master::NewStub(rpc::MakeChannel(options_.master_address));
 }
 
+std::shared_ptr<proto::Master::Stub> Worker::MasterStub() {
+  std::lock_guard<std::mutex> lock(master_mu_);
+  return master_;
+}
+
+void Worker::RenewMasterChannel() {
+  // A channel that failed to connect backs off before trying again; a new
+  // one connects at once, to a master restarted on the same address.
+  std::lock_guard<std::mutex> lock(master_mu_);
+  if (std::chrono::steady_clock::now() - master_renewed_ < kChannelRenewal) return;
+  master_renewed_ = std::chrono::steady_clock::now();
+  master_ = proto::Master::NewStub(rpc::MakeChannel(options_.master_address));
+}
+
 Worker::~Worker() { StopHeartbeats(); }
 
 bool Worker::stopping() const {
@@ -95,7 +111,7 @@ Status Worker::CallMaster(const char* what, Method method, const Request& reques
   bool warned = false;
   while (true) {
     auto context = rpc::MakeContext(kMasterTimeout, token_);
-    Status s = rpc::FromGrpc((master_.get()->*method)(context.get(), request, response));
+    Status s = rpc::FromGrpc((MasterStub().get()->*method)(context.get(), request, response));
     if (s.ok() || !Transient(s)) {
       if (warned && s.ok()) spdlog::info("the master is back");
       return Annotate(s, what);
@@ -119,7 +135,7 @@ Status Worker::Register() {
     request.set_worker_id(options_.worker_id);
     proto::RegisterWorkerResponse response;
     auto context = rpc::MakeContext(kMasterTimeout, token_);
-    Status s = rpc::FromGrpc(master_->RegisterWorker(context.get(), request, &response));
+    Status s = rpc::FromGrpc(MasterStub()->RegisterWorker(context.get(), request, &response));
     if (s.ok()) {
       std::vector<std::string> addresses(response.ps_addresses().begin(),
                                          response.ps_addresses().end());
@@ -402,11 +418,13 @@ void Worker::HeartbeatLoop() {
     request.set_minibatches_done(minibatches_done_.load());
     proto::HeartbeatResponse response;
     auto context = rpc::MakeContext(interval * 4, token_);
-    Status s = rpc::FromGrpc(master_->Heartbeat(context.get(), request, &response));
+    Status s = rpc::FromGrpc(MasterStub()->Heartbeat(context.get(), request, &response));
     if (s.ok()) {
       if (response.leave() && !leave_.exchange(true)) {
         spdlog::info("the master asks this worker to leave");
       }
+    } else if (Transient(s)) {
+      RenewMasterChannel();
     } else if (s.code() == absl::StatusCode::kFailedPrecondition) {
       // The master has taken us as lost and given our work to others.
       if (!lost_.exchange(true)) {

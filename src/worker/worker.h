@@ -69,6 +69,11 @@ class Worker {
   template <typename Request, typename Response, typename Method>
   Status CallMaster(const char* what, Method method, const Request& request, Response* response);
 
+  // The master's stub, and replacing it by one on a new channel (see
+  // CallMaster). Thread-safe.
+  std::shared_ptr<proto::Master::Stub> MasterStub();
+  void RenewMasterChannel();
+
   Status Register();
   Status LoadInitialModel();
   Status Pull();
@@ -92,7 +97,9 @@ class Worker {
   const proto::JobSpec spec_;
   const std::string token_;
   ZooProgram program_;
-  std::unique_ptr<proto::Master::Stub> master_;
+  std::mutex master_mu_;
+  std::shared_ptr<proto::Master::Stub> master_;
+  std::chrono::steady_clock::time_point master_renewed_;
   std::unique_ptr<rpc::PsClient> ps_;
   std::unique_ptr<ShardedModel> model_;
   std::vector<int64_t> versions_;    // per shard, of the values in model_

@@ -118,6 +118,20 @@ void JobState::PersistLocked() {
   }
 }
 
+bool JobState::NeedsFlush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool ps_missing =
+      std::any_of(ps_.begin(), ps_.end(), [](const PsInfo& p) { return p.address.empty(); });
+  return options_.flush_at_end && !flushed_ && !failure_ && !ps_missing &&
+         tasks_.training_finished();
+}
+
+void JobState::Flushed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  flushed_ = true;
+  Event("flushed", nlohmann::json::object());
+}
+
 Status JobState::FlushJournal() {
   std::lock_guard<std::mutex> lock(mu_);
   if (dirty_) PersistLocked();
@@ -136,6 +150,8 @@ Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
   if (request.restored()) {
     std::vector<proto::TaskProgress> applied(request.applied().begin(), request.applied().end());
     reopened = tasks_.PsRestored(applied);
+    // Restored servers lost any flush; reopened training ends with another.
+    flushed_ = false;
     spdlog::info("parameter server {} restored version {}; {} task(s) to redo (in part)",
                  request.ps_id(), request.restored_version(), reopened);
   }
@@ -185,7 +201,9 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   }
   bool ps_missing =
       std::any_of(ps_.begin(), ps_.end(), [](const PsInfo& p) { return p.address.empty(); });
-  if (ps_missing || workers_[request.worker_id()].leaving) {
+  const bool awaiting_flush =
+      options_.flush_at_end && !flushed_ && tasks_.training_finished() && !tasks_.finished();
+  if (ps_missing || awaiting_flush || workers_[request.worker_id()].leaving) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
     return absl::OkStatus();
   }

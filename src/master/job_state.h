@@ -45,6 +45,10 @@ struct JobStateOptions {
   std::string job_dir;
   // The master's address, recorded in the journal.
   std::string master_address;
+  // Synchronous training: when training ends, the parameter servers apply
+  // the gradients still waiting for a step (Flush) before anything
+  // (evaluation, the trained model) reads the model.
+  bool flush_at_end = false;
 };
 
 class JobState {
@@ -92,6 +96,11 @@ class JobState {
   // Ends the job as failed (e.g. a parameter server cannot be relaunched),
   // unless it has already ended.
   void Fail(const std::string& message);
+
+  // Synchronous training has ended and the servers have not been flushed
+  // since: call Flush on them, then Flushed().
+  bool NeedsFlush();
+  void Flushed();
 
   // Writes the journal if anything changed since the last write.
   Status FlushJournal();
@@ -145,6 +154,7 @@ class JobState {
   int ps_relaunches_ = 0;
   int master_restarts_ = 0;
   bool dirty_ = false;
+  bool flushed_ = false;
   bool journal_warned_ = false;
   std::optional<std::string> failure_;
   // (time, records done) after each report, for the throughput estimate.

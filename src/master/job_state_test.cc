@@ -217,3 +217,33 @@ TEST(MasterServiceTest, RefusesCallsWithoutTheTokenAndOversizedOnes) {
 
 }  // namespace
 }  // namespace elasticdl::master
+
+namespace elasticdl::master {
+namespace {
+
+TEST(JobStateFlushTest, SyncTrainingFlushesBeforeTheFinalEvaluation) {
+  JobStateOptions options = StateOptions();
+  options.flush_at_end = true;
+  TaskManagerOptions task_options = TrainingOptions();
+  JobState state(options, TaskManager(task_options, Ranges(1), Ranges(1), {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(0, {}, false);
+  EXPECT_FALSE(state.NeedsFlush());
+  StatusOr<proto::Task> task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->type(), proto::TASK_TRAINING);
+  ASSERT_TRUE(state.ReportTask(Done(0, *task)).ok());
+  // Training is over; the evaluation waits for the flush.
+  EXPECT_TRUE(state.NeedsFlush());
+  task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_WAIT);
+  state.Flushed();
+  EXPECT_FALSE(state.NeedsFlush());
+  task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_EVALUATION);
+}
+
+}  // namespace
+}  // namespace elasticdl::master

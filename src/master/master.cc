@@ -217,6 +217,8 @@ Status Run(const MasterOptions& options) {
   }
   state_options.job_dir = options.job_dir;
   state_options.master_address = address;
+  state_options.flush_at_end =
+      spec.type() == proto::JOB_TRAINING && !spec.use_async() && spec.grads_to_wait() > 1;
   EventLog events(options.job_dir + "/events.jsonl");
   std::unique_ptr<JobState> state;
   if (journal) {
@@ -256,8 +258,21 @@ Status Run(const MasterOptions& options) {
     state->Fail(std::string(outcome.message()));
   };
   if (!outcome.ok()) state->Fail(std::string(outcome.message()));
+  // Synchronous training: the gradients still waiting for a step when
+  // training ends are applied before the model is read.
+  auto flush_servers = [&] {
+    if (!state->NeedsFlush()) return;
+    rpc::PsClient ps(state->ps_addresses(), token);
+    std::vector<proto::FlushResponse> flushed;
+    Status s = ps.Flush(&flushed);
+    if (s.ok()) {
+      state->Flushed();
+    } else {
+      spdlog::warn("applying the last gradients: {}; retrying", std::string(s.message()));
+    }
+  };
   size_t evaluations_logged = 0;
-  auto last_flush = std::chrono::steady_clock::now();
+  auto last_journal_write = std::chrono::steady_clock::now();
   while (outcome.ok() && !state->finished()) {
     if (options.cancel != nullptr && options.cancel->load()) {
       fail(absl::CancelledError("job cancelled"));
@@ -265,16 +280,18 @@ Status Run(const MasterOptions& options) {
     }
     Status s = supervisor.Tick();
     if (!s.ok()) fail(s);
+    flush_servers();
     LogEvaluations(state.get(), &evaluations_logged);
-    if (std::chrono::steady_clock::now() - last_flush > milliseconds(500)) {
+    if (std::chrono::steady_clock::now() - last_journal_write > milliseconds(500)) {
       state->FlushJournal().IgnoreError();
-      last_flush = std::chrono::steady_clock::now();
+      last_journal_write = std::chrono::steady_clock::now();
     }
     std::this_thread::sleep_for(milliseconds(10));
   }
   if (outcome.ok() && state->failure()) outcome = absl::AbortedError(*state->failure());
 
   if (outcome.ok()) {
+    flush_servers();
     LogEvaluations(state.get(), &evaluations_logged);
     if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
       Status s = WriteOutputModel(spec, state->ps_addresses(), token);

@@ -188,8 +188,8 @@ void ParameterStore::AddDeltasLocked(const std::map<std::string, torch::Tensor>&
   if (!deltas.empty()) snapshot_ = nullptr;
 }
 
-Status ParameterStore::FlushPendingLocked() {
-  for (auto& [name, g] : pending_sum_) g.div_(pending_count_);
+Status ParameterStore::FlushPendingLocked(int divisor) {
+  for (auto& [name, g] : pending_sum_) g.div_(divisor);
   Status s = StepLocked(pending_sum_);
   if (s.ok()) {
     AddDeltasLocked(pending_deltas_);
@@ -205,6 +205,17 @@ Status ParameterStore::FlushPendingLocked() {
   pending_tags_.clear();
   pending_count_ = 0;
   return s;
+}
+
+Status ParameterStore::Flush(int64_t* version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!initialized_) {
+    return absl::FailedPreconditionError("parameter server is not initialized yet");
+  }
+  torch::NoGradGuard no_grad;
+  if (pending_count_ > 0) EDL_RETURN_IF_ERROR(FlushPendingLocked(options_.grads_to_wait));
+  *version = version_;
+  return absl::OkStatus();
 }
 
 Status ParameterStore::Push(const proto::PushRequest& request, proto::PushResponse* out) {
@@ -290,7 +301,9 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
       applied_[task] = minibatch + 1;
       pending_tags_.emplace_back(task, minibatch);
     }
-    if (++pending_count_ >= options_.grads_to_wait) EDL_RETURN_IF_ERROR(FlushPendingLocked());
+    if (++pending_count_ >= options_.grads_to_wait) {
+      EDL_RETURN_IF_ERROR(FlushPendingLocked(pending_count_));
+    }
   }
   out->set_accepted(true);
   out->set_version(version_);

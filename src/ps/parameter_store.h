@@ -114,6 +114,12 @@ class ParameterStore {
   // until grads_to_wait pushes make a step) and its tag counts as applied.
   Status Push(const proto::PushRequest& request, proto::PushResponse* out);
 
+  // Sync mode: applies the gradients still waiting for their step (fewer
+  // than grads_to_wait, at the end of training), divided by grads_to_wait
+  // as in a full step, so every minibatch weighs the same. No-op when none
+  // wait. Sets *version to the current version.
+  Status Flush(int64_t* version);
+
   // A consistent copy of the shard (tensors cloned under the lock; cheap
   // next to encoding). In sync mode, pushes accumulated but not yet stepped
   // are not in it: neither their gradients, their buffer deltas nor their
@@ -151,7 +157,8 @@ class ParameterStore {
   Status StepLocked(const std::map<std::string, torch::Tensor>& gradients);
   void AddDeltasLocked(const std::map<std::string, torch::Tensor>& deltas);
   // Applies the sync-mode accumulation as one step and clears it.
-  Status FlushPendingLocked();
+  // One step with the accumulated gradients divided by `divisor`.
+  Status FlushPendingLocked(int divisor);
   void RefreshSnapshotLocked();
   ShardSnapshot SnapshotLocked() const;
   // Installs parameters (with optimizer state when `slots_apply`), buffers,

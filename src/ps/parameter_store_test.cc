@@ -314,3 +314,37 @@ TEST(ParameterStoreTest, SyncStaleRefusalDoesNotCountAsApplied) {
 
 }  // namespace
 }  // namespace elasticdl::ps
+
+namespace elasticdl::ps {
+namespace {
+
+TEST(ParameterStoreFlushTest, AppliesWhatWaitsWithTheWeightOfAFullStep) {
+  ParameterStoreOptions options;
+  options.use_async = false;
+  options.grads_to_wait = 4;
+  ParameterStore store(options);
+  bool accepted;
+  int64_t version;
+  ASSERT_TRUE(store.Init(Values(1), &accepted, &version).ok());
+  ASSERT_TRUE(store.Flush(&version).ok());  // nothing waits: no step
+  EXPECT_EQ(version, 0);
+  proto::PushResponse out;
+  ASSERT_TRUE(store.Push(Push(2, 0), &out).ok());
+  ASSERT_TRUE(store.Push(Push(6, 0), &out).ok());
+  EXPECT_EQ(out.version(), 0);  // 2 of 4
+  ASSERT_TRUE(store.Flush(&version).ok());
+  EXPECT_EQ(version, 1);
+  // (2 + 6) / 4, as if the missing two gradients were zero.
+  EXPECT_NEAR(PullW(store)[0].item<float>(), 1 - 0.1 * 2, 1e-6);
+  ASSERT_TRUE(store.Flush(&version).ok());
+  EXPECT_EQ(version, 1);
+}
+
+TEST(ParameterStoreFlushTest, NeedsAModel) {
+  ParameterStore store({});
+  int64_t version = 0;
+  EXPECT_EQ(store.Flush(&version).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace elasticdl::ps

@@ -49,4 +49,14 @@ grpc::Status PsService::Push(grpc::ServerContext* context, const proto::PushRequ
   return Guard(context, token_, "Push", [&] { return store_->Push(*request, response); });
 }
 
+grpc::Status PsService::Flush(grpc::ServerContext* context, const proto::FlushRequest*,
+                              proto::FlushResponse* response) {
+  return Guard(context, token_, "Flush", [&] {
+    int64_t version = 0;
+    Status s = store_->Flush(&version);
+    response->set_version(version);
+    return s;
+  });
+}
+
 }  // namespace elasticdl::ps

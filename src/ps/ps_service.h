@@ -25,6 +25,8 @@ class PsService final : public proto::ParameterServer::Service {
                     proto::InitResponse* response) override;
   grpc::Status Push(grpc::ServerContext* context, const proto::PushRequest* request,
                     proto::PushResponse* response) override;
+  grpc::Status Flush(grpc::ServerContext* context, const proto::FlushRequest* request,
+                     proto::FlushResponse* response) override;
 
  private:
   ParameterStore* const store_;

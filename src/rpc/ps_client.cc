@@ -47,6 +47,8 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
         async->Pull(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::InitRequest>) {
         async->Init(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      } else if constexpr (std::is_same_v<Request, proto::FlushRequest>) {
+        async->Flush(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else {
         async->Push(contexts[i].get(), &requests[i], &(*responses)[i], done);
       }
@@ -72,6 +74,11 @@ Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
 Status PsClient::Init(const std::vector<proto::InitRequest>& requests,
                       std::vector<proto::InitResponse>* responses) {
   return CallAll("init", &proto::ParameterServer::Stub::Init, requests, responses, {});
+}
+
+Status PsClient::Flush(std::vector<proto::FlushResponse>* responses) {
+  std::vector<proto::FlushRequest> requests(stubs_.size());
+  return CallAll("flush", &proto::ParameterServer::Stub::Flush, requests, responses, {});
 }
 
 Status PsClient::Push(const std::vector<proto::PushRequest>& requests,

@@ -31,6 +31,8 @@ class PsClient {
               std::vector<proto::InitResponse>* responses);
   Status Push(const std::vector<proto::PushRequest>& requests,
               std::vector<proto::PushResponse>* responses, const std::vector<int>& shards = {});
+  // Sync mode, at the end of training: every shard applies what waits.
+  Status Flush(std::vector<proto::FlushResponse>* responses);
 
  private:
   template <typename Request, typename Response, typename Method>

@@ -408,6 +408,26 @@ class ChaosTest(unittest.TestCase):
             self.assertExact(job, job_dir, output, log, epochs)
         self.repeat(scenario)
 
+    def test_sync_training_applies_the_last_partial_step(self):
+        # 2000 records in minibatches of 32 are 63 minibatches: with
+        # --grads_to_wait=2 the last one still waits for a step when training
+        # ends, and the servers apply it then (weighing 1/2 like the others),
+        # before the evaluation and the trained model read the model.
+        self.assertEqual(-(-TRAIN_RECORDS // MINIBATCH) % 2, 1)
+        job, job_dir, output, log = self.start(
+            "sync", num_epochs=1, num_ps_pods=2, grads_to_wait=2,
+            params=exactness.model_params(TRAIN_RECORDS, 0))
+        code = job.wait(JOB_TIMEOUT)
+        self.assertEqual(code, 0, self.describe(job, log))
+        log.poll()
+        self.assertIn("flushed", [e.get("event") for e in log.events], self.describe(job, log))
+        _, parameters = exactness.read_model_values(os.path.join(output, "parameters.pb"))
+        _, rows = parameters["rows"]
+        wrong = {i: v for i, v in enumerate(rows) if v != -0.5}
+        self.assertEqual(len(rows), TRAIN_RECORDS)
+        self.assertEqual(wrong, {}, self.describe(job, log))
+        self.assertIn("mean_prediction: -0.500000", job.stdout, self.describe(job, log))
+
 
 if __name__ == "__main__":
     unittest.main()

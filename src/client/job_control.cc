@@ -37,8 +37,7 @@ StatusOr<Connection> Connect(const std::string& job_dir) {
 
 Status Unreachable(const Connection& c, const std::string& job_dir, const grpc::Status& s) {
   Status status = rpc::FromGrpc(s);
-  if (status.code() == absl::StatusCode::kUnavailable ||
-      status.code() == absl::StatusCode::kDeadlineExceeded) {
+  if (rpc::IsUnreachable(status)) {
     return absl::UnavailableError(StrCat("the master of ", job_dir, " (", c.address,
                                          ") does not answer; has the job ended? ",
                                          status.message()));

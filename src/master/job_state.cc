@@ -12,19 +12,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const char* TaskTypeName(proto::TaskType type) {
-  switch (type) {
-    case proto::TASK_TRAINING:
-      return "training";
-    case proto::TASK_EVALUATION:
-      return "evaluation";
-    case proto::TASK_PREDICTION:
-      return "prediction";
-    default:
-      return "control";
-  }
-}
-
 proto::JournalProcess ToJournal(int id, const cluster::ProcessHandle& handle) {
   proto::JournalProcess p;
   p.set_id(id);
@@ -120,9 +107,7 @@ void JobState::PersistLocked() {
 
 bool JobState::NeedsFlush() {
   std::lock_guard<std::mutex> lock(mu_);
-  const bool ps_missing =
-      std::any_of(ps_.begin(), ps_.end(), [](const PsInfo& p) { return p.address.empty(); });
-  return options_.flush_at_end && !flushed_ && !failure_ && !ps_missing &&
+  return options_.flush_at_end && !flushed_ && !failure_ && RegisteredPsLocked() == ps_.size() &&
          tasks_.training_finished();
 }
 
@@ -164,6 +149,10 @@ Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
   return absl::OkStatus();
 }
 
+size_t JobState::RegisteredPsLocked() const {
+  return std::count_if(ps_.begin(), ps_.end(), [](const PsInfo& p) { return !p.address.empty(); });
+}
+
 Status JobState::TouchWorkerLocked(int worker) {
   auto it = workers_.find(worker);
   if (it == workers_.end()) {
@@ -178,8 +167,7 @@ Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
                                 proto::RegisterWorkerResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
   EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
-  size_t registered =
-      std::count_if(ps_.begin(), ps_.end(), [](const PsInfo& p) { return !p.address.empty(); });
+  const size_t registered = RegisteredPsLocked();
   if (registered < ps_.size()) {
     return absl::UnavailableError(
         StrCat("waiting for parameter servers (", registered, " of ", ps_.size(), " registered)"));
@@ -199,8 +187,7 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
     task->set_type(proto::TASK_NONE);
     return absl::OkStatus();
   }
-  bool ps_missing =
-      std::any_of(ps_.begin(), ps_.end(), [](const PsInfo& p) { return p.address.empty(); });
+  const bool ps_missing = RegisteredPsLocked() < ps_.size();
   const bool awaiting_flush =
       options_.flush_at_end && !flushed_ && tasks_.training_finished() && !tasks_.finished();
   if (ps_missing || awaiting_flush || workers_[request.worker_id()].leaving) {
@@ -435,7 +422,7 @@ std::vector<std::pair<int, cluster::ProcessHandle>> JobState::worker_processes()
 
 bool JobState::all_ps_registered() {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::none_of(ps_.begin(), ps_.end(), [](const PsInfo& p) { return p.address.empty(); });
+  return RegisteredPsLocked() == ps_.size();
 }
 
 std::vector<std::string> JobState::ps_addresses() {

@@ -132,6 +132,8 @@ class JobState {
     std::string address;  // empty until registered
   };
 
+  // Parameter servers with an address (registered and not lost since).
+  size_t RegisteredPsLocked() const;
   // A started worker, renewing its lease; FAILED_PRECONDITION otherwise.
   Status TouchWorkerLocked(int worker);
   double ThroughputLocked();

@@ -1,26 +1,16 @@
 #include "master/master_service.h"
 
-#include <exception>
-
-#include "common/strings.h"
-#include "rpc/grpc_util.h"
 #include "rpc/job_token.h"
 
 namespace elasticdl::master {
 
 template <typename F>
 grpc::Status MasterService::Serve(const grpc::ServerContext& context, F&& call) {
-  grpc::Status auth = rpc::CheckToken(context, token_);
-  if (!auth.ok()) return auth;
-  JobState* state = state_.load();
-  if (state == nullptr) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the master is starting");
-  }
-  try {
-    return rpc::ToGrpc(call(state));
-  } catch (const std::exception& e) {
-    return grpc::Status(grpc::StatusCode::INTERNAL, StrCat("master: ", e.what()));
-  }
+  return rpc::GuardedCall(context, token_, "master", [&]() -> Status {
+    JobState* state = state_.load();
+    if (state == nullptr) return absl::UnavailableError("the master is starting");
+    return call(state);
+  });
 }
 
 grpc::Status MasterService::RegisterPs(grpc::ServerContext* context,

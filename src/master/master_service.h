@@ -40,8 +40,8 @@ class MasterService final : public proto::Master::Service {
                      proto::ScaleResponse* response) override;
 
  private:
-  // Checks the token and that the state is there, then runs `call` on it,
-  // turning any exception into INTERNAL.
+  // Checks the token and that the state is there, then runs `call` on it
+  // (rpc::GuardedCall).
   template <typename F>
   grpc::Status Serve(const grpc::ServerContext& context, F&& call);
 

@@ -6,7 +6,6 @@
 #include "common/strings.h"
 
 namespace elasticdl::master {
-namespace {
 
 const char* TaskTypeName(proto::TaskType type) {
   switch (type) {
@@ -20,6 +19,8 @@ const char* TaskTypeName(proto::TaskType type) {
       return "control";
   }
 }
+
+namespace {
 
 MetricState FromProto(const proto::MetricState& m) {
   MetricState s;

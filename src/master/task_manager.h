@@ -49,6 +49,9 @@
 
 namespace elasticdl::master {
 
+// "training", "evaluation", "prediction" ("control" for the others).
+const char* TaskTypeName(proto::TaskType type);
+
 using WorkerId = int32_t;
 using TaskId = int64_t;
 

@@ -35,11 +35,6 @@ void SleepUnlessCancelled(const PsServerOptions& options, std::chrono::milliseco
   }
 }
 
-bool Unreachable(const Status& s) {
-  return s.code() == absl::StatusCode::kUnavailable ||
-         s.code() == absl::StatusCode::kDeadlineExceeded;
-}
-
 StatusOr<ParameterStoreOptions> StoreOptions(const proto::JobSpec& spec, int ps_id) {
   ParameterStoreOptions o;
   EDL_ASSIGN_OR_RETURN(o.optimizer, ParseOptimizer(spec.optimizer_config().SerializeAsString()));
@@ -109,7 +104,7 @@ Status Register(const PsServerOptions& options, proto::Master::Stub* master,
     auto context = rpc::MakeContext(std::chrono::seconds(10), token);
     Status s = rpc::FromGrpc(master->RegisterPs(context.get(), request, &response));
     if (s.ok()) return s;
-    if (!Unreachable(s) || Clock::now() > deadline) {
+    if (!rpc::IsUnreachable(s) || Clock::now() > deadline) {
       return Annotate(s, StrCat("parameter server ", options.ps_id,
                                 ": registering with the master at ", options.master_address));
     }
@@ -133,7 +128,7 @@ Status ServeWhileMasterLives(const PsServerOptions& options, proto::Master::Stub
     Status s = rpc::FromGrpc(master->GetJobStatus(context.get(), {}, &response));
     // A master that answers, even with an error, is alive; a finished job
     // keeps us serving until the master stops us.
-    if (!Unreachable(s)) {
+    if (!rpc::IsUnreachable(s)) {
       if (warned) {
         spdlog::info("parameter server {}: the master at {} is back", options.ps_id,
                      options.master_address);

@@ -38,6 +38,11 @@ Status FromGrpc(const grpc::Status& status) {
   return Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
+bool IsUnreachable(const Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
 grpc::Status ToGrpc(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));

@@ -30,6 +30,10 @@ StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int
                                                     int max_request_bytes = kMaxMessageBytes);
 
 Status FromGrpc(const grpc::Status& status);
+
+// The peer could not be reached or did not answer in time (UNAVAILABLE,
+// DEADLINE_EXCEEDED): worth retrying, unlike an answer that refused.
+bool IsUnreachable(const Status& status);
 grpc::Status ToGrpc(const Status& status);
 
 // A client context with a deadline `timeout` from now, carrying the job's

@@ -10,9 +10,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <exception>
 #include <string>
 
+#include "common/strings.h"
 #include "elasticdl/status.h"
+#include "rpc/grpc_util.h"
 
 namespace elasticdl::rpc {
 
@@ -31,6 +34,24 @@ grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& t
 
 // Adds `token` to the call's metadata (nothing when empty).
 void AttachToken(grpc::ClientContext* context, const std::string& token);
+
+// The body of a service method whose callers must present `token`: checks
+// it (UNAUTHENTICATED), then runs `body` (returning a Status), turning any
+// exception into INTERNAL naming `method`, so that none reaches gRPC's
+// threads.
+template <typename F>
+grpc::Status GuardedCall(const grpc::ServerContext& context, const std::string& token,
+                         const char* method, F&& body) {
+  try {
+    grpc::Status auth = CheckToken(context, token);
+    if (!auth.ok()) return auth;
+    return ToGrpc(body());
+  } catch (const std::exception& e) {
+    return ToGrpc(absl::InternalError(StrCat(method, ": ", e.what())));
+  } catch (...) {
+    return ToGrpc(absl::InternalError(StrCat(method, ": unknown exception")));
+  }
+}
 
 }  // namespace elasticdl::rpc
 

@@ -30,11 +30,6 @@ constexpr milliseconds kMaxHeartbeatInterval{250};
 // At most this often a failing master channel is replaced by a new one.
 constexpr milliseconds kChannelRenewal{500};
 
-bool Transient(const Status& s) {
-  return s.code() == absl::StatusCode::kUnavailable ||
-         s.code() == absl::StatusCode::kDeadlineExceeded;
-}
-
 proto::MetricKind ToProto(MetricKind kind) {
   return kind == MetricKind::kAuc ? proto::METRIC_AUC : proto::METRIC_MEAN;
 }
@@ -112,7 +107,7 @@ Status Worker::CallMaster(const char* what, Method method, const Request& reques
   while (true) {
     auto context = rpc::MakeContext(kMasterTimeout, token_);
     Status s = rpc::FromGrpc((MasterStub().get()->*method)(context.get(), request, response));
-    if (s.ok() || !Transient(s)) {
+    if (s.ok() || !rpc::IsUnreachable(s)) {
       if (warned && s.ok()) spdlog::info("the master is back");
       return Annotate(s, what);
     }
@@ -142,7 +137,7 @@ Status Worker::Register() {
       ps_ = addresses.empty() ? nullptr : std::make_unique<rpc::PsClient>(addresses, token_);
       return absl::OkStatus();
     }
-    if (!Transient(s) || std::chrono::steady_clock::now() > deadline) {
+    if (!rpc::IsUnreachable(s) || std::chrono::steady_clock::now() > deadline) {
       return Annotate(s, "registering with the master");
     }
     if (stopping()) return absl::CancelledError("stopped while registering");
@@ -205,7 +200,7 @@ Status Worker::Reconnect() {
   while (true) {
     Status s = Pull();
     if (s.ok()) break;
-    if (!Transient(s) || std::chrono::steady_clock::now() > deadline) return s;
+    if (!rpc::IsUnreachable(s) || std::chrono::steady_clock::now() > deadline) return s;
     // A server may have died again: the master knows the new address.
     std::this_thread::sleep_for(milliseconds(200));
     EDL_RETURN_IF_ERROR(Register());
@@ -423,7 +418,7 @@ void Worker::HeartbeatLoop() {
       if (response.leave() && !leave_.exchange(true)) {
         spdlog::info("the master asks this worker to leave");
       }
-    } else if (Transient(s)) {
+    } else if (rpc::IsUnreachable(s)) {
       RenewMasterChannel();
     } else if (s.code() == absl::StatusCode::kFailedPrecondition) {
       // The master has taken us as lost and given our work to others.
@@ -475,7 +470,7 @@ Status Worker::Run() {
     report.set_minibatches_done(task.minibatches_done());
     Status s = RunTask(task, &report);
     bool reconnect = false;
-    if (Transient(s) && ps_ != nullptr) {
+    if (rpc::IsUnreachable(s) && ps_ != nullptr) {
       // A parameter server is gone: hand the rest of the task back (what
       // every server applied stays applied) and wait for its relaunch.
       spdlog::warn("task {}: {}", task.task_id(), std::string(s.message()));

@@ -105,18 +105,7 @@ class ChaosTest(unittest.TestCase):
 
     def _cleanup(self):
         """Kills what a failed run left: our clients, then every process of our jobs."""
-        running = [job for job in self._jobs if job.proc.poll() is None]
-        for job in running:
-            job.proc.kill()
-            job.proc.wait()
-        for job_dir in self._job_dirs:
-            for pid in job_test.job_processes(job_dir):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for job in running:
-            job.close()
+        job_test.kill_leftovers(self._jobs, self._job_dirs)
         self._jobs, self._job_dirs = [], []
 
     def repeat(self, scenario):

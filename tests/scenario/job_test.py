@@ -70,6 +70,23 @@ def job_processes(job_dir):
     return found
 
 
+def kill_leftovers(jobs, job_dirs):
+    """Kills whatever a failed test left running: the clients of `jobs`, then every
+    process of `job_dirs` (named by their job directories), by pid."""
+    running = [job for job in jobs if job.proc.poll() is None]
+    for job in running:
+        job.proc.kill()
+        job.proc.wait()
+    for job_dir in job_dirs:
+        for pid in job_processes(job_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for job in running:
+        job.close()
+
+
 def argv_flag(argv, name):
     """The value of --name=VALUE in argv, or None."""
     for a in argv:
@@ -154,20 +171,7 @@ class JobTest(unittest.TestCase):
         self._job_dirs = []
 
     def tearDown(self):
-        # Whatever a failed test left running: our own clients, then every
-        # process of our jobs (named by their job directories), by pid.
-        running = [job for job in self._jobs if job.proc.poll() is None]
-        for job in running:
-            job.proc.kill()
-            job.proc.wait()
-        for job_dir in self._job_dirs:
-            for pid in job_processes(job_dir):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for job in running:
-            job.close()
+        kill_leftovers(self._jobs, self._job_dirs)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- helpers -------------------------------------------------------------

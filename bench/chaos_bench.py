@@ -99,6 +99,8 @@ class Bench:
             "minibatch_size": a.minibatch_size,
             "num_minibatches_per_task": a.minibatches_per_task, "num_threads": 1,
             "max_worker_relaunches": a.kills + 8, "job_dir": job_dir, "output": output,
+            # Exact row counts in the default (synchronous) mode too.
+            "optimizer": "unit_step_optimizer",
         }
         options.update(flags)
         argv = (["train"] + [f"--{k}={v}" for k, v in options.items() if v is not None] +

@@ -36,22 +36,14 @@
 #include <string_view>
 #include <vector>
 
-#include "common/strings.h"
 #include "elasticdl/data/dataset.h"
-#include "elasticdl/data/record_file.h"
 #include "elasticdl/zoo/optimizer.h"
-#include "elasticdl/zoo/registry.h"
+#include "mnist_tasks.h"
 #include "ps/parameter_store.h"
 #include "ps/ps_service.h"
 #include "rpc/grpc_util.h"
 #include "rpc/ps_client.h"
 #include "worker/sharded_model.h"
-#include "zoo/zoo_library.h"
-#include "zoo/zoo_program.h"
-
-namespace elasticdl::zoo_internal {
-ZooRegistry& LocalRegistry();  // share/zoo_registry.cc, linked in
-}
 
 namespace elasticdl::bench {
 namespace {
@@ -78,51 +70,8 @@ struct Flags {
   std::string only;
 };
 
-[[noreturn]] void Die(const Status& s) {
-  std::fprintf(stderr, "train_bench: %s\n", std::string(s.message()).c_str());
-  std::exit(1);
-}
-
-template <typename T>
-T OrDie(StatusOr<T> v) {
-  if (!v.ok()) Die(v.status());
-  return *std::move(v);
-}
-
-ZooProgram MakeProgram() {
-  auto library = OrDie(ZooLibrary::FromRegistry(&zoo_internal::LocalRegistry(), "train_bench"));
-  ZooProgramNames names;
-  names.model_def = "mnist.mnist_functional_api.custom_model";
-  return OrDie(ZooProgram::Resolve(std::move(library), names, ""));
-}
-
-// A task as the master hands it out: records [start, end) of one file.
-struct Task {
-  std::shared_ptr<const RecordFile> file;
-  uint64_t start, end;
-};
-
-// The files of DIR (sorted, as the master lists them), cut into tasks of
-// minibatch * minibatches_per_task records, up to `records` records in all.
 std::vector<Task> MakeTasks(const Flags& f) {
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(f.data)) {
-    if (e.is_regular_file()) paths.push_back(e.path().string());
-  }
-  std::sort(paths.begin(), paths.end());
-  if (paths.empty()) Die(absl::NotFoundError(StrCat("no record files in ", f.data)));
-  std::vector<Task> tasks;
-  const uint64_t per_task = uint64_t(f.minibatch) * f.minibatches_per_task;
-  uint64_t total = 0;
-  for (const std::string& p : paths) {
-    std::shared_ptr<const RecordFile> file = OrDie(RecordFile::Open(p));
-    for (uint64_t s = 0; s < file->num_records() && total < uint64_t(f.records); s += per_task) {
-      uint64_t e = std::min({s + per_task, file->num_records(), s + f.records - total});
-      tasks.push_back({file, s, e});
-      total += e - s;
-    }
-  }
-  return tasks;
+  return bench::MakeTasks(f.data, uint64_t(f.minibatch) * f.minibatches_per_task, f.records);
 }
 
 struct LoopResult {

@@ -4,6 +4,12 @@
 #
 #   P1  elasticdl train, 1 worker x 2 threads + 1 PS  /  bare LibTorch loop, 2 threads   goal >= 0.97
 #   P2  elasticdl train, 2 workers x 1 thread + 1 PS  /  torchrun DDP 2 procs x 1 thread goal >= 1.05
+#   P3  elasticdl train, 2 workers x 1 thread + 1 PS  /  1 worker x 1 thread + 1 PS     goal >= 1.6
+#
+# Our jobs run with the default flags: synchronous steps, each averaging one
+# minibatch of every worker, as DDP averages one minibatch of every process:
+# P2 compares equal semantics. Asynchronous training (2 x 1, --use_async=true)
+# is an info row.
 #
 # Same model (model_zoo/mnist/mnist_functional_api.cc; the DDP peer is the same
 # layers in PyTorch), same data (the first RECORDS Fashion-MNIST training
@@ -54,13 +60,15 @@ echo "# train_bench: $RECORDS records, $REPS reps, $(nproc) cores, load $(cut -d
   "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; logs in $LOG"
 
 # samples/s of `elasticdl train` from its "(X s of training: Y records/s)" line.
-ours() {  # workers threads log
+ours() {  # workers threads log [flags...]
+  local workers=$1 threads=$2 log=$3
+  shift 3
   "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" \
     --model_def=mnist.mnist_functional_api.custom_model --training_data="$SUBSET" \
-    --num_epochs=1 --num_workers="$1" --num_ps_pods=1 --num_threads="$2" \
-    --minibatch_size=64 --num_minibatches_per_task=8 --no_progress --job_dir="$3.job" \
-    >"$3" 2>&1
-  sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$3"
+    --num_epochs=1 --num_workers="$workers" --num_ps_pods=1 --num_threads="$threads" \
+    --minibatch_size=64 --num_minibatches_per_task=8 --no_progress --job_dir="$log.job" "$@" \
+    >"$log" 2>&1
+  sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$log"
 }
 bare() {  # threads log
   "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare >"$2" 2>&1
@@ -93,8 +101,12 @@ for ((i = 1; i <= REPS; i++)); do
   R[ddp2x1]+=" $(ddp "$LOG/ddp2x1.$i")"
   R[ddp2x1m]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1m.$i")"
   R[ours2x1]+=" $(ours 2 1 "$LOG/ours2x1.$i")"
+  R[ours1x1]+=" $(ours 1 1 "$LOG/ours1x1.$i")"
+  R[async2x1]+=" $(ours 2 1 "$LOG/async2x1.$i" --use_async=true)"
   line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
-  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1; do line+=" $k=${R[$k]##* }"; done
+  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ours1x1 async2x1; do
+    line+=" $k=${R[$k]##* }"
+  done
   echo "$line"
 done
 # Breakdown of the limit and of the parameter-server round trip (info).
@@ -113,6 +125,8 @@ read -r O12 O12M <<<"$(stat "${R[ours1x2]}")"
 read -r D21 D21M <<<"$(stat "${R[ddp2x1]}")"
 read -r D21T D21TM <<<"$(stat "${R[ddp2x1m]}")"
 read -r O21 O21M <<<"$(stat "${R[ours2x1]}")"
+read -r O11 O11M <<<"$(stat "${R[ours1x1]}")"
+read -r A21 A21M <<<"$(stat "${R[async2x1]}")"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r >= g ? "goal met" : "goal NOT met") }'; }
 
@@ -122,14 +136,18 @@ printf '%-56s %10.1f %10.1f\n' "bare LibTorch loop, 2 threads, malloc keeps free
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 2 threads + 1 PS" "$O12" "$O12M"
 printf '%-56s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread" "$D21" "$D21M"
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$O21" "$O21M"
+printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 1 thread + 1 PS" "$O11" "$O11M"
+printf '%-56s %10.1f %10.1f\n' "(info) elasticdl train, 2 x 1, --use_async=true" "$A21" "$A21M"
 printf '%-56s %10.1f %10.1f\n' "(info) bare loop, 2 threads, glibc defaults" "$B2" "$B2M"
 printf '%-56s %10.1f %10.1f\n' "(info) DDP 2x1, malloc keeps freed memory" "$D21T" "$D21TM"
 echo
 P1=$(ratio "$O12" "$B2T"); P1M=$(ratio "$O12M" "$B2TM")
 P2=$(ratio "$O21" "$D21"); P2M=$(ratio "$O21M" "$D21M")
+P3=$(ratio "$O21" "$O11"); P3M=$(ratio "$O21M" "$O11M")
 printf '%-6s %-46s %7s %7s %8s  %s\n' "" "ratio" best median goal verdict
 printf '%-6s %-46s %7s %7s %8s  %s\n' P1 "ours 1x2 + PS / bare loop 2 threads" "$P1" "$P1M" ">= 0.97" "$(verdict "$P1" 0.97)"
 printf '%-6s %-46s %7s %7s %8s  %s\n' P2 "ours 2x1 + PS / DDP 2x1" "$P2" "$P2M" ">= 1.05" "$(verdict "$P2" 1.05)"
+printf '%-6s %-46s %7s %7s %8s  %s\n' P3 "ours 2x1 + PS / ours 1x1 + PS" "$P3" "$P3M" ">= 1.6" "$(verdict "$P3" 1.6)"
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 1x2 + PS / bare loop, glibc defaults" "$(ratio "$O12" "$B2")" "$(ratio "$O12M" "$B2M")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 + PS / DDP 2x1, malloc tuned" "$(ratio "$O21" "$D21T")" "$(ratio "$O21M" "$D21TM")" "" ""
 echo

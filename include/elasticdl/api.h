@@ -47,13 +47,28 @@ struct JobArgs {
   std::string evaluation_steps = "0";
   std::string num_workers = "1";
   std::string num_ps_pods = "1";
-  // 0: asynchronous updates. N >= 1: synchronous, averaging N gradients per
-  // step and refusing gradients more than sync_version_tolerance versions old.
-  std::string grads_to_wait = "0";
+  // Every random choice of the job (initial parameters, the order of tasks,
+  // dataset_fn's shuffles, dropout) derives from it: the same command with
+  // the same seed trains the same model (see README for which modes are
+  // bit-for-bit reproducible).
+  std::string seed = "0";
+  // "false" (the default): synchronous training. A step averages the
+  // gradients of grads_to_wait minibatches — empty (the default): one
+  // minibatch of every worker training at the time, as many as there are —
+  // and a gradient computed on a model more than sync_version_tolerance
+  // versions old is refused and computed again.
+  // "true": asynchronous; every gradient is a step of its own, refused when
+  // computed on a model more than max_staleness versions old (-1: any).
+  std::string use_async = "false";
+  std::string grads_to_wait;
   std::string sync_version_tolerance = "0";
+  std::string max_staleness = "1";
   // Asynchronous mode: "true" scales each gradient by 1 / (1 + its
   // staleness in versions).
   std::string lr_staleness_modulation = "false";
+  // Minibatches with a non-finite loss or gradient (each refused, its task
+  // retried) before the job fails naming the first.
+  std::string max_nonfinite_minibatches = "3";
   // LibTorch intra-op threads per worker; 0: the machine's cores divided
   // among the workers (at least 1).
   std::string num_threads = "0";
@@ -61,7 +76,8 @@ struct JobArgs {
   std::string max_task_retries = "3";
   // Worker processes relaunched after crashes before the job gives up.
   std::string max_worker_relaunches = "8";
-  std::string shuffle_seed = "0";
+  // The order of tasks in each epoch; empty: derived from seed.
+  std::string shuffle_seed;
 
   // Fault tolerance (train). Parameter servers checkpoint parameters and
   // optimizer state every checkpoint_steps versions (0: only the initial
@@ -83,7 +99,11 @@ struct JobArgs {
   // train: the trained-model directory to write. predict: the CSV file (or a
   // directory to hold predictions.csv).
   std::string output;
-  // evaluate, predict: a directory written by train --output.
+  // evaluate, predict: the model, from a directory written by train
+  // --output, or (the original's way) from model_zoo, model_def and the
+  // newest checkpoint in checkpoint_dir_for_init. model_zoo and model_def
+  // given with trained_model must agree with it; they rebuild the zoo of a
+  // trained model that has none.
   std::string trained_model;
   // Where the job keeps its spec, logs of its state and intermediate files;
   // empty: a new directory under $TMPDIR/elasticdl-jobs.
@@ -106,6 +126,7 @@ struct JobResult {
   // The last evaluation (train with validation data, evaluate).
   std::map<std::string, double> metrics;
   int64_t metrics_model_version = 0;
+  uint64_t seed = 0;
   // The trained model or predictions written.
   std::string output;
   std::string job_dir;

@@ -14,12 +14,14 @@ namespace {
 
 enum class Command { kTrain, kEvaluate, kPredict };
 
-void AddModelFlags(CLI::App* cmd, JobArgs* a) {
+// `train` requires the model; evaluate and predict take it from the trained
+// model unless the original's --checkpoint_dir_for_init names parameters.
+void AddModelFlags(CLI::App* cmd, JobArgs* a, bool required) {
   cmd->add_option("--model_zoo", a->model_zoo, "Directory of the model zoo's C++ sources")
-      ->required();
+      ->required(required);
   cmd->add_option("--model_def", a->model_def,
                   "The model entry, e.g. mnist.mnist_functional_api.custom_model")
-      ->required();
+      ->required(required);
   cmd->add_option("--dataset_fn,--input_fn", a->dataset_fn, "dataset_fn entry")
       ->capture_default_str();
   cmd->add_option("--loss", a->loss, "Loss entry")->capture_default_str();
@@ -28,6 +30,16 @@ void AddModelFlags(CLI::App* cmd, JobArgs* a) {
       ->capture_default_str();
   cmd->add_option("--params", a->params,
                   "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\"");
+}
+
+// evaluate, predict: the model from a trained-model directory, or from a zoo
+// and the checkpoints of a training job.
+void AddInferenceModelFlags(CLI::App* cmd, JobArgs* a) {
+  cmd->add_option("--trained_model", a->trained_model, "Directory written by train --output");
+  AddModelFlags(cmd, a, /*required=*/false);
+  cmd->add_option("--checkpoint_dir_for_init", a->checkpoint_dir_for_init,
+                  "With --model_zoo and --model_def: the parameters of the newest checkpoint in "
+                  "this directory");
 }
 
 void AddRunFlags(CLI::App* cmd, JobArgs* a) {
@@ -63,9 +75,9 @@ void PrintResult(Command command, const JobResult& r) {
     case Command::kTrain:
       fmt::print(
           "trained {} records in {:.1f} s ({:.1f} s of training: {:.0f} records/s), model "
-          "version {}\n",
+          "version {}, seed {}\n",
           r.records, r.seconds, r.training_seconds,
-          r.training_seconds > 0 ? r.records / r.training_seconds : 0, r.model_version);
+          r.training_seconds > 0 ? r.records / r.training_seconds : 0, r.model_version, r.seed);
       break;
     case Command::kEvaluate:
       fmt::print("evaluated {} records in {:.1f} s\n", r.records, r.seconds);
@@ -89,7 +101,7 @@ void Add(CLI::App* app, int* exit_code, Command command) {
   switch (command) {
     case Command::kTrain:
       cmd = app->add_subcommand("train", "Train a model from a model zoo");
-      AddModelFlags(cmd, a);
+      AddModelFlags(cmd, a, /*required=*/true);
       cmd->add_option("--training_data", a->training_data,
                       "Record files: a file, a directory or a glob (several: comma-separated)")
           ->required();
@@ -102,17 +114,30 @@ void Add(CLI::App* app, int* exit_code, Command command) {
           ->capture_default_str();
       cmd->add_option("--num_ps_pods", a->num_ps_pods, "Parameter server shards")
           ->capture_default_str();
-      cmd->add_option("--grads_to_wait", a->grads_to_wait,
-                      "0: asynchronous updates; N: synchronous, N gradients per step")
+      cmd->add_option("--seed", a->seed,
+                      "Seed of every random choice: initial parameters, task order, dataset_fn "
+                      "shuffles, dropout")
           ->capture_default_str();
+      cmd->add_option("--use_async", a->use_async,
+                      "true: asynchronous updates, each gradient a step of its own")
+          ->capture_default_str();
+      cmd->add_option("--grads_to_wait", a->grads_to_wait,
+                      "Synchronous mode: gradients averaged per step (default: one of every "
+                      "worker training at the time)");
       cmd->add_option("--sync_version_tolerance", a->sync_version_tolerance,
                       "Synchronous mode: how many versions old a gradient may be")
+          ->capture_default_str();
+      cmd->add_option("--max_staleness", a->max_staleness,
+                      "Asynchronous mode: how many versions old a gradient may be (-1: any)")
           ->capture_default_str();
       cmd->add_option("--lr_staleness_modulation", a->lr_staleness_modulation,
                       "Asynchronous mode: scale gradients by 1 / (1 + staleness)")
           ->capture_default_str();
-      cmd->add_option("--shuffle_seed", a->shuffle_seed, "Seed of the per-epoch task shuffle")
+      cmd->add_option("--max_nonfinite_minibatches", a->max_nonfinite_minibatches,
+                      "Minibatches with a non-finite loss or gradient before the job fails")
           ->capture_default_str();
+      cmd->add_option("--shuffle_seed", a->shuffle_seed,
+                      "Seed of the per-epoch task order (default: derived from --seed)");
       cmd->add_option("--output", a->output, "Write the trained model to this directory");
       cmd->add_option("--checkpoint_steps", a->checkpoint_steps,
                       "Checkpoint the parameter servers every this many versions (0: only the "
@@ -131,15 +156,13 @@ void Add(CLI::App* app, int* exit_code, Command command) {
       break;
     case Command::kEvaluate:
       cmd = app->add_subcommand("evaluate", "Evaluate a trained model");
-      cmd->add_option("--trained_model", a->trained_model, "Directory written by train --output")
-          ->required();
+      AddInferenceModelFlags(cmd, a);
       cmd->add_option("--validation_data", a->validation_data, "Record files to evaluate on")
           ->required();
       break;
     case Command::kPredict:
       cmd = app->add_subcommand("predict", "Run batch prediction with a trained model");
-      cmd->add_option("--trained_model", a->trained_model, "Directory written by train --output")
-          ->required();
+      AddInferenceModelFlags(cmd, a);
       cmd->add_option("--prediction_data,--data", a->prediction_data, "Record files to predict")
           ->required();
       cmd->add_option("--output", a->output,

@@ -14,12 +14,15 @@
 #include "client/job_runner.h"
 #include "common/file.h"
 #include "common/strings.h"
+#include "elasticdl/seed.h"
+#include "ps/checkpoint.h"
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 #include "rpc/trained_model.h"
 #include "zoo/zoo_builder.h"
 #include "zoo/zoo_library.h"
 #include "zoo/zoo_program.h"
+#include "zoo/zoo_sources.h"
 
 namespace elasticdl {
 namespace {
@@ -37,6 +40,23 @@ StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& value, in
     return absl::InvalidArgumentError(StrCat("--", flag, "=", value, ": must be at least ", min));
   }
   return v;
+}
+
+StatusOr<uint64_t> ParseSeed(const std::string& flag, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || value[0] == '-' || *end != '\0' || errno != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--", flag, "=", value, ": expected a non-negative integer below 2^64"));
+  }
+  return static_cast<uint64_t>(v);
+}
+
+StatusOr<bool> ParseBool(const std::string& flag, const std::string& value) {
+  if (value == "true") return true;
+  if (value == "false") return false;
+  return absl::InvalidArgumentError(StrCat("--", flag, "=", value, ": expected true or false"));
 }
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -149,9 +169,26 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   EDL_ASSIGN_OR_RETURN(int64_t eval_steps, ParseInt("evaluation_steps", args.evaluation_steps, 0));
   EDL_ASSIGN_OR_RETURN(int64_t workers, ParseInt("num_workers", args.num_workers, 1));
   EDL_ASSIGN_OR_RETURN(int64_t ps, ParseInt("num_ps_pods", args.num_ps_pods, 1));
-  EDL_ASSIGN_OR_RETURN(int64_t grads_to_wait, ParseInt("grads_to_wait", args.grads_to_wait, 0));
+  EDL_ASSIGN_OR_RETURN(bool use_async, ParseBool("use_async", args.use_async));
+  int64_t grads_to_wait = 0;  // one gradient of every training worker
+  if (!args.grads_to_wait.empty()) {
+    EDL_ASSIGN_OR_RETURN(grads_to_wait, ParseInt("grads_to_wait", args.grads_to_wait, 0));
+    if (grads_to_wait == 0) {
+      // The spelling of asynchronous training before --use_async.
+      fmt::print(stderr, "note: --grads_to_wait=0 is read as --use_async=true\n");
+      use_async = true;
+    } else if (use_async) {
+      return absl::InvalidArgumentError(
+          StrCat("--grads_to_wait=", args.grads_to_wait,
+                 " makes synchronous steps, but --use_async=true: drop one of them"));
+    }
+  }
   EDL_ASSIGN_OR_RETURN(int64_t tolerance,
                        ParseInt("sync_version_tolerance", args.sync_version_tolerance, 0));
+  EDL_ASSIGN_OR_RETURN(int64_t max_staleness, ParseInt("max_staleness", args.max_staleness, -1));
+  EDL_ASSIGN_OR_RETURN(int64_t max_nonfinite,
+                       ParseInt("max_nonfinite_minibatches", args.max_nonfinite_minibatches, 0));
+  EDL_ASSIGN_OR_RETURN(uint64_t job_seed, ParseSeed("seed", args.seed));
   EDL_ASSIGN_OR_RETURN(int64_t threads, ParseInt("num_threads", args.num_threads, 0));
   if (threads == 0) {
     threads = std::max<int64_t>(1, std::thread::hardware_concurrency() / workers);
@@ -159,7 +196,10 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   EDL_ASSIGN_OR_RETURN(int64_t retries, ParseInt("max_task_retries", args.max_task_retries, 0));
   EDL_ASSIGN_OR_RETURN(int64_t relaunches,
                        ParseInt("max_worker_relaunches", args.max_worker_relaunches, 0));
-  EDL_ASSIGN_OR_RETURN(int64_t seed, ParseInt("shuffle_seed", args.shuffle_seed, 0));
+  uint64_t shuffle_seed = job_seeds::TaskOrder(job_seed);
+  if (!args.shuffle_seed.empty()) {
+    EDL_ASSIGN_OR_RETURN(shuffle_seed, ParseSeed("shuffle_seed", args.shuffle_seed));
+  }
   EDL_ASSIGN_OR_RETURN(int64_t checkpoint_steps,
                        ParseInt("checkpoint_steps", args.checkpoint_steps, 0));
   EDL_ASSIGN_OR_RETURN(int64_t keep_checkpoints,
@@ -182,18 +222,19 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   spec.set_evaluation_steps(eval_steps);
   spec.set_num_workers(static_cast<int>(workers));
   spec.set_num_ps(static_cast<int>(ps));
-  spec.set_use_async(grads_to_wait == 0);
-  spec.set_grads_to_wait(static_cast<int>(std::max<int64_t>(grads_to_wait, 1)));
-  spec.set_sync_version_tolerance(static_cast<int>(tolerance));
-  if (args.lr_staleness_modulation != "true" && args.lr_staleness_modulation != "false") {
-    return absl::InvalidArgumentError(StrCat(
-        "--lr_staleness_modulation=", args.lr_staleness_modulation, ": expected true or false"));
-  }
-  spec.set_lr_staleness_modulation(args.lr_staleness_modulation == "true");
+  spec.set_use_async(use_async);
+  spec.set_grads_to_wait(static_cast<int>(std::min<int64_t>(grads_to_wait, 1 << 30)));
+  spec.set_sync_version_tolerance(static_cast<int>(std::min<int64_t>(tolerance, 1 << 30)));
+  spec.set_max_staleness(static_cast<int>(std::min<int64_t>(max_staleness, 1 << 30)));
+  spec.set_max_nonfinite_minibatches(static_cast<int>(std::min<int64_t>(max_nonfinite, 1 << 30)));
+  EDL_ASSIGN_OR_RETURN(bool modulation,
+                       ParseBool("lr_staleness_modulation", args.lr_staleness_modulation));
+  spec.set_lr_staleness_modulation(modulation);
+  spec.set_seed(job_seed);
   spec.set_worker_threads(static_cast<int>(threads));
   spec.set_max_task_retries(static_cast<int>(retries));
   spec.set_max_worker_relaunches(static_cast<int>(relaunches));
-  spec.set_shuffle_seed(seed);
+  spec.set_shuffle_seed(shuffle_seed);
   for (const std::string& s : SplitCommas(args.training_data)) spec.add_training_data(Absolute(s));
   for (const std::string& s : SplitCommas(args.validation_data)) {
     spec.add_validation_data(Absolute(s));
@@ -225,19 +266,103 @@ StatusOr<JobResult> Run(const JobArgs& args, proto::JobSpec spec) {
   result.metrics_model_version = status.eval_model_version();
   result.output = spec.output();
   result.job_dir = spec.job_dir();
+  result.seed = spec.seed();
   return result;
 }
 
-// Evaluate and Predict: the model comes from a trained-model directory.
-StatusOr<proto::JobSpec> SpecFromTrainedModel(const JobArgs& args, proto::JobType type) {
-  EDL_RETURN_IF_ERROR(Require(args.trained_model, "trained_model"));
-  EDL_ASSIGN_OR_RETURN(proto::TrainedModel record, rpc::ReadTrainedModelRecord(args.trained_model));
+// The sources' identity of the zoo directory `zoo` (--model_zoo).
+StatusOr<std::string> ZooIdentity(const std::string& zoo) {
+  StatusOr<ZooSources> sources = ScanZooSources(zoo);
+  if (!sources.ok()) return Annotate(sources.status(), StrCat("--model_zoo=", zoo));
+  return sources->identity;
+}
+
+// An evaluation or prediction job's model from a trained-model directory:
+// its record, and the zoo sources to build (its own copy, or --model_zoo
+// for one that has none). --model_def and --model_zoo, when given, must be
+// what the model was trained with.
+StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedModel* record) {
+  EDL_ASSIGN_OR_RETURN(*record, rpc::ReadTrainedModelRecord(args.trained_model));
+  if (!args.model_def.empty() && args.model_def != record->model_def()) {
+    return absl::InvalidArgumentError(
+        StrCat("--model_def=", args.model_def, " disagrees with the trained model in ",
+               args.trained_model, ", a ", record->model_def(),
+               ": drop --model_def, or name the trained model of ", args.model_def));
+  }
+  std::string zoo = args.trained_model + "/" + rpc::kZooDir;
+  std::error_code ec;
+  const bool has_zoo = fs::is_directory(zoo, ec);
+  if (args.model_zoo.empty()) {
+    if (has_zoo) return zoo;
+    return absl::InvalidArgumentError(
+        StrCat(args.trained_model, " holds no model zoo (", rpc::kZooDir,
+               "/): pass --model_zoo with the sources it was trained with"));
+  }
+  EDL_ASSIGN_OR_RETURN(std::string identity, ZooIdentity(args.model_zoo));
+  if (!record->zoo_identity().empty() && identity != record->zoo_identity()) {
+    return absl::InvalidArgumentError(StrCat(
+        "--model_zoo=", args.model_zoo, " holds other sources (", identity, ") than the model in ",
+        args.trained_model, " was trained with (", record->zoo_identity(), ")"));
+  }
+  return has_zoo ? zoo : args.model_zoo;
+}
+
+// The original's way: --model_zoo and --model_def, the parameters of the
+// newest complete checkpoint in --checkpoint_dir_for_init (any number of
+// shards), written as a trained-model directory under `dir`.
+StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const std::string& dir,
+                                          proto::TrainedModel* record) {
+  EDL_RETURN_IF_ERROR(Require(args.model_zoo, "model_zoo"));
+  EDL_RETURN_IF_ERROR(Require(args.model_def, "model_def"));
+  EDL_ASSIGN_OR_RETURN(std::vector<proto::ShardCheckpoint> shards,
+                       ps::ReadNewestCompleteCheckpoint(args.checkpoint_dir_for_init));
+  proto::ModelValues values;
+  values.set_version(shards[0].version());
+  for (const proto::ShardCheckpoint& shard : shards) {
+    for (const proto::ParameterState& p : shard.parameters()) *values.add_parameters() = p.value();
+    for (const proto::Tensor& b : shard.buffers()) *values.add_buffers() = b;
+  }
+  EDL_ASSIGN_OR_RETURN(std::string identity, ZooIdentity(args.model_zoo));
+  record->set_zoo_identity(identity);
+  record->set_model_zoo(Absolute(args.model_zoo));
+  record->set_model_def(args.model_def);
+  record->set_model_def_params(args.params);
+  record->set_params_filename(rpc::kParametersFile);
+  record->set_input_function(args.dataset_fn);
+  record->set_loss(args.loss);
+  record->set_optimizer(args.optimizer);
+  record->set_eval_metrics_fn(args.eval_metrics_fn);
+  record->set_model_version(values.version());
+  EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(dir, *record, values));
+  return args.model_zoo;
+}
+
+// Evaluate and Predict: the model comes from a trained-model directory or
+// from a zoo and a checkpoint directory.
+StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, proto::JobType type) {
+  if (args.trained_model.empty() == args.checkpoint_dir_for_init.empty()) {
+    return absl::InvalidArgumentError(
+        "name the model's parameters once: --trained_model=DIR (written by train --output), or "
+        "--checkpoint_dir_for_init=DIR (a training job's checkpoints) with --model_zoo and "
+        "--model_def");
+  }
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, CommonSpec(args, type));
   EDL_ASSIGN_OR_RETURN(std::string job_dir,
                        MakeJobDir(args, type == proto::JOB_EVALUATION ? "evaluate" : "predict"));
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
-  spec.set_trained_model(Absolute(args.trained_model));
+  // The checkpoint path gives the workers no checkpoint to read: its
+  // parameters become a trained model in the job directory.
+  spec.clear_checkpoint_dir_for_init();
+  proto::TrainedModel record;
+  std::string zoo;
+  if (!args.trained_model.empty()) {
+    EDL_ASSIGN_OR_RETURN(zoo, ModelFromTrainedModel(args, &record));
+    spec.set_trained_model(Absolute(args.trained_model));
+  } else {
+    spec.set_trained_model(job_dir + "/model");
+    EDL_ASSIGN_OR_RETURN(zoo, ModelFromCheckpoint(args, spec.trained_model(), &record));
+  }
   JobArgs model_args = args;
   model_args.model_def = record.model_def();
   model_args.params = record.model_def_params();
@@ -245,7 +370,7 @@ StatusOr<proto::JobSpec> SpecFromTrainedModel(const JobArgs& args, proto::JobTyp
   model_args.loss = record.loss();
   model_args.optimizer = record.optimizer();
   model_args.eval_metrics_fn = record.eval_metrics_fn();
-  EDL_RETURN_IF_ERROR(PrepareModel(model_args, args.trained_model + "/" + rpc::kZooDir, &spec));
+  EDL_RETURN_IF_ERROR(PrepareModel(model_args, zoo, &spec));
   if (spec.zoo_identity() != record.zoo_identity()) {
     // The same sources built against another ElasticDL: fine, but say so.
     fmt::print(stderr, "note: model zoo rebuilt for this ElasticDL ({} -> {})\n",
@@ -271,14 +396,14 @@ StatusOr<JobResult> Train(const JobArgs& args) {
 
 StatusOr<JobResult> Evaluate(const JobArgs& args) {
   EDL_RETURN_IF_ERROR(Require(args.validation_data, "validation_data"));
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecFromTrainedModel(args, proto::JOB_EVALUATION));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecForInference(args, proto::JOB_EVALUATION));
   return Run(args, std::move(spec));
 }
 
 StatusOr<JobResult> Predict(const JobArgs& args) {
   EDL_RETURN_IF_ERROR(Require(args.prediction_data, "prediction_data"));
   EDL_RETURN_IF_ERROR(Require(args.output, "output"));
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecFromTrainedModel(args, proto::JOB_PREDICTION));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecForInference(args, proto::JOB_PREDICTION));
   spec.set_output(Absolute(args.output));
   return Run(args, std::move(spec));
 }

@@ -85,6 +85,79 @@ TEST(DatasetTest, ShuffleIsAPermutationAndSeeded) {
   EXPECT_EQ(a, Range(1000));
 }
 
+// The pipeline a dataset_fn builds, as a function of its input's seed.
+std::vector<int> SeededPipeline(uint64_t seed, size_t buffer) {
+  return Collect(Dataset<int>::FromVector(Range(300))
+                     .with_seed(seed)
+                     .map([](int x) { return x * 3; })
+                     .shuffle(buffer)
+                     .filter([](int x) { return x % 2 == 0; })
+                     .shuffle(buffer));
+}
+
+TEST(DatasetTest, ASeededPipelineShufflesTheSameWayEveryTime) {
+  for (size_t buffer : {size_t{16}, size_t{1000}}) {
+    std::vector<int> a = SeededPipeline(11, buffer);
+    EXPECT_EQ(a, SeededPipeline(11, buffer));
+    EXPECT_NE(a, SeededPipeline(12, buffer));
+    std::vector<int> sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_NE(a, sorted);
+    EXPECT_EQ(sorted.size(), 150u);
+  }
+  // Each stage derives its own seed: two shuffles in a row do not undo or
+  // repeat each other.
+  auto once = Collect(Dataset<int>::FromVector(Range(100)).with_seed(3).shuffle(100));
+  auto twice = Collect(Dataset<int>::FromVector(Range(100)).with_seed(3).shuffle(100).shuffle(100));
+  EXPECT_NE(once, twice);
+  EXPECT_EQ(Dataset<int>::FromVector({}).seed(), std::nullopt);
+  EXPECT_NE(Dataset<int>::FromVector({}).with_seed(3).map([](int x) { return x; }).seed(),
+            std::nullopt);
+}
+
+TEST(DatasetTest, AnUnseededShuffleDiffersBetweenRuns) {
+  auto a = Collect(Dataset<int>::FromVector(Range(1000)).shuffle(1000));
+  auto b = Collect(Dataset<int>::FromVector(Range(1000)).shuffle(1000));
+  EXPECT_NE(a, b);
+}
+
+TEST(DatasetTest, MapGeneratorsAreSeededByPositionOnAnyNumberOfThreads) {
+  auto noisy = [](size_t workers, uint64_t seed) {
+    std::vector<double> out;
+    auto d =
+        Dataset<int>::FromVector(Range(200))
+            .with_seed(seed)
+            .map([](int x, at::Generator& gen) { return x + torch::rand({1}, gen).item<double>(); },
+                 MapOptions().workers(workers));
+    for (double v : d) out.push_back(v);
+    return out;
+  };
+  std::vector<double> inline_run = noisy(0, 5);
+  EXPECT_EQ(inline_run, noisy(3, 5));
+  EXPECT_NE(inline_run, noisy(0, 6));
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_GE(inline_run[i], i);
+    EXPECT_LT(inline_run[i], i + 1);
+  }
+  EXPECT_NE(inline_run[0] - 0, inline_run[1] - 1);
+}
+
+TEST(DatasetTest, SkipDropsThePrefixOfTheSameStream) {
+  auto batches = [] {
+    return Dataset<int>::FromVector(Range(50))
+        .with_seed(9)
+        .shuffle(64)
+        .map([](int x) { return torch::tensor({x}); })
+        .batch(8);
+  };
+  auto full = Collect(batches());
+  auto skipped = Collect(batches().skip(3));
+  ASSERT_EQ(full.size(), 7u);
+  ASSERT_EQ(skipped.size(), 4u);
+  for (size_t i = 0; i < skipped.size(); ++i) EXPECT_TRUE(torch::equal(skipped[i], full[i + 3]));
+  EXPECT_TRUE(Collect(Dataset<int>::FromVector(Range(5)).skip(9)).empty());
+}
+
 TEST(DatasetTest, BatchCollatesFeatureMapsAndLabels) {
   std::vector<Example> items;
   for (int i = 0; i < 5; ++i) {

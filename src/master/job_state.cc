@@ -61,6 +61,10 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   worker_losses_ = journal.worker_losses();
   ps_relaunches_ = journal.ps_relaunches();
   master_restarts_ = journal.master_restarts() + 1;
+  // Above every generation an earlier master published; every running
+  // worker is taken as training until it asks for a task.
+  group_ = TrainingGroup(static_cast<int64_t>(master_restarts_) << 32);
+  for (const proto::JournalProcess& p : journal.workers()) group_.Join(p.id());
   samples_.clear();
   samples_.emplace_back(now, tasks_.records_done());
   std::lock_guard<std::mutex> lock(mu_);
@@ -182,39 +186,58 @@ Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
 Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
   EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
-  proto::Task* task = response->mutable_task();
+  GetTaskLocked(request.worker_id(), response->mutable_task());
+  // Only a worker handed a training task is waited for by synchronous steps.
+  group_.Set(request.worker_id(), response->task().type() == proto::TASK_TRAINING);
+  return absl::OkStatus();
+}
+
+void JobState::GetTaskLocked(int worker, proto::Task* task) {
   if (failure_) {
     task->set_type(proto::TASK_NONE);
-    return absl::OkStatus();
+    return;
   }
   const bool ps_missing = RegisteredPsLocked() < ps_.size();
   const bool awaiting_flush =
       options_.flush_at_end && !flushed_ && tasks_.training_finished() && !tasks_.finished();
-  if (ps_missing || awaiting_flush || workers_[request.worker_id()].leaving) {
+  if (ps_missing || awaiting_flush || workers_[worker].leaving) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
-    return absl::OkStatus();
+    return;
   }
   // A worker works on one task at a time: asking for another, it holds
   // none. Anything the ledger still has it hold (a report lost with a
   // master that died) goes back to the queue, progress kept.
-  tasks_.RecoverWorker(request.worker_id());
-  *task = tasks_.Next(request.worker_id());
-  if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) {
-    return absl::OkStatus();
-  }
+  tasks_.RecoverWorker(worker);
+  *task = tasks_.Next(worker);
+  if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return;
   Event("task_dispatched", {{"task", task->task_id()},
-                            {"worker", request.worker_id()},
+                            {"worker", worker},
                             {"attempt", task->attempt()},
                             {"type", TaskTypeName(task->type())},
                             {"minibatches_done", task->minibatches_done()},
                             {"redispatch", task->attempt() > 1}});
   PersistLocked();
-  return absl::OkStatus();
 }
 
-Status JobState::ReportTask(const proto::ReportTaskRequest& request) {
+Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
   std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
+  EDL_RETURN_IF_ERROR(TouchWorkerLocked(report.worker_id()));
+  proto::ReportTaskRequest request = report;
+  const std::vector<TaskId> held = tasks_.HeldBy(report.worker_id());
+  if (report.nonfinite() && !report.error().empty() &&
+      std::find(held.begin(), held.end(), report.task_id()) != held.end()) {
+    // Divergence is the model's, not the task's: the task is retried like
+    // a stopped one, and the job fails after too many.
+    Event("nonfinite", {{"task", report.task_id()}, {"error", report.error()}});
+    if (++nonfinite_minibatches_ > options_.max_nonfinite_minibatches && !failure_) {
+      failure_ = StrCat(report.error(), " (", nonfinite_minibatches_,
+                        " minibatches with non-finite values; --max_nonfinite_minibatches=",
+                        options_.max_nonfinite_minibatches, ")");
+    }
+    spdlog::warn("task {}: {}", report.task_id(), report.error());
+    request.clear_error();
+    request.set_stopped(true);
+  }
   if (!tasks_.Report(request.worker_id(), request)) {
     return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
                                                 " does not hold task ", request.task_id(),
@@ -317,6 +340,7 @@ void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, b
   WorkerInfo& w = workers_[worker];
   w.handle = handle;
   w.last_seen = Clock::now();
+  group_.Join(worker);
   if (relaunch) ++worker_relaunches_;
   Event("worker_started", {{"worker", worker}, {"pid", handle.pid}, {"relaunch", relaunch}});
   PersistLocked();
@@ -327,6 +351,7 @@ int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
   auto it = workers_.find(worker);
   if (it == workers_.end()) return 0;
   workers_.erase(it);
+  group_.Leave(worker);
   int requeued = tasks_.RecoverWorker(worker);
   if (clean) {
     Event("worker_left", {{"worker", worker}, {"requeued", requeued}});
@@ -353,6 +378,11 @@ std::vector<int> JobState::workers() {
   std::vector<int> ids;
   for (const auto& entry : workers_) ids.push_back(entry.first);
   return ids;
+}
+
+TrainingGroup JobState::training_group() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return group_;
 }
 
 bool JobState::leaving(int worker) {

@@ -31,6 +31,7 @@
 #include "elasticdl/status.h"
 #include "master/event_log.h"
 #include "master/task_manager.h"
+#include "master/training_group.h"
 
 namespace elasticdl::master {
 
@@ -49,6 +50,9 @@ struct JobStateOptions {
   // the gradients still waiting for a step (Flush) before anything
   // (evaluation, the trained model) reads the model.
   bool flush_at_end = false;
+  // Minibatches with non-finite values (reported by workers) the job
+  // tolerates; the next one fails it. Each is retried like a stopped task.
+  int max_nonfinite_minibatches = 3;
 };
 
 class JobState {
@@ -82,6 +86,8 @@ class JobState {
   std::vector<int> ExpiredLeases();
   // Workers started and not lost, and of those the ones asked to leave.
   std::vector<int> workers();
+  // The workers synchronous steps wait for (see TrainingGroup).
+  TrainingGroup training_group();
   bool leaving(int worker);
   // Asks `worker` to finish its minibatch, report and exit.
   void AskToLeave(int worker);
@@ -134,6 +140,8 @@ class JobState {
 
   // Parameter servers with an address (registered and not lost since).
   size_t RegisteredPsLocked() const;
+  // GetTask's answer for a known worker.
+  void GetTaskLocked(int worker, proto::Task* task);
   // A started worker, renewing its lease; FAILED_PRECONDITION otherwise.
   Status TouchWorkerLocked(int worker);
   double ThroughputLocked();
@@ -155,6 +163,8 @@ class JobState {
   int worker_losses_ = 0;
   int ps_relaunches_ = 0;
   int master_restarts_ = 0;
+  int nonfinite_minibatches_ = 0;
+  TrainingGroup group_;
   bool dirty_ = false;
   bool flushed_ = false;
   bool journal_warned_ = false;

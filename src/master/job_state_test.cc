@@ -245,5 +245,86 @@ TEST(JobStateFlushTest, SyncTrainingFlushesBeforeTheFinalEvaluation) {
   EXPECT_EQ(task->type(), proto::TASK_EVALUATION);
 }
 
+TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  const int64_t start = state.training_group().generation();
+  // Started workers are waited for from the start: the first steps of a job
+  // wait for every worker it starts.
+  state.WorkerStarted(0, {}, false);
+  state.WorkerStarted(1, {}, false);
+  EXPECT_EQ(state.training_group().members(), (std::vector<int32_t>{0, 1}));
+  EXPECT_GT(state.training_group().generation(), start);
+
+  auto task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->type(), proto::TASK_TRAINING);
+  const int64_t before = state.training_group().generation();
+  // Nothing left for worker 1: it leaves the group.
+  auto nothing = GetTask(&state, 1);
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_NE(nothing->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(state.training_group().members(), (std::vector<int32_t>{0}));
+  EXPECT_GT(state.training_group().generation(), before);
+  // Asking again changes nothing.
+  const int64_t after = state.training_group().generation();
+  ASSERT_TRUE(GetTask(&state, 1).ok());
+  EXPECT_EQ(state.training_group().generation(), after);
+
+  state.WorkerLost(0, false, "killed");
+  EXPECT_TRUE(state.training_group().members().empty());
+}
+
+TEST(JobStateTest, AResumedMasterPublishesNewerGenerations) {
+  testing::TempDir dir;
+  JobStateOptions options = StateOptions();
+  options.job_dir = dir.path();
+  int64_t old_generation = 0;
+  {
+    JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+    ASSERT_TRUE(RegisterPs(&state, 0).ok());
+    for (int i = 0; i < 5; ++i) state.WorkerStarted(i, {}, false);
+    old_generation = state.training_group().generation();
+  }
+  auto journal = ReadJournal(dir.path());
+  ASSERT_TRUE(journal.ok() && journal->has_value());
+  auto tasks = TaskManager::FromLedger(TrainingOptions(), Ranges(2), {}, {}, (*journal)->ledger());
+  ASSERT_TRUE(tasks.ok());
+  JobState resumed(options, std::move(*tasks), nullptr, **journal);
+  EXPECT_GT(resumed.training_group().generation(), old_generation);
+  EXPECT_EQ(resumed.training_group().members(), (std::vector<int32_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(JobStateTest, NonFiniteMinibatchesAreRetriedThenFailTheJob) {
+  JobStateOptions options = StateOptions();
+  options.max_nonfinite_minibatches = 1;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(0, {}, false);
+  auto diverged = [&](const proto::Task& task) {
+    proto::ReportTaskRequest report = Done(0, task);
+    report.set_minibatches_done(1);
+    report.set_nonfinite(true);
+    report.set_error("training diverged: minibatch 1 of task 0 ...");
+    return state.ReportTask(report);
+  };
+  auto task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->type(), proto::TASK_TRAINING);
+  ASSERT_TRUE(diverged(*task).ok());
+  // Not a failure of the task: it goes back, its progress kept.
+  EXPECT_FALSE(state.failure().has_value());
+  auto again = GetTask(&state, 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->task_id(), task->task_id());
+  EXPECT_EQ(again->minibatches_done(), 1);
+  ASSERT_TRUE(diverged(*again).ok());
+  ASSERT_TRUE(state.failure().has_value());
+  EXPECT_NE(state.failure()->find("training diverged: minibatch 1 of task 0"), std::string::npos)
+      << *state.failure();
+  EXPECT_NE(state.failure()->find("--max_nonfinite_minibatches=1"), std::string::npos);
+  EXPECT_TRUE(state.finished());
+}
+
 }  // namespace
 }  // namespace elasticdl::master

@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cluster/local_backend.h"
@@ -15,6 +18,7 @@
 #include "common/strings.h"
 #include "master/data_source.h"
 #include "master/event_log.h"
+#include "master/group_publisher.h"
 #include "master/job_state.h"
 #include "master/journal.h"
 #include "master/master_service.h"
@@ -62,6 +66,31 @@ StatusOr<proto::ModelValues> PullModel(const std::vector<std::string>& addresses
   return all;
 }
 
+// The first tensor of `values` holding a NaN or an infinity; empty if none.
+std::string FirstNonFinite(const proto::ModelValues& values) {
+  auto scan = [](const proto::Tensor& t) {
+    const std::string& bytes = t.content();
+    auto all_finite = [&bytes](auto zero) {
+      using T = decltype(zero);
+      for (size_t at = 0; at + sizeof(T) <= bytes.size(); at += sizeof(T)) {
+        T v;
+        std::memcpy(&v, bytes.data() + at, sizeof(T));
+        if (!std::isfinite(v)) return false;
+      }
+      return true;
+    };
+    if (t.dtype() == proto::DT_FLOAT32) return all_finite(float{});
+    if (t.dtype() == proto::DT_FLOAT64) return all_finite(double{});
+    return true;
+  };
+  for (const auto* tensors : {&values.parameters(), &values.buffers()}) {
+    for (const proto::Tensor& t : *tensors) {
+      if (!scan(t)) return t.name();
+    }
+  }
+  return "";
+}
+
 Status CopyTree(const std::string& from, const std::string& to) {
   std::error_code ec;
   fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
@@ -72,6 +101,10 @@ Status CopyTree(const std::string& from, const std::string& to) {
 Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::string>& ps,
                         const std::string& token) {
   EDL_ASSIGN_OR_RETURN(proto::ModelValues values, PullModel(ps, token));
+  if (std::string bad = FirstNonFinite(values); !bad.empty()) {
+    return absl::DataLossError(StrCat("'", bad, "' holds non-finite values at model version ",
+                                      values.version(), "; the model is not written"));
+  }
   proto::TrainedModel record;
   record.set_zoo_identity(spec.zoo_identity());
   record.set_model_def(spec.model_def());
@@ -83,6 +116,7 @@ Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::strin
   record.set_eval_metrics_fn(spec.eval_metrics_fn());
   record.set_model_zoo(spec.model_zoo());
   record.set_model_version(values.version());
+  record.set_seed(spec.seed());
   *record.mutable_optimizer_config() = spec.optimizer_config();
   EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(spec.output(), record, values));
   return CopyTree(spec.job_dir() + "/" + rpc::kZooDir, spec.output() + "/" + rpc::kZooDir);
@@ -217,8 +251,8 @@ Status Run(const MasterOptions& options) {
   }
   state_options.job_dir = options.job_dir;
   state_options.master_address = address;
-  state_options.flush_at_end =
-      spec.type() == proto::JOB_TRAINING && !spec.use_async() && spec.grads_to_wait() > 1;
+  state_options.flush_at_end = spec.type() == proto::JOB_TRAINING && !spec.use_async();
+  state_options.max_nonfinite_minibatches = spec.max_nonfinite_minibatches();
   EventLog events(options.job_dir + "/events.jsonl");
   std::unique_ptr<JobState> state;
   if (journal) {
@@ -236,7 +270,7 @@ Status Run(const MasterOptions& options) {
   EDL_RETURN_IF_ERROR(rpc::WriteFileAtomically(options.job_dir + "/master.addr", address));
   events.Append("master_started",
                 {{"resumed", journal.has_value()}, {"pid", getpid()}, {"address", address}});
-  spdlog::info("master serving on {}; job {}{}", address, spec.job_name(),
+  spdlog::info("master serving on {}; job {}, seed {}{}", address, spec.job_name(), spec.seed(),
                journal ? " (resumed from its journal)" : "");
 
   ExitQueue exits;
@@ -271,6 +305,11 @@ Status Run(const MasterOptions& options) {
       spdlog::warn("applying the last gradients: {}; retrying", std::string(s.message()));
     }
   };
+  // Synchronous steps of the group wait for the workers that train.
+  std::optional<GroupPublisher> group;
+  if (spec.type() == proto::JOB_TRAINING && !spec.use_async() && spec.grads_to_wait() == 0) {
+    group.emplace(token);
+  }
   size_t evaluations_logged = 0;
   auto last_journal_write = std::chrono::steady_clock::now();
   while (outcome.ok() && !state->finished()) {
@@ -280,6 +319,7 @@ Status Run(const MasterOptions& options) {
     }
     Status s = supervisor.Tick();
     if (!s.ok()) fail(s);
+    if (group) group->Tick(state.get());
     flush_servers();
     LogEvaluations(state.get(), &evaluations_logged);
     if (std::chrono::steady_clock::now() - last_journal_write > milliseconds(500)) {

@@ -1,7 +1,10 @@
 #include "ps/parameter_store.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,6 +33,19 @@ uint64_t PickInstance(uint64_t fixed) {
   while (id == 0) id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   return id;
 }
+
+// The first name in `tensors` holding a NaN or an infinity; empty if none.
+template <typename Map, typename Get>
+std::string FirstNonFinite(const Map& tensors, Get get) {
+  for (const auto& [name, entry] : tensors) {
+    const torch::Tensor& t = get(entry);
+    if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) return name;
+  }
+  return "";
+}
+
+// Longest a pull waits for a step: RPC threads are not held for long.
+constexpr std::chrono::milliseconds kMaxPullWait{5000};
 
 // Checks that `offered` and `held` name the same tensors with the same
 // shapes and types; `what` is "parameter" or "buffer".
@@ -131,7 +147,16 @@ Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullRespon
   out->Clear();
   std::shared_ptr<const proto::ModelValues> snapshot;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    auto current = [&] {
+      return initialized_ && request.known_version() == version_ &&
+             request.known_instance() == instance_;
+    };
+    if (request.wait_ms() > 0 && current()) {
+      const auto wait = std::min<std::chrono::milliseconds>(
+          std::chrono::milliseconds(request.wait_ms()), kMaxPullWait);
+      stepped_.wait_for(lock, wait, [&] { return !current(); });
+    }
     out->set_initialized(initialized_);
     out->set_instance(instance_);
     out->mutable_values()->set_version(version_);
@@ -147,8 +172,8 @@ Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullRespon
   return absl::OkStatus();
 }
 
-Status ParameterStore::ValidateLocked(const std::map<std::string, torch::Tensor>& gradients,
-                                      const std::map<std::string, torch::Tensor>& deltas) const {
+Status ParameterStore::ValidateLocked(const rpc::NamedTensors& gradients,
+                                      const BufferUpdates& buffers) const {
   for (const auto& [name, g] : gradients) {
     auto it = parameters_.find(name);
     if (it == parameters_.end()) {
@@ -157,13 +182,17 @@ Status ParameterStore::ValidateLocked(const std::map<std::string, torch::Tensor>
     }
     EDL_RETURN_IF_ERROR(CheckLike("gradient", name, g, it->second));
   }
-  for (const auto& [name, d] : deltas) {
+  for (const auto& [name, b] : buffers) {
     auto it = buffers_.find(name);
     if (it == buffers_.end()) {
       return absl::InvalidArgumentError(
           StrCat("buffer update for '", name, "', which this parameter server does not hold"));
     }
-    EDL_RETURN_IF_ERROR(CheckLike("buffer update", name, d, it->second));
+    EDL_RETURN_IF_ERROR(CheckLike("buffer update", name, b.update, it->second));
+    if (!std::isfinite(b.decay) || (!it->second.is_floating_point() && b.decay != 1)) {
+      return absl::InvalidArgumentError(StrCat("buffer '", name, "': decay ", b.decay,
+                                               " is not a finite number (1 for integer buffers)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -180,30 +209,67 @@ Status ParameterStore::StepLocked(const std::map<std::string, torch::Tensor>& gr
     return absl::InternalError(StrCat("optimizer step failed: ", e.what()));
   }
   ++version_;
+  stepped_.notify_all();
   return absl::OkStatus();
 }
 
-void ParameterStore::AddDeltasLocked(const std::map<std::string, torch::Tensor>& deltas) {
-  for (const auto& [name, d] : deltas) buffers_[name].add_(d);
-  if (!deltas.empty()) snapshot_ = nullptr;
+void ParameterStore::UpdateBuffersLocked(const BufferUpdates& buffers) {
+  for (const auto& [name, b] : buffers) {
+    torch::Tensor& held = buffers_[name];
+    if (b.decay != 1) held.mul_(b.decay);
+    held.add_(b.update);
+  }
+  if (!buffers.empty()) snapshot_ = nullptr;
+}
+
+bool ParameterStore::StepCompleteLocked() const {
+  if (pending_.empty()) return false;
+  if (options_.grads_to_wait > 0) {
+    return static_cast<int>(pending_.size()) >= options_.grads_to_wait;
+  }
+  if (group_generation_ < 0) return false;
+  return std::includes(present_.begin(), present_.end(), group_.begin(), group_.end());
+}
+
+void ParameterStore::StepIfCompleteLocked(std::optional<ShardSnapshot>* snapshot) {
+  if (!StepCompleteLocked()) return;
+  const int64_t version_before = version_;
+  // A failed step puts its minibatches back: their workers redo them.
+  FlushPendingLocked(static_cast<int>(pending_.size())).IgnoreError();
+  if (options_.on_snapshot && options_.snapshot_every > 0 && version_ != version_before &&
+      version_ % options_.snapshot_every == 0) {
+    *snapshot = SnapshotLocked();
+  }
 }
 
 Status ParameterStore::FlushPendingLocked(int divisor) {
-  for (auto& [name, g] : pending_sum_) g.div_(divisor);
-  Status s = StepLocked(pending_sum_);
-  if (s.ok()) {
-    AddDeltasLocked(pending_deltas_);
-  } else {
-    // Nothing of the accumulation was applied: neither are its minibatches.
-    for (const auto& [task, minibatch] : pending_tags_) {
-      auto it = applied_.find(task);
-      if (it != applied_.end()) it->second = std::min(it->second, minibatch);
+  std::vector<Contribution> pushes = std::move(pending_);
+  pending_.clear();
+  present_.clear();
+  // Tag order: the same sums on every run, whatever the arrival order.
+  std::sort(pushes.begin(), pushes.end(), [](const Contribution& a, const Contribution& b) {
+    return std::make_tuple(!a.tagged, a.task, a.minibatch, a.arrival) <
+           std::make_tuple(!b.tagged, b.task, b.minibatch, b.arrival);
+  });
+  // The tensors were decoded for their pushes: ours to sum into.
+  rpc::NamedTensors sum;
+  for (Contribution& c : pushes) {
+    for (auto& [name, g] : c.gradients) {
+      auto [it, inserted] = sum.emplace(name, g);
+      if (!inserted) it->second.add_(g);
     }
   }
-  pending_sum_.clear();
-  pending_deltas_.clear();
-  pending_tags_.clear();
-  pending_count_ = 0;
+  for (auto& [name, g] : sum) g.div_(divisor);
+  Status s = StepLocked(sum);
+  if (s.ok()) {
+    for (const Contribution& c : pushes) UpdateBuffersLocked(c.buffers);
+  } else {
+    // Nothing of the step was applied: neither are its minibatches.
+    for (const Contribution& c : pushes) {
+      auto it = c.tagged ? applied_.find(c.task) : applied_.end();
+      if (it != applied_.end()) it->second = std::min(it->second, c.minibatch);
+    }
+  }
   return s;
 }
 
@@ -213,32 +279,75 @@ Status ParameterStore::Flush(int64_t* version) {
     return absl::FailedPreconditionError("parameter server is not initialized yet");
   }
   torch::NoGradGuard no_grad;
-  if (pending_count_ > 0) EDL_RETURN_IF_ERROR(FlushPendingLocked(options_.grads_to_wait));
+  if (!pending_.empty()) {
+    const int divisor =
+        options_.grads_to_wait > 0 ? options_.grads_to_wait : static_cast<int>(pending_.size());
+    EDL_RETURN_IF_ERROR(FlushPendingLocked(divisor));
+  }
   *version = version_;
   return absl::OkStatus();
 }
 
+void ParameterStore::SetGroup(int64_t generation, const std::vector<int32_t>& workers) {
+  std::optional<ShardSnapshot> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (generation < group_generation_) return;
+    group_generation_ = generation;
+    group_ = std::set<int32_t>(workers.begin(), workers.end());
+    if (!initialized_ || options_.use_async) return;
+    torch::NoGradGuard no_grad;
+    StepIfCompleteLocked(&snapshot);
+  }
+  Deliver(std::move(snapshot));
+}
+
 Status ParameterStore::Push(const proto::PushRequest& request, proto::PushResponse* out) {
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors gradients, rpc::DecodeTensors(request.gradients()));
-  EDL_ASSIGN_OR_RETURN(rpc::NamedTensors deltas, rpc::DecodeTensors(request.buffer_deltas()));
+  EDL_ASSIGN_OR_RETURN(rpc::NamedTensors updates, rpc::DecodeTensors(request.buffer_updates()));
+  if (request.buffer_decays_size() != 0 &&
+      request.buffer_decays_size() != request.buffer_updates_size()) {
+    return absl::InvalidArgumentError(StrCat(request.buffer_decays_size(), " buffer decays for ",
+                                             request.buffer_updates_size(), " buffer updates"));
+  }
+  BufferUpdates buffers;
+  for (int i = 0; i < request.buffer_updates_size(); ++i) {
+    const std::string& name = request.buffer_updates(i).name();
+    BufferUpdate& b = buffers[name];
+    b.update = std::move(updates.at(name));
+    if (request.buffer_decays_size() != 0) b.decay = request.buffer_decays(i);
+  }
+  // Checked outside the lock: it reads every value.
+  std::string bad =
+      FirstNonFinite(gradients, [](const torch::Tensor& t) -> const torch::Tensor& { return t; });
+  if (!bad.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("the gradient of '", bad, "' holds non-finite values; nothing applied"));
+  }
+  bad = FirstNonFinite(buffers,
+                       [](const BufferUpdate& b) -> const torch::Tensor& { return b.update; });
+  if (!bad.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("the update of buffer '", bad, "' holds non-finite values; nothing applied"));
+  }
   std::optional<ShardSnapshot> snapshot;
   Status s;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    s = PushLocked(request, gradients, deltas, out, &snapshot);
+    s = PushLocked(request, gradients, buffers, out, &snapshot);
   }
   Deliver(std::move(snapshot));
   return s;
 }
 
 Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedTensors& gradients,
-                                  rpc::NamedTensors& deltas, proto::PushResponse* out,
+                                  BufferUpdates& buffers, proto::PushResponse* out,
                                   std::optional<ShardSnapshot>* snapshot) {
   out->Clear();
   if (!initialized_) {
     return absl::FailedPreconditionError("parameter server is not initialized yet");
   }
-  EDL_RETURN_IF_ERROR(ValidateLocked(gradients, deltas));
+  EDL_RETURN_IF_ERROR(ValidateLocked(gradients, buffers));
   out->set_accepted(false);
   out->set_version(version_);
   const bool tagged = request.has_tag();
@@ -254,6 +363,14 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
     if (minibatch < done) {
       out->set_accepted(true);
       out->set_duplicate(true);
+      if (!options_.use_async && options_.grads_to_wait == 0) {
+        // A worker redoing what this shard has: the step need not wait for
+        // its gradient, which another shard may be waiting for first.
+        present_.insert(request.worker_id());
+        torch::NoGradGuard no_grad;
+        StepIfCompleteLocked(snapshot);
+        out->set_version(version_);
+      }
       return absl::OkStatus();
     }
     if (minibatch > done) {
@@ -270,39 +387,35 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
                                              request.base_version(), ", newer than the server's ",
                                              version_));
   }
-  if (!options_.use_async && version_ - request.base_version() > options_.staleness_tolerance) {
-    return absl::OkStatus();  // too stale
-  }
+  const int64_t staleness = version_ - request.base_version();
+  const int64_t bound = options_.use_async ? options_.max_staleness : options_.staleness_tolerance;
+  if (bound >= 0 && staleness > bound) return absl::OkStatus();  // too stale
   const int64_t version_before = version_;
   torch::NoGradGuard no_grad;
-  if (options_.use_async || options_.grads_to_wait <= 1) {
-    const int64_t staleness = version_ - request.base_version();
+  if (options_.use_async) {
     if (options_.lr_staleness_modulation && staleness > 0) {
       for (auto& [name, g] : gradients) g.div_(static_cast<double>(staleness + 1));
     }
     EDL_RETURN_IF_ERROR(StepLocked(gradients));
-    AddDeltasLocked(deltas);
+    UpdateBuffersLocked(buffers);
     if (tagged) applied_[task] = minibatch + 1;
   } else {
-    // The tensors were decoded for this push: ours to keep.
-    auto accumulate = [](const rpc::NamedTensors& from, rpc::NamedTensors* into) {
-      for (const auto& [name, t] : from) {
-        auto it = into->find(name);
-        if (it == into->end()) {
-          into->emplace(name, t);
-        } else {
-          it->second.add_(t);
-        }
-      }
-    };
-    accumulate(gradients, &pending_sum_);
-    accumulate(deltas, &pending_deltas_);
-    if (tagged) {
-      applied_[task] = minibatch + 1;
-      pending_tags_.emplace_back(task, minibatch);
-    }
-    if (++pending_count_ >= options_.grads_to_wait) {
-      EDL_RETURN_IF_ERROR(FlushPendingLocked(pending_count_));
+    Contribution c;
+    c.tagged = tagged;
+    c.task = task;
+    c.minibatch = minibatch;
+    c.arrival = arrivals_++;
+    c.worker = request.worker_id();
+    c.gradients = std::move(gradients);
+    c.buffers = std::move(buffers);
+    pending_.push_back(std::move(c));
+    present_.insert(request.worker_id());
+    if (tagged) applied_[task] = minibatch + 1;
+    if (StepCompleteLocked()) {
+      const int divisor = static_cast<int>(pending_.size());
+      EDL_RETURN_IF_ERROR(FlushPendingLocked(divisor));
+    } else {
+      out->set_step_pending(options_.grads_to_wait == 0);
     }
   }
   out->set_accepted(true);
@@ -332,10 +445,11 @@ ShardSnapshot ParameterStore::SnapshotLocked() const {
   }
   for (const auto& [name, b] : buffers_) s.buffers[name] = b.clone();
   s.applied = applied_;
-  // Accumulated but not stepped: not in the values, so not applied.
-  for (const auto& [task, minibatch] : pending_tags_) {
-    int64_t& n = s.applied[task];
-    n = std::min(n, minibatch);
+  // Waiting for their step: not in the values, so not applied.
+  for (const Contribution& c : pending_) {
+    if (!c.tagged) continue;
+    int64_t& n = s.applied[c.task];
+    n = std::min(n, c.minibatch);
   }
   for (auto it = s.applied.begin(); it != s.applied.end();) {
     it = it->second == 0 ? s.applied.erase(it) : std::next(it);

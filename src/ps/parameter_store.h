@@ -2,10 +2,23 @@
 // owns, their version, and the optimizer that applies pushed gradients.
 //
 // Versions: a shard starts at version 0 when initialized and adds one per
-// optimizer step. Async mode (the default) steps on every push. Sync mode
-// averages `grads_to_wait` accepted pushes per step and refuses gradients
-// computed on a version more than `staleness_tolerance` steps old: the worker
-// pulls and computes again.
+// optimizer step. Async mode steps on every push, refusing gradients computed
+// on a version more than `max_staleness` steps old. Sync mode averages
+// several accepted pushes per step — `grads_to_wait` of them, or with
+// grads_to_wait = 0 one of every worker of the training group (SetGroup) —
+// and refuses gradients computed on a version more than
+// `staleness_tolerance` steps old. A refused push is answered accepted=false:
+// the worker pulls and computes again. The pushes of a step are summed in the
+// order of their tags, whatever order they arrived in, so a step is the same
+// on every run.
+//
+// Buffers (BatchNorm statistics, counters) are not trained by gradients: a
+// push carries, per buffer, an update u and a decay d, and the buffer b
+// becomes d * b + u, one push after another (a step's pushes in tag order).
+// An exponential moving average updated by many workers that pulled the same
+// value thus stays one, as if their minibatches had been seen in sequence.
+//
+// Non-finite gradients or buffer updates are refused (INVALID_ARGUMENT).
 //
 // Exactly-once pushes: a push tagged (task T, minibatch i) is applied only if
 // it is the next minibatch of T this shard has not applied; a repeat (a
@@ -30,12 +43,14 @@
 
 #include <torch/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,9 +66,15 @@ namespace elasticdl::ps {
 struct ParameterStoreOptions {
   // The update rule, from the zoo's optimizer().
   OptimizerSpec optimizer = torch::optim::SGDOptions(0.1);
-  // Apply each push at once (true) or average grads_to_wait pushes (false).
+  // Apply each push at once (true) or average several pushes (false).
   bool use_async = true;
-  // Sync mode: accepted pushes per step. At least 1.
+  // Async mode: how many versions old a push's base version may be;
+  // negative: any. 1 keeps every applied gradient within one step of the
+  // model it is applied to, which plain SGD tolerates where older ones
+  // diverge at large learning rates.
+  int max_staleness = -1;
+  // Sync mode: accepted pushes per step; 0: one push from every worker of
+  // the group (SetGroup), whatever their number.
   int grads_to_wait = 1;
   // Sync mode: how many versions old a push's base version may be.
   // 0 accepts only gradients computed on the current version.
@@ -94,7 +115,8 @@ class ParameterStore {
 
   // Fills `out` (cleared first) with `initialized`, the current version and instance and,
   // unless the caller's known_version and known_instance are both current,
-  // all values.
+  // all values. When they are current and request.wait_ms() > 0, first waits
+  // up to that long (at most 5 s) for a step.
   Status Pull(const proto::PullRequest& request, proto::PullResponse* out);
 
   // Applies (or, in sync mode, accumulates) pushed gradients and buffer
@@ -109,16 +131,29 @@ class ParameterStore {
   //    matches only on untagged pushes (tools and tests that do not track
   //    instances); tagged pushes must name the instance they pulled from;
   //  - base_version newer than ours: INVALID_ARGUMENT;
-  //  - sync mode, base_version too stale: accepted=false.
-  // Then the push is applied (sync mode: accumulated, its buffer deltas too,
-  // until grads_to_wait pushes make a step) and its tag counts as applied.
+  //  - base_version too stale (max_staleness, staleness_tolerance):
+  //    accepted=false.
+  // Then the push is applied (sync mode: kept, its buffer updates too, until
+  // the step is complete; step_pending says it is not yet) and its tag
+  // counts as applied. Non-finite values are INVALID_ARGUMENT, checked
+  // before anything else of the push.
   Status Push(const proto::PushRequest& request, proto::PushResponse* out);
 
-  // Sync mode: applies the gradients still waiting for their step (fewer
-  // than grads_to_wait, at the end of training), divided by grads_to_wait
-  // as in a full step, so every minibatch weighs the same. No-op when none
-  // wait. Sets *version to the current version.
+  // Sync mode: applies the gradients still waiting for their step (at the
+  // end of training). With a fixed grads_to_wait they are divided by
+  // grads_to_wait as in a full step, so every minibatch weighs the same;
+  // with a group, by their number. No-op when none wait. Sets *version to
+  // the current version.
   Status Flush(int64_t* version);
+
+  // Sync mode with grads_to_wait = 0: the workers a step waits for. A step
+  // is complete once every worker of the group has pushed to it (pushes of
+  // other workers count too) — a gradient, or a minibatch this shard has
+  // applied before (acknowledged as a duplicate): a worker redoing work
+  // after a fault does not hold a step back. Until the first group arrives,
+  // no step is complete. A generation older than the current one's is
+  // ignored.
+  void SetGroup(int64_t generation, const std::vector<int32_t>& workers);
 
   // A consistent copy of the shard (tensors cloned under the lock; cheap
   // next to encoding). In sync mode, pushes accumulated but not yet stepped
@@ -152,12 +187,33 @@ class ParameterStore {
   uint64_t instance() const { return instance_; }
 
  private:
-  Status ValidateLocked(const std::map<std::string, torch::Tensor>& gradients,
-                        const std::map<std::string, torch::Tensor>& deltas) const;
+  // A push's buffer updates and their decays.
+  struct BufferUpdate {
+    torch::Tensor update;
+    double decay = 1;
+  };
+  using BufferUpdates = std::map<std::string, BufferUpdate>;
+  // A sync-mode push waiting for its step.
+  struct Contribution {
+    bool tagged = false;
+    int64_t task = 0;
+    int64_t minibatch = 0;
+    int64_t arrival = 0;
+    int32_t worker = 0;
+    rpc::NamedTensors gradients;
+    BufferUpdates buffers;
+  };
+
+  Status ValidateLocked(const rpc::NamedTensors& gradients, const BufferUpdates& buffers) const;
   Status StepLocked(const std::map<std::string, torch::Tensor>& gradients);
-  void AddDeltasLocked(const std::map<std::string, torch::Tensor>& deltas);
-  // Applies the sync-mode accumulation as one step and clears it.
-  // One step with the accumulated gradients divided by `divisor`.
+  void UpdateBuffersLocked(const BufferUpdates& buffers);
+  // Whether the pending pushes make a complete step.
+  bool StepCompleteLocked() const;
+  // Takes the step if it is complete, and a snapshot if one is due.
+  void StepIfCompleteLocked(std::optional<ShardSnapshot>* snapshot);
+  // Applies the pending pushes as one step (gradients summed in tag order
+  // and divided by `divisor`, then the buffer updates in that order) and
+  // clears them.
   Status FlushPendingLocked(int divisor);
   void RefreshSnapshotLocked();
   ShardSnapshot SnapshotLocked() const;
@@ -167,7 +223,7 @@ class ParameterStore {
               rpc::NamedTensors buffers, int64_t version, bool slots_apply,
               std::map<int64_t, int64_t> applied);
   Status PushLocked(const proto::PushRequest& request, rpc::NamedTensors& gradients,
-                    rpc::NamedTensors& deltas, proto::PushResponse* out,
+                    BufferUpdates& buffers, proto::PushResponse* out,
                     std::optional<ShardSnapshot>* snapshot);
   Status CheckOfferedLocked(const rpc::NamedTensors& parameters,
                             const rpc::NamedTensors& buffers) const;
@@ -179,6 +235,8 @@ class ParameterStore {
   const proto::OptimizerConfig optimizer_config_;
 
   mutable std::mutex mu_;
+  // Notified when the version changes.
+  std::condition_variable stepped_;
   bool initialized_ = false;
   // Initialized from a checkpoint rather than by Init.
   bool from_checkpoint_ = false;
@@ -188,12 +246,15 @@ class ParameterStore {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   // task id -> minibatches applied (or accumulated, in sync mode).
   std::map<int64_t, int64_t> applied_;
-  // Sync mode: the sum of accepted gradients since the last step, the sum
-  // of their buffer deltas, how many, and their tags.
-  std::map<std::string, torch::Tensor> pending_sum_;
-  std::map<std::string, torch::Tensor> pending_deltas_;
-  int pending_count_ = 0;
-  std::vector<std::pair<int64_t, int64_t>> pending_tags_;
+  // Sync mode: the pushes accepted since the last step.
+  std::vector<Contribution> pending_;
+  int64_t arrivals_ = 0;
+  // Sync mode with a group: the workers a step waits for, and the group's
+  // generation (-1: none received yet); the workers that pushed since the
+  // last step (gradients, or minibatches this shard had applied).
+  std::set<int32_t> group_;
+  int64_t group_generation_ = -1;
+  std::set<int32_t> present_;
   // Encoded values of version snapshot_version_, shared by concurrent pulls.
   std::shared_ptr<const proto::ModelValues> snapshot_;
   int64_t snapshot_version_ = -1;

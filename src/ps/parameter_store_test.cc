@@ -140,13 +140,13 @@ TEST(ParameterStoreTest, ConcurrentPushesAreAllApplied) {
   EXPECT_NEAR(PullW(store)[0].item<float>(), 40, 1e-3);
 }
 
-TEST(ParameterStoreTest, BufferDeltasAddUp) {
+TEST(ParameterStoreTest, BufferUpdatesWithoutDecayAddUp) {
   ParameterStore store({});
   bool accepted;
   int64_t version;
   ASSERT_TRUE(store.Init(Values(0), &accepted, &version).ok());
   proto::PushRequest r = Push(0, 0);
-  ASSERT_TRUE(rpc::EncodeTensor("bn.mean", torch::full({2}, 0.5), r.add_buffer_deltas()).ok());
+  ASSERT_TRUE(rpc::EncodeTensor("bn.mean", torch::full({2}, 0.5), r.add_buffer_updates()).ok());
   proto::PushResponse out;
   ASSERT_TRUE(store.Push(r, &out).ok());
   ASSERT_TRUE(store.Push(r, &out).ok());
@@ -208,10 +208,10 @@ TEST(ParameterStoreTest, TaggedPushIsAppliedOnceAndInOrder) {
   EXPECT_EQ(store->applied(), (std::map<int64_t, int64_t>{{7, 2}}));
 }
 
-TEST(ParameterStoreTest, DuplicateAppliesNoBufferDelta) {
+TEST(ParameterStoreTest, DuplicateAppliesNoBufferUpdate) {
   auto store = InitializedStore();
   proto::PushRequest r = Tagged(0, 3, 0);
-  ASSERT_TRUE(rpc::EncodeTensor("bn.mean", torch::full({2}, 0.5), r.add_buffer_deltas()).ok());
+  ASSERT_TRUE(rpc::EncodeTensor("bn.mean", torch::full({2}, 0.5), r.add_buffer_updates()).ok());
   proto::PushResponse out;
   ASSERT_TRUE(store->Push(r, &out).ok());
   ASSERT_TRUE(store->Push(r, &out).ok());

@@ -39,7 +39,8 @@ StatusOr<ParameterStoreOptions> StoreOptions(const proto::JobSpec& spec, int ps_
   ParameterStoreOptions o;
   EDL_ASSIGN_OR_RETURN(o.optimizer, ParseOptimizer(spec.optimizer_config().SerializeAsString()));
   o.use_async = spec.use_async();
-  o.grads_to_wait = std::max(spec.grads_to_wait(), 1);
+  o.max_staleness = spec.max_staleness();
+  o.grads_to_wait = std::max(spec.grads_to_wait(), 0);
   o.staleness_tolerance = spec.sync_version_tolerance();
   o.lr_staleness_modulation = spec.lr_staleness_modulation();
   o.ps_id = ps_id;
@@ -50,6 +51,17 @@ StatusOr<ParameterStoreOptions> StoreOptions(const proto::JobSpec& spec, int ps_
   }
   o.snapshot_every = std::max<int64_t>(spec.checkpoint_steps(), 0);
   return o;
+}
+
+std::string DescribeUpdates(const ParameterStoreOptions& o) {
+  if (o.use_async) {
+    return o.max_staleness < 0 ? std::string("async")
+                               : StrCat("async, max staleness ", o.max_staleness);
+  }
+  return StrCat("sync, ",
+                o.grads_to_wait > 0 ? StrCat(o.grads_to_wait, " gradients per step")
+                                    : std::string("one gradient per training worker per step"),
+                ", staleness tolerance ", o.staleness_tolerance);
 }
 
 // Initializes `store` from a checkpoint when asked to (relaunch, or
@@ -193,11 +205,7 @@ Status RunPsServer(const PsServerOptions& options) {
   if (s.ok()) {
     spdlog::info("parameter server {} serving on {} ({}, {}; checkpoints in {})", options.ps_id,
                  address, DescribeOptimizer(store_options.optimizer),
-                 store_options.use_async
-                     ? std::string("async")
-                     : StrCat("sync, grads_to_wait=", store_options.grads_to_wait,
-                              ", staleness tolerance ", store_options.staleness_tolerance),
-                 checkpoint_dir);
+                 DescribeUpdates(store_options), checkpoint_dir);
     s = ServeWhileMasterLives(options, master.get(), token);
   }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));

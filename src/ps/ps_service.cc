@@ -38,4 +38,13 @@ grpc::Status PsService::Flush(grpc::ServerContext* context, const proto::FlushRe
   });
 }
 
+grpc::Status PsService::SetGroup(grpc::ServerContext* context,
+                                 const proto::SetGroupRequest* request, proto::SetGroupResponse*) {
+  return rpc::GuardedCall(*context, token_, "SetGroup", [&] {
+    store_->SetGroup(request->generation(),
+                     std::vector<int32_t>(request->workers().begin(), request->workers().end()));
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace elasticdl::ps

@@ -27,6 +27,8 @@ class PsService final : public proto::ParameterServer::Service {
                     proto::PushResponse* response) override;
   grpc::Status Flush(grpc::ServerContext* context, const proto::FlushRequest* request,
                      proto::FlushResponse* response) override;
+  grpc::Status SetGroup(grpc::ServerContext* context, const proto::SetGroupRequest* request,
+                        proto::SetGroupResponse* response) override;
 
  private:
   ParameterStore* const store_;

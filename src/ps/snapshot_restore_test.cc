@@ -75,7 +75,7 @@ proto::PushRequest PushFor(const Model& m, int ps_id, int num_ps, int step, int6
   for (const auto& [name, shape] : m.buffers) {
     if (!Owns(name, ps_id, num_ps)) continue;
     EXPECT_TRUE(
-        rpc::EncodeTensor(name, ValueOf(name, shape, 50 + step), r.add_buffer_deltas()).ok());
+        rpc::EncodeTensor(name, ValueOf(name, shape, 50 + step), r.add_buffer_updates()).ok());
   }
   return r;
 }

@@ -49,6 +49,8 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
         async->Init(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::FlushRequest>) {
         async->Flush(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      } else if constexpr (std::is_same_v<Request, proto::SetGroupRequest>) {
+        async->SetGroup(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else {
         async->Push(contexts[i].get(), &requests[i], &(*responses)[i], done);
       }
@@ -79,6 +81,13 @@ Status PsClient::Init(const std::vector<proto::InitRequest>& requests,
 Status PsClient::Flush(std::vector<proto::FlushResponse>* responses) {
   std::vector<proto::FlushRequest> requests(stubs_.size());
   return CallAll("flush", &proto::ParameterServer::Stub::Flush, requests, responses, {});
+}
+
+Status PsClient::SetGroup(const proto::SetGroupRequest& request) {
+  std::vector<proto::SetGroupRequest> requests(stubs_.size(), request);
+  std::vector<proto::SetGroupResponse> responses;
+  return CallAll("setting the group", &proto::ParameterServer::Stub::SetGroup, requests, &responses,
+                 {});
 }
 
 Status PsClient::Push(const std::vector<proto::PushRequest>& requests,

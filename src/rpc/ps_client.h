@@ -33,6 +33,8 @@ class PsClient {
               std::vector<proto::PushResponse>* responses, const std::vector<int>& shards = {});
   // Sync mode, at the end of training: every shard applies what waits.
   Status Flush(std::vector<proto::FlushResponse>* responses);
+  // Sync mode: the workers every shard's steps wait for.
+  Status SetGroup(const proto::SetGroupRequest& request);
 
  private:
   template <typename Request, typename Response, typename Method>

@@ -1,20 +1,80 @@
 #include "worker/sharded_model.h"
 
+#include <torch/nn/functional/instancenorm.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/instancenorm.h>
+
+#include <map>
+
 #include "common/strings.h"
 #include "rpc/placement.h"
 #include "rpc/tensor_codec.h"
 
 namespace elasticdl::worker {
+namespace {
+
+// How a normalization module updates its running statistics.
+struct RunningStats {
+  std::optional<double> momentum;  // nullopt: cumulative average
+};
+
+// BatchNorm's momentum may be unset (a cumulative average); InstanceNorm's
+// is always set.
+std::optional<double> MomentumOf(const c10::optional<double>& m) {
+  return m.has_value() ? std::optional<double>(*m) : std::nullopt;
+}
+std::optional<double> MomentumOf(double m) { return m; }
+
+template <typename Impl>
+std::optional<RunningStats> RunningStatsOf(torch::nn::Module& module) {
+  auto* m = module.as<Impl>();
+  if (m == nullptr || !m->options.track_running_stats()) return std::nullopt;
+  return RunningStats{MomentumOf(m->options.momentum())};
+}
+
+std::optional<RunningStats> RunningStatsOf(torch::nn::Module& module) {
+  for (auto* of :
+       {&RunningStatsOf<torch::nn::BatchNorm1dImpl>, &RunningStatsOf<torch::nn::BatchNorm2dImpl>,
+        &RunningStatsOf<torch::nn::BatchNorm3dImpl>, &RunningStatsOf<torch::nn::InstanceNorm1dImpl>,
+        &RunningStatsOf<torch::nn::InstanceNorm2dImpl>,
+        &RunningStatsOf<torch::nn::InstanceNorm3dImpl>}) {
+    if (auto stats = (*of)(module)) return stats;
+  }
+  return std::nullopt;
+}
+
+std::string Join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+}  // namespace
 
 ShardedModel::ShardedModel(std::shared_ptr<Model> model, int num_shards)
     : model_(std::move(model)), num_shards_(std::max(num_shards, 1)) {
   for (const auto& item : model_->named_parameters()) {
     slots_.push_back({item.key(), item.value(), rpc::ShardOf(item.key(), num_shards_), false, {}});
   }
+  std::map<std::string, int> buffer_slot;
   for (const auto& item : model_->named_buffers()) {
     Slot s{item.key(), item.value(), rpc::ShardOf(item.key(), num_shards_), true, {}};
     s.pulled = s.tensor.detach().clone();
+    buffer_slot[s.name] = static_cast<int>(slots_.size());
     slots_.push_back(std::move(s));
+  }
+  for (const auto& item : model_->named_modules()) {
+    std::optional<RunningStats> stats = RunningStatsOf(*item.value());
+    if (!stats) continue;
+    auto counter = buffer_slot.find(Join(item.key(), "num_batches_tracked"));
+    for (const char* name : {"running_mean", "running_var"}) {
+      auto it = buffer_slot.find(Join(item.key(), name));
+      if (it == buffer_slot.end()) continue;
+      Slot& s = slots_[it->second];
+      s.momentum = stats->momentum;
+      if (!stats->momentum.has_value() && counter != buffer_slot.end()) {
+        s.cumulative = true;
+        s.counter = counter->second;
+      }
+    }
   }
 }
 
@@ -61,12 +121,25 @@ Status ShardedModel::Apply(const proto::ModelValues& values) {
   return absl::OkStatus();
 }
 
+double ShardedModel::DecayOf(const Slot& s) const {
+  if (s.momentum.has_value()) return 1 - *s.momentum;
+  if (s.cumulative) {
+    // The module averaged over n batches, counting this one.
+    const double n = slots_[s.counter].tensor.item<double>();
+    return n > 0 ? 1 - 1 / n : 1;
+  }
+  return 1;
+}
+
 Status ShardedModel::FillPush(int shard, proto::PushRequest* request) const {
+  torch::NoGradGuard no_grad;
   for (const Slot& s : slots_) {
     if (s.shard != shard) continue;
     if (s.is_buffer) {
-      EDL_RETURN_IF_ERROR(
-          rpc::EncodeTensor(s.name, s.tensor - s.pulled, request->add_buffer_deltas()));
+      const double decay = DecayOf(s);
+      torch::Tensor update = decay == 1 ? s.tensor - s.pulled : s.tensor - decay * s.pulled;
+      EDL_RETURN_IF_ERROR(rpc::EncodeTensor(s.name, update, request->add_buffer_updates()));
+      request->add_buffer_decays(decay);
     } else if (s.tensor.grad().defined()) {
       EDL_RETURN_IF_ERROR(rpc::EncodeTensor(s.name, s.tensor.grad(), request->add_gradients()));
     }
@@ -79,6 +152,24 @@ void ShardedModel::PushAccepted(int shard) {
   for (Slot& s : slots_) {
     if (s.is_buffer && s.shard == shard) s.pulled.copy_(s.tensor);
   }
+}
+
+void ShardedModel::RestoreBuffers() {
+  torch::NoGradGuard no_grad;
+  for (Slot& s : slots_) {
+    if (s.is_buffer) s.tensor.copy_(s.pulled);
+  }
+}
+
+std::optional<std::string> ShardedModel::FirstNonFinite() const {
+  for (const Slot& s : slots_) {
+    const torch::Tensor& t = s.is_buffer ? s.tensor : s.tensor.grad();
+    if (!t.defined() || !t.is_floating_point()) continue;
+    if (!torch::isfinite(t).all().item<bool>()) {
+      return StrCat(s.is_buffer ? "buffer '" : "the gradient of '", s.name, "'");
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace elasticdl::worker

@@ -1,16 +1,22 @@
 // A worker's model seen through the parameter servers: which shard owns each
 // parameter and buffer, copying pulled values in, and gathering gradients and
-// buffer changes for a push.
+// buffer updates for a push.
 //
-// Buffers (BatchNorm statistics and the like) are not trained by gradients;
-// a push carries how much this worker's forward passes changed them since
-// the last pull, and the server adds that change to its copy.
+// Buffers (BatchNorm statistics and the like) are not trained by gradients.
+// Every forward starts from the buffers' pulled values (RestoreBuffers), and
+// a push carries, per buffer, how the server should fold this worker's
+// change in: b <- decay * b + (new - decay * pulled) (see PushRequest).
+// BatchNorm and InstanceNorm running statistics get decay 1 - momentum, so
+// that the server's copy stays an exponential moving average however many
+// workers push; every other buffer (num_batches_tracked, a module's own
+// counters) gets decay 1: the changes add up.
 #ifndef ELASTICDL_WORKER_SHARDED_MODEL_H_
 #define ELASTICDL_WORKER_SHARDED_MODEL_H_
 
 #include <torch/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,13 +36,18 @@ class ShardedModel {
   // The values of shard `shard`, for initializing its server.
   StatusOr<proto::ModelValues> Encode(int shard) const;
   // Copies pulled values of one shard into the model and remembers its
-  // buffers as the base of the next push's deltas.
+  // buffers as the base of the next push's updates.
   Status Apply(const proto::ModelValues& values);
-  // Gradients (after backward) and buffer deltas of shard `shard`.
+  // Gradients (after backward) and buffer updates of shard `shard`.
   Status FillPush(int shard, proto::PushRequest* request) const;
-  // Shard `shard` accepted the last push: its buffer deltas are applied
-  // there, so the next deltas start from here.
+  // Shard `shard` accepted the last push (not as a duplicate): its buffer
+  // updates are applied there, so the next ones start from here.
   void PushAccepted(int shard);
+  // Sets every buffer back to its base: what the servers hold of it.
+  void RestoreBuffers();
+  // The first gradient or buffer holding a NaN or an infinity, e.g.
+  // "the gradient of 'dense.weight'"; nullopt when all are finite.
+  std::optional<std::string> FirstNonFinite() const;
 
   // Every parameter and buffer, e.g. for a trained-model file.
   StatusOr<proto::ModelValues> EncodeAll() const;
@@ -47,9 +58,18 @@ class ShardedModel {
     torch::Tensor tensor;
     int shard = 0;
     bool is_buffer = false;
-    torch::Tensor pulled;  // buffers: the value last pulled
+    torch::Tensor pulled;  // buffers: the base of the next update
+    // Buffers: the momentum of the running average this buffer is (a
+    // BatchNorm's running_mean or running_var); nullopt when the buffer
+    // adds up (decay 1). A module without momentum averages cumulatively:
+    // cumulative is set and `counter` is the slot of its num_batches_tracked.
+    std::optional<double> momentum;
+    bool cumulative = false;
+    int counter = -1;
   };
   Slot* Find(const std::string& name, bool is_buffer);
+  // The decay of buffer slot `s` for the next push.
+  double DecayOf(const Slot& s) const;
 
   std::shared_ptr<Model> model_;
   int num_shards_;

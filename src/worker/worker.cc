@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "common/file.h"
 #include "common/strings.h"
+#include "elasticdl/seed.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
@@ -29,6 +31,14 @@ constexpr auto kRegisterPatience = std::chrono::seconds(120);
 constexpr milliseconds kMaxHeartbeatInterval{250};
 // At most this often a failing master channel is replaced by a new one.
 constexpr milliseconds kChannelRenewal{500};
+// A pull waiting for a synchronous step asks again this often, to notice a
+// request to stop.
+constexpr milliseconds kStepWait{500};
+// Longest a worker waits for a step before it computes its next minibatch
+// on the version it has (adding it to the same step): a safety valve
+// against a step that never completes, at the price of that step's
+// determinism. Members that are gone leave the group within a lease.
+constexpr auto kStepPatience = std::chrono::seconds(30);
 
 proto::MetricKind ToProto(MetricKind kind) {
   return kind == MetricKind::kAuc ? proto::METRIC_AUC : proto::METRIC_MEAN;
@@ -146,6 +156,9 @@ Status Worker::Register() {
 }
 
 Status Worker::LoadInitialModel() {
+  // Every worker builds the same initial model; the first to initialize a
+  // server wins.
+  torch::manual_seed(job_seeds::InitialModel(spec_.seed()));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<Model> model, program_.MakeModel());
   model_ = std::make_unique<ShardedModel>(std::move(model), ps_ ? ps_->num_shards() : 1);
   if (!ps_) {
@@ -155,6 +168,7 @@ Status Worker::LoadInitialModel() {
   }
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
+  awaiting_step_.assign(ps_->num_shards(), false);
   EDL_RETURN_IF_ERROR(Pull());
   // Shards nobody has initialized (Pull left their version at -1) take this
   // worker's values; the first worker's values win, and everyone then pulls
@@ -172,23 +186,50 @@ Status Worker::LoadInitialModel() {
   return Pull();
 }
 
-Status Worker::Pull() {
-  std::vector<proto::PullRequest> requests(ps_->num_shards());
-  for (int i = 0; i < ps_->num_shards(); ++i) {
-    requests[i].set_known_version(versions_[i]);
-    requests[i].set_known_instance(instances_[i]);
+Status Worker::Pull(bool wait_for_steps) {
+  const auto give_up = std::chrono::steady_clock::now() + kStepPatience;
+  while (true) {
+    std::vector<proto::PullRequest> requests(ps_->num_shards());
+    bool waiting = false;
+    for (int i = 0; i < ps_->num_shards(); ++i) {
+      requests[i].set_known_version(versions_[i]);
+      requests[i].set_known_instance(instances_[i]);
+      if (wait_for_steps && awaiting_step_[i]) {
+        requests[i].set_wait_ms(static_cast<int32_t>(kStepWait.count()));
+        waiting = true;
+      }
+    }
+    std::vector<proto::PullResponse> responses;
+    EDL_RETURN_IF_ERROR(ps_->Pull(requests, &responses));
+    for (int i = 0; i < ps_->num_shards(); ++i) {
+      const proto::PullResponse& r = responses[i];
+      if (!r.initialized()) continue;
+      if (r.values().version() == versions_[i] && r.instance() == instances_[i]) continue;
+      EDL_RETURN_IF_ERROR(model_->Apply(r.values()));
+      versions_[i] = r.values().version();
+      instances_[i] = r.instance();
+      awaiting_step_[i] = false;  // the step was taken, or the server is another
+    }
+    if (!waiting ||
+        std::none_of(awaiting_step_.begin(), awaiting_step_.end(), [](bool b) { return b; })) {
+      return absl::OkStatus();
+    }
+    if (stopping()) return absl::CancelledError("asked to stop while waiting for a step");
+    if (std::chrono::steady_clock::now() > give_up) {
+      spdlog::warn(
+          "a synchronous step has waited {} s for the other workers' gradients; computing the "
+          "next minibatch on version {} meanwhile",
+          std::chrono::duration_cast<std::chrono::seconds>(kStepPatience).count(), ModelVersion());
+      awaiting_step_.assign(awaiting_step_.size(), false);
+      return absl::OkStatus();
+    }
   }
-  std::vector<proto::PullResponse> responses;
-  EDL_RETURN_IF_ERROR(ps_->Pull(requests, &responses));
-  for (int i = 0; i < ps_->num_shards(); ++i) {
-    const proto::PullResponse& r = responses[i];
-    if (!r.initialized()) continue;
-    if (r.values().version() == versions_[i] && r.instance() == instances_[i]) continue;
-    EDL_RETURN_IF_ERROR(model_->Apply(r.values()));
-    versions_[i] = r.values().version();
-    instances_[i] = r.instance();
-  }
-  return absl::OkStatus();
+}
+
+int64_t Worker::ModelVersion() const {
+  int64_t version = pushed_version_;
+  for (int64_t v : versions_) version = std::max(version, v);
+  return version;
 }
 
 Status Worker::Reconnect() {
@@ -196,6 +237,7 @@ Status Worker::Reconnect() {
   EDL_RETURN_IF_ERROR(Register());
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
+  awaiting_step_.assign(ps_->num_shards(), false);
   const auto deadline = std::chrono::steady_clock::now() + kRegisterPatience;
   while (true) {
     Status s = Pull();
@@ -218,27 +260,32 @@ StatusOr<std::shared_ptr<const RecordFile>> Worker::OpenFile(const std::string& 
   return shared;
 }
 
-StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, int64_t first_record,
-                                           Mode mode) {
+StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode) {
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<const RecordFile> file, OpenFile(task.file()));
-  Dataset<Record> records = ReadRecords(file, first_record, task.end());
+  Dataset<Record> records =
+      ReadRecords(file, task.start(), task.end())
+          .with_seed(job_seeds::Pipeline(spec_.seed(), task.epoch(), task.task_id()));
   EDL_ASSIGN_OR_RETURN(Dataset<Example> examples, program_.MakeDataset(records, mode));
   return examples.batch(spec_.minibatch_size());
 }
 
-Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag,
-                              double* loss_value) {
+Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, uint64_t seed,
+                              double* loss_value, bool* nonfinite) {
   // Shards still to accept this minibatch's gradients. A shard refuses
-  // gradients computed on an outdated version (sync mode) or on values of
-  // an earlier incarnation of the server: pull, compute again and push to
-  // the refusing shards only. A shard that has applied this minibatch
-  // before acknowledges it as a duplicate.
+  // gradients computed on an outdated version or on values of an earlier
+  // incarnation of the server: pull, compute again (with the same seed)
+  // and push to the refusing shards only. A shard that has applied this
+  // minibatch before acknowledges it as a duplicate.
   std::vector<int> pending(ps_->num_shards());
   for (int i = 0; i < ps_->num_shards(); ++i) pending[i] = i;
+  bool first = true;
   while (!pending.empty()) {
-    EDL_RETURN_IF_ERROR(Pull());
+    EDL_RETURN_IF_ERROR(Pull(/*wait_for_steps=*/first));
+    first = false;
     Model& model = model_->model();
     model.zero_grad();
+    model_->RestoreBuffers();
+    torch::manual_seed(seed);
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, program_.Forward(model, batch.features, true));
     EDL_ASSIGN_OR_RETURN(torch::Tensor loss, program_.Loss(batch.labels, outputs));
     try {
@@ -248,6 +295,16 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
                                EntryKind::kLoss);
     }
     *loss_value = loss.item<double>();
+    std::optional<std::string> bad =
+        std::isfinite(*loss_value) ? model_->FirstNonFinite() : std::string("the loss");
+    if (bad.has_value()) {
+      *nonfinite = true;
+      model_->RestoreBuffers();
+      return absl::InvalidArgumentError(
+          StrCat("training diverged: minibatch ", tag.minibatch(), " of task ", tag.task_id(),
+                 " computed on model version ", ModelVersion(), " gave non-finite values (loss ",
+                 *loss_value, "); the first non-finite tensor: ", *bad, ". Nothing was pushed"));
+    }
 
     std::vector<proto::PushRequest> requests(ps_->num_shards());
     for (int i : pending) {
@@ -262,7 +319,8 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     std::vector<int> refused;
     for (int i : pending) {
       if (responses[i].accepted()) {
-        model_->PushAccepted(i);
+        if (!responses[i].duplicate()) model_->PushAccepted(i);
+        awaiting_step_[i] = responses[i].step_pending();
         pushed_version_ = std::max(pushed_version_, responses[i].version());
       } else {
         refused.push_back(i);
@@ -270,30 +328,53 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     }
     pending = std::move(refused);
   }
+  // What the servers did not take (duplicates) is not kept either.
+  model_->RestoreBuffers();
   return absl::OkStatus();
 }
 
 Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) {
   const int64_t batch_size = spec_.minibatch_size();
-  int64_t minibatch = task.minibatches_done();
-  const int64_t first_record = std::min(task.start() + minibatch * batch_size, task.end());
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, first_record, Mode::TRAINING));
-  report->set_minibatches_done(minibatch);
+  const int64_t minibatches = (task.end() - task.start() + batch_size - 1) / batch_size;
+  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::TRAINING));
+  // The next minibatch of the pipeline, with LibTorch's generator seeded
+  // for it (for dataset_fns that draw from it).
+  auto next = [&](int64_t minibatch) {
+    torch::manual_seed(job_seeds::PipelinePull(spec_.seed(), task.task_id(), minibatch));
+    return batches.Next();
+  };
+  // Every attempt's pipeline yields the same minibatches: skip those the
+  // servers have applied.
+  int64_t minibatch = 0;
+  for (; minibatch < task.minibatches_done(); ++minibatch) {
+    StatusOr<std::optional<Example>> skipped = next(minibatch);
+    if (!skipped.ok()) return DatasetError(skipped.status());
+    if (!skipped->has_value()) break;
+  }
+  report->set_minibatches_done(task.minibatches_done());
   while (true) {
     // Stop between minibatches when asked; the rest of the task goes back.
-    if (stopping() &&
-        first_record + (minibatch - task.minibatches_done()) * batch_size < task.end()) {
+    if (stopping() && minibatch < minibatches) {
       report->set_stopped(true);
       break;
     }
-    StatusOr<std::optional<Example>> batch = batches.Next();
+    StatusOr<std::optional<Example>> batch = next(minibatch);
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
     proto::MinibatchTag tag;
     tag.set_task_id(task.task_id());
     tag.set_minibatch(minibatch);
     double loss = 0;
-    EDL_RETURN_IF_ERROR(TrainMinibatch(**batch, tag, &loss));
+    bool nonfinite = false;
+    Status trained =
+        TrainMinibatch(**batch, tag, job_seeds::Minibatch(spec_.seed(), task.task_id(), minibatch),
+                       &loss, &nonfinite);
+    report->set_nonfinite(nonfinite);
+    if (trained.code() == absl::StatusCode::kCancelled && stopping()) {
+      report->set_stopped(true);  // stopped while waiting for a step
+      break;
+    }
+    EDL_RETURN_IF_ERROR(trained);
     ++minibatch;
     minibatches_done_ = minibatch;
     report->set_minibatches_done(minibatch);
@@ -301,16 +382,14 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     report->set_minibatches(report->minibatches() + 1);
     report->set_records(report->records() + (**batch).labels.size(0));
   }
-  int64_t version = pushed_version_;
-  for (int64_t v : versions_) version = std::max(version, v);
-  report->set_model_version(version);
+  report->set_model_version(ModelVersion());
   return absl::OkStatus();
 }
 
 Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* report) {
   if (ps_) EDL_RETURN_IF_ERROR(Pull());
   EDL_ASSIGN_OR_RETURN(auto metrics, program_.MakeMetrics());
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, task.start(), Mode::EVALUATION));
+  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::EVALUATION));
   torch::NoGradGuard no_grad;
   while (true) {
     // A stopped evaluation task is redone whole: its states count only
@@ -338,7 +417,7 @@ Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* repor
 
 Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report) {
   if (ps_) EDL_RETURN_IF_ERROR(Pull());
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, task.start(), Mode::PREDICTION));
+  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::PREDICTION));
   torch::NoGradGuard no_grad;
   std::string csv;
   int64_t index = task.start();

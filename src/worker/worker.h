@@ -5,6 +5,20 @@
 // them at most once; evaluation tasks accumulate metric states; prediction
 // tasks write one CSV row per record.
 //
+// Determinism: every random choice derives from the job's seed
+// (elasticdl/seed.h): the initial model from the seed alone; a task's
+// pipeline from (seed, epoch, task), LibTorch's generator before each pull of
+// a minibatch from the pipeline from (seed, task, minibatch), and before the
+// minibatch's forward from (seed, task, minibatch) again, with another
+// purpose. Every attempt of a task therefore yields the same minibatches, a
+// resumed attempt skips exactly the ones the servers applied, and a
+// minibatch computed again (after a refused push) has the same dropout
+// masks.
+//
+// Synchronous steps of a group (grads_to_wait = 0): after a push accepted
+// into a step that waits for other workers, the next minibatch is computed
+// on the version after that step (the pull waits for it).
+//
 // Fault tolerance:
 //   - A heartbeat thread renews the worker's lease and tells the master how
 //     many minibatches of the current task every server has applied.
@@ -76,13 +90,24 @@ class Worker {
 
   Status Register();
   Status LoadInitialModel();
-  Status Pull();
+  // Pulls what changed. With `wait_for_steps`, first waits until every step
+  // this worker's gradients wait in has been taken (CANCELLED when asked to
+  // stop meanwhile).
+  Status Pull(bool wait_for_steps = false);
   Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report);
   Status Train(const proto::Task& task, proto::ReportTaskRequest* report);
-  Status TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, double* loss);
+  // Computes and pushes one minibatch, with LibTorch's generator seeded from
+  // `seed` before every forward. A non-finite loss or gradient is an error
+  // with *nonfinite set; nothing is pushed.
+  Status TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, uint64_t seed,
+                        double* loss, bool* nonfinite);
   Status Evaluate(const proto::Task& task, proto::ReportTaskRequest* report);
   Status Predict(const proto::Task& task, proto::ReportTaskRequest* report);
-  StatusOr<Dataset<Example>> Batches(const proto::Task& task, int64_t first_record, Mode mode);
+  // dataset_fn over the task's records, batched; its randomness seeded from
+  // the job's seed, the epoch and the task.
+  StatusOr<Dataset<Example>> Batches(const proto::Task& task, Mode mode);
+  // The newest version this worker has seen.
+  int64_t ModelVersion() const;
   Status DatasetError(const Status& status) const;
   StatusOr<std::shared_ptr<const RecordFile>> OpenFile(const std::string& path);
   Status Report(const proto::ReportTaskRequest& report);
@@ -104,7 +129,9 @@ class Worker {
   std::unique_ptr<ShardedModel> model_;
   std::vector<int64_t> versions_;    // per shard, of the values in model_
   std::vector<uint64_t> instances_;  // per shard, the server instance of versions_
-  int64_t pushed_version_ = 0;       // the newest version a push of ours produced
+  // Per shard: a push of ours waits in a step on top of versions_.
+  std::vector<bool> awaiting_step_;
+  int64_t pushed_version_ = 0;  // the newest version a push of ours produced
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;
 
   // Shared with the heartbeat thread.

@@ -9,6 +9,14 @@ every epoch; and no process of the job outlives it. Faults are aimed by the
 master's event log (<job_dir>/events.jsonl): a worker is killed while it
 holds a training task, at a random moment inside it.
 
+The zoo's dataset_fn shuffles every task's records (through a buffer smaller
+than a task, or with --dataset_fn=wide_shuffle_dataset_fn one larger), so a
+task resumed by another worker must replay its predecessor's order exactly.
+Jobs train in the default mode (synchronous steps of one minibatch per
+training worker) with the zoo's unit_step_optimizer, which lowers every row
+of a step's records by exactly 1 whatever the step's size; the *_async
+scenarios train asynchronously with plain SGD.
+
 Environment (besides job_test.py's ELASTICDL_BIN and ELASTICDL_CACHE_DIR):
   CHAOS_REPEAT  run every scenario this many times (default 1)
   CHAOS_SEED    seed of the random fault timing (default: a new one, printed)
@@ -128,6 +136,7 @@ class ChaosTest(unittest.TestCase):
             "num_epochs": 2, "num_workers": 2, "num_ps_pods": 1,
             "minibatch_size": MINIBATCH, "num_minibatches_per_task": MINIBATCHES_PER_TASK,
             "num_threads": 1, "job_dir": job_dir, "output": output,
+            "optimizer": "unit_step_optimizer",
         }
         options.update(flags)
         return (["train"] + [f"--{k}={v}" for k, v in options.items() if v is not None] +
@@ -261,13 +270,20 @@ class ChaosTest(unittest.TestCase):
         self.repeat(scenario)
 
     def test_repeated_worker_sigkills(self):
+        self.repeated_worker_sigkills("sigkill")
+
+    def test_repeated_worker_sigkills_async(self):
+        self.repeated_worker_sigkills("sigkill-async", use_async="true", optimizer="optimizer",
+                                      dataset_fn="wide_shuffle_dataset_fn", num_workers=3)
+
+    def repeated_worker_sigkills(self, name, **flags):
         kills = 4
 
         def scenario(run):
             epochs = 4
             job, job_dir, output, log = self.start(
-                f"sigkill-{run}", num_epochs=epochs,
-                params=exactness.model_params(TRAIN_RECORDS, SIGKILL_SLEEP_MS))
+                f"{name}-{run}", num_epochs=epochs,
+                params=exactness.model_params(TRAIN_RECORDS, SIGKILL_SLEEP_MS), **flags)
             killed = []
             for _ in range(kills):
                 log.poll()
@@ -278,8 +294,9 @@ class ChaosTest(unittest.TestCase):
                 self.wait_event(job, log, lambda e, w=worker: e.get("event") == "worker_lost" and
                                 e.get("worker") == w, f"worker_lost of worker {worker}")
                 # A replacement joins before the next kill.
+                workers = int(flags.get("num_workers", 2))
                 self.until(job, log, lambda n=started: len(log.of("worker_started")) > n and
-                           len(log.live_workers()) >= 2, "a replacement worker")
+                           len(log.live_workers()) >= workers, "a replacement worker")
             self.assertExact(job, job_dir, output, log, epochs)
             for worker, task in killed:
                 self.assertRedispatched(job, log, worker, task)
@@ -289,7 +306,8 @@ class ChaosTest(unittest.TestCase):
     def test_worker_sigterm_mid_task(self):
         def scenario(run):
             epochs = 2
-            job, job_dir, output, log = self.start(f"sigterm-{run}", num_epochs=epochs)
+            job, job_dir, output, log = self.start(f"sigterm-{run}", num_epochs=epochs,
+                                                   dataset_fn="wide_shuffle_dataset_fn")
             # Wait for a finished task first, so that workers are up to speed;
             # then stop one after one or two of its task's minibatches.
             self.until(job, log, lambda: log.training_done() >= 1, "a finished training task")
@@ -404,7 +422,7 @@ class ChaosTest(unittest.TestCase):
         # before the evaluation and the trained model read the model.
         self.assertEqual(-(-TRAIN_RECORDS // MINIBATCH) % 2, 1)
         job, job_dir, output, log = self.start(
-            "sync", num_epochs=1, num_ps_pods=2, grads_to_wait=2,
+            "sync", num_epochs=1, num_ps_pods=2, grads_to_wait=2, optimizer="optimizer",
             params=exactness.model_params(TRAIN_RECORDS, 0))
         code = job.wait(JOB_TIMEOUT)
         self.assertEqual(code, 0, self.describe(job, log))

@@ -44,7 +44,8 @@ JOB_TIMEOUT = 600
 FAST_FAILURE_SECONDS = 60
 
 ACCURACY = re.compile(r"^accuracy: ([0-9.]+) \(model version (\d+)\)$", re.M)
-TRAINED = re.compile(r"^trained (\d+) records in [0-9.]+ s .*model version (\d+)$", re.M)
+TRAINED = re.compile(r"^trained (\d+) records in [0-9.]+ s .*model version (\d+), seed \d+$",
+                     re.M)
 PROGRESS = re.compile(r"^\[progress\] .* (\d+)/(\d+) records", re.M)
 
 
@@ -149,7 +150,9 @@ class Job:
                 f"{self.elapsed} s\n--- stdout\n{self.stdout}--- stderr\n{self.stderr}")
 
 
-class JobTest(unittest.TestCase):
+class JobTestCase(unittest.TestCase):
+    """Data, job directories and assertions for tests of whole jobs."""
+
     @classmethod
     def setUpClass(cls):
         cls._tmp = tempfile.TemporaryDirectory(prefix="elasticdl-job-test-")
@@ -257,12 +260,19 @@ class JobTest(unittest.TestCase):
             time.sleep(0.1)
         self.fail(f"no worker after {timeout} s:\n{job.describe()}")
 
+    def read_parameters(self, model_dir):
+        with open(os.path.join(model_dir, "parameters.pb"), "rb") as f:
+            return f.read()
+
+
+class JobTest(JobTestCase):
     # -- training, evaluation and prediction ---------------------------------
 
     def test_async_train_then_evaluate_and_predict(self):
         model = self.path("model")
         train_dir = self.job_dir("train")
-        train = self.run_job(self.train_args(train_dir, num_ps_pods=2, output=model))
+        train = self.run_job(self.train_args(train_dir, num_ps_pods=2, output=model,
+                                             use_async="true"))
         self.assertSucceeded(train)
         self.assertNoProcessesLeft(train_dir)
         records, _ = self.trained(train)
@@ -272,7 +282,8 @@ class JobTest(unittest.TestCase):
         self.assertIn(f"trained model: {model}\n", train.stdout)
         for shard in (0, 1):
             self.assertRegex(train.stderr, rf"\[ps-{shard}\] parameter server {shard} serving "
-                             r"on 127\.0\.0\.1:\d+ \(SGD\(lr=0\.1\), async; checkpoints in ")
+                             r"on 127\.0\.0\.1:\d+ \(SGD\(lr=0\.1\), async, max staleness 1; "
+                             r"checkpoints in ")
         self.assertIn(f"[master] evaluation at model version {version}: "
                       f"accuracy={accuracy:.6f}\n", train.stderr)
         self.assertIn(f"[master] trained model written to {model}\n", train.stderr)
@@ -328,6 +339,65 @@ class JobTest(unittest.TestCase):
             correct += outputs.index(max(outputs)) == label
         self.assertAlmostEqual(correct / VALIDATION_RECORDS, eval_accuracy, delta=0.005)
 
+    def test_evaluate_and_predict_with_the_original_flags(self):
+        # The original's users name a model by its zoo and a training job's
+        # checkpoints.
+        checkpoints = self.path("checkpoints")
+        model = self.path("model")
+        train = self.run_job(self.train_args(self.job_dir("train"), output=model,
+                                             validation_data=None, checkpoint_steps=10,
+                                             checkpoint_dir=checkpoints))
+        self.assertSucceeded(train)
+        newest = max(int(d.split("-")[1]) for d in os.listdir(checkpoints))
+        self.assertGreater(newest, 0)
+        original = [f"--model_zoo={MODEL_ZOO}", f"--model_def={FUNCTIONAL}",
+                    f"--checkpoint_dir_for_init={checkpoints}", "--minibatch_size=100",
+                    "--num_workers=2", "--no_progress"]
+        evaluate = self.run_job(["evaluate", f"--validation_data={self.validation_file}",
+                                 f"--job_dir={self.job_dir('evaluate')}"] + original)
+        self.assertSucceeded(evaluate)
+        accuracy, version = self.accuracy(evaluate)
+        self.assertEqual(version, newest, evaluate.describe())
+        self.assertGreater(accuracy, MIN_ACCURACY, evaluate.describe())
+        predictions = self.path("predictions.csv")
+        predict = self.run_job(["predict", f"--prediction_data={self.validation_file}",
+                                f"--output={predictions}", f"--job_dir={self.job_dir('predict')}"]
+                               + original)
+        self.assertSucceeded(predict)
+        with open(predictions, newline="") as f:
+            self.assertEqual(len(list(csv.reader(f))), VALIDATION_RECORDS + 1)
+
+        def predict_with(name, *flags):
+            return self.run_job(["predict", f"--prediction_data={self.validation_file}",
+                                 f"--output={self.path(name + '.csv')}",
+                                 f"--job_dir={self.job_dir(name)}", "--no_progress", *flags])
+
+        # With a trained model, --model_zoo and --model_def must be its own.
+        self.assertSucceeded(predict_with("agree", f"--trained_model={model}",
+                                          f"--model_zoo={MODEL_ZOO}", f"--model_def={FUNCTIONAL}"))
+        self.assertFailedWith(predict_with("other-def", f"--trained_model={model}",
+                                           f"--model_def={SUBCLASS}"),
+                              f"error: --model_def={SUBCLASS} disagrees with the trained model in "
+                              f"{model}, a {FUNCTIONAL}")
+        edited = self.path("edited-zoo")
+        shutil.copytree(MODEL_ZOO, edited)
+        with open(os.path.join(edited, "mnist", "mnist_functional_api.cc"), "a") as f:
+            f.write("// edited\n")
+        self.assertFailedWith(predict_with("other-zoo", f"--trained_model={model}",
+                                           f"--model_zoo={edited}"),
+                              f"error: --model_zoo={edited} holds other sources")
+        self.assertFailedWith(predict_with("no-model", f"--model_zoo={MODEL_ZOO}",
+                                           f"--model_def={FUNCTIONAL}"),
+                              "error: name the model's parameters once: --trained_model=DIR")
+        # A trained model without its zoo: --model_zoo rebuilds it.
+        bare = self.path("bare-model")
+        shutil.copytree(model, bare)
+        shutil.rmtree(os.path.join(bare, "zoo"))
+        self.assertFailedWith(predict_with("bare", f"--trained_model={bare}"),
+                              f"error: {bare} holds no model zoo")
+        self.assertSucceeded(predict_with("bare-rebuilt", f"--trained_model={bare}",
+                                          f"--model_zoo={MODEL_ZOO}"))
+
     def test_sync_train(self):
         job_dir = self.job_dir("sync")
         job = self.run_job(self.train_args(job_dir, num_ps_pods=2, grads_to_wait=2))
@@ -335,8 +405,8 @@ class JobTest(unittest.TestCase):
         self.assertNoProcessesLeft(job_dir)
         for shard in (0, 1):
             self.assertRegex(job.stderr, rf"\[ps-{shard}\] parameter server {shard} serving on "
-                             r"\S+ \(SGD\(lr=0\.1\), sync, grads_to_wait=2, staleness tolerance 0; "
-                             r"checkpoints in ")
+                             r"\S+ \(SGD\(lr=0\.1\), sync, 2 gradients per step, staleness "
+                             r"tolerance 0; checkpoints in ")
         records, _ = self.trained(job)
         self.assertEqual(records, TRAIN_RECORDS)
         accuracy, version = self.accuracy(job)

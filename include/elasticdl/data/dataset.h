@@ -14,6 +14,22 @@
 // leave the receiver usable as a handle to the old one, but every stage is a
 // stream that is consumed once: iterate a pipeline from one thread, once.
 //
+// Randomness: a pipeline may carry a seed (with_seed; the worker seeds the
+// records of every task from the job's --seed, the epoch and the task), and
+// every stage derives its own from its input's. A seeded pipeline is
+// deterministic: shuffle() without an explicit seed draws from the stage's
+// seed, and a map function that takes a second argument `at::Generator&`
+// gets a generator seeded from the stage's seed and the element's position,
+// so that the same records give the same elements on every run and every
+// attempt of a task, on any number of map threads:
+//
+//   records.map([](const Record& r, at::Generator& gen) {
+//     ... torch::rand({1}, gen) ...        // a random augmentation
+//   }, MapOptions().workers(2));
+//
+// An unseeded pipeline (FromVector, ReadRecords) draws its seeds from
+// std::random_device.
+//
 // Errors: Next() returns a status instead of an element when a stage fails:
 // a corrupt record, a map function returning an error status or throwing
 // (c10::Error included), tensors that cannot be collated. The message names
@@ -22,6 +38,7 @@
 #ifndef ELASTICDL_DATA_DATASET_H_
 #define ELASTICDL_DATA_DATASET_H_
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/types.h>
 
 #include <condition_variable>
@@ -43,6 +60,7 @@
 
 #include "elasticdl/data/example.h"
 #include "elasticdl/data/record_file.h"
+#include "elasticdl/seed.h"
 #include "elasticdl/status.h"
 
 namespace elasticdl {
@@ -144,6 +162,58 @@ StatusOr<R> CallUserFunction(F& fn, T&& x, uint64_t position) {
   }
 }
 
+// Map functions take the element, or the element and a generator.
+template <typename F, typename T>
+constexpr bool kTakesGenerator = std::is_invocable_v<F&, T&&, at::Generator&>;
+
+template <typename R>
+struct TypeTag {
+  using type = R;
+};
+template <typename F, typename T>
+auto MapResultOf() {
+  if constexpr (kTakesGenerator<F, T>) {
+    return TypeTag<std::decay_t<std::invoke_result_t<F&, T&&, at::Generator&>>>();
+  } else {
+    return TypeTag<std::decay_t<std::invoke_result_t<F&, T&&>>>();
+  }
+}
+// What a map function returns, StatusOr unwrapped.
+template <typename F, typename T>
+using MapOutput = typename UnwrapStatusOr<typename decltype(MapResultOf<F, T>())::type>::type;
+
+// fn(x) or fn(x, generator seeded from (seed, position)), as CallUserFunction.
+template <typename U, typename F, typename T>
+StatusOr<U> CallMapFunction(F& fn, T&& x, uint64_t seed, uint64_t position) {
+  if constexpr (kTakesGenerator<F, T>) {
+    auto with_generator = [&fn, seed, position](T&& v) {
+      at::Generator generator = at::detail::createCPUGenerator(SeedMix(seed, position));
+      return fn(std::forward<T>(v), generator);
+    };
+    return CallUserFunction<U>(with_generator, std::forward<T>(x), position);
+  } else {
+    return CallUserFunction<U>(fn, std::forward<T>(x), position);
+  }
+}
+
+// What each kind of stage mixes into its input's seed.
+enum class StageKind : uint64_t {
+  kMap = 1,
+  kFilter,
+  kShuffle,
+  kBatch,
+  kGroup,
+  kPrefetch,
+  kTake,
+  kSkip
+};
+
+// A seed for a stage of an unseeded pipeline.
+inline uint64_t RandomSeed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
 }  // namespace internal
 
 template <typename T>
@@ -151,10 +221,19 @@ class Dataset {
  public:
   using Element = T;
 
-  explicit Dataset(std::shared_ptr<internal::Source<T>> source) : source_(std::move(source)) {}
+  // A stage reading `source`; `seed` as with_seed (nullopt: unseeded).
+  explicit Dataset(std::shared_ptr<internal::Source<T>> source,
+                   std::optional<uint64_t> seed = std::nullopt)
+      : source_(std::move(source)), seed_(seed) {}
 
   // The elements of `items`, in order.
   static Dataset FromVector(std::vector<T> items);
+
+  // The same stage, seeded: the stages built on it derive their randomness
+  // from `seed` (see the top of this file).
+  Dataset with_seed(uint64_t seed) const { return Dataset(source_, seed); }
+  // This stage's seed; nullopt when the pipeline is unseeded.
+  const std::optional<uint64_t>& seed() const { return seed_; }
 
   // Next element, nullopt at the end, or the error that stopped the pipeline.
   StatusOr<std::optional<T>> Next() { return source_->Next(); }
@@ -162,6 +241,8 @@ class Dataset {
   // fn(T) -> U or StatusOr<U>, applied to each element in order. With
   // options.workers() > 0, fn runs on that many threads (so it must be safe to
   // call concurrently) and results still come out in input order.
+  // fn(T, at::Generator&) gets a generator for the element's random choices,
+  // seeded from this stage's seed and the element's position.
   template <typename F>
   auto map(F fn, MapOptions options = MapOptions()) const;
 
@@ -172,8 +253,10 @@ class Dataset {
 
   // Shuffles through a buffer of `buffer_size` elements, as tf.data does:
   // each output is drawn at random from the buffer and replaced by the next
-  // input. A buffer as large as the data gives a uniform shuffle.
-  Dataset shuffle(size_t buffer_size, uint64_t seed = std::random_device{}()) const;
+  // input. A buffer as large as the data gives a uniform shuffle. The order
+  // follows the pipeline's seed, or `seed` when given.
+  Dataset shuffle(size_t buffer_size) const;
+  Dataset shuffle(size_t buffer_size, uint64_t seed) const;
 
   // Groups `batch_size` consecutive elements with Collate<T>; the last batch
   // may be smaller unless `drop_remainder`.
@@ -190,6 +273,9 @@ class Dataset {
   // At most the first `n` elements.
   Dataset take(uint64_t n) const;
 
+  // All but the first `n` elements (which are still computed, then dropped).
+  Dataset skip(uint64_t n) const;
+
   // Range-for support; throws DatasetError on a failed pipeline.
   class iterator;
   iterator begin();
@@ -198,7 +284,19 @@ class Dataset {
   const std::shared_ptr<internal::Source<T>>& source() const { return source_; }
 
  private:
+  // The seed of a stage of `kind` built on this one; a random one when
+  // unseeded (a random seed is not passed on: later stages stay unseeded).
+  std::optional<uint64_t> Derive(internal::StageKind kind) const {
+    if (!seed_.has_value()) return std::nullopt;
+    return SeedMix(*seed_, static_cast<uint64_t>(kind));
+  }
+  uint64_t SeedFor(internal::StageKind kind) const {
+    std::optional<uint64_t> s = Derive(kind);
+    return s.has_value() ? *s : internal::RandomSeed();
+  }
+
   std::shared_ptr<internal::Source<T>> source_;
+  std::optional<uint64_t> seed_;
 };
 
 // The records [start, end) of `file`, read lazily chunk by chunk.
@@ -231,18 +329,19 @@ class VectorSource final : public Source<T> {
 template <typename T, typename U, typename F>
 class MapSource final : public Source<U> {
  public:
-  MapSource(std::shared_ptr<Source<T>> input, F fn)
-      : input_(std::move(input)), fn_(std::move(fn)) {}
+  MapSource(std::shared_ptr<Source<T>> input, F fn, uint64_t seed)
+      : input_(std::move(input)), fn_(std::move(fn)), seed_(seed) {}
   StatusOr<std::optional<U>> Next() override {
     EDL_ASSIGN_OR_RETURN(std::optional<T> x, input_->Next());
     if (!x.has_value()) return std::optional<U>();
-    EDL_ASSIGN_OR_RETURN(U y, (CallUserFunction<U>(fn_, std::move(*x), position_++)));
+    EDL_ASSIGN_OR_RETURN(U y, (CallMapFunction<U>(fn_, std::move(*x), seed_, position_++)));
     return std::optional<U>(std::move(y));
   }
 
  private:
   std::shared_ptr<Source<T>> input_;
   F fn_;
+  uint64_t seed_;
   uint64_t position_ = 0;
 };
 
@@ -253,8 +352,8 @@ class MapSource final : public Source<U> {
 template <typename T, typename U, typename F>
 class ParallelMapSource final : public Source<U> {
  public:
-  ParallelMapSource(std::shared_ptr<Source<T>> input, F fn, MapOptions options)
-      : input_(std::move(input)), fn_(std::move(fn)), options_(options) {
+  ParallelMapSource(std::shared_ptr<Source<T>> input, F fn, MapOptions options, uint64_t seed)
+      : input_(std::move(input)), fn_(std::move(fn)), options_(options), seed_(seed) {
     if (options_.max_queue_size() < 1) options_.max_queue_size(1);
   }
 
@@ -318,7 +417,7 @@ class ParallelMapSource final : public Source<U> {
         return;
       }
       pull.unlock();
-      StatusOr<U> y = CallUserFunction<U>(fn_, std::move(**input), seq);
+      StatusOr<U> y = CallMapFunction<U>(fn_, std::move(**input), seed_, seq);
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (y.ok()) {
@@ -334,6 +433,7 @@ class ParallelMapSource final : public Source<U> {
   std::shared_ptr<Source<T>> input_;
   F fn_;
   MapOptions options_;
+  uint64_t seed_;
   std::mutex pull_mu_;  // held while pulling from input_
   std::mutex mu_;       // guards everything below
   std::condition_variable cv_;
@@ -444,6 +544,23 @@ class BatchSource final : public Source<T> {
 };
 
 template <typename T>
+class SkipSource final : public Source<T> {
+ public:
+  SkipSource(std::shared_ptr<Source<T>> input, uint64_t n) : input_(std::move(input)), left_(n) {}
+  StatusOr<std::optional<T>> Next() override {
+    for (; left_ > 0; --left_) {
+      EDL_ASSIGN_OR_RETURN(std::optional<T> x, input_->Next());
+      if (!x.has_value()) return x;
+    }
+    return input_->Next();
+  }
+
+ private:
+  std::shared_ptr<Source<T>> input_;
+  uint64_t left_;
+};
+
+template <typename T>
 class TakeSource final : public Source<T> {
  public:
   TakeSource(std::shared_ptr<Source<T>> input, uint64_t n) : input_(std::move(input)), left_(n) {}
@@ -468,48 +585,67 @@ Dataset<T> Dataset<T>::FromVector(std::vector<T> items) {
 template <typename T>
 template <typename F>
 auto Dataset<T>::map(F fn, MapOptions options) const {
-  using R = std::decay_t<std::invoke_result_t<F&, T&&>>;
-  using U = typename internal::UnwrapStatusOr<R>::type;
+  using U = internal::MapOutput<F, T>;
+  using internal::StageKind;
+  const uint64_t seed = SeedFor(StageKind::kMap);
   if (options.workers() == 0) {
-    return Dataset<U>(std::make_shared<internal::MapSource<T, U, F>>(source_, std::move(fn)));
+    return Dataset<U>(std::make_shared<internal::MapSource<T, U, F>>(source_, std::move(fn), seed),
+                      Derive(StageKind::kMap));
   }
   return Dataset<U>(
-      std::make_shared<internal::ParallelMapSource<T, U, F>>(source_, std::move(fn), options));
+      std::make_shared<internal::ParallelMapSource<T, U, F>>(source_, std::move(fn), options, seed),
+      Derive(StageKind::kMap));
 }
 
 template <typename T>
 template <typename P>
 Dataset<T> Dataset<T>::filter(P pred) const {
-  return Dataset<T>(std::make_shared<internal::FilterSource<T, P>>(source_, std::move(pred)));
+  return Dataset<T>(std::make_shared<internal::FilterSource<T, P>>(source_, std::move(pred)),
+                    Derive(internal::StageKind::kFilter));
+}
+
+template <typename T>
+Dataset<T> Dataset<T>::shuffle(size_t buffer_size) const {
+  return shuffle(buffer_size, SeedFor(internal::StageKind::kShuffle));
 }
 
 template <typename T>
 Dataset<T> Dataset<T>::shuffle(size_t buffer_size, uint64_t seed) const {
-  return Dataset<T>(std::make_shared<internal::ShuffleSource<T>>(source_, buffer_size, seed));
+  return Dataset<T>(std::make_shared<internal::ShuffleSource<T>>(source_, buffer_size, seed),
+                    Derive(internal::StageKind::kShuffle));
 }
 
 template <typename T>
 Dataset<T> Dataset<T>::batch(size_t batch_size, bool drop_remainder) const {
-  return Dataset<T>(
-      std::make_shared<internal::BatchSource<T>>(source_, batch_size, drop_remainder));
+  return Dataset<T>(std::make_shared<internal::BatchSource<T>>(source_, batch_size, drop_remainder),
+                    Derive(internal::StageKind::kBatch));
 }
 
 template <typename T>
 Dataset<std::vector<T>> Dataset<T>::group(size_t n, bool drop_remainder) const {
   return Dataset<std::vector<T>>(
-      std::make_shared<internal::GroupSource<T>>(source_, n, drop_remainder));
+      std::make_shared<internal::GroupSource<T>>(source_, n, drop_remainder),
+      Derive(internal::StageKind::kGroup));
 }
 
 template <typename T>
 Dataset<T> Dataset<T>::prefetch(size_t buffer_size) const {
   auto identity = [](T x) { return x; };
   return Dataset<T>(std::make_shared<internal::ParallelMapSource<T, T, decltype(identity)>>(
-      source_, identity, MapOptions().workers(1).max_queue_size(buffer_size)));
+                        source_, identity, MapOptions().workers(1).max_queue_size(buffer_size), 0),
+                    Derive(internal::StageKind::kPrefetch));
 }
 
 template <typename T>
 Dataset<T> Dataset<T>::take(uint64_t n) const {
-  return Dataset<T>(std::make_shared<internal::TakeSource<T>>(source_, n));
+  return Dataset<T>(std::make_shared<internal::TakeSource<T>>(source_, n),
+                    Derive(internal::StageKind::kTake));
+}
+
+template <typename T>
+Dataset<T> Dataset<T>::skip(uint64_t n) const {
+  return Dataset<T>(std::make_shared<internal::SkipSource<T>>(source_, n),
+                    Derive(internal::StageKind::kSkip));
 }
 
 template <typename T>

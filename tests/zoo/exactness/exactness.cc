@@ -10,6 +10,20 @@
 // job of E epochs therefore ends with rows[r] == -E for every r: a row above
 // -E names a record that was lost, a row below it a record trained twice.
 //
+// Synchronous steps average the gradients of several minibatches, so a
+// record's row would move by 1/k for a step of k. `unit_step_optimizer`
+// (Adam with betas 0 and a negligible eps: each step moves a parameter by
+// lr * g / |g|) lowers by exactly 1 every row whose record is in the step,
+// whatever k: with it, E epochs end at -E in every mode. (Two minibatches
+// of one step holding the same record would count once; a task has one
+// holder at a time, so that does not happen.)
+//
+// dataset_fn shuffles its records through a buffer of 64, smaller than a
+// task of the chaos tests (128 records); wide_shuffle_dataset_fn through one
+// of 1000, larger than a task. Both are seeded by the pipeline as any
+// dataset_fn is, so every attempt of a task must replay the same order for
+// the counts to hold.
+//
 // Evaluation reveals validation records counted twice or never: the means of
 // id, id^2 and id^3 over validation ids 0..M-1 are (M-1)/2,
 // (M-1)(2M-1)/6 and M(M-1)^2/4 only when each id counts once (three moments
@@ -56,10 +70,8 @@ class Exactness : public Model {
 };
 ELASTICDL_REGISTER_MODEL(Exactness);
 
-Dataset<Example> dataset_fn(Dataset<Record> dataset, Mode /*mode*/) {
-  // No shuffle: order does not matter to the counts, and determinism helps
-  // reading a failure.
-  return dataset.map([](const Record& record) -> StatusOr<Example> {
+Dataset<Example> Parse(Dataset<Record> dataset, Mode mode, size_t shuffle_buffer) {
+  auto parsed = dataset.map([](const Record& record) -> StatusOr<Example> {
     EDL_ASSIGN_OR_RETURN(Features r,
                          ParseExample(record.data, {{"id", FixedLenFeature({1}, torch::kInt64)}}));
     Example example;
@@ -67,8 +79,18 @@ Dataset<Example> dataset_fn(Dataset<Record> dataset, Mode /*mode*/) {
     example.labels = r["id"];
     return example;
   });
+  return mode == Mode::PREDICTION ? parsed : parsed.shuffle(shuffle_buffer);
+}
+
+Dataset<Example> dataset_fn(Dataset<Record> dataset, Mode mode) {
+  return Parse(std::move(dataset), mode, 64);
 }
 ELASTICDL_REGISTER(dataset_fn);
+
+Dataset<Example> wide_shuffle_dataset_fn(Dataset<Record> dataset, Mode mode) {
+  return Parse(std::move(dataset), mode, 1000);
+}
+ELASTICDL_REGISTER(wide_shuffle_dataset_fn);
 
 // Every output's gradient is exactly 1.
 torch::Tensor loss(const torch::Tensor& /*labels*/, const torch::Tensor& predictions) {
@@ -78,6 +100,11 @@ ELASTICDL_REGISTER(loss);
 
 OptimizerSpec optimizer() { return torch::optim::SGDOptions(1.0); }
 ELASTICDL_REGISTER(optimizer);
+
+OptimizerSpec unit_step_optimizer() {
+  return torch::optim::AdamOptions(1.0).betas({0.0, 0.0}).eps(1e-30);
+}
+ELASTICDL_REGISTER(unit_step_optimizer);
 
 MetricMap eval_metrics_fn() {
   auto power = [](int p) {

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Test accuracy after training Fashion-MNIST with the seed CNN, several seeds
+# per configuration, every configuration beside the same recipe run in one
+# process (row a), in the same run:
+#
+#   a     the bare LibTorch loop with exactly the zoo's recipe (accuracy_bench:
+#         dataset_fn's /255 and shuffle, SGD 0.1, batch 64, tasks of 64 x 8
+#         shuffled per epoch), 2 threads
+#   b     elasticdl train, 1 worker x 2 threads + 1 PS (default flags)
+#   c     2 workers x 1 thread + 1 PS, --grads_to_wait=1 (one gradient per step)
+#   d     2 workers, --use_async=true (default staleness bound)
+#   e     2 workers, --grads_to_wait=2 (two gradients averaged per step)
+#   wN    default flags (synchronous, one minibatch of every worker per step)
+#         with N workers x 1 thread
+#   mN    the main job (scripts/main_job.sh): default flags, the zoo's
+#         standardized_dataset_fn and adam_optimizer, N workers x 1 thread
+#   aN    N workers, --use_async=true (--max_staleness=1, the default)
+#   auN   N workers, --use_async=true --max_staleness=-1 (no bound)
+#   amN   N workers, --use_async=true --max_staleness=-1 --lr_staleness_modulation=true
+#
+# Per row: mean, min and max accuracy over the seeds, the difference of the
+# mean from row a, and the mean records/s of the training window.
+#
+#   bench/accuracy_bench.sh [BUILD_DIR]     # default build; ~90 s per run on 2 cores
+#
+# Environment: ROWS (default "a b c d e"), SEEDS (default "1 2 3 4 5"),
+# EPOCHS (default 1), DATA (a folder with train/ and test/ from
+# `elasticdl data mnist`; written under WORK when missing), WORK (scratch and
+# logs; default a new temp dir), ELASTICDL_CACHE_DIR.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$ROOT/build}
+BIN=$BUILD/bin
+ROWS=${ROWS:-a b c d e}
+SEEDS=${SEEDS:-1 2 3 4 5}
+EPOCHS=${EPOCHS:-1}
+WORK=${WORK:-$(mktemp -d -t accuracy_bench.XXXXXX)}
+for b in elasticdl accuracy_bench; do
+  [[ -x $BIN/$b ]] || { echo "missing $BIN/$b: cmake --build $BUILD --target $b" >&2; exit 1; }
+done
+DATA=${DATA:-$WORK/mnist}
+[[ -d $DATA/train ]] || "$BIN/elasticdl" data mnist --output "$DATA" >/dev/null
+LOG=$WORK/log
+mkdir -p "$LOG"
+echo "# accuracy_bench: rows '$ROWS', seeds '$SEEDS', $EPOCHS epoch(s), $(nproc) cores," \
+  "load $(cut -d' ' -f1-3 /proc/loadavg); logs in $LOG"
+
+# "accuracy records/s" of one run.
+bare() {  # seed log
+  "$BIN/accuracy_bench" --train="$DATA/train" --test="$DATA/test" --seed="$1" \
+    --epochs="$EPOCHS" --threads=2 >"$2" 2>&1
+  sed -n 's/^RESULT accuracy=\([0-9.]*\) .*/\1 0/p' "$2"
+}
+ours() {  # seed log workers threads flags...
+  local seed=$1 log=$2 workers=$3 threads=$4
+  shift 4
+  "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" \
+    --model_def=mnist.mnist_functional_api.custom_model --training_data="${TRAIN:-$DATA/train}" \
+    --validation_data="$DATA/test" --num_epochs="$EPOCHS" --num_workers="$workers" \
+    --num_threads="$threads" --num_ps_pods=1 --minibatch_size=64 --seed="$seed" \
+    --no_progress --job_dir="$log.job" "$@" >"$log" 2>&1 || { echo "0 0"; return; }
+  local acc rate
+  acc=$(sed -n 's/^accuracy: \([0-9.]*\) .*/\1/p' "$log" | tail -n1)
+  rate=$(sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$log")
+  echo "${acc:-0} ${rate:-0}"
+}
+run() {  # row seed log
+  case $1 in
+    a) bare "$2" "$3" ;;
+    b) ours "$2" "$3" 1 2 ;;
+    c) ours "$2" "$3" 2 1 --grads_to_wait=1 ;;
+    d) ours "$2" "$3" 2 1 --use_async=true ;;
+    e) ours "$2" "$3" 2 1 --grads_to_wait=2 ;;
+    w*) ours "$2" "$3" "${1#w}" 1 ;;
+    m*) ours "$2" "$3" "${1#m}" 1 --dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer ;;
+    au*) ours "$2" "$3" "${1#au}" 1 --use_async=true --max_staleness=-1 ;;
+    am*) ours "$2" "$3" "${1#am}" 1 --use_async=true --max_staleness=-1 \
+           --lr_staleness_modulation=true ;;
+    a*) ours "$2" "$3" "${1#a}" 1 --use_async=true ;;
+    *) echo "unknown row $1" >&2; exit 2 ;;
+  esac
+}
+
+# Build (or find cached) the zoo outside every measured run: a job on the
+# test records.
+TRAIN=$DATA/test ours 0 "$LOG/warm" 1 2 >/dev/null
+
+declare -A ACC RATE
+for seed in $SEEDS; do  # seeds outermost: load from other work spreads over the rows
+  line="# seed $seed (load $(cut -d' ' -f1 /proc/loadavg)):"
+  for row in $ROWS; do
+    read -r acc rate <<<"$(run "$row" "$seed" "$LOG/$row.$seed")"
+    ACC[$row]+=" $acc"
+    RATE[$row]+=" $rate"
+    line+=" $row=$acc"
+  done
+  echo "$line"
+done
+
+echo
+printf '%-6s %-62s %7s %7s %7s %8s %9s\n' row configuration mean min max "mean-a" "records/s"
+describe() {
+  case $1 in
+    a) echo "bare LibTorch loop, the zoo's recipe, 2 threads" ;;
+    b) echo "1 worker x 2 threads + 1 PS, default (sync)" ;;
+    c) echo "2 workers + 1 PS, --grads_to_wait=1" ;;
+    d) echo "2 workers, --use_async=true" ;;
+    e) echo "2 workers, --grads_to_wait=2" ;;
+    w*) echo "${1#w} workers, default flags (sync, one minibatch per worker)" ;;
+    m*) echo "the main job with ${1#m} workers (standardized inputs, Adam)" ;;
+    au*) echo "${1#au} workers, async, no staleness bound" ;;
+    am*) echo "${1#am} workers, async, no bound, lr staleness modulation" ;;
+    a*) echo "${1#a} workers, async, --max_staleness=1 (default)" ;;
+  esac
+}
+mean_a=$(tr ' ' '\n' <<<"${ACC[a]:-}" | awk 'NF { s += $1; n++ } END { print n ? s / n : 0 }')
+for row in $ROWS; do
+  read -r mean min max <<<"$(tr ' ' '\n' <<<"${ACC[$row]}" | awk 'NF { s += $1; n++;
+    if (n == 1 || $1 < lo) lo = $1; if (n == 1 || $1 > hi) hi = $1 }
+    END { printf "%.4f %.4f %.4f", s / n, lo, hi }')"
+  rate=$(tr ' ' '\n' <<<"${RATE[$row]}" | awk 'NF { s += $1; n++ } END { printf "%.0f", s / n }')
+  diff=$(awk -v m="$mean" -v a="$mean_a" -v has="${ACC[a]:+1}" \
+    'BEGIN { if (has) printf "%+.4f", m - a; else printf "-" }')
+  printf '%-6s %-62s %7s %7s %7s %8s %9s\n' "$row" "$(describe "$row")" "$mean" "$min" "$max" \
+    "$diff" "$([[ $row == a ]] && echo - || echo "$rate")"
+done

@@ -1,0 +1,42 @@
+// The workers a synchronous step waits for (grads_to_wait = 0): a step of
+// the parameter servers averages one gradient of every worker in the group.
+//
+// A worker joins when it is started (so that the first steps of a job wait
+// for every worker it starts, and runs are reproducible) and whenever it is
+// handed a training task; it leaves when it is handed anything else
+// (nothing to do, an evaluation task, a request to wait) and when it is
+// gone. Every change makes a new generation; the master publishes the
+// newest to the parameter servers (GroupPublisher), which ignore older ones.
+//
+// Not thread-safe: JobState guards it.
+#ifndef ELASTICDL_MASTER_TRAINING_GROUP_H_
+#define ELASTICDL_MASTER_TRAINING_GROUP_H_
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+namespace elasticdl::master {
+
+class TrainingGroup {
+ public:
+  // Generations start above `base`: a restarted master passes a base above
+  // any generation its predecessors published.
+  explicit TrainingGroup(int64_t base = 0) : generation_(base) {}
+
+  void Join(int worker) { Set(worker, true); }
+  void Leave(int worker) { Set(worker, false); }
+  // Makes `worker` a member or not; a new generation only if that changes.
+  void Set(int worker, bool member);
+
+  int64_t generation() const { return generation_; }
+  std::vector<int32_t> members() const { return {members_.begin(), members_.end()}; }
+
+ private:
+  int64_t generation_;
+  std::set<int32_t> members_;
+};
+
+}  // namespace elasticdl::master
+
+#endif  // ELASTICDL_MASTER_TRAINING_GROUP_H_

@@ -1,0 +1,78 @@
+"""Scenario tests for what `--seed` promises and for jobs that diverge.
+
+Every random choice of a job derives from --seed (initial parameters, task
+order, dataset_fn's shuffles, dropout masks): with one worker, or with
+synchronous steps, the same command gives the same trained model, byte for
+byte, at --num_threads=1. A job whose loss or gradients become non-finite
+fails, naming the minibatch, the task, the model version and the tensor, and
+writes no model.
+
+Environment: as job_test.py.
+"""
+import os
+import unittest
+
+import exactness
+import job_test
+
+
+class ReproducibilityTest(job_test.JobTestCase):
+    def train_model(self, name, **flags):
+        """Trains one epoch of the seed CNN and returns its parameters.pb."""
+        model = self.path("model-" + name)
+        job = self.run_job(self.train_args(self.job_dir(name), output=model, validation_data=None,
+                                           **flags))
+        self.assertSucceeded(job)
+        self.assertIn(f", seed {flags.get('seed', 0)}\n", job.stdout, job.describe())
+        with open(os.path.join(model, "trained_model.pbtxt")) as f:
+            record = f.read()
+        if flags.get("seed", 0):
+            self.assertIn(f"seed: {flags['seed']}\n", record)
+        return self.read_parameters(model)
+
+    def test_one_worker_same_seed_same_model(self):
+        first = self.train_model("one-a", num_workers=1, seed=7)
+        second = self.train_model("one-b", num_workers=1, seed=7)
+        self.assertEqual(first, second, "two runs with --seed=7 trained different models")
+        other = self.train_model("one-c", num_workers=1, seed=8)
+        self.assertNotEqual(first, other, "--seed=8 trained the same model as --seed=7")
+
+    def test_two_synchronous_workers_same_seed_same_model(self):
+        # The default mode: every step averages one minibatch of each worker.
+        first = self.train_model("sync-a", num_workers=2, seed=7)
+        second = self.train_model("sync-b", num_workers=2, seed=7)
+        self.assertEqual(first, second, "two synchronous runs with --seed=7 differ")
+
+    def test_subclass_model_with_shuffles_and_dropout_is_reproducible(self):
+        first = self.train_model("subclass-a", num_workers=1, seed=3, model_def=job_test.SUBCLASS,
+                                 num_minibatches_per_task=3)
+        second = self.train_model("subclass-b", num_workers=1, seed=3,
+                                  model_def=job_test.SUBCLASS, num_minibatches_per_task=3)
+        self.assertEqual(first, second)
+
+
+class DivergenceTest(job_test.JobTestCase):
+    def test_a_diverging_job_fails_loudly_and_writes_no_model(self):
+        data = self.path("ids.recordio")
+        exactness.write_records(data, range(1000))
+        model = self.path("model")
+        for mode in ({}, {"use_async": "true"}):
+            with self.subTest(**mode):
+                job_dir = self.job_dir("diverging-" + "-".join(mode))
+                job = self.run_job(self.train_args(
+                    job_dir, model_zoo=exactness.MODEL_ZOO,
+                    model_def="diverging.diverging.Diverging", training_data=data,
+                    validation_data=None, minibatch_size=32, output=model, **mode))
+                message = self.assertFailedWith(
+                    job, "error: training diverged: minibatch ", " of task ",
+                    " computed on model version ", "the first non-finite tensor: ",
+                    "Nothing was pushed", "--max_nonfinite_minibatches=3", within=300)
+                self.assertRegex(message, r"the first non-finite tensor: (the loss|the gradient "
+                                 r"of 'w')")
+                self.assertFalse(os.path.exists(os.path.join(model, "parameters.pb")),
+                                 job.describe())
+                self.assertNoProcessesLeft(job_dir)
+
+
+if __name__ == "__main__":
+    unittest.main()

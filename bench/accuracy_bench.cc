@@ -3,10 +3,12 @@
 // configuration with.
 //
 //   accuracy_bench --train=DIR --test=DIR --seed=S [--epochs=1] [--threads=2]
+//                  [--dataset_fn=dataset_fn] [--optimizer=optimizer]
 //
 // The recipe is the zoo's own (model_zoo/mnist/mnist_functional_api.cc is
 // compiled in): custom_model, dataset_fn (tf.Example parsing, /255,
-// shuffle(1024)), loss, optimizer (SGD 0.1), minibatches of 64, run as a job
+// shuffle(1024)), loss, optimizer (SGD 0.1) or the entries named by
+// --dataset_fn and --optimizer, minibatches of 64, run as a job
 // runs them and with the same random choices a job with --seed=S makes
 // (elasticdl/seed.h): the files cut into tasks of 64 x 8 records in the
 // master's order, shuffled every epoch as the master does, task ids counted
@@ -42,6 +44,7 @@ struct Flags {
   uint64_t seed = 0;
   int epochs = 1;
   int threads = 2;
+  std::string dataset_fn = "dataset_fn", optimizer = "optimizer";
 };
 
 double Train(const Flags& f, const ZooProgram& program, Model& model) {
@@ -111,10 +114,14 @@ int Main(int argc, char** argv) {
       f.epochs = std::max(1, std::atoi(v));
     } else if (const char* v = value("--threads=")) {
       f.threads = std::max(1, std::atoi(v));
+    } else if (const char* v = value("--dataset_fn=")) {
+      f.dataset_fn = v;
+    } else if (const char* v = value("--optimizer=")) {
+      f.optimizer = v;
     } else {
       std::fprintf(stderr,
                    "usage: accuracy_bench --train=DIR --test=DIR --seed=S [--epochs=N] "
-                   "[--threads=N]\n");
+                   "[--threads=N] [--dataset_fn=ENTRY] [--optimizer=ENTRY]\n");
       return 2;
     }
   }
@@ -123,7 +130,7 @@ int Main(int argc, char** argv) {
   }
   torch::set_num_threads(f.threads);
   const auto start = std::chrono::steady_clock::now();
-  ZooProgram program = MakeProgram();
+  ZooProgram program = MakeProgram(f.dataset_fn, f.optimizer);
   torch::manual_seed(job_seeds::InitialModel(f.seed));
   std::shared_ptr<Model> model = OrDie(program.MakeModel());
   const double loss = Train(f, program, *model);

@@ -10,6 +10,10 @@
 #   c     2 workers x 1 thread + 1 PS, --grads_to_wait=1 (one gradient per step)
 #   d     2 workers, --use_async=true (default staleness bound)
 #   e     2 workers, --grads_to_wait=2 (two gradients averaged per step)
+#   A-E   a-e with the main job's recipe (--dataset_fn=standardized_dataset_fn
+#         --optimizer=adam_optimizer: standardized pixels, Adam 1e-3), which
+#         varies much less from seed to seed than the seed's: the difference
+#         of B-E from A shows what the distributed configuration itself costs
 #   wN    default flags (synchronous, one minibatch of every worker per step)
 #         with N workers x 1 thread
 #   mN    the main job (scripts/main_job.sh): default flags, the zoo's
@@ -19,7 +23,8 @@
 #   amN   N workers, --use_async=true --max_staleness=-1 --lr_staleness_modulation=true
 #
 # Per row: mean, min and max accuracy over the seeds, the difference of the
-# mean from row a, and the mean records/s of the training window.
+# mean from row a (rows B-E and mN: from row A), and the mean records/s of the
+# training window.
 #
 #   bench/accuracy_bench.sh [BUILD_DIR]     # default build; ~90 s per run on 2 cores
 #
@@ -47,10 +52,12 @@ echo "# accuracy_bench: rows '$ROWS', seeds '$SEEDS', $EPOCHS epoch(s), $(nproc)
   "load $(cut -d' ' -f1-3 /proc/loadavg); logs in $LOG"
 
 # "accuracy records/s" of one run.
-bare() {  # seed log
-  "$BIN/accuracy_bench" --train="$DATA/train" --test="$DATA/test" --seed="$1" \
-    --epochs="$EPOCHS" --threads=2 >"$2" 2>&1
-  sed -n 's/^RESULT accuracy=\([0-9.]*\) .*/\1 0/p' "$2"
+bare() {  # seed log [flags...]
+  local seed=$1 log=$2
+  shift 2
+  "$BIN/accuracy_bench" --train="$DATA/train" --test="$DATA/test" --seed="$seed" \
+    --epochs="$EPOCHS" --threads=2 "$@" >"$log" 2>&1
+  sed -n 's/^RESULT accuracy=\([0-9.]*\) .*/\1 0/p' "$log"
 }
 ours() {  # seed log workers threads flags...
   local seed=$1 log=$2 workers=$3 threads=$4
@@ -65,13 +72,16 @@ ours() {  # seed log workers threads flags...
   rate=$(sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$log")
   echo "${acc:-0} ${rate:-0}"
 }
+RECIPE=(--dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer)
 run() {  # row seed log
   case $1 in
-    a) bare "$2" "$3" ;;
-    b) ours "$2" "$3" 1 2 ;;
-    c) ours "$2" "$3" 2 1 --grads_to_wait=1 ;;
-    d) ours "$2" "$3" 2 1 --use_async=true ;;
-    e) ours "$2" "$3" 2 1 --grads_to_wait=2 ;;
+    A) bare "$2" "$3" "${RECIPE[@]}" ;;
+    [B-E]) run "${1,,}" "$2" "$3" "${RECIPE[@]}" ;;
+    a) bare "$2" "$3" "${@:4}" ;;
+    b) ours "$2" "$3" 1 2 "${@:4}" ;;
+    c) ours "$2" "$3" 2 1 --grads_to_wait=1 "${@:4}" ;;
+    d) ours "$2" "$3" 2 1 --use_async=true "${@:4}" ;;
+    e) ours "$2" "$3" 2 1 --grads_to_wait=2 "${@:4}" ;;
     w*) ours "$2" "$3" "${1#w}" 1 ;;
     m*) ours "$2" "$3" "${1#m}" 1 --dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer ;;
     au*) ours "$2" "$3" "${1#au}" 1 --use_async=true --max_staleness=-1 ;;
@@ -102,6 +112,8 @@ echo
 printf '%-6s %-62s %7s %7s %7s %8s %9s\n' row configuration mean min max "mean-a" "records/s"
 describe() {
   case $1 in
+    A) echo "bare LibTorch loop, the main job's recipe, 2 threads" ;;
+    [B-E]) echo "$(describe "${1,,}"), main recipe" ;;
     a) echo "bare LibTorch loop, the zoo's recipe, 2 threads" ;;
     b) echo "1 worker x 2 threads + 1 PS, default (sync)" ;;
     c) echo "2 workers + 1 PS, --grads_to_wait=1" ;;
@@ -114,14 +126,16 @@ describe() {
     a*) echo "${1#a} workers, async, --max_staleness=1 (default)" ;;
   esac
 }
-mean_a=$(tr ' ' '\n' <<<"${ACC[a]:-}" | awk 'NF { s += $1; n++ } END { print n ? s / n : 0 }')
 for row in $ROWS; do
+  base=a
+  [[ $row == [A-E] || $row == m* ]] && base=A
+  mean_a=$(tr ' ' '\n' <<<"${ACC[$base]:-}" | awk 'NF { s += $1; n++ } END { print n ? s / n : 0 }')
   read -r mean min max <<<"$(tr ' ' '\n' <<<"${ACC[$row]}" | awk 'NF { s += $1; n++;
     if (n == 1 || $1 < lo) lo = $1; if (n == 1 || $1 > hi) hi = $1 }
     END { printf "%.4f %.4f %.4f", s / n, lo, hi }')"
   rate=$(tr ' ' '\n' <<<"${RATE[$row]}" | awk 'NF { s += $1; n++ } END { printf "%.0f", s / n }')
-  diff=$(awk -v m="$mean" -v a="$mean_a" -v has="${ACC[a]:+1}" \
+  diff=$(awk -v m="$mean" -v a="$mean_a" -v has="${ACC[$base]:+1}" \
     'BEGIN { if (has) printf "%+.4f", m - a; else printf "-" }')
   printf '%-6s %-62s %7s %7s %7s %8s %9s\n' "$row" "$(describe "$row")" "$mean" "$min" "$max" \
-    "$diff" "$([[ $row == a ]] && echo - || echo "$rate")"
+    "$diff" "$([[ $row == [aA] ]] && echo - || echo "$rate")"
 done

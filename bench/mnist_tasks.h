@@ -36,10 +36,13 @@ T OrDie(StatusOr<T> v) {
 }
 
 // The seed CNN's entries, as a worker resolves them.
-inline ZooProgram MakeProgram() {
+inline ZooProgram MakeProgram(const std::string& dataset_fn = "dataset_fn",
+                              const std::string& optimizer = "optimizer") {
   auto library = OrDie(ZooLibrary::FromRegistry(&zoo_internal::LocalRegistry(), "bench"));
   ZooProgramNames names;
   names.model_def = "mnist.mnist_functional_api.custom_model";
+  names.dataset_fn = dataset_fn;
+  names.optimizer = optimizer;
   return OrDie(ZooProgram::Resolve(std::move(library), names, ""));
 }
 

@@ -7,8 +7,9 @@
 # Training runs with the default flags: synchronous steps, each averaging
 # one minibatch of every worker. The model is the seed's; its input function
 # and optimizer are the zoo file's standardized_dataset_fn and adam_optimizer
-# instead of the seed's pixels / 255 and SGD(0.1), which end one epoch
-# anywhere between 10 % and 84 % (docs/benchmarks.md, "Accuracy").
+# instead of the seed's pixels / 255 and SGD(0.1), which, when several
+# workers' minibatches are averaged per step, end one epoch anywhere between
+# 41 % and 85 % (docs/benchmarks.md, "Accuracy").
 #
 #   scripts/main_job.sh [OUT_DIR]      (default: out/main_job)
 #

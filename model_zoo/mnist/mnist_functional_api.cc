@@ -45,10 +45,10 @@ ELASTICDL_REGISTER(dataset_fn);
 
 // The main job's recipe (scripts/main_job.sh: --dataset_fn=standardized_dataset_fn
 // --optimizer=adam_optimizer). The seed's (pixels / 255, SGD 0.1) spikes early, with losses
-// above 20, and its BatchNorm statistics then lag the weights: one epoch ends anywhere from
-// 10 % to 84 %, lower the more workers average their minibatches per step
-// (docs/benchmarks.md). Pixels standardized with Fashion-MNIST's mean and standard
-// deviation, and Adam, train steadily for any number of workers.
+// above 20, and its BatchNorm statistics then lag the weights: when several workers'
+// minibatches are averaged per step, one epoch can end anywhere from 41 % to 85 %
+// (docs/benchmarks.md, "Accuracy"). Pixels standardized with Fashion-MNIST's mean and
+// standard deviation, and Adam, train steadily for any number of workers.
 Dataset<Example> standardized_dataset_fn(Dataset<Record> dataset, Mode mode) {
   return dataset_fn(std::move(dataset), mode).map([](Example example) {
     example.features["image"] = (example.features["image"] - 0.2860) / 0.3530;

@@ -65,6 +65,7 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   // worker is taken as training until it asks for a task.
   group_ = TrainingGroup(static_cast<int64_t>(master_restarts_) << 32);
   for (const proto::JournalProcess& p : journal.workers()) group_.Join(p.id());
+  training_begun_ = true;
   samples_.clear();
   samples_.emplace_back(now, tasks_.records_done());
   std::lock_guard<std::mutex> lock(mu_);
@@ -188,7 +189,9 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
   GetTaskLocked(request.worker_id(), response->mutable_task());
   // Only a worker handed a training task is waited for by synchronous steps.
-  group_.Set(request.worker_id(), response->task().type() == proto::TASK_TRAINING);
+  const bool training = response->task().type() == proto::TASK_TRAINING;
+  group_.Set(request.worker_id(), training);
+  training_begun_ = training_begun_ || training;
   return absl::OkStatus();
 }
 
@@ -340,7 +343,7 @@ void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, b
   WorkerInfo& w = workers_[worker];
   w.handle = handle;
   w.last_seen = Clock::now();
-  group_.Join(worker);
+  if (!training_begun_) group_.Join(worker);
   if (relaunch) ++worker_relaunches_;
   Event("worker_started", {{"worker", worker}, {"pid", handle.pid}, {"relaunch", relaunch}});
   PersistLocked();

@@ -165,6 +165,11 @@ class JobState {
   int master_restarts_ = 0;
   int nonfinite_minibatches_ = 0;
   TrainingGroup group_;
+  // Whether a training task was handed out: until then a started worker
+  // joins the group at once (the job's first steps wait for every worker it
+  // starts); afterwards at its first training task, so that the workers
+  // training do not wait for a replacement or an added worker to start.
+  bool training_begun_ = false;
   bool dirty_ = false;
   bool flushed_ = false;
   bool journal_warned_ = false;

@@ -271,6 +271,11 @@ TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
   ASSERT_TRUE(GetTask(&state, 1).ok());
   EXPECT_EQ(state.training_group().generation(), after);
 
+  // A worker started once training has begun (a replacement, an added
+  // worker) is waited for from its first training task, not while it starts.
+  state.WorkerStarted(2, {}, true);
+  EXPECT_EQ(state.training_group().members(), (std::vector<int32_t>{0}));
+
   state.WorkerLost(0, false, "killed");
   EXPECT_TRUE(state.training_group().members().empty());
 }

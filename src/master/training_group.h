@@ -1,9 +1,11 @@
 // The workers a synchronous step waits for (grads_to_wait = 0): a step of
 // the parameter servers averages one gradient of every worker in the group.
 //
-// A worker joins when it is started (so that the first steps of a job wait
-// for every worker it starts, and runs are reproducible) and whenever it is
-// handed a training task; it leaves when it is handed anything else
+// A worker joins when it is started before the job's first training task
+// (so that the first steps of a job wait for every worker it starts, and
+// runs are reproducible) and whenever it is handed a training task (so a
+// replacement or an added worker is waited for only once it trains); it
+// leaves when it is handed anything else
 // (nothing to do, an evaluation task, a request to wait) and when it is
 // gone. Every change makes a new generation; the master publishes the
 // newest to the parameter servers (GroupPublisher), which ignore older ones.

@@ -28,6 +28,9 @@ PACKAGES=(
   python3-torch
   # the data set of the main job
   dataset-fashion-mnist
+  # --cluster=slurm and its tests (scripts/slurm_cluster.sh starts a cluster
+  # on this machine); network namespaces for the tests of external workers
+  slurmctld slurmd slurm-client munge iproute2
 )
 
 missing=()

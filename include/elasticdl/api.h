@@ -109,6 +109,23 @@ struct JobArgs {
   // empty: a new directory under $TMPDIR/elasticdl-jobs.
   std::string job_dir;
   std::string job_name;
+
+  // Where the job runs: "local" (processes on this machine), "slurm" (a
+  // Slurm cluster, found as Slurm's own commands find it: SLURM_CONF, else
+  // /etc/slurm/slurm.conf) or "external" (the master and parameter servers
+  // here; workers join from anywhere with `elasticdl worker --master=...
+  // --token_file=...`, and num_workers of them are waited for). On slurm
+  // and external, job_dir, the data and the outputs must be on storage
+  // every host sees.
+  std::string cluster = "local";
+  // host:port the master binds and advertises (port 0: any free one);
+  // empty: 127.0.0.1 here, the node's host name under Slurm.
+  std::string master_addr;
+  // slurm: the partition; empty: the cluster's default.
+  std::string partition;
+  // slurm: return once the job is submitted (`elasticdl job status`
+  // follows it).
+  bool detach = false;
   // Show a progress bar on stderr.
   bool progress = true;
   // Set (e.g. by a signal handler) to stop the job; polled. Not owned.
@@ -130,6 +147,8 @@ struct JobResult {
   // The trained model or predictions written.
   std::string output;
   std::string job_dir;
+  // Set when the job was submitted detached: how to follow it.
+  std::string detached;
 };
 
 StatusOr<JobResult> Train(const JobArgs& args);

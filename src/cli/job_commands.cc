@@ -67,10 +67,25 @@ void AddRunFlags(CLI::App* cmd, JobArgs* a) {
                   "Directory for the job's spec and intermediate files (default: a new one "
                   "under $TMPDIR/elasticdl-jobs)");
   cmd->add_option("--job_name", a->job_name, "Name of the job");
+  cmd->add_option("--cluster", a->cluster,
+                  "Where the job runs: local (processes here), slurm (a Slurm cluster: "
+                  "SLURM_CONF, else /etc/slurm/slurm.conf) or external (workers join with "
+                  "`elasticdl worker --master=HOST:PORT --token_file=FILE`)")
+      ->capture_default_str();
+  cmd->add_option("--master_addr", a->master_addr,
+                  "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's "
+                  "name under Slurm; port 0: any free one)");
+  cmd->add_option("--partition", a->partition, "Slurm partition (default: the cluster's)");
+  cmd->add_flag("--detach", a->detach,
+                "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job");
   cmd->add_flag("!--no_progress", a->progress, "Do not show a progress bar");
 }
 
 void PrintResult(Command command, const JobResult& r) {
+  if (!r.detached.empty()) {
+    fmt::print("submitted: {}\n", r.detached);
+    return;
+  }
   switch (command) {
     case Command::kTrain:
       fmt::print(

@@ -14,6 +14,7 @@
 #include "common/process_tuning.h"
 #include "master/master.h"
 #include "ps/ps_server.h"
+#include "worker/join.h"
 #include "worker/worker.h"
 
 namespace elasticdl::cli {
@@ -74,6 +75,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   p->add_option("--job_dir", ps_options->job_dir)->required();
   p->add_option("--master", ps_options->master_address)->required();
   p->add_option("--ps_id", ps_options->ps_id)->required();
+  p->add_option("--host", ps_options->host, "Address to bind and advertise");
   p->add_option("--port", ps_options->port);
   p->add_flag("--restore", ps_options->restore,
               "Start from this shard's newest checkpoint (set by the master on relaunch)");
@@ -91,13 +93,45 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   });
 
   auto worker_options = std::make_shared<worker::WorkerOptions>();
-  CLI::App* w = app->add_subcommand("worker", "Run a worker (started by the master)");
-  w->group("");
-  w->add_option("--job_dir", worker_options->job_dir)->required();
-  w->add_option("--master", worker_options->master_address)->required();
-  w->add_option("--worker_id", worker_options->worker_id)->required();
-  w->add_option("--num_threads", worker_options->num_threads);
-  w->callback([worker_options, exit_code] {
+  auto join_options = std::make_shared<worker::JoinOptions>();
+  auto wait_s = std::make_shared<double>(60);
+  CLI::App* w = app->add_subcommand(
+      "worker",
+      "Join a running job as a worker: elasticdl worker --master=HOST:PORT --token_file=FILE "
+      "(the job directory's token file, on storage this host shares)");
+  w->add_option("--master", worker_options->master_address, "host:port of the job's master")
+      ->required();
+  w->add_option("--token_file", join_options->token_file,
+                "The job's token file (<job_dir>/token); needed to join");
+  w->add_option("--wait_for_master", *wait_s, "Seconds to keep trying to reach the master")
+      ->capture_default_str();
+  w->add_option("--num_threads", worker_options->num_threads,
+                "LibTorch threads (default: the job's)");
+  // Set by the master's backend for the workers it starts.
+  auto* job_dir_opt = w->add_option("--job_dir", worker_options->job_dir)->group("");
+  auto* id_opt = w->add_option("--worker_id", worker_options->worker_id)->group("");
+  id_opt->needs(job_dir_opt);
+  w->callback([worker_options, join_options, wait_s, id_opt, exit_code] {
+    const bool joining = id_opt->count() == 0;
+    if (joining) {
+      spdlog::set_pattern("[worker] %v");
+      if (join_options->token_file.empty()) {
+        *exit_code = Report(absl::InvalidArgumentError(
+            "--token_file is required to join a job (the job directory's token file)"));
+        return;
+      }
+      join_options->master_address = worker_options->master_address;
+      join_options->wait_for_master =
+          std::chrono::milliseconds(static_cast<int64_t>(*wait_s * 1000));
+      StatusOr<worker::JoinedJob> joined = worker::JoinJob(*join_options);
+      if (!joined.ok()) {
+        *exit_code = Report(joined.status());
+        return;
+      }
+      worker_options->worker_id = joined->worker_id;
+      worker_options->job_dir = joined->job_dir;
+      spdlog::info("joined the job in {} as worker {}", joined->job_dir, joined->worker_id);
+    }
     spdlog::set_pattern(fmt::format("[worker-{}] %v", worker_options->worker_id));
     KeepFreedMemory();
     // SIGTERM: finish the current minibatch, report, exit 0.
@@ -107,7 +141,8 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
       return;
     }
     worker_options->stop = &g_stop;
-    WatchForOrphaning(&g_stop);
+    // A worker that joined by itself belongs to whoever started it.
+    if (!joining) WatchForOrphaning(&g_stop);
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
       *exit_code = Report(worker.status());

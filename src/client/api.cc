@@ -6,12 +6,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "client/job_runner.h"
+#include "cluster/backends.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/seed.h"
@@ -159,6 +161,37 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   return absl::OkStatus();
 }
 
+// --cluster, --master_addr, --partition, --detach.
+Status ClusterOf(const JobArgs& args, proto::ClusterSpec* cluster) {
+  const auto& kinds = cluster::ClusterKinds();
+  if (std::find(kinds.begin(), kinds.end(), args.cluster) == kinds.end()) {
+    return absl::InvalidArgumentError(
+        StrCat("--cluster=", args.cluster, ": expected local, slurm or external"));
+  }
+  cluster->set_kind(args.cluster);
+  if (!args.master_addr.empty()) {
+    size_t colon = args.master_addr.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : args.master_addr.substr(colon + 1);
+    if (colon == 0 || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+        port.size() > 5 || std::stoi(port) > 65535) {
+      return absl::InvalidArgumentError(StrCat("--master_addr=", args.master_addr,
+                                               ": expected HOST:PORT (port 0: any free one)"));
+    }
+    cluster->set_master_addr(args.master_addr);
+  }
+  if (!args.partition.empty() && args.cluster != "slurm") {
+    return absl::InvalidArgumentError("--partition needs --cluster=slurm");
+  }
+  if (args.detach && args.cluster != "slurm") {
+    return absl::InvalidArgumentError(
+        "--detach needs --cluster=slurm (a local job's master runs under its client)");
+  }
+  cluster->set_partition(args.partition);
+  std::error_code ec;
+  cluster->set_binary(fs::read_symlink("/proc/self/exe", ec).string());
+  return absl::OkStatus();
+}
+
 StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   proto::JobSpec spec;
   spec.set_type(type);
@@ -235,6 +268,7 @@ StatusOr<proto::JobSpec> CommonSpec(const JobArgs& args, proto::JobType type) {
   spec.set_max_task_retries(static_cast<int>(retries));
   spec.set_max_worker_relaunches(static_cast<int>(relaunches));
   spec.set_shuffle_seed(shuffle_seed);
+  EDL_RETURN_IF_ERROR(ClusterOf(args, spec.mutable_cluster()));
   for (const std::string& s : SplitCommas(args.training_data)) spec.add_training_data(Absolute(s));
   for (const std::string& s : SplitCommas(args.validation_data)) {
     spec.add_validation_data(Absolute(s));
@@ -256,8 +290,12 @@ StatusOr<JobResult> Run(const JobArgs& args, proto::JobSpec spec) {
   EDL_ASSIGN_OR_RETURN(int64_t restarts,
                        ParseInt("max_master_restarts", args.max_master_restarts, 0));
   run.max_master_restarts = static_cast<int>(restarts);
+  run.cluster = spec.cluster().kind();
+  run.partition = spec.cluster().partition();
+  run.detach = args.detach;
   EDL_ASSIGN_OR_RETURN(proto::GetJobStatusResponse status, client::RunJob(run));
   JobResult result;
+  if (args.detach) result.detached = status.message();
   result.model_version = status.model_version();
   result.records = status.records_done();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

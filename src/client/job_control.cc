@@ -1,5 +1,7 @@
 #include "client/job_control.h"
 
+#include <google/protobuf/text_format.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -72,6 +74,11 @@ StatusOr<std::string> FindJobDir(const std::string& job) {
 }
 
 StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir) {
+  // A job that ended left its final status.
+  if (StatusOr<std::string> text = ReadFileToString(job_dir + "/status.pbtxt"); text.ok()) {
+    proto::GetJobStatusResponse final_status;
+    if (google::protobuf::TextFormat::ParseFromString(*text, &final_status)) return final_status;
+  }
   EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
   auto context = rpc::MakeContext(kTimeout, c.token);
   proto::GetJobStatusResponse response;

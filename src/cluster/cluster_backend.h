@@ -28,10 +28,14 @@ struct ProcessExit {
 };
 
 // Names one started process for good, so that a restarted master can find
-// it again (pid and start time on the local backend).
+// it again: pid and start time on the local backend, the Slurm job id on
+// Slurm. A worker that joined by itself (`elasticdl worker --master=...`)
+// has no handle a backend can use: `joined`.
 struct ProcessHandle {
   int pid = 0;
   uint64_t start_time = 0;
+  std::string backend_id;
+  bool joined = false;
 };
 
 // How to start a parameter server.
@@ -40,12 +44,26 @@ struct PsLaunch {
   bool restore = false;
 };
 
+// Where the job's processes run: `local` (processes on the master's
+// machine), `slurm` (Slurm jobs on the nodes Slurm picks) and `external`
+// (parameter servers on the master's machine; workers started by someone
+// else join by themselves). The master holds one, chosen by the job's
+// ClusterSpec (cluster/backends.h), and never asks which kind it is: a new
+// engine (Kubernetes: a pod per process, a watch on pod events for exits,
+// a priority class for preemptible workers) is one more implementation.
+//
 // Processes started by a backend outlive the master that asked for them, so
-// that a restarted master can carry on with them (Adopt).
+// that a restarted master can carry on with them (Adopt). Exits are
+// reported through the ExitCallback the backend was built with, from any
+// thread; a process that is not known to have ended counts as running.
 class ClusterBackend {
  public:
   using ExitCallback = std::function<void(const ProcessExit&)>;
   virtual ~ClusterBackend() = default;
+
+  // False where workers are started by someone else (`external`): the
+  // master then waits for them to join.
+  virtual bool starts_workers() const { return true; }
 
   // Starts parameter server `ps_id` / worker `worker_id` of the job. The
   // process connects to the master by itself.
@@ -54,7 +72,8 @@ class ClusterBackend {
   // Watches a process that an earlier master of the job started. NOT_FOUND
   // when it is gone.
   virtual Status Adopt(Role role, int id, const ProcessHandle& handle) = 0;
-  // Sends SIGTERM (graceful: finish the minibatch, report, exit) or SIGKILL.
+  // Sends SIGTERM (graceful: finish the minibatch, report, exit) or SIGKILL
+  // (the backend's way of ending a process at once).
   virtual Status Signal(Role role, int id, int signal) = 0;
   // Asks every process to stop (SIGTERM or the backend's equivalent) and
   // forces the ones still running after `grace`. Blocks until all are gone.

@@ -38,6 +38,7 @@ StatusOr<ProcessHandle> LocalBackend::Start(Role role, int id,
                role == Role::kPs ? "ps" : "worker", "--job_dir=" + options_.job_dir,
                "--master=" + options_.master_address,
                StrCat(role == Role::kPs ? "--ps_id=" : "--worker_id=", id)};
+  if (role == Role::kPs) spec.argv.push_back("--host=" + options_.ps_host);
   for (std::string& arg : extra_args) spec.argv.push_back(std::move(arg));
   // The processes outlive a master that dies, so a restarted one can carry
   // on with them; they label their own output.

@@ -21,6 +21,8 @@ struct LocalBackendOptions {
   std::string job_dir;
   // host:port the processes connect to.
   std::string master_address;
+  // Where parameter servers bind and advertise (the master's host).
+  std::string ps_host = "127.0.0.1";
 };
 
 class LocalBackend : public ClusterBackend {

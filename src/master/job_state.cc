@@ -17,6 +17,8 @@ proto::JournalProcess ToJournal(int id, const cluster::ProcessHandle& handle) {
   p.set_id(id);
   p.set_pid(handle.pid);
   p.set_start_time(handle.start_time);
+  p.set_backend_id(handle.backend_id);
+  p.set_joined(handle.joined);
   return p;
 }
 
@@ -24,6 +26,8 @@ cluster::ProcessHandle FromJournal(const proto::JournalProcess& p) {
   cluster::ProcessHandle handle;
   handle.pid = p.pid();
   handle.start_time = p.start_time();
+  handle.backend_id = p.backend_id();
+  handle.joined = p.joined();
   return handle;
 }
 
@@ -61,6 +65,7 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   worker_losses_ = journal.worker_losses();
   ps_relaunches_ = journal.ps_relaunches();
   master_restarts_ = journal.master_restarts() + 1;
+  dispatched_any_ = true;
   // Above every generation an earlier master published; every running
   // worker is taken as training until it asks for a task.
   group_ = TrainingGroup(static_cast<int64_t>(master_restarts_) << 32);
@@ -203,7 +208,10 @@ void JobState::GetTaskLocked(int worker, proto::Task* task) {
   const bool ps_missing = RegisteredPsLocked() < ps_.size();
   const bool awaiting_flush =
       options_.flush_at_end && !flushed_ && tasks_.training_finished() && !tasks_.finished();
-  if (ps_missing || awaiting_flush || workers_[worker].leaving) {
+  int registered_workers = 0;
+  for (const auto& entry : workers_) registered_workers += entry.second.registered ? 1 : 0;
+  const bool awaiting_workers = !dispatched_any_ && registered_workers < options_.wait_for_workers;
+  if (ps_missing || awaiting_flush || awaiting_workers || workers_[worker].leaving) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
     return;
   }
@@ -213,6 +221,7 @@ void JobState::GetTaskLocked(int worker, proto::Task* task) {
   tasks_.RecoverWorker(worker);
   *task = tasks_.Next(worker);
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return;
+  dispatched_any_ = true;
   Event("task_dispatched", {{"task", task->task_id()},
                             {"worker", worker},
                             {"attempt", task->attempt()},
@@ -332,6 +341,30 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   }
 }
 
+Status JobState::Join(const proto::JoinRequest& request, proto::JoinResponse* response) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int id = next_worker_id_++;
+  WorkerInfo& w = workers_[id];
+  w.handle.joined = true;
+  w.handle.pid = request.pid();
+  w.last_seen = Clock::now();
+  if (!training_begun_) group_.Join(id);
+  Event("worker_joined", {{"worker", id}, {"host", request.host()}, {"pid", request.pid()}});
+  PersistLocked();
+  response->set_worker_id(id);
+  response->set_job_dir(options_.job_dir);
+  return absl::OkStatus();
+}
+
+std::vector<int> JobState::joined_workers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> ids;
+  for (const auto& [id, w] : workers_) {
+    if (w.handle.joined && !w.leaving) ids.push_back(id);
+  }
+  return ids;
+}
+
 int JobState::NewWorkerId() {
   std::lock_guard<std::mutex> lock(mu_);
   dirty_ = true;
@@ -345,7 +378,10 @@ void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, b
   w.last_seen = Clock::now();
   if (!training_begun_) group_.Join(worker);
   if (relaunch) ++worker_relaunches_;
-  Event("worker_started", {{"worker", worker}, {"pid", handle.pid}, {"relaunch", relaunch}});
+  Event("worker_started", {{"worker", worker},
+                           {"pid", handle.pid},
+                           {"backend_id", handle.backend_id},
+                           {"relaunch", relaunch}});
   PersistLocked();
 }
 
@@ -417,7 +453,9 @@ void JobState::PsStarted(int ps, const cluster::ProcessHandle& handle, bool rela
   std::lock_guard<std::mutex> lock(mu_);
   ps_[ps].handle = handle;
   if (relaunch) ++ps_relaunches_;
-  Event("ps_started", {{"ps", ps}, {"pid", handle.pid}, {"relaunch", relaunch}});
+  Event(
+      "ps_started",
+      {{"ps", ps}, {"pid", handle.pid}, {"backend_id", handle.backend_id}, {"relaunch", relaunch}});
   PersistLocked();
 }
 

@@ -53,6 +53,9 @@ struct JobStateOptions {
   // Minibatches with non-finite values (reported by workers) the job
   // tolerates; the next one fails it. Each is retried like a stopped task.
   int max_nonfinite_minibatches = 3;
+  // No task is handed out before this many workers have registered (the
+  // `external` cluster: workers that others start). Later ones may join.
+  int wait_for_workers = 0;
 };
 
 class JobState {
@@ -77,6 +80,12 @@ class JobState {
 
   // Supervision.
   // A worker id for a new worker process.
+  // A worker that someone else started joins: it becomes worker
+  // `response->worker_id` of the job (a member with a lease, like the ones
+  // the master started) and learns the job directory.
+  Status Join(const proto::JoinRequest& request, proto::JoinResponse* response);
+  // Workers that joined by themselves and are not asked to leave.
+  std::vector<int> joined_workers();
   int NewWorkerId();
   void WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch);
   // A worker process is gone (or its lease lapsed): its tasks go back to the
@@ -170,6 +179,8 @@ class JobState {
   // starts); afterwards at its first training task, so that the workers
   // training do not wait for a replacement or an added worker to start.
   bool training_begun_ = false;
+  // A task has been handed out (a resumed job counts as started).
+  bool dispatched_any_ = false;
   bool dirty_ = false;
   bool flushed_ = false;
   bool journal_warned_ = false;

@@ -333,3 +333,40 @@ TEST(JobStateTest, NonFiniteMinibatchesAreRetriedThenFailTheJob) {
 
 }  // namespace
 }  // namespace elasticdl::master
+
+namespace elasticdl::master {
+namespace {
+
+TEST(JobStateTest, JoinedWorkersAreMembersAndTasksWaitForEnoughOfThem) {
+  testing::TempDir dir;
+  JobStateOptions options = StateOptions();
+  options.wait_for_workers = 2;
+  options.job_dir = dir.path();
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  proto::JoinRequest join;
+  join.set_host("host-a");
+  proto::JoinResponse first;
+  ASSERT_TRUE(state.Join(join, &first).ok());
+  EXPECT_EQ(first.job_dir(), dir.path());
+  ASSERT_TRUE(RegisterWorker(&state, first.worker_id()).ok());
+  StatusOr<proto::Task> task = GetTask(&state, first.worker_id());
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_WAIT);
+  proto::JoinResponse second;
+  ASSERT_TRUE(state.Join(join, &second).ok());
+  EXPECT_NE(second.worker_id(), first.worker_id());
+  ASSERT_TRUE(RegisterWorker(&state, second.worker_id()).ok());
+  task = GetTask(&state, first.worker_id());
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(state.joined_workers(), (std::vector<int>{first.worker_id(), second.worker_id()}));
+  // A resumed master knows them as joined, and does not wait again.
+  StatusOr<std::optional<proto::MasterJournal>> journal = ReadJournal(dir.path());
+  ASSERT_TRUE(journal.ok() && journal->has_value());
+  JobState resumed(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr, **journal);
+  EXPECT_EQ(resumed.joined_workers().size(), 2u);
+}
+
+}  // namespace
+}  // namespace elasticdl::master

@@ -13,7 +13,7 @@
 #include <optional>
 #include <thread>
 
-#include "cluster/local_backend.h"
+#include "cluster/backends.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "master/data_source.h"
@@ -195,6 +195,30 @@ int PortOf(const std::string& address) {
   }
 }
 
+// Where the master listens: the cluster's master_addr ("host:port"; port 0
+// or none picks a free one), else 127.0.0.1 on this machine and the node's
+// name under Slurm, which the other nodes resolve.
+Status BindAddress(const proto::ClusterSpec& cluster, std::string* host, int* port) {
+  if (!cluster.master_addr().empty()) {
+    const std::string& addr = cluster.master_addr();
+    size_t colon = addr.rfind(':');
+    *host = addr.substr(0, colon);
+    *port = colon == std::string::npos ? 0 : PortOf(addr);
+    if (host->empty()) {
+      return absl::InvalidArgumentError(StrCat("--master_addr=", addr, ": expected HOST:PORT"));
+    }
+    return absl::OkStatus();
+  }
+  if (cluster.kind() == "slurm") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) {
+      return absl::InternalError("gethostname failed");
+    }
+    *host = name;
+  }
+  return absl::OkStatus();
+}
+
 void LogEvaluations(JobState* state, size_t* logged) {
   std::vector<Evaluation> evaluations = state->evaluations();
   for (; *logged < evaluations.size(); ++*logged) {
@@ -231,16 +255,32 @@ Status Run(const MasterOptions& options) {
 
   // A journal means an earlier master of this job died: resume its job.
   EDL_ASSIGN_OR_RETURN(std::optional<proto::MasterJournal> journal, ReadJournal(options.job_dir));
+  std::string host = options.host;
   int port = options.port;
+  EDL_RETURN_IF_ERROR(BindAddress(spec.cluster(), &host, &port));
   if (journal) {
     // Workers and parameter servers keep calling the old address.
     port = PortOf(journal->master_address());
   }
   MasterService service(nullptr, token);
   std::string address;
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
+                       rpc::StartServer(host, port, {&service}, &address, kMaxMasterRequestBytes));
+
+  ExitQueue exits;
+  cluster::BackendConfig backend_config;
+  backend_config.kind = spec.cluster().kind().empty() ? "local" : spec.cluster().kind();
+  backend_config.binary =
+      spec.cluster().binary().empty() ? options.binary : spec.cluster().binary();
+  backend_config.job_dir = options.job_dir;
+  backend_config.job_name = spec.job_name();
+  backend_config.master_address = address;
+  backend_config.partition = spec.cluster().partition();
+  backend_config.worker_threads = spec.worker_threads();
   EDL_ASSIGN_OR_RETURN(
-      std::unique_ptr<grpc::Server> server,
-      rpc::StartServer(options.host, port, {&service}, &address, kMaxMasterRequestBytes));
+      std::unique_ptr<cluster::ClusterBackend> backend,
+      cluster::MakeBackend(backend_config,
+                           [&exits](const cluster::ProcessExit& e) { exits.Push(e); }));
 
   JobStateOptions state_options;
   state_options.type = spec.type();
@@ -253,6 +293,7 @@ Status Run(const MasterOptions& options) {
   state_options.master_address = address;
   state_options.flush_at_end = spec.type() == proto::JOB_TRAINING && !spec.use_async();
   state_options.max_nonfinite_minibatches = spec.max_nonfinite_minibatches();
+  if (!backend->starts_workers()) state_options.wait_for_workers = spec.num_workers();
   EventLog events(options.job_dir + "/events.jsonl");
   std::unique_ptr<JobState> state;
   if (journal) {
@@ -273,18 +314,15 @@ Status Run(const MasterOptions& options) {
   spdlog::info("master serving on {}; job {}, seed {}{}", address, spec.job_name(), spec.seed(),
                journal ? " (resumed from its journal)" : "");
 
-  ExitQueue exits;
-  cluster::LocalBackendOptions backend_options;
-  backend_options.binary = options.binary;
-  backend_options.job_dir = options.job_dir;
-  backend_options.master_address = address;
-  cluster::LocalBackend backend(backend_options,
-                                [&exits](const cluster::ProcessExit& e) { exits.Push(e); });
+  if (!backend->starts_workers()) {
+    spdlog::info("waiting for {} worker(s) to join: elasticdl worker --master={} --token_file={}",
+                 spec.num_workers(), address, rpc::JobTokenPath(options.job_dir));
+  }
   SupervisorOptions supervisor_options;
   supervisor_options.num_ps = num_ps;
   supervisor_options.max_worker_relaunches = spec.max_worker_relaunches();
   supervisor_options.max_ps_relaunches = spec.max_ps_relaunches();
-  Supervisor supervisor(supervisor_options, state.get(), &backend, &exits);
+  Supervisor supervisor(supervisor_options, state.get(), backend.get(), &exits);
 
   Status outcome = journal ? supervisor.Adopt() : supervisor.StartNew();
   auto fail = [&](Status s) {
@@ -350,7 +388,7 @@ Status Run(const MasterOptions& options) {
   }
   // Workers see the end of the job and leave by themselves; give them a
   // moment, then stop everyone.
-  backend.StopAll(milliseconds(outcome.ok() ? 3000 : 1000));
+  backend->StopAll(milliseconds(outcome.ok() ? 3000 : 1000));
 
   proto::GetJobStatusResponse final_status;
   state->GetStatus(&final_status);

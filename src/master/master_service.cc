@@ -25,6 +25,11 @@ grpc::Status MasterService::RegisterWorker(grpc::ServerContext* context,
   return Serve(*context, [&](JobState* s) { return s->RegisterWorker(*request, response); });
 }
 
+grpc::Status MasterService::Join(grpc::ServerContext* context, const proto::JoinRequest* request,
+                                 proto::JoinResponse* response) {
+  return Serve(*context, [&](JobState* s) { return s->Join(*request, response); });
+}
+
 grpc::Status MasterService::GetTask(grpc::ServerContext* context,
                                     const proto::GetTaskRequest* request,
                                     proto::GetTaskResponse* response) {

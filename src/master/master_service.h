@@ -28,6 +28,8 @@ class MasterService final : public proto::Master::Service {
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const proto::RegisterWorkerRequest* request,
                               proto::RegisterWorkerResponse* response) override;
+  grpc::Status Join(grpc::ServerContext* context, const proto::JoinRequest* request,
+                    proto::JoinResponse* response) override;
   grpc::Status GetTask(grpc::ServerContext* context, const proto::GetTaskRequest* request,
                        proto::GetTaskResponse* response) override;
   grpc::Status ReportTask(grpc::ServerContext* context, const proto::ReportTaskRequest* request,

@@ -34,8 +34,9 @@ Status Supervisor::StartNew() {
 
 Status Supervisor::Adopt() {
   for (const auto& [id, handle] : state_->ps_processes()) {
-    Status s = handle.pid > 0 ? backend_->Adopt(cluster::Role::kPs, id, handle)
-                              : absl::NotFoundError("never started");
+    const bool started = handle.pid > 0 || !handle.backend_id.empty();
+    Status s = started ? backend_->Adopt(cluster::Role::kPs, id, handle)
+                       : absl::NotFoundError("never started");
     if (s.ok()) continue;
     if (s.code() != absl::StatusCode::kNotFound) return s;
     spdlog::warn("parameter server {} is gone; relaunching it", id);
@@ -43,6 +44,9 @@ Status Supervisor::Adopt() {
     EDL_RETURN_IF_ERROR(RelaunchPs(id));
   }
   for (const auto& [id, handle] : state_->worker_processes()) {
+    // A worker that joined by itself renews its lease with the new master,
+    // or loses it.
+    if (handle.joined) continue;
     Status s = backend_->Adopt(cluster::Role::kWorker, id, handle);
     if (s.ok()) {
       running_.insert(id);
@@ -110,25 +114,33 @@ Status Supervisor::Reconcile() {
   if (!workers_started_) {
     if (!state_->all_ps_registered()) return absl::OkStatus();
     workers_started_ = true;
+    if (!backend_->starts_workers()) return absl::OkStatus();
     for (int i = 0; i < state_->workers_target(); ++i) EDL_RETURN_IF_ERROR(StartWorker(false));
     return absl::OkStatus();
   }
+  // The workers the backend started and the ones that joined by themselves.
+  std::set<int> members(running_.begin(), running_.end());
+  for (int id : state_->joined_workers()) members.insert(id);
   std::vector<int> active;
-  for (int id : running_) {
+  for (int id : members) {
     if (!state_->leaving(id)) active.push_back(id);
   }
   const int target = state_->workers_target();
   if (static_cast<int>(active.size()) > target) {
-    // The newest leave first.
+    // The newest leave first. A joined worker hears it with its heartbeat.
     for (size_t i = target; i < active.size(); ++i) {
       int id = active[active.size() - 1 - (i - target)];
       spdlog::info("asking worker {} to leave (scaling to {})", id, target);
       state_->AskToLeave(id);
-      backend_->Signal(cluster::Role::kWorker, id, SIGTERM).IgnoreError();
+      if (running_.count(id) != 0) {
+        backend_->Signal(cluster::Role::kWorker, id, SIGTERM).IgnoreError();
+      }
     }
     to_replace_ = 0;
     return absl::OkStatus();
   }
+  // Workers started elsewhere join when they do.
+  if (!backend_->starts_workers()) return absl::OkStatus();
   // Crashed workers are replaced within the relaunch budget; workers that
   // left cleanly without being asked (preempted) and scaling up are free.
   for (int n = static_cast<int>(active.size()); n < target; ++n) {
@@ -153,10 +165,11 @@ Status Supervisor::Tick() {
   for (const cluster::ProcessExit& exit : exits_->TakeAll()) EDL_RETURN_IF_ERROR(HandleExit(exit));
   for (int id : state_->ExpiredLeases()) {
     spdlog::warn("worker {} missed its lease; taking it as lost", id);
-    backend_->Signal(cluster::Role::kWorker, id, SIGKILL).IgnoreError();
+    // One that joined by itself is not ours to end or to replace.
+    const bool ours = running_.erase(id) != 0;
+    if (ours) backend_->Signal(cluster::Role::kWorker, id, SIGKILL).IgnoreError();
     state_->WorkerLost(id, false, "lease expired");
-    running_.erase(id);
-    ++to_replace_;
+    if (ours) ++to_replace_;
   }
   if (state_->finished()) return absl::OkStatus();
   return Reconcile();

@@ -51,8 +51,10 @@ StatusOr<std::string> CreateJobToken(const std::string& job_dir) {
   return token;
 }
 
+std::string JobTokenPath(const std::string& job_dir) { return job_dir + kTokenFile; }
+
 StatusOr<std::string> ReadJobToken(const std::string& job_dir) {
-  const std::string path = job_dir + kTokenFile;
+  const std::string path = JobTokenPath(job_dir);
   EDL_ASSIGN_OR_RETURN(std::string token, ReadFileToString(path));
   if (token.size() != 2 * kTokenBytes) {
     return absl::DataLossError(StrCat(path, ": not a job token (", token.size(), " bytes)"));

@@ -25,6 +25,9 @@ inline constexpr char kTokenMetadataKey[] = "x-elasticdl-token";
 // Generates a new random token and writes it to `job_dir`/token (mode 0600).
 StatusOr<std::string> CreateJobToken(const std::string& job_dir);
 
+// `job_dir`/token.
+std::string JobTokenPath(const std::string& job_dir);
+
 // The token of the job in `job_dir`.
 StatusOr<std::string> ReadJobToken(const std::string& job_dir);
 

@@ -23,14 +23,9 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kMasterTimeout{30000};
-// How long registration waits for the parameter servers (a relaunched one
-// restores its checkpoint first).
-constexpr auto kRegisterPatience = std::chrono::seconds(120);
 // Between heartbeats: often enough that the master's view of a task's
 // progress is fresh when the worker dies.
 constexpr milliseconds kMaxHeartbeatInterval{250};
-// At most this often a failing master channel is replaced by a new one.
-constexpr milliseconds kChannelRenewal{500};
 // A pull waiting for a synchronous step asks again this often, to notice a
 // request to stop.
 constexpr milliseconds kStepWait{500};
@@ -77,31 +72,15 @@ StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
                        ZooProgram::Resolve(std::move(library), names, spec.model_params()));
   int threads = options.num_threads > 0 ? options.num_threads : spec.worker_threads();
   torch::set_num_threads(std::max(threads, 1));
-  return std::unique_ptr<Worker>(
-      new Worker(options, std::move(spec), std::move(token), std::move(program)));
+  WorkerPeers peers = GrpcPeers(options.master_address, token);
+  return std::make_unique<Worker>(options, std::move(spec), std::move(program), std::move(peers));
 }
 
-Worker::Worker(WorkerOptions options, proto::JobSpec spec, std::string token, ZooProgram program)
+Worker::Worker(WorkerOptions options, proto::JobSpec spec, ZooProgram program, WorkerPeers peers)
     : options_(std::move(options)),
       spec_(std::move(spec)),
-      token_(std::move(token)),
-      program_(std::move(program)) {
-  master_ = proto::Master::NewStub(rpc::MakeChannel(options_.master_address));
-}
-
-std::shared_ptr<proto::Master::Stub> Worker::MasterStub() {
-  std::lock_guard<std::mutex> lock(master_mu_);
-  return master_;
-}
-
-void Worker::RenewMasterChannel() {
-  // A channel that failed to connect backs off before trying again; a new
-  // one connects at once, to a master restarted on the same address.
-  std::lock_guard<std::mutex> lock(master_mu_);
-  if (std::chrono::steady_clock::now() - master_renewed_ < kChannelRenewal) return;
-  master_renewed_ = std::chrono::steady_clock::now();
-  master_ = proto::Master::NewStub(rpc::MakeChannel(options_.master_address));
-}
+      program_(std::move(program)),
+      peers_(std::move(peers)) {}
 
 Worker::~Worker() { StopHeartbeats(); }
 
@@ -115,8 +94,7 @@ Status Worker::CallMaster(const char* what, Method method, const Request& reques
   const auto deadline = std::chrono::steady_clock::now() + options_.master_patience;
   bool warned = false;
   while (true) {
-    auto context = rpc::MakeContext(kMasterTimeout, token_);
-    Status s = rpc::FromGrpc((MasterStub().get()->*method)(context.get(), request, response));
+    Status s = (peers_.master.get()->*method)(request, response, kMasterTimeout);
     if (s.ok() || !rpc::IsUnreachable(s)) {
       if (warned && s.ok()) spdlog::info("the master is back");
       return Annotate(s, what);
@@ -129,28 +107,29 @@ Status Worker::CallMaster(const char* what, Method method, const Request& reques
       warned = true;
       spdlog::warn("{}: the master is unreachable ({}); retrying", what, std::string(s.message()));
     }
+    peers_.master->Reconnect();
     std::this_thread::sleep_for(milliseconds(100));
   }
 }
 
 Status Worker::Register() {
-  auto deadline = std::chrono::steady_clock::now() + kRegisterPatience;
+  auto deadline = std::chrono::steady_clock::now() + options_.register_patience;
   while (true) {
     proto::RegisterWorkerRequest request;
     request.set_worker_id(options_.worker_id);
     proto::RegisterWorkerResponse response;
-    auto context = rpc::MakeContext(kMasterTimeout, token_);
-    Status s = rpc::FromGrpc(MasterStub()->RegisterWorker(context.get(), request, &response));
+    Status s = peers_.master->RegisterWorker(request, &response, kMasterTimeout);
     if (s.ok()) {
       std::vector<std::string> addresses(response.ps_addresses().begin(),
                                          response.ps_addresses().end());
-      ps_ = addresses.empty() ? nullptr : std::make_unique<rpc::PsClient>(addresses, token_);
+      ps_ = addresses.empty() ? nullptr : peers_.connect_ps(addresses);
       return absl::OkStatus();
     }
     if (!rpc::IsUnreachable(s) || std::chrono::steady_clock::now() > deadline) {
       return Annotate(s, "registering with the master");
     }
     if (stopping()) return absl::CancelledError("stopped while registering");
+    if (rpc::IsUnreachable(s)) peers_.master->Reconnect();
     std::this_thread::sleep_for(milliseconds(100));
   }
 }
@@ -238,7 +217,7 @@ Status Worker::Reconnect() {
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
   awaiting_step_.assign(ps_->num_shards(), false);
-  const auto deadline = std::chrono::steady_clock::now() + kRegisterPatience;
+  const auto deadline = std::chrono::steady_clock::now() + options_.register_patience;
   while (true) {
     Status s = Pull();
     if (s.ok()) break;
@@ -468,8 +447,8 @@ Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report
 
 Status Worker::Report(const proto::ReportTaskRequest& report) {
   proto::ReportTaskResponse ignored;
-  Status s = CallMaster("reporting a task to the master", &proto::Master::Stub::ReportTask, report,
-                        &ignored);
+  Status s =
+      CallMaster("reporting a task to the master", &MasterClient::ReportTask, report, &ignored);
   // The task was taken back (this worker was presumed lost, or a parameter
   // server went back to a checkpoint): someone else does it. Not an error.
   if (s.code() == absl::StatusCode::kFailedPrecondition && !lost_.load()) {
@@ -491,14 +470,13 @@ void Worker::HeartbeatLoop() {
     request.set_attempt(attempt_.load());
     request.set_minibatches_done(minibatches_done_.load());
     proto::HeartbeatResponse response;
-    auto context = rpc::MakeContext(interval * 4, token_);
-    Status s = rpc::FromGrpc(MasterStub()->Heartbeat(context.get(), request, &response));
+    Status s = peers_.master->Heartbeat(request, &response, interval * 4);
     if (s.ok()) {
       if (response.leave() && !leave_.exchange(true)) {
         spdlog::info("the master asks this worker to leave");
       }
     } else if (rpc::IsUnreachable(s)) {
-      RenewMasterChannel();
+      peers_.master->Reconnect();
     } else if (s.code() == absl::StatusCode::kFailedPrecondition) {
       // The master has taken us as lost and given our work to others.
       if (!lost_.exchange(true)) {
@@ -531,8 +509,8 @@ Status Worker::Run() {
     proto::GetTaskRequest request;
     request.set_worker_id(options_.worker_id);
     proto::GetTaskResponse response;
-    EDL_RETURN_IF_ERROR(CallMaster("asking the master for a task", &proto::Master::Stub::GetTask,
-                                   request, &response));
+    EDL_RETURN_IF_ERROR(
+        CallMaster("asking the master for a task", &MasterClient::GetTask, request, &response));
     const proto::Task& task = response.task();
     if (task.type() == proto::TASK_NONE) return absl::OkStatus();
     if (task.type() == proto::TASK_WAIT) {

@@ -45,9 +45,9 @@
 #include <thread>
 
 #include "elasticdl/data/record_file.h"
-#include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
-#include "rpc/ps_client.h"
+#include "worker/peers.h"
 #include "worker/sharded_model.h"
 #include "zoo/zoo_program.h"
 
@@ -65,11 +65,18 @@ struct WorkerOptions {
   const std::atomic<bool>* stop = nullptr;
   // How long the master may be unreachable before the worker gives up.
   std::chrono::milliseconds master_patience{60000};
+  // How long registration waits for the master and its parameter servers
+  // (a relaunched server restores its checkpoint first).
+  std::chrono::milliseconds register_patience{120000};
 };
 
 class Worker {
  public:
+  // Reads the job's spec, token and zoo from options.job_dir and talks to
+  // its peers over gRPC.
   static StatusOr<std::unique_ptr<Worker>> Create(const WorkerOptions& options);
+  // A worker of `spec` running `program`, talking to `peers` (tests: fakes).
+  Worker(WorkerOptions options, proto::JobSpec spec, ZooProgram program, WorkerPeers peers);
   ~Worker();
 
   // Runs tasks until the master says the job is over or the worker is asked
@@ -77,16 +84,9 @@ class Worker {
   Status Run();
 
  private:
-  Worker(WorkerOptions options, proto::JobSpec spec, std::string token, ZooProgram program);
-
   // A master call, retried while the master is unreachable (restarting).
   template <typename Request, typename Response, typename Method>
   Status CallMaster(const char* what, Method method, const Request& request, Response* response);
-
-  // The master's stub, and replacing it by one on a new channel (see
-  // CallMaster). Thread-safe.
-  std::shared_ptr<proto::Master::Stub> MasterStub();
-  void RenewMasterChannel();
 
   Status Register();
   Status LoadInitialModel();
@@ -120,12 +120,9 @@ class Worker {
 
   const WorkerOptions options_;
   const proto::JobSpec spec_;
-  const std::string token_;
   ZooProgram program_;
-  std::mutex master_mu_;
-  std::shared_ptr<proto::Master::Stub> master_;
-  std::chrono::steady_clock::time_point master_renewed_;
-  std::unique_ptr<rpc::PsClient> ps_;
+  WorkerPeers peers_;
+  std::unique_ptr<ParameterServers> ps_;
   std::unique_ptr<ShardedModel> model_;
   std::vector<int64_t> versions_;    // per shard, of the values in model_
   std::vector<uint64_t> instances_;  // per shard, the server instance of versions_

@@ -25,13 +25,12 @@ import os
 import random
 import signal
 import subprocess
-import tempfile
 import time
 import unittest
 
 import exactness
 import job_test
-from exactness import EventLog, JobEnded
+from exact_jobs import ExactJobCase
 
 REPEAT = int(os.environ.get("CHAOS_REPEAT", "1"))
 SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1 << 31))
@@ -52,8 +51,6 @@ SIGKILL_SLEEP_MS = 80
 JOB_TIMEOUT = 150
 # How long a fault may take to show in the event log, or to be repaired.
 EVENT_TIMEOUT = 60
-# Building the zoo (the first job of a fresh cache): minutes on two busy cores.
-BUILD_TIMEOUT = 600
 
 
 def shard_of(name, num_shards):
@@ -74,128 +71,27 @@ def is_process_of(pid, role, job_dir):
     return pid in job_test.job_processes(job_dir) and role in argv[1:2]
 
 
-class ChaosTest(unittest.TestCase):
+class ChaosTest(ExactJobCase):
+    TRAIN_RECORDS = TRAIN_RECORDS
+    VALIDATION_RECORDS = VALIDATION_RECORDS
+    MINIBATCH = MINIBATCH
+    MINIBATCHES_PER_TASK = MINIBATCHES_PER_TASK
+    SLEEP_MS = SLEEP_MS
+    REPEAT = REPEAT
+    EVENT_TIMEOUT = EVENT_TIMEOUT
+    JOB_TIMEOUT = JOB_TIMEOUT
+
     @classmethod
     def setUpClass(cls):
         print(f"\nchaos seed {SEED} (CHAOS_SEED), {REPEAT} run(s) per scenario (CHAOS_REPEAT)",
               flush=True)
-        cls._tmp = tempfile.TemporaryDirectory(prefix="elasticdl-chaos-test-")
-        data = os.path.join(cls._tmp.name, "data")
-        os.makedirs(data)
-        cls.train_file = os.path.join(data, "train.recordio")
-        cls.validation_file = os.path.join(data, "validation.tfrecord")
-        exactness.write_records(cls.train_file, range(TRAIN_RECORDS))
-        exactness.write_records(cls.validation_file, range(VALIDATION_RECORDS), fmt="tfrecord")
         cls.rng = random.Random(SEED)
-        # Build the zoo (or find it cached) with a tiny job, so that the
-        # scenarios' clocks start with training.
-        job_dir = os.path.join(cls._tmp.name, "job-warm-up")
-        job = job_test.Job(cls._args(job_dir, None, num_workers=1, num_epochs=1,
-                                     validation_data=None, params=exactness.model_params(
-                                         TRAIN_RECORDS, 0)))
-        if job.wait(BUILD_TIMEOUT) != 0:
-            if job.proc.poll() is None:
-                job.proc.kill()
-                job.wait(30)
-            raise AssertionError(f"warm-up job failed:\n{job.describe()}")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls._tmp.cleanup()
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix=self._testMethodName + "-", dir=self._tmp.name)
-        self._jobs = []
-        self._job_dirs = []
-
-    def tearDown(self):
-        self._cleanup()
-
-    def _cleanup(self):
-        """Kills what a failed run left: our clients, then every process of our jobs."""
-        job_test.kill_leftovers(self._jobs, self._job_dirs)
-        self._jobs, self._job_dirs = [], []
-
-    def repeat(self, scenario):
-        """Runs scenario(run) REPEAT times, each a subtest cleaned up after."""
-        for run in range(REPEAT):
-            with self.subTest(run=run):
-                try:
-                    scenario(run)
-                finally:
-                    self._cleanup()
+        super().setUpClass()
 
     # -- jobs ----------------------------------------------------------------
 
-    @classmethod
-    def _args(cls, job_dir, output, **flags):
-        options = {
-            "model_zoo": exactness.MODEL_ZOO, "model_def": exactness.MODEL_DEF,
-            "training_data": cls.train_file, "validation_data": cls.validation_file,
-            "params": exactness.model_params(TRAIN_RECORDS, SLEEP_MS),
-            "num_epochs": 2, "num_workers": 2, "num_ps_pods": 1,
-            "minibatch_size": MINIBATCH, "num_minibatches_per_task": MINIBATCHES_PER_TASK,
-            "num_threads": 1, "job_dir": job_dir, "output": output,
-            "optimizer": "unit_step_optimizer",
-        }
-        options.update(flags)
-        return (["train"] + [f"--{k}={v}" for k, v in options.items() if v is not None] +
-                ["--no_progress"])
-
-    def start(self, name, **flags):
-        """Starts a training job; returns (job, job_dir, output, event log)."""
-        job_dir = os.path.join(self.dir, "job-" + name)
-        output = os.path.join(self.dir, "model-" + name)
-        self._job_dirs.append(job_dir)
-        job = job_test.Job(self._args(job_dir, output, **flags))
-        self._jobs.append(job)
-        return job, job_dir, output, EventLog(job_dir)
-
     def describe(self, job, log):
-        return f"chaos seed {SEED}\n{job.describe()}\n{log.tail(20)}"
-
-    def until(self, job, log, condition, what, timeout=EVENT_TIMEOUT):
-        """log.until, failing the test (with the job's output) instead of raising."""
-        try:
-            return log.until(condition, timeout, what, alive=lambda: job.proc.poll() is None)
-        except (TimeoutError, JobEnded) as e:
-            if job.proc.poll() is not None:
-                job.wait(10)
-            self.fail(f"{e}\n{self.describe(job, log)}")
-
-    def wait_event(self, job, log, predicate, what, timeout=EVENT_TIMEOUT):
-        found = self.until(job, log, lambda: next((e for e in log.events if predicate(e)), None),
-                           what, timeout)
-        return found
-
-    def assertExact(self, job, job_dir, output, log, epochs):
-        """The job succeeded and accounted for every record exactly; nothing is left running."""
-        code = job.wait(JOB_TIMEOUT)
-        if code is None:
-            self.fail(f"still running after {JOB_TIMEOUT} s\n{self.describe(job, log)}")
-        log.poll()
-        self.assertEqual(code, 0, self.describe(job, log))
-        # Only the client's own failure line; logs of recovered faults may
-        # quote gRPC errors ("last error: ...").
-        errors = [line for line in job.stderr.splitlines() if line.startswith("error:")]
-        self.assertEqual(errors, [], self.describe(job, log))
-        diff = exactness.check_rows(output, TRAIN_RECORDS, epochs)
-        self.assertEqual(diff, "", self.describe(job, log))
-        diff = exactness.check_metrics(job.stdout, VALIDATION_RECORDS, epochs)
-        self.assertEqual(diff, "", self.describe(job, log))
-        trained = job_test.TRAINED.findall(job.stdout)
-        self.assertEqual([int(r) for r, _ in trained], [TRAIN_RECORDS * epochs],
-                         self.describe(job, log))
-        # Processes of a finished job may take a moment to be reaped.
-        deadline = time.monotonic() + 5
-        while job_test.job_processes(job_dir) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertEqual(job_test.job_processes(job_dir), {},
-                         f"processes of {job_dir} outlived their job")
-        if log.events:
-            last = log.events[-1]
-            self.assertEqual(last.get("event"), "job_finished", self.describe(job, log))
-            self.assertFalse(last.get("failed"), self.describe(job, log))
+        return f"chaos seed {SEED}\n{super().describe(job, log)}"
 
     # -- faults ----------------------------------------------------------------
 

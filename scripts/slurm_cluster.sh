@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# A two-node Slurm cluster on this machine, for trying ElasticDL's Slurm
+# backend and for its tests: Slurm's controller and two node daemons (n1, n2,
+# both on localhost) under a state directory of your choosing, with munge for
+# authentication. No systemd needed; Slurm and munge come from Debian.
+#
+#   scripts/slurm_cluster.sh start DIR   install (if missing), configure, start
+#   scripts/slurm_cluster.sh stop DIR    stop the daemons started from DIR
+#   scripts/slurm_cluster.sh env DIR     print the export line for Slurm's tools
+#
+# After `start`, `export SLURM_CONF=DIR/slurm.conf` points sbatch, squeue,
+# sinfo and `elasticdl train --cluster=slurm` at it. Jobs go to the least
+# loaded node (CR_LLN), so that a job's processes spread over both nodes as
+# they would over a real cluster's. Environment:
+#   SLURM_CPUS_PER_NODE  CPUs each virtual node offers (default 4)
+#   SLURM_PORT_BASE      first of the 3 TCP ports used (default 17100)
+set -euo pipefail
+
+usage() {
+  echo "usage: $0 start|stop|env DIR" >&2
+  exit 2
+}
+[ $# -eq 2 ] || usage
+cmd=$1
+dir=$(realpath -m "$2")
+conf=$dir/slurm.conf
+
+install_packages() {
+  local missing=()
+  for p in slurmctld slurmd slurm-client munge; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "slurm_cluster: installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+start_munge() {
+  if [ ! -s /etc/munge/munge.key ]; then
+    /usr/sbin/mungekey --create --keyfile=/etc/munge/munge.key 2>/dev/null ||
+      dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+    chown munge:munge /etc/munge/munge.key
+    chmod 400 /etc/munge/munge.key
+  fi
+  if ! munge -n </dev/null >/dev/null 2>&1; then
+    mkdir -p /run/munge
+    chown munge:munge /run/munge
+    runuser -u munge -- /usr/sbin/munged
+    for _ in $(seq 50); do munge -n </dev/null >/dev/null 2>&1 && return; sleep 0.1; done
+    echo "slurm_cluster: munged did not start" >&2
+    exit 1
+  fi
+}
+
+write_conf() {
+  local cpus=${SLURM_CPUS_PER_NODE:-4} base=${SLURM_PORT_BASE:-17100}
+  mkdir -p "$dir/state" "$dir/spool-n1" "$dir/spool-n2"
+  cat >"$conf" <<CONF
+ClusterName=edl
+SlurmctldHost=localhost
+SlurmctldPort=$base
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core,CR_LLN
+SlurmdParameters=config_overrides
+ReturnToService=2
+SlurmdTimeout=30
+MinJobAge=600
+KillWait=5
+MailProg=/bin/true
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool-%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
+NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + 2)) CPUs=$cpus State=UNKNOWN
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+CONF
+}
+
+running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+case $cmd in
+start)
+  install_packages
+  start_munge
+  mkdir -p "$dir"
+  write_conf
+  export SLURM_CONF=$conf
+  if ! running "$dir/slurmctld.pid"; then
+    # -i: ignore state from an earlier run in the same directory.
+    /usr/sbin/slurmctld -i -f "$conf"
+  fi
+  for n in n1 n2; do
+    running "$dir/slurmd-$n.pid" || /usr/sbin/slurmd -N "$n" -f "$conf"
+  done
+  for _ in $(seq 100); do
+    idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | grep -c -E ' (idle|mix|alloc)$' || true)
+    if [ "$idle" = 2 ]; then
+      echo "slurm_cluster: 2 nodes up; export SLURM_CONF=$conf"
+      exit 0
+    fi
+    # Nodes left DOWN by an earlier test come back when asked.
+    scontrol update nodename=n1,n2 state=resume >/dev/null 2>&1 || true
+    sleep 0.3
+  done
+  echo "slurm_cluster: nodes did not come up; see $dir/slurmctld.log" >&2
+  sinfo -N >&2 || true
+  exit 1
+  ;;
+stop)
+  [ -f "$conf" ] && SLURM_CONF=$conf scancel --user="$(id -un)" >/dev/null 2>&1 || true
+  for pidfile in "$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid; do
+    if running "$pidfile"; then kill "$(cat "$pidfile")"; fi
+  done
+  for _ in $(seq 50); do
+    alive=0
+    for pidfile in "$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid; do
+      running "$pidfile" && alive=1
+    done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  echo "slurm_cluster: stopped ($dir)"
+  ;;
+env)
+  echo "export SLURM_CONF=$conf"
+  ;;
+*) usage ;;
+esac

@@ -1,0 +1,86 @@
+#include "cluster/backends.h"
+
+#include <filesystem>
+
+#include "cluster/local_backend.h"
+#include "cluster/slurm_backend.h"
+#include "common/strings.h"
+
+namespace elasticdl::cluster {
+namespace {
+
+// `external`: parameter servers run on the master's machine, as on
+// `local`; workers are started by someone else and join by themselves.
+class ExternalBackend : public ClusterBackend {
+ public:
+  ExternalBackend(LocalBackendOptions options, ExitCallback on_exit)
+      : local_(std::move(options), std::move(on_exit)) {}
+
+  bool starts_workers() const override { return false; }
+  StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override {
+    return local_.StartPs(ps_id, launch);
+  }
+  StatusOr<ProcessHandle> StartWorker(int worker_id) override {
+    return absl::FailedPreconditionError(
+        StrCat("worker ", worker_id,
+               ": the external cluster starts no workers; start one with `elasticdl worker "
+               "--master=... --token_file=...`"));
+  }
+  Status Adopt(Role role, int id, const ProcessHandle& handle) override {
+    return local_.Adopt(role, id, handle);
+  }
+  Status Signal(Role role, int id, int signal) override { return local_.Signal(role, id, signal); }
+  void StopAll(std::chrono::milliseconds grace) override { local_.StopAll(grace); }
+
+ private:
+  LocalBackend local_;
+};
+
+std::string HostOf(const std::string& address) {
+  size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+}  // namespace
+
+const std::vector<std::string>& ClusterKinds() {
+  static const std::vector<std::string> kinds = {"local", "slurm", "external"};
+  return kinds;
+}
+
+StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& config,
+                                                      ClusterBackend::ExitCallback on_exit) {
+  std::string binary = config.binary;
+  if (binary.empty()) {
+    std::error_code ec;
+    binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  }
+  if (config.kind == "local" || config.kind == "external") {
+    LocalBackendOptions local;
+    local.binary = binary;
+    local.job_dir = config.job_dir;
+    local.master_address = config.master_address;
+    local.ps_host = HostOf(config.master_address);
+    if (config.kind == "local") {
+      return std::unique_ptr<ClusterBackend>(
+          std::make_unique<LocalBackend>(std::move(local), std::move(on_exit)));
+    }
+    return std::unique_ptr<ClusterBackend>(
+        std::make_unique<ExternalBackend>(std::move(local), std::move(on_exit)));
+  }
+  if (config.kind == "slurm") {
+    SlurmBackendOptions slurm;
+    slurm.binary = binary;
+    slurm.job_dir = config.job_dir;
+    slurm.master_address = config.master_address;
+    slurm.job_name = config.job_name;
+    slurm.partition = config.partition;
+    slurm.worker_cpus = config.worker_threads;
+    return std::unique_ptr<ClusterBackend>(
+        std::make_unique<SlurmBackend>(std::move(slurm), std::move(on_exit)));
+  }
+  return absl::InvalidArgumentError(
+      StrCat("unknown cluster '", config.kind, "': expected local, slurm or external"));
+}
+
+}  // namespace elasticdl::cluster

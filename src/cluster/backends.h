@@ -1,0 +1,38 @@
+// Picks the job's cluster backend, once, from the kind the user chose
+// (`--cluster=local|slurm|external`).
+#ifndef ELASTICDL_CLUSTER_BACKENDS_H_
+#define ELASTICDL_CLUSTER_BACKENDS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster_backend.h"
+
+namespace elasticdl::cluster {
+
+// The cluster kinds, for flag checks and help.
+const std::vector<std::string>& ClusterKinds();
+
+struct BackendConfig {
+  // "local", "slurm" or "external".
+  std::string kind = "local";
+  // The elasticdl binary; empty: the running one.
+  std::string binary;
+  std::string job_dir;
+  std::string job_name;
+  // host:port of the master.
+  std::string master_address;
+  // Slurm: the partition; empty: the cluster's default.
+  std::string partition;
+  // LibTorch threads of each worker (the CPUs it asks a scheduler for).
+  int worker_threads = 1;
+};
+
+// `on_exit` runs (on a backend thread) for every process that ends.
+StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& config,
+                                                      ClusterBackend::ExitCallback on_exit);
+
+}  // namespace elasticdl::cluster
+
+#endif  // ELASTICDL_CLUSTER_BACKENDS_H_

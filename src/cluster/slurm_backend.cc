@@ -1,0 +1,290 @@
+#include "cluster/slurm_backend.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdlib>
+
+#include "cluster/command.h"
+#include "common/strings.h"
+
+namespace elasticdl::cluster {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::string Join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// "sbatch: error: invalid partition specified: x\nsbatch: error: ..." ->
+// one line.
+std::string OneLine(const std::string& text) {
+  std::string out;
+  for (char c : Trimmed(text)) out += c == '\n' ? "; " : std::string(1, c);
+  return out;
+}
+
+Status Scancel(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"scancel"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  EDL_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv));
+  if (!r.ok()) return absl::UnavailableError(StrCat("scancel: ", OneLine(r.err)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool SlurmStateIsFinal(const std::string& state) {
+  return !(state == "PENDING" || state == "RUNNING" || state == "CONFIGURING" ||
+           state == "COMPLETING" || state == "SUSPENDED" || state == "REQUEUED" ||
+           state == "REQUEUE_HOLD" || state == "REQUEUE_FED" || state == "RESIZING" ||
+           state == "SIGNALING" || state == "STAGE_OUT" || state == "STOPPED" ||
+           state == "RESV_DEL_HOLD");
+}
+
+StatusOr<std::vector<SlurmJobState>> QuerySlurmJobs(const std::vector<std::string>& ids) {
+  std::vector<SlurmJobState> out;
+  if (ids.empty()) return out;
+  EDL_ASSIGN_OR_RETURN(CommandResult r,
+                       RunCommand({"squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N",
+                                   "--jobs=" + Join(ids, ",")}));
+  if (!r.ok()) {
+    // squeue refuses a list of ids none of which it knows any more.
+    if (r.err.find("Invalid job id") != std::string::npos) return out;
+    return absl::UnavailableError(StrCat("squeue: ", OneLine(r.err)));
+  }
+  size_t start = 0;
+  while (start < r.out.size()) {
+    size_t end = r.out.find('\n', start);
+    if (end == std::string::npos) end = r.out.size();
+    std::string line = r.out.substr(start, end - start);
+    start = end + 1;
+    std::vector<std::string> f;
+    size_t at = 0;
+    for (size_t bar; (bar = line.find('|', at)) != std::string::npos; at = bar + 1) {
+      f.push_back(line.substr(at, bar - at));
+    }
+    f.push_back(line.substr(at));
+    if (f.size() < 4) continue;
+    out.push_back({f[0], f[1], f[2], f[3]});
+  }
+  return out;
+}
+
+StatusOr<std::string> SubmitSlurmJob(const std::string& name, const std::string& output,
+                                     const std::string& partition, int cpus,
+                                     const std::string& command,
+                                     const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {"sbatch",
+                                   "--parsable",
+                                   "--job-name=" + name,
+                                   "--output=" + output,
+                                   "--open-mode=append",
+                                   "--no-requeue",
+                                   "--ntasks=1",
+                                   StrCat("--cpus-per-task=", std::max(1, cpus))};
+  if (!partition.empty()) argv.push_back("--partition=" + partition);
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back("--wrap=exec " + command);
+  StatusOr<CommandResult> r = RunCommand(argv);
+  if (!r.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat(r.status().message(), " (is Slurm's client installed and on PATH?)"));
+  }
+  if (!r->ok()) {
+    return absl::FailedPreconditionError(
+        StrCat("Slurm refused job ", name, ": ", OneLine(r->err.empty() ? r->out : r->err)));
+  }
+  // --parsable: "<id>" or "<id>;<cluster>".
+  std::string id = Trimmed(r->out);
+  id = id.substr(0, id.find(';'));
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+    return absl::InternalError(StrCat("sbatch printed no job id: ", OneLine(r->out)));
+  }
+  return id;
+}
+
+SlurmBackend::SlurmBackend(SlurmBackendOptions options, ExitCallback on_exit)
+    : options_(std::move(options)), on_exit_(std::move(on_exit)) {
+  watcher_ = std::thread([this] { Watch(); });
+}
+
+SlurmBackend::~SlurmBackend() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  watcher_.join();
+}
+
+StatusOr<ProcessHandle> SlurmBackend::Submit(Role role, int id, const std::string& args, int cpus) {
+  const std::string label = RoleLabel(role, id);
+  // The process binds on its node's name, which the other nodes resolve.
+  std::string command = StrCat(ShellQuote(options_.binary), role == Role::kPs ? " ps" : " worker",
+                               " --job_dir=", ShellQuote(options_.job_dir),
+                               " --master=", ShellQuote(options_.master_address), args);
+  EDL_ASSIGN_OR_RETURN(
+      std::string job_id,
+      SubmitSlurmJob(StrCat(options_.job_name, "-", label),
+                     StrCat(options_.job_dir, "/logs/", label, ".log"), options_.partition, cpus,
+                     command, {"--export=ALL,OMP_WAIT_POLICY=PASSIVE"}));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[job_id] = Job{role, id};
+  }
+  changed_.notify_all();
+  spdlog::info("{} submitted as Slurm job {}", label, job_id);
+  ProcessHandle handle;
+  handle.backend_id = job_id;
+  return handle;
+}
+
+StatusOr<ProcessHandle> SlurmBackend::StartPs(int ps_id, const PsLaunch& launch) {
+  return Submit(
+      Role::kPs, ps_id,
+      StrCat(" --ps_id=", ps_id, " --host=\"$(hostname)\"", launch.restore ? " --restore" : ""),
+      options_.ps_cpus);
+}
+
+StatusOr<ProcessHandle> SlurmBackend::StartWorker(int worker_id) {
+  return Submit(Role::kWorker, worker_id, StrCat(" --worker_id=", worker_id), options_.worker_cpus);
+}
+
+Status SlurmBackend::Adopt(Role role, int id, const ProcessHandle& handle) {
+  if (handle.backend_id.empty()) return absl::NotFoundError("no Slurm job");
+  EDL_ASSIGN_OR_RETURN(std::vector<SlurmJobState> states, QuerySlurmJobs({handle.backend_id}));
+  if (states.empty() || SlurmStateIsFinal(states[0].state)) {
+    return absl::NotFoundError(StrCat("Slurm job ", handle.backend_id, " has ended"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[handle.backend_id] = Job{role, id};
+  }
+  changed_.notify_all();
+  return absl::OkStatus();
+}
+
+std::vector<std::string> SlurmBackend::Ids(Role role, int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> ids;
+  for (const auto& [job_id, job] : jobs_) {
+    if (job.role == role && job.id == id) ids.push_back(job_id);
+  }
+  return ids;
+}
+
+Status SlurmBackend::Signal(Role role, int id, int signal) {
+  std::vector<std::string> ids = Ids(role, id);
+  if (ids.empty()) return absl::NotFoundError(StrCat(RoleLabel(role, id), ": no Slurm job"));
+  if (signal == SIGTERM) {
+    // A job still pending has done nothing: cancel it.
+    Status s = Scancel({"--batch", "--signal=TERM", Join(ids, ",")});
+    if (s.ok()) return s;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& job_id : ids) jobs_[job_id].cancelled = true;
+  }
+  return Scancel({Join(ids, ",")});
+}
+
+void SlurmBackend::StopAll(milliseconds grace) {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [job_id, job] : jobs_) ids.push_back(job_id);
+  }
+  if (ids.empty()) return;
+  Scancel({"--batch", "--signal=TERM", Join(ids, ",")}).IgnoreError();
+  auto wait_until = [this](std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_until(lock, deadline, [this] { return jobs_.empty(); });
+  };
+  if (wait_until(std::chrono::steady_clock::now() + grace)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ids.clear();
+    for (auto& [job_id, job] : jobs_) {
+      job.cancelled = true;
+      ids.push_back(job_id);
+    }
+  }
+  Scancel({Join(ids, ",")}).IgnoreError();
+  if (!wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
+    spdlog::warn("Slurm jobs {} have not ended yet", Join(ids, ","));
+  }
+}
+
+size_t SlurmBackend::PollOnce() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [job_id, job] : jobs_) ids.push_back(job_id);
+  }
+  if (ids.empty()) return 0;
+  StatusOr<std::vector<SlurmJobState>> states = QuerySlurmJobs(ids);
+  if (!states.ok()) {
+    // The controller may be restarting: the jobs count as running.
+    spdlog::warn("asking Slurm about the job's processes: {}",
+                 std::string(states.status().message()));
+    return ids.size();
+  }
+  std::map<std::string, const SlurmJobState*> by_id;
+  for (const SlurmJobState& s : *states) by_id[s.id] = &s;
+  std::vector<ProcessExit> exits;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& id : ids) {
+      auto job = jobs_.find(id);
+      if (job == jobs_.end()) continue;
+      auto it = by_id.find(id);
+      // Unknown to squeue: purged after it ended.
+      std::string state = it == by_id.end() ? "GONE" : it->second->state;
+      if (!SlurmStateIsFinal(state)) continue;
+      ProcessExit e;
+      e.role = job->second.role;
+      e.id = job->second.id;
+      e.ok = state == "COMPLETED" || (state == "CANCELLED" && job->second.cancelled);
+      e.description = StrCat("Slurm job ", id, " ", state);
+      if (it != by_id.end() && it->second->reason != "None" && !it->second->reason.empty()) {
+        e.description += StrCat(" (", it->second->reason, ")");
+      }
+      if (it != by_id.end() && !it->second->node.empty()) {
+        e.description += " on " + it->second->node;
+      }
+      exits.push_back(e);
+      jobs_.erase(job);
+    }
+  }
+  for (const ProcessExit& e : exits) {
+    if (on_exit_) on_exit_(e);
+  }
+  if (!exits.empty()) changed_.notify_all();
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.size();
+}
+
+void SlurmBackend::Watch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (jobs_.empty()) {
+      changed_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      continue;
+    }
+    lock.unlock();
+    PollOnce();
+    lock.lock();
+    changed_.wait_for(lock, options_.poll, [this] { return stopping_; });
+  }
+}
+
+}  // namespace elasticdl::cluster

@@ -1,0 +1,116 @@
+// The `slurm` cluster backend: each parameter server and worker is a Slurm
+// batch job of its own (one task, `exec elasticdl ps|worker ...`), placed
+// on whichever node Slurm picks, with its output in <job_dir>/logs/.
+//
+// Why separate jobs rather than steps of one allocation: an allocation is
+// fixed when it is granted, so steps inside it could not grow the job past
+// its first size; separate jobs let `elasticdl job scale` ask Slurm for more
+// workers at any time, and a replacement for a worker whose node was lost
+// lands on any node that is up.
+//
+// Why the command-line tools (sbatch, squeue, scancel) rather than
+// slurmrestd: they are on every node of an ordinary Slurm cluster and find
+// it the way users' own commands do (SLURM_CONF, else
+// /etc/slurm/slurm.conf), with the user's munge credentials; slurmrestd is
+// an optional daemon that needs its own deployment and tokens.
+//
+// Exits: a watcher thread asks squeue about the job's Slurm jobs every
+// `poll` and reports each that reached a final state (COMPLETED is a clean
+// exit; FAILED, NODE_FAIL, CANCELLED by someone else, TIMEOUT, ... are not).
+// Signals: SIGTERM goes to the batch step (`scancel --batch
+// --signal=TERM`), so the process finishes its minibatch and leaves;
+// SIGKILL cancels the Slurm job.
+#ifndef ELASTICDL_CLUSTER_SLURM_BACKEND_H_
+#define ELASTICDL_CLUSTER_SLURM_BACKEND_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/cluster_backend.h"
+
+namespace elasticdl::cluster {
+
+struct SlurmBackendOptions {
+  // The elasticdl binary, at a path every node sees.
+  std::string binary;
+  // The job directory (shared storage): spec, token, logs/.
+  std::string job_dir;
+  // host:port of the master.
+  std::string master_address;
+  // Names the Slurm jobs: "<job_name>-worker-3".
+  std::string job_name;
+  // Empty: the cluster's default partition.
+  std::string partition;
+  // CPUs requested per worker and per parameter server.
+  int worker_cpus = 1;
+  int ps_cpus = 1;
+  std::chrono::milliseconds poll{1000};
+};
+
+// A Slurm job as squeue reports it.
+struct SlurmJobState {
+  std::string id;
+  std::string state;   // PENDING, RUNNING, COMPLETED, NODE_FAIL, ...
+  std::string reason;  // why pending, or why it ended
+  std::string node;
+};
+
+// The state of each of `ids` that Slurm still knows (all states, finished
+// ones included). UNAVAILABLE when squeue fails for another reason than
+// unknown ids.
+StatusOr<std::vector<SlurmJobState>> QuerySlurmJobs(const std::vector<std::string>& ids);
+// True for the states a Slurm job does not leave.
+bool SlurmStateIsFinal(const std::string& state);
+
+// Submits `command` (run by /bin/sh with `exec`) as a batch job; returns
+// its id. `extra` are more sbatch options. An error carries sbatch's own
+// message (an unknown partition, no such account, ...).
+StatusOr<std::string> SubmitSlurmJob(const std::string& name, const std::string& output,
+                                     const std::string& partition, int cpus,
+                                     const std::string& command,
+                                     const std::vector<std::string>& extra = {});
+
+class SlurmBackend : public ClusterBackend {
+ public:
+  SlurmBackend(SlurmBackendOptions options, ExitCallback on_exit);
+  // Stops watching; the Slurm jobs go on (a restarted master adopts them).
+  ~SlurmBackend() override;
+
+  StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override;
+  StatusOr<ProcessHandle> StartWorker(int worker_id) override;
+  Status Adopt(Role role, int id, const ProcessHandle& handle) override;
+  Status Signal(Role role, int id, int signal) override;
+  void StopAll(std::chrono::milliseconds grace) override;
+
+ private:
+  struct Job {
+    Role role;
+    int id;
+    // We cancelled it: its CANCELLED state is a clean end.
+    bool cancelled = false;
+  };
+  StatusOr<ProcessHandle> Submit(Role role, int id, const std::string& args, int cpus);
+  void Watch();
+  // Reports the watched jobs that reached a final state; returns how many
+  // are still watched.
+  size_t PollOnce();
+  std::vector<std::string> Ids(Role role, int id);
+
+  const SlurmBackendOptions options_;
+  const ExitCallback on_exit_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, Job> jobs_;  // by Slurm job id
+  bool stopping_ = false;
+  std::thread watcher_;
+};
+
+}  // namespace elasticdl::cluster
+
+#endif  // ELASTICDL_CLUSTER_SLURM_BACKEND_H_

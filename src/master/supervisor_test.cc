@@ -1,0 +1,223 @@
+#include "master/supervisor.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <map>
+#include <vector>
+
+namespace elasticdl::master {
+namespace {
+
+// A backend that starts nothing: it records what it was asked, and a test
+// reports exits through the supervisor's queue.
+class FakeBackend : public cluster::ClusterBackend {
+ public:
+  explicit FakeBackend(bool starts_workers = true) : starts_workers_(starts_workers) {}
+
+  bool starts_workers() const override { return starts_workers_; }
+  StatusOr<cluster::ProcessHandle> StartPs(int ps_id, const cluster::PsLaunch& launch) override {
+    ps_started.push_back({ps_id, launch.restore});
+    return Handle();
+  }
+  StatusOr<cluster::ProcessHandle> StartWorker(int worker_id) override {
+    if (refuse_workers) return absl::UnavailableError("no capacity");
+    workers_started.push_back(worker_id);
+    return Handle();
+  }
+  Status Adopt(cluster::Role role, int id, const cluster::ProcessHandle& handle) override {
+    if (gone.count(handle.backend_id) != 0) return absl::NotFoundError("gone");
+    adopted.push_back({role == cluster::Role::kPs ? "ps" : "worker", id});
+    return absl::OkStatus();
+  }
+  Status Signal(cluster::Role, int id, int signal) override {
+    signals.push_back({id, signal});
+    return absl::OkStatus();
+  }
+  void StopAll(std::chrono::milliseconds) override {}
+
+  std::vector<std::pair<int, bool>> ps_started;
+  std::vector<int> workers_started;
+  std::vector<std::pair<std::string, int>> adopted;
+  std::vector<std::pair<int, int>> signals;
+  std::set<std::string> gone;
+  bool refuse_workers = false;
+
+ private:
+  cluster::ProcessHandle Handle() {
+    cluster::ProcessHandle h;
+    h.backend_id = std::to_string(++next_id_);
+    return h;
+  }
+  const bool starts_workers_;
+  int next_id_ = 0;
+};
+
+std::vector<Range> Ranges(int n) {
+  std::vector<Range> out;
+  for (int i = 0; i < n; ++i) out.push_back({"f", i * 10, (i + 1) * 10});
+  return out;
+}
+
+TaskManager Tasks() {
+  TaskManagerOptions options;
+  options.num_epochs = 1;
+  options.minibatch_size = 5;
+  return TaskManager(options, Ranges(4), {}, {});
+}
+
+JobStateOptions StateOptions(int workers) {
+  JobStateOptions options;
+  options.num_ps = 1;
+  options.workers_target = workers;
+  return options;
+}
+
+void RegisterPs(JobState* state) {
+  proto::RegisterPsRequest request;
+  request.set_ps_id(0);
+  request.set_address("127.0.0.1:1");
+  ASSERT_TRUE(state->RegisterPs(request).ok());
+}
+
+cluster::ProcessExit Exit(cluster::Role role, int id, bool ok) {
+  cluster::ProcessExit e;
+  e.role = role;
+  e.id = id;
+  e.ok = ok;
+  e.description = ok ? "exit code 0" : "Slurm job 7 NODE_FAIL";
+  return e;
+}
+
+SupervisorOptions Options(int max_worker_relaunches = 3) {
+  SupervisorOptions options;
+  options.num_ps = 1;
+  options.max_worker_relaunches = max_worker_relaunches;
+  return options;
+}
+
+TEST(SupervisorTest, StartsWorkersOnceTheServersRegistered) {
+  JobState state(StateOptions(2), Tasks(), nullptr);
+  FakeBackend backend;
+  ExitQueue exits;
+  Supervisor supervisor(Options(), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.StartNew().ok());
+  EXPECT_EQ(backend.ps_started, (std::vector<std::pair<int, bool>>{{0, false}}));
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_TRUE(backend.workers_started.empty());
+  RegisterPs(&state);
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_EQ(backend.workers_started.size(), 2u);
+}
+
+TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRestore) {
+  JobState state(StateOptions(1), Tasks(), nullptr);
+  FakeBackend backend;
+  ExitQueue exits;
+  Supervisor supervisor(Options(/*max_worker_relaunches=*/1), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.StartNew().ok());
+  RegisterPs(&state);
+  ASSERT_TRUE(supervisor.Tick().ok());
+  ASSERT_EQ(backend.workers_started, (std::vector<int>{0}));
+
+  exits.Push(Exit(cluster::Role::kWorker, 0, false));
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+  // The budget is spent: the last worker's crash fails the job.
+  exits.Push(Exit(cluster::Role::kWorker, 1, false));
+  Status s = supervisor.Tick();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+
+  JobState state2(StateOptions(1), Tasks(), nullptr);
+  FakeBackend backend2;
+  Supervisor supervisor2(Options(), &state2, &backend2, &exits);
+  ASSERT_TRUE(supervisor2.StartNew().ok());
+  exits.Push(Exit(cluster::Role::kPs, 0, false));
+  ASSERT_TRUE(supervisor2.Tick().ok());
+  EXPECT_EQ(backend2.ps_started, (std::vector<std::pair<int, bool>>{{0, false}, {0, true}}));
+}
+
+TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
+  JobState state(StateOptions(1), Tasks(), nullptr);
+  FakeBackend backend;
+  ExitQueue exits;
+  Supervisor supervisor(Options(/*max_worker_relaunches=*/0), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.StartNew().ok());
+  RegisterPs(&state);
+  ASSERT_TRUE(supervisor.Tick().ok());
+  exits.Push(Exit(cluster::Role::kWorker, 0, true));
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+}
+
+TEST(SupervisorTest, ScalingDownSignalsTheNewestAndCountsJoinedWorkers) {
+  JobState state(StateOptions(2), Tasks(), nullptr);
+  FakeBackend backend;
+  ExitQueue exits;
+  Supervisor supervisor(Options(), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.StartNew().ok());
+  RegisterPs(&state);
+  ASSERT_TRUE(supervisor.Tick().ok());  // workers 0 and 1
+  proto::JoinRequest join;
+  join.set_host("elsewhere");
+  proto::JoinResponse joined;
+  ASSERT_TRUE(state.Join(join, &joined).ok());
+  EXPECT_EQ(joined.worker_id(), 2);
+  proto::ScaleRequest scale;
+  scale.set_num_workers(1);
+  proto::ScaleResponse scaled;
+  ASSERT_TRUE(state.Scale(scale, &scaled).ok());
+  ASSERT_TRUE(supervisor.Tick().ok());
+  // Workers 2 (joined: told by its heartbeat) and 1 (signalled) leave.
+  EXPECT_TRUE(state.leaving(2));
+  EXPECT_TRUE(state.leaving(1));
+  EXPECT_FALSE(state.leaving(0));
+  EXPECT_EQ(backend.signals, (std::vector<std::pair<int, int>>{{1, SIGTERM}}));
+  EXPECT_EQ(backend.workers_started.size(), 2u);
+}
+
+TEST(SupervisorTest, ABackendThatStartsNoWorkersWaitsForJoins) {
+  JobStateOptions options = StateOptions(2);
+  options.wait_for_workers = 2;
+  JobState state(options, Tasks(), nullptr);
+  FakeBackend backend(/*starts_workers=*/false);
+  ExitQueue exits;
+  Supervisor supervisor(Options(), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.StartNew().ok());
+  RegisterPs(&state);
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_TRUE(backend.workers_started.empty());
+  // A joined worker whose lease lapses is lost, not replaced.
+  proto::JoinResponse joined;
+  ASSERT_TRUE(state.Join(proto::JoinRequest(), &joined).ok());
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_TRUE(backend.workers_started.empty());
+  EXPECT_TRUE(backend.signals.empty());
+}
+
+TEST(SupervisorTest, ARestartedMasterAdoptsWhatIsLeftAndReplacesTheRest) {
+  JobState state(StateOptions(2), Tasks(), nullptr);
+  cluster::ProcessHandle ps;
+  ps.backend_id = "10";
+  state.PsStarted(0, ps, false);
+  RegisterPs(&state);
+  cluster::ProcessHandle alive;
+  alive.backend_id = "11";
+  cluster::ProcessHandle dead;
+  dead.backend_id = "12";
+  state.WorkerStarted(state.NewWorkerId(), alive, false);
+  state.WorkerStarted(state.NewWorkerId(), dead, false);
+  FakeBackend backend;
+  backend.gone.insert("12");
+  ExitQueue exits;
+  Supervisor supervisor(Options(), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.Adopt().ok());
+  EXPECT_EQ(backend.adopted, (std::vector<std::pair<std::string, int>>{{"ps", 0}, {"worker", 0}}));
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_EQ(backend.workers_started, (std::vector<int>{2}));
+}
+
+}  // namespace
+}  // namespace elasticdl::master

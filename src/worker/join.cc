@@ -1,0 +1,101 @@
+#include "worker/join.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "common/file.h"
+#include "common/strings.h"
+#include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "rpc/grpc_util.h"
+#include "rpc/job_spec.h"
+
+namespace elasticdl::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// The job's data paths must exist here as they did where the master
+// indexed them; a glob's directory must.
+Status CheckDataVisible(const proto::JobSpec& spec) {
+  for (const auto* paths :
+       {&spec.training_data(), &spec.validation_data(), &spec.prediction_data()}) {
+    for (const std::string& path : *paths) {
+      std::string check = path;
+      if (path.find_first_of("*?[") != std::string::npos) {
+        check = fs::path(path).parent_path().string();
+      }
+      std::error_code ec;
+      if (!fs::exists(check, ec)) {
+        return absl::FailedPreconditionError(
+            StrCat("the job's data ", path, " is not visible on this host (", check,
+                   " does not exist): data, the job directory and outputs must be on a filesystem "
+                   "every host sees, at the same path"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<JoinedJob> JoinJob(const JoinOptions& options) {
+  StatusOr<std::string> token_text = ReadFileToString(options.token_file);
+  if (!token_text.ok()) {
+    return Annotate(token_text.status(), StrCat("--token_file=", options.token_file));
+  }
+  const std::string token = Trimmed(*token_text);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  proto::JoinRequest request;
+  request.set_host(host);
+  request.set_pid(::getpid());
+  proto::JoinResponse response;
+  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address));
+  const auto deadline = std::chrono::steady_clock::now() + options.wait_for_master;
+  Status last;
+  while (true) {
+    auto context = rpc::MakeContext(milliseconds(3000), token);
+    last = rpc::FromGrpc(master->Join(context.get(), request, &response));
+    if (last.ok()) break;
+    if (last.code() == absl::StatusCode::kUnauthenticated) {
+      return absl::UnauthenticatedError(StrCat("the master at ", options.master_address,
+                                               " refused the token in ", options.token_file,
+                                               ": is it this job's token file?"));
+    }
+    if (last.code() != absl::StatusCode::kUnavailable &&
+        last.code() != absl::StatusCode::kDeadlineExceeded) {
+      return Annotate(last, StrCat("joining the job at ", options.master_address));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return absl::UnavailableError(StrCat("cannot reach the master at ", options.master_address,
+                                           " (tried for ", options.wait_for_master.count() / 1000.0,
+                                           " s): ", last.message()));
+    }
+    std::this_thread::sleep_for(milliseconds(500));
+    // A fresh channel connects at once instead of backing off.
+    master = proto::Master::NewStub(rpc::MakeChannel(options.master_address));
+  }
+  JoinedJob joined;
+  joined.worker_id = response.worker_id();
+  joined.job_dir = response.job_dir();
+  StatusOr<proto::JobSpec> spec = rpc::ReadJobSpec(joined.job_dir);
+  if (!spec.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat("the job directory ", joined.job_dir, " of the master at ", options.master_address,
+               " cannot be read on this host (", spec.status().message(),
+               "): the job directory, data and outputs must be on a filesystem every host sees, "
+               "at the same path"));
+  }
+  EDL_RETURN_IF_ERROR(CheckDataVisible(*spec));
+  return joined;
+}
+
+}  // namespace elasticdl::worker

@@ -1,0 +1,104 @@
+#include "worker/peers.h"
+
+#include <mutex>
+
+#include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "rpc/grpc_util.h"
+#include "rpc/ps_client.h"
+
+namespace elasticdl::worker {
+namespace {
+
+using std::chrono::milliseconds;
+
+// At most this often a failing channel is replaced by a new one.
+constexpr milliseconds kChannelRenewal{500};
+
+class GrpcMaster : public MasterClient {
+ public:
+  GrpcMaster(std::string address, std::string token)
+      : address_(std::move(address)),
+        token_(std::move(token)),
+        stub_(proto::Master::NewStub(rpc::MakeChannel(address_))) {}
+
+  Status RegisterWorker(const proto::RegisterWorkerRequest& request,
+                        proto::RegisterWorkerResponse* response, milliseconds timeout) override {
+    return Call(&proto::Master::Stub::RegisterWorker, request, response, timeout);
+  }
+  Status GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response,
+                 milliseconds timeout) override {
+    return Call(&proto::Master::Stub::GetTask, request, response, timeout);
+  }
+  Status ReportTask(const proto::ReportTaskRequest& request, proto::ReportTaskResponse* response,
+                    milliseconds timeout) override {
+    return Call(&proto::Master::Stub::ReportTask, request, response, timeout);
+  }
+  Status Heartbeat(const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response,
+                   milliseconds timeout) override {
+    return Call(&proto::Master::Stub::Heartbeat, request, response, timeout);
+  }
+  void Reconnect() override {
+    // A channel that failed to connect backs off before trying again; a new
+    // one connects at once.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::chrono::steady_clock::now() - renewed_ < kChannelRenewal) return;
+    renewed_ = std::chrono::steady_clock::now();
+    stub_ = proto::Master::NewStub(rpc::MakeChannel(address_));
+  }
+
+ private:
+  template <typename Request, typename Response, typename Method>
+  Status Call(Method method, const Request& request, Response* response, milliseconds timeout) {
+    std::shared_ptr<proto::Master::Stub> stub;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stub = stub_;
+    }
+    auto context = rpc::MakeContext(timeout, token_);
+    return rpc::FromGrpc((stub.get()->*method)(context.get(), request, response));
+  }
+
+  const std::string address_;
+  const std::string token_;
+  std::mutex mu_;
+  std::shared_ptr<proto::Master::Stub> stub_;
+  std::chrono::steady_clock::time_point renewed_;
+};
+
+class GrpcParameterServers : public ParameterServers {
+ public:
+  GrpcParameterServers(const std::vector<std::string>& addresses, const std::string& token)
+      : client_(addresses, token) {}
+
+  int num_shards() const override { return client_.num_shards(); }
+  Status Init(const std::vector<proto::InitRequest>& requests,
+              std::vector<proto::InitResponse>* responses) override {
+    return client_.Init(requests, responses);
+  }
+  Status Pull(const std::vector<proto::PullRequest>& requests,
+              std::vector<proto::PullResponse>* responses) override {
+    return client_.Pull(requests, responses);
+  }
+  Status Push(const std::vector<proto::PushRequest>& requests,
+              std::vector<proto::PushResponse>* responses,
+              const std::vector<int>& shards) override {
+    return client_.Push(requests, responses, shards);
+  }
+
+ private:
+  rpc::PsClient client_;
+};
+
+}  // namespace
+
+WorkerPeers GrpcPeers(const std::string& master_address, const std::string& token) {
+  WorkerPeers peers;
+  peers.master = std::make_unique<GrpcMaster>(master_address, token);
+  peers.connect_ps = [token](const std::vector<std::string>& addresses) {
+    return std::unique_ptr<ParameterServers>(
+        std::make_unique<GrpcParameterServers>(addresses, token));
+  };
+  return peers;
+}
+
+}  // namespace elasticdl::worker

@@ -1,0 +1,68 @@
+// What a worker talks to, behind interfaces: the master and the job's
+// parameter servers. The worker decides when to retry and reconnect; these
+// make single attempts. GrpcPeers() gives the real ones; tests give fakes.
+#ifndef ELASTICDL_WORKER_PEERS_H_
+#define ELASTICDL_WORKER_PEERS_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "elasticdl/proto/elasticdl.pb.h"
+#include "elasticdl/status.h"
+
+namespace elasticdl::worker {
+
+// One call to the master per method; an unreachable master is UNAVAILABLE
+// or DEADLINE_EXCEEDED (rpc::IsUnreachable).
+class MasterClient {
+ public:
+  virtual ~MasterClient() = default;
+  virtual Status RegisterWorker(const proto::RegisterWorkerRequest& request,
+                                proto::RegisterWorkerResponse* response,
+                                std::chrono::milliseconds timeout) = 0;
+  virtual Status GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response,
+                         std::chrono::milliseconds timeout) = 0;
+  virtual Status ReportTask(const proto::ReportTaskRequest& request,
+                            proto::ReportTaskResponse* response,
+                            std::chrono::milliseconds timeout) = 0;
+  virtual Status Heartbeat(const proto::HeartbeatRequest& request,
+                           proto::HeartbeatResponse* response,
+                           std::chrono::milliseconds timeout) = 0;
+  // Calls failed as unreachable: connect afresh (a restarted master listens
+  // on the same address) rather than wait out a backoff. Thread-safe.
+  virtual void Reconnect() {}
+};
+
+// The parameter servers, one request per shard in and one response per
+// shard out; the first error (naming the shard) after every call finished.
+class ParameterServers {
+ public:
+  virtual ~ParameterServers() = default;
+  virtual int num_shards() const = 0;
+  virtual Status Init(const std::vector<proto::InitRequest>& requests,
+                      std::vector<proto::InitResponse>* responses) = 0;
+  virtual Status Pull(const std::vector<proto::PullRequest>& requests,
+                      std::vector<proto::PullResponse>* responses) = 0;
+  // To the shards listed in `shards` only.
+  virtual Status Push(const std::vector<proto::PushRequest>& requests,
+                      std::vector<proto::PushResponse>* responses,
+                      const std::vector<int>& shards) = 0;
+};
+
+struct WorkerPeers {
+  std::unique_ptr<MasterClient> master;
+  // The servers at these addresses (by shard), as the master registered them.
+  std::function<std::unique_ptr<ParameterServers>(const std::vector<std::string>& addresses)>
+      connect_ps;
+};
+
+// gRPC to the master at `master_address` and to the servers, every call
+// carrying the job's `token`.
+WorkerPeers GrpcPeers(const std::string& master_address, const std::string& token);
+
+}  // namespace elasticdl::worker
+
+#endif  // ELASTICDL_WORKER_PEERS_H_

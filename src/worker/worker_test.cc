@@ -1,0 +1,399 @@
+#include "worker/worker.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "elasticdl/data/record_file.h"
+#include "elasticdl/seed.h"
+#include "ps/parameter_store.h"
+#include "rpc/grpc_util.h"
+#include "testing/temp_dir.h"
+#include "zoo/zoo_library.h"
+
+namespace elasticdl::worker {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The model: y = w * x, w starting at 0; loss = sum of outputs, so that
+// every record lowers w by lr * x. With x = 1 per record and SGD(1), w ends
+// at minus the number of records applied: a record applied twice or lost
+// shows.
+std::shared_ptr<Model> counting_model(const Params&) {
+  auto linear = torch::nn::Linear(torch::nn::LinearOptions(1, 1).bias(false));
+  torch::NoGradGuard no_grad;
+  linear->weight.zero_();
+  return Functional(Input("x", {1}), torch::nn::Sequential(linear));
+}
+
+Dataset<Example> dataset_fn(Dataset<Record> records, Mode) {
+  return records.map([](const Record&) -> StatusOr<Example> {
+    Example e;
+    e.features["x"] = torch::ones({1});
+    e.labels = torch::zeros({1});
+    return e;
+  });
+}
+
+torch::Tensor loss(const torch::Tensor&, const torch::Tensor& predictions) {
+  return predictions.sum();
+}
+
+OptimizerSpec optimizer() { return torch::optim::SGDOptions(1.0); }
+
+ZooProgram Program() {
+  static ZooRegistry* registry = [] {
+    auto* r = new ZooRegistry();
+    auto add = [r](const char* name, ZooEntry e) {
+      e.module = "testzoo.worker";
+      e.name = name;
+      r->Add(std::move(e));
+    };
+    add("counting_model", zoo_internal::MakeEntry(counting_model));
+    add("dataset_fn", zoo_internal::MakeEntry(dataset_fn));
+    add("loss", zoo_internal::MakeEntry(loss));
+    add("optimizer", zoo_internal::MakeEntry(optimizer));
+    return r;
+  }();
+  ZooProgramNames names;
+  names.model_def = "testzoo.worker.counting_model";
+  auto library = ZooLibrary::FromRegistry(registry, "testzoo");
+  EXPECT_TRUE(library.ok()) << library.status();
+  auto program = ZooProgram::Resolve(*library, names, "");
+  EXPECT_TRUE(program.ok()) << program.status();
+  return *program;
+}
+
+// A master that hands out the tasks it was given, one at a time, and
+// records what it hears. Faults: `unreachable_calls` calls fail as
+// unreachable first; `forget_worker` answers heartbeats as to a worker
+// taken as lost; `ask_to_leave` answers heartbeats with leave.
+class FakeMaster : public MasterClient {
+ public:
+  Status RegisterWorker(const proto::RegisterWorkerRequest&,
+                        proto::RegisterWorkerResponse* response,
+                        std::chrono::milliseconds) override {
+    std::lock_guard<std::mutex> lock(mu);
+    EDL_RETURN_IF_ERROR(Fault());
+    ++registrations;
+    response->add_ps_addresses("fake:1");
+    return absl::OkStatus();
+  }
+  Status GetTask(const proto::GetTaskRequest&, proto::GetTaskResponse* response,
+                 std::chrono::milliseconds) override {
+    std::lock_guard<std::mutex> lock(mu);
+    EDL_RETURN_IF_ERROR(Fault());
+    if (tasks.empty()) {
+      response->mutable_task()->set_type(proto::TASK_NONE);
+    } else {
+      *response->mutable_task() = tasks.front();
+      tasks.pop_front();
+    }
+    return absl::OkStatus();
+  }
+  Status ReportTask(const proto::ReportTaskRequest& request, proto::ReportTaskResponse*,
+                    std::chrono::milliseconds) override {
+    std::lock_guard<std::mutex> lock(mu);
+    EDL_RETURN_IF_ERROR(Fault());
+    reports.push_back(request);
+    return absl::OkStatus();
+  }
+  Status Heartbeat(const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response,
+                   std::chrono::milliseconds) override {
+    std::lock_guard<std::mutex> lock(mu);
+    heartbeats.push_back(request);
+    if (forget_worker) return absl::FailedPreconditionError("worker 0 is not a worker of this job");
+    response->set_leave(ask_to_leave);
+    return absl::OkStatus();
+  }
+  void Reconnect() override { ++reconnects; }
+
+  Status Fault() {
+    if (unreachable_calls > 0) {
+      --unreachable_calls;
+      ++failed_calls;
+      return absl::UnavailableError("connection refused");
+    }
+    return absl::OkStatus();
+  }
+
+  std::mutex mu;
+  std::deque<proto::Task> tasks;
+  std::vector<proto::ReportTaskRequest> reports;
+  std::vector<proto::HeartbeatRequest> heartbeats;
+  int unreachable_calls = 0;
+  int failed_calls = 0;
+  int registrations = 0;
+  std::atomic<int> reconnects{0};
+  bool forget_worker = false;
+  bool ask_to_leave = false;
+};
+
+// One parameter server: a real ParameterStore in this process. Faults:
+// `refuse_pushes` pushes are answered as refused (a stale version);
+// `unreachable_pushes` fail as if the server were gone; `slow_push` makes
+// each push take that long.
+class FakeServers : public ParameterServers {
+ public:
+  FakeServers() : store(Options()) {}
+
+  static ps::ParameterStoreOptions Options() {
+    ps::ParameterStoreOptions options;
+    options.optimizer = torch::optim::SGDOptions(1.0);
+    options.use_async = true;
+    options.instance = 7;
+    return options;
+  }
+  int num_shards() const override { return 1; }
+  Status Init(const std::vector<proto::InitRequest>& requests,
+              std::vector<proto::InitResponse>* responses) override {
+    responses->resize(1);
+    bool accepted = false;
+    int64_t version = 0;
+    EDL_RETURN_IF_ERROR(store.Init(requests[0].values(), &accepted, &version));
+    (*responses)[0].set_accepted(accepted);
+    (*responses)[0].set_version(version);
+    return absl::OkStatus();
+  }
+  Status Pull(const std::vector<proto::PullRequest>& requests,
+              std::vector<proto::PullResponse>* responses) override {
+    responses->resize(1);
+    return store.Pull(requests[0], &(*responses)[0]);
+  }
+  Status Push(const std::vector<proto::PushRequest>& requests,
+              std::vector<proto::PushResponse>* responses, const std::vector<int>&) override {
+    if (slow_push.count() > 0) std::this_thread::sleep_for(slow_push);
+    responses->resize(1);
+    ++pushes;
+    if (unreachable_pushes > 0) {
+      --unreachable_pushes;
+      return absl::UnavailableError("parameter server 0: connection refused");
+    }
+    if (refuse_pushes > 0) {
+      --refuse_pushes;
+      (*responses)[0].set_accepted(false);
+      return absl::OkStatus();
+    }
+    return store.Push(requests[0], &(*responses)[0]);
+  }
+
+  // The model's only weight.
+  float weight() {
+    proto::PullRequest request;
+    request.set_known_version(-1);
+    proto::PullResponse response;
+    EXPECT_TRUE(store.Pull(request, &response).ok());
+    const std::string& bytes = response.values().parameters(0).content();
+    float w = 0;
+    std::memcpy(&w, bytes.data(), sizeof w);
+    return w;
+  }
+
+  ps::ParameterStore store;
+  std::atomic<int> pushes{0};
+  int refuse_pushes = 0;
+  int unreachable_pushes = 0;
+  std::chrono::milliseconds slow_push{0};
+};
+
+// What the worker owns: a view of the test's servers, so that connecting
+// again (after a loss) reaches the same ones.
+class ServersView : public ParameterServers {
+ public:
+  explicit ServersView(FakeServers* servers) : servers_(servers) {}
+  int num_shards() const override { return servers_->num_shards(); }
+  Status Init(const std::vector<proto::InitRequest>& requests,
+              std::vector<proto::InitResponse>* responses) override {
+    return servers_->Init(requests, responses);
+  }
+  Status Pull(const std::vector<proto::PullRequest>& requests,
+              std::vector<proto::PullResponse>* responses) override {
+    return servers_->Pull(requests, responses);
+  }
+  Status Push(const std::vector<proto::PushRequest>& requests,
+              std::vector<proto::PushResponse>* responses,
+              const std::vector<int>& shards) override {
+    return servers_->Push(requests, responses, shards);
+  }
+
+ private:
+  FakeServers* const servers_;
+};
+
+class WorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    records_ = dir_.path() + "/records.recordio";
+    auto writer = RecordWriter::Create(records_, RecordWriter::Options());
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (int i = 0; i < 64; ++i) ASSERT_TRUE((*writer)->Write("r").ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+
+  // `tasks` training tasks of 16 records each (4 minibatches of 4).
+  void AddTasks(int tasks) {
+    for (int i = 0; i < tasks; ++i) {
+      proto::Task task;
+      task.set_task_id(i);
+      task.set_type(proto::TASK_TRAINING);
+      task.set_file(records_);
+      task.set_start(i * 16);
+      task.set_end((i + 1) * 16);
+      task.set_attempt(1);
+      master_->tasks.push_back(task);
+    }
+  }
+
+  std::unique_ptr<Worker> MakeWorker(int lease_ms = 200) {
+    proto::JobSpec spec;
+    spec.set_minibatch_size(4);
+    spec.set_worker_lease_ms(lease_ms);
+    spec.set_job_dir(dir_.path());
+    WorkerOptions options;
+    options.worker_id = 0;
+    options.stop = &stop_;
+    options.master_patience = 2s;
+    options.register_patience = 2s;
+    WorkerPeers peers;
+    peers.master = std::unique_ptr<MasterClient>(master_);
+    FakeServers* servers = servers_.get();
+    peers.connect_ps = [this, servers](const std::vector<std::string>&) {
+      ++connects_;
+      return std::unique_ptr<ParameterServers>(std::make_unique<ServersView>(servers));
+    };
+    return std::make_unique<Worker>(options, spec, Program(), std::move(peers));
+  }
+
+  testing::TempDir dir_;
+  std::string records_;
+  std::atomic<bool> stop_{false};
+  // Owned by the worker once made; the test keeps a view.
+  FakeMaster* master_ = new FakeMaster();
+  std::unique_ptr<FakeServers> servers_ = std::make_unique<FakeServers>();
+  int connects_ = 0;
+};
+
+TEST_F(WorkerTest, TrainsEveryRecordOnceAndReportsEachTask) {
+  AddTasks(3);
+  auto worker = MakeWorker();
+  ASSERT_TRUE(worker->Run().ok());
+  EXPECT_FLOAT_EQ(servers_->weight(), -48);
+  ASSERT_EQ(master_->reports.size(), 3u);
+  for (const auto& report : master_->reports) {
+    EXPECT_EQ(report.minibatches_done(), 4);
+    EXPECT_FALSE(report.stopped());
+    EXPECT_EQ(report.error(), "");
+  }
+}
+
+TEST_F(WorkerTest, RetriesAMasterThatIsUnreachableForAWhile) {
+  AddTasks(1);
+  master_->unreachable_calls = 5;  // registration and the first asks
+  auto worker = MakeWorker();
+  ASSERT_TRUE(worker->Run().ok());
+  EXPECT_EQ(master_->failed_calls, 5);
+  EXPECT_GE(master_->reconnects.load(), 1);
+  EXPECT_FLOAT_EQ(servers_->weight(), -16);
+}
+
+TEST_F(WorkerTest, GivesUpOnAMasterGoneLongerThanItsPatience) {
+  AddTasks(1);
+  master_->unreachable_calls = 1 << 30;
+  auto worker = MakeWorker();
+  const auto start = std::chrono::steady_clock::now();
+  Status s = worker->Run();
+  EXPECT_TRUE(rpc::IsUnreachable(s)) << s;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+}
+
+TEST_F(WorkerTest, ARefusedPushIsComputedAgainOnTheNewModelAndAppliedOnce) {
+  AddTasks(1);
+  servers_->refuse_pushes = 2;
+  auto worker = MakeWorker();
+  ASSERT_TRUE(worker->Run().ok());
+  EXPECT_EQ(servers_->pushes.load(), 4 + 2);
+  EXPECT_FLOAT_EQ(servers_->weight(), -16);
+  ASSERT_EQ(master_->reports.size(), 1u);
+  EXPECT_EQ(master_->reports[0].minibatches_done(), 4);
+}
+
+TEST_F(WorkerTest, ALostServerHandsTheTaskBackAndReconnects) {
+  AddTasks(2);
+  servers_->unreachable_pushes = 1;
+  auto worker = MakeWorker();
+  // The worker hands back task 0 at once; the master queues it again.
+  master_->tasks.push_back(master_->tasks.front());
+  ASSERT_TRUE(worker->Run().ok());
+  EXPECT_EQ(master_->registrations, 2);  // again after the loss, for the new address
+  EXPECT_EQ(connects_, 2);
+  ASSERT_GE(master_->reports.size(), 1u);
+  EXPECT_TRUE(master_->reports[0].stopped());
+  EXPECT_EQ(master_->reports[0].minibatches_done(), 0);
+  // Task 0 twice (handed back, then done) and task 1: 32 records applied.
+  EXPECT_FLOAT_EQ(servers_->weight(), -32);
+}
+
+TEST_F(WorkerTest, HeartbeatsCarryTheTasksProgress) {
+  AddTasks(2);
+  servers_->slow_push = 30ms;
+  auto worker = MakeWorker(/*lease_ms=*/100);
+  ASSERT_TRUE(worker->Run().ok());
+  std::lock_guard<std::mutex> lock(master_->mu);
+  ASSERT_GE(master_->heartbeats.size(), 3u);
+  bool saw_progress = false;
+  for (const auto& h : master_->heartbeats) {
+    EXPECT_EQ(h.worker_id(), 0);
+    if (h.task_id() >= 0 && h.minibatches_done() > 0) saw_progress = true;
+  }
+  EXPECT_TRUE(saw_progress);
+}
+
+TEST_F(WorkerTest, StopsGracefullyAfterTheCurrentMinibatch) {
+  AddTasks(4);
+  servers_->slow_push = 20ms;
+  auto worker = MakeWorker();
+  std::thread stopper([this] {
+    while (servers_->pushes.load() < 6) std::this_thread::sleep_for(1ms);
+    stop_ = true;
+  });
+  Status s = worker->Run();
+  stopper.join();
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_FALSE(master_->reports.empty());
+  const auto& last = master_->reports.back();
+  EXPECT_TRUE(last.stopped());
+  EXPECT_LT(last.minibatches_done(), 4);
+  // What was reported is exactly what was applied.
+  int64_t applied = 0;
+  for (const auto& r : master_->reports) applied += r.minibatches_done();
+  EXPECT_FLOAT_EQ(servers_->weight(), -4.0f * applied);
+}
+
+TEST_F(WorkerTest, LeavesWhenTheMasterAsksOrForgetsIt) {
+  AddTasks(50);
+  servers_->slow_push = 5ms;
+  master_->ask_to_leave = true;
+  auto worker = MakeWorker(/*lease_ms=*/100);
+  ASSERT_TRUE(worker->Run().ok());
+  EXPECT_LT(master_->reports.size(), 50u);
+  EXPECT_TRUE(master_->reports.empty() || master_->reports.back().stopped() ||
+              master_->reports.back().minibatches_done() == 4);
+
+  auto* forgetting = new FakeMaster();
+  forgetting->forget_worker = true;
+  master_ = forgetting;
+  servers_ = std::make_unique<FakeServers>();
+  servers_->slow_push = 5ms;
+  AddTasks(50);
+  auto lost = MakeWorker(/*lease_ms=*/100);
+  Status s = lost->Run();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+}
+
+}  // namespace
+}  // namespace elasticdl::worker

@@ -1,0 +1,172 @@
+"""Scenario tests of `--cluster=external`: workers on other hosts join a job.
+
+Hosts are network namespaces this test creates (and removes): one holds the
+master and its parameter server, two others hold workers, each with an
+address of its own on a bridge inside the master's namespace (10.211.0.0/24:
+.1 the master's host, .2 and .3 the workers' hosts). Nothing in them can
+reach 127.0.0.1 of another, so a worker that gets anywhere reached the
+master through the address the job advertised. The job directory and data
+are on this machine's filesystem, which all namespaces share, as a Slurm
+cluster's hosts share their storage.
+
+Needs root (ip netns). Exactness jobs train tests/zoo/exactness (see
+exactness.py).
+"""
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import exactness
+import job_test
+from exact_jobs import ExactJobCase
+
+TRAIN_RECORDS = ExactJobCase.TRAIN_RECORDS
+VALIDATION_RECORDS = ExactJobCase.VALIDATION_RECORDS
+JOB_TIMEOUT = 240
+
+SUFFIX = str(os.getpid())
+MASTER_NS, HOST_A, HOST_B = (f"edl-m-{SUFFIX}", f"edl-a-{SUFFIX}", f"edl-b-{SUFFIX}")
+MASTER_IP, IP_A, IP_B = "10.211.0.1", "10.211.0.2", "10.211.0.3"
+
+
+def ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+def netns(ns):
+    return ["ip", "netns", "exec", ns]
+
+
+class ExternalTest(ExactJobCase):
+    FLAGS = {"cluster": "external", "master_addr": f"{MASTER_IP}:0", "num_workers": 3,
+             "worker_lease_ms": 2000}
+    WARM_UP_FLAGS = {"cluster": "local", "master_addr": None, "worker_lease_ms": None}
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise AssertionError("external_test creates network namespaces: run it as root")
+        cls._namespaces = []
+        try:
+            for ns in (MASTER_NS, HOST_A, HOST_B):
+                ip("netns", "add", ns)
+                cls._namespaces.append(ns)
+                ip("-n", ns, "link", "set", "lo", "up")
+            ip("-n", MASTER_NS, "link", "add", "br0", "type", "bridge")
+            ip("-n", MASTER_NS, "addr", "add", f"{MASTER_IP}/24", "dev", "br0")
+            ip("-n", MASTER_NS, "link", "set", "br0", "up")
+            for ns, addr, name in ((HOST_A, IP_A, "va"), (HOST_B, IP_B, "vb")):
+                ip("-n", MASTER_NS, "link", "add", name + "-br", "type", "veth", "peer", "name",
+                   name, "netns", ns)
+                ip("-n", MASTER_NS, "link", "set", name + "-br", "master", "br0", "up")
+                ip("-n", ns, "addr", "add", f"{addr}/24", "dev", name)
+                ip("-n", ns, "link", "set", name, "up")
+        except subprocess.CalledProcessError as e:
+            cls.remove_namespaces()
+            raise AssertionError(f"setting up namespaces: {e.cmd}: {e.stderr}") from e
+        super().setUpClass()
+
+    @classmethod
+    def remove_namespaces(cls):
+        for ns in cls._namespaces:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.remove_namespaces()
+        super().tearDownClass()
+
+    def start_master(self, name, **flags):
+        return self.start(name, prefix=netns(MASTER_NS), **flags)
+
+    def join(self, ns, address, token_file, *flags):
+        worker = job_test.Job(["worker", f"--master={address}", f"--token_file={token_file}",
+                               *flags], prefix=netns(ns))
+        self._jobs.append(worker)
+        return worker
+
+    def describe(self, job, log, workers=()):
+        return "\n".join([super().describe(job, log)] + [w.describe() for w in workers])
+
+    def master_address(self, job, job_dir, log):
+        path = os.path.join(job_dir, "master.addr")
+
+        def read():
+            try:
+                with open(path) as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        return self.until(job, log, read, "the master's address")
+
+    def test_workers_on_two_hosts_one_host_lost(self):
+        job, job_dir, output, log = self.start_master("two-hosts")
+        address = self.master_address(job, job_dir, log)
+        self.assertTrue(address.startswith(MASTER_IP + ":"), address)
+        token = os.path.join(job_dir, "token")
+        a = [self.join(HOST_A, address, token) for _ in range(2)]
+        # Two joined: the job waits for the third before handing out tasks.
+        self.until(job, log, lambda: len(log.of("worker_joined")) == 2, "two workers joined")
+        time.sleep(1)
+        log.poll()
+        self.assertEqual(log.of("task_dispatched"), [], self.describe(job, log))
+        b = self.join(HOST_B, address, token)
+        joined = self.until(job, log, lambda: len(log.of("worker_joined")) == 3 and
+                            log.of("worker_joined"), "three workers joined")
+        hosts = {e["worker"]: e.get("pid") for e in joined}
+        self.assertEqual(len(hosts), 3)
+        self.until(job, log, lambda: log.training_done() >= 6, "training under way")
+        # Host A is lost: both its workers die at once.
+        lost_at = time.time()
+        for w in a:
+            w.proc.send_signal(signal.SIGKILL)
+        def lost_since():
+            lost = [e for e in log.of("worker_lost") if e["t"] >= lost_at]
+            return lost if len(lost) >= 2 else None
+        lost = self.until(job, log, lost_since, "host A's workers taken as lost")
+        self.assertTrue(all(e.get("how") == "lease expired" for e in lost), lost)
+        # A worker may join later, from the same host, once it is back.
+        late = self.join(HOST_A, address, token)
+        code = job.wait(JOB_TIMEOUT)
+        self.assertEqual(code, 0, self.describe(job, log, [b, late]))
+        for w in (b, late):
+            self.assertEqual(w.wait(30), 0, w.describe())
+        log.poll()
+        self.assertEqual(exactness.check_rows(output, TRAIN_RECORDS, 2), "",
+                         self.describe(job, log))
+        self.assertEqual(exactness.check_metrics(job.stdout, VALIDATION_RECORDS, 2), "",
+                         self.describe(job, log))
+        self.assertIn(f"workers join with: elasticdl worker --master={address} "
+                      f"--token_file={token}", job.stderr)
+        self.assertEqual(job_test.job_processes(job_dir), {})
+
+    def test_unreachable_master(self):
+        token = os.path.join(self.dir, "token")
+        with open(token, "w") as f:
+            f.write("0" * 64)
+        worker = self.join(HOST_B, f"{MASTER_IP}:1", token, "--wait_for_master=3")
+        code = worker.wait(30)
+        self.assertIsNotNone(code, "the worker hung")
+        self.assertEqual(code, 1, worker.describe())
+        self.assertLess(worker.elapsed, 15, worker.describe())
+        self.assertIn(f"cannot reach the master at {MASTER_IP}:1", worker.stdout)
+
+    def test_wrong_token_is_refused(self):
+        job, job_dir, _, log = self.start_master("wrong-token", num_workers=1)
+        address = self.master_address(job, job_dir, log)
+        token = os.path.join(self.dir, "other-token")
+        with open(token, "w") as f:
+            f.write("f" * 64)
+        worker = self.join(HOST_A, address, token)
+        self.assertEqual(worker.wait(30), 1, worker.describe())
+        self.assertIn("refused the token", worker.stdout)
+        log.poll()
+        self.assertEqual(log.of("worker_joined"), [])
+        job.proc.send_signal(signal.SIGINT)
+        self.assertIsNotNone(job.wait(30), job.describe())
+
+
+if __name__ == "__main__":
+    unittest.main()

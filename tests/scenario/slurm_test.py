@@ -1,0 +1,348 @@
+"""Scenario tests of `--cluster=slurm` against a real Slurm cluster.
+
+setUpClass starts a two-node cluster on this machine with
+scripts/slurm_cluster.sh (slurmctld and two slurmd, n1 and n2, both on
+localhost; Slurm and munge are installed from Debian if missing) and stops it
+at the end. Every job's master, parameter servers and workers are Slurm
+batch jobs of that cluster; the tests find them with squeue and lose nodes
+the way a cluster does: the node's slurmd and everything running on it die
+at once, and the node is marked DOWN.
+
+Exactness jobs train tests/zoo/exactness (see exactness.py): after the job
+every row of the model must be exactly -epochs, whatever was lost on the way.
+
+Environment (besides job_test.py's ELASTICDL_BIN and ELASTICDL_CACHE_DIR):
+  SLURM_REPEAT     run every scenario this many times (default 1)
+  SLURM_PORT_BASE  the cluster's first TCP port (default 17200; it uses 3)
+"""
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import corpus
+import exactness
+import job_test
+from exact_jobs import ExactJobCase
+
+REPEAT = int(os.environ.get("SLURM_REPEAT", "1"))
+CLUSTER_SCRIPT = os.path.join(job_test.REPO, "scripts", "slurm_cluster.sh")
+
+TRAIN_RECORDS = 2000
+VALIDATION_RECORDS = 500
+JOB_TIMEOUT = 240
+EVENT_TIMEOUT = 90
+
+
+def squeue(*args):
+    """squeue's lines for its arguments (all states), as lists of |-separated fields."""
+    out = subprocess.run(["squeue", "--noheader", "--states=all", *args], check=True,
+                         capture_output=True, text=True).stdout
+    return [line.split("|") for line in out.splitlines() if line.strip()]
+
+
+def slurm_jobs_of(job_name):
+    """{slurm job id: (name, state, node)} of a job's Slurm jobs (master and processes)."""
+    jobs = {}
+    for jid, name, state, node in squeue("--format=%i|%j|%T|%N"):
+        if name == job_name or name.startswith(job_name + "-"):
+            jobs[jid] = (name, state, node)
+    return jobs
+
+
+ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"}
+
+
+def process_slurm_job(pid):
+    """The SLURM_JOB_ID a process runs under, or None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for var in f.read().split(b"\0"):
+                if var.startswith(b"SLURM_JOB_ID="):
+                    return var.split(b"=", 1)[1].decode()
+    except OSError:
+        pass
+    return None
+
+
+def stepd_pids(slurm_ids):
+    """The slurmstepd processes of the given Slurm jobs ("slurmstepd: [12.batch]")."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cmd.startswith("slurmstepd: ["):
+            jid = cmd[len("slurmstepd: ["):].split(".")[0].split("]")[0]
+            if jid in slurm_ids:
+                found.append(int(entry))
+    return found
+
+
+def lose_node(slurm_dir, node):
+    """The node dies: its slurmd, the job steps on it and their processes, at once;
+    then Slurm is told it is DOWN (as its health check would). Returns the ids of
+    the Slurm jobs that ran there."""
+    on_node = {jid for jid, _, _, n in squeue("--format=%i|%j|%T|%N") if n == node}
+    with open(os.path.join(slurm_dir, f"slurmd-{node}.pid")) as f:
+        slurmd = int(f.read().strip())
+    victims = [slurmd] + stepd_pids(on_node) + [
+        int(p) for p in os.listdir("/proc")
+        if p.isdigit() and process_slurm_job(int(p)) in on_node]
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    subprocess.run(["scontrol", "update", f"nodename={node}", "state=down",
+                    "reason=lost by a test"], check=True, capture_output=True)
+    return on_node
+
+
+def restore_node(conf, node):
+    """Starts the node's slurmd again and waits until Slurm takes it back."""
+    subprocess.run(["slurmd", "-N", node, "-f", conf], capture_output=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
+                       capture_output=True)
+        state = subprocess.run(["sinfo", "--noheader", "-n", node, "-o", "%t"],
+                               capture_output=True, text=True).stdout.strip()
+        if state in ("idle", "mix", "alloc"):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"node {node} did not come back")
+
+
+def start_cluster(slurm_dir, port_base):
+    """Starts the two-node cluster under slurm_dir; returns its slurm.conf (and sets
+    SLURM_CONF for this process and its children)."""
+    env = dict(os.environ, SLURM_PORT_BASE=str(port_base))
+    started = subprocess.run([CLUSTER_SCRIPT, "start", slurm_dir], env=env,
+                             capture_output=True, text=True)
+    if started.returncode != 0:
+        raise AssertionError(f"could not start Slurm:\n{started.stdout}\n{started.stderr}")
+    conf = os.path.join(slurm_dir, "slurm.conf")
+    os.environ["SLURM_CONF"] = conf
+    return conf
+
+
+def stop_cluster(slurm_dir):
+    subprocess.run([CLUSTER_SCRIPT, "stop", slurm_dir], capture_output=True)
+    os.environ.pop("SLURM_CONF", None)
+
+
+class SlurmTest(ExactJobCase):
+    REPEAT = REPEAT
+    EVENT_TIMEOUT = EVENT_TIMEOUT
+    JOB_TIMEOUT = JOB_TIMEOUT
+    FLAGS = {"cluster": "slurm"}
+    # The zoo builds on this machine, before the cluster starts.
+    WARM_UP_FLAGS = {"cluster": "local"}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.slurm_dir = os.path.join(cls._tmp.name, "slurm")
+        cls.conf = start_cluster(cls.slurm_dir, os.environ.get("SLURM_PORT_BASE", "17200"))
+        data = os.path.join(cls._tmp.name, "data")
+        cls.mnist_train = os.path.join(data, "mnist-train.recordio")
+        cls.mnist_validation = os.path.join(data, "mnist-validation.recordio")
+        corpus.write_subset(cls.mnist_train, "train", 0, job_test.TRAIN_RECORDS)
+        corpus.write_subset(cls.mnist_validation, "test", 0, job_test.VALIDATION_RECORDS)
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_cluster(cls.slurm_dir)
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self._lost_nodes = []
+
+    def _cleanup(self):
+        """Cancels the Slurm jobs a failed run left, kills its processes, and brings
+        lost nodes back."""
+        for job_dir in self._job_dirs:
+            name = os.path.basename(job_dir)
+            ids = [jid for jid, (_, state, _) in slurm_jobs_of(name).items() if state in ACTIVE]
+            if ids:
+                subprocess.run(["scancel", *ids], capture_output=True)
+        super()._cleanup()
+        for node in getattr(self, "_lost_nodes", []):
+            self.restore_node(node)
+        self._lost_nodes = []
+
+    # -- jobs ----------------------------------------------------------------
+
+    def describe(self, job, log):
+        return f"{super().describe(job, log)}\nsqueue:\n" + "\n".join(
+            "|".join(f) for f in squeue("--format=%i|%j|%T|%N|%r"))
+
+    def assertNothingLeft(self, job_dir):
+        """No process of the job, and none of its Slurm jobs still active."""
+        name = os.path.basename(job_dir)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            active = {j: v for j, v in slurm_jobs_of(name).items() if v[1] in ACTIVE}
+            if not active and not job_test.job_processes(job_dir):
+                return
+            time.sleep(0.2)
+        self.fail(f"left behind: Slurm jobs {active}, processes "
+                  f"{job_test.job_processes(job_dir)}")
+
+    # -- nodes -----------------------------------------------------------------
+
+    def lose_node(self, node):
+        self._lost_nodes.append(node)
+        return lose_node(self.slurm_dir, node)
+
+    def restore_node(self, node):
+        restore_node(self.conf, node)
+
+    # -- scenarios -------------------------------------------------------------
+
+    def test_main_job(self):
+        """The README's main job (the seed's Fashion-MNIST model), on Slurm."""
+        def scenario(run):
+            job_dir = os.path.join(self.dir, f"main-{run}")
+            output = os.path.join(self.dir, f"main-model-{run}")
+            self._job_dirs.append(job_dir)
+            job = job_test.Job([
+                "train", "--cluster=slurm", f"--model_zoo={job_test.MODEL_ZOO}",
+                f"--model_def={job_test.FUNCTIONAL}", f"--training_data={self.mnist_train}",
+                f"--validation_data={self.mnist_validation}",
+                "--dataset_fn=standardized_dataset_fn", "--optimizer=adam_optimizer",
+                "--num_epochs=1", "--num_workers=2", "--num_ps_pods=1", "--minibatch_size=64",
+                "--num_threads=1", f"--job_dir={job_dir}", f"--output={output}",
+                "--no_progress"])
+            self._jobs.append(job)
+            code = job.wait(JOB_TIMEOUT)
+            self.assertEqual(code, 0, job.describe())
+            found = job_test.ACCURACY.findall(job.stdout)
+            self.assertEqual(len(found), 1, job.describe())
+            self.assertGreater(float(found[0][0]), job_test.MIN_ACCURACY, job.describe())
+            records, _ = job_test.TRAINED.findall(job.stdout)[0]
+            self.assertEqual(int(records), job_test.TRAIN_RECORDS, job.describe())
+            self.assertNothingLeft(job_dir)
+            # Every process ran as a Slurm job of its own, and ended cleanly.
+            jobs = slurm_jobs_of(os.path.basename(job_dir))
+            names = sorted(name for name, _, _ in jobs.values())
+            base = os.path.basename(job_dir)
+            self.assertEqual(names, [base, f"{base}-ps-0", f"{base}-worker-0",
+                                     f"{base}-worker-1"], jobs)
+            self.assertEqual({state for _, state, _ in jobs.values()}, {"COMPLETED"}, jobs)
+            # The processes' logs are in the job directory, and the client relays them.
+            for role in ("master", "ps-0", "worker-0", "worker-1"):
+                self.assertTrue(os.path.exists(os.path.join(job_dir, "logs", role + ".log")), role)
+            self.assertIn("[ps-0] parameter server 0 serving on", job.stderr, job.describe())
+        self.repeat(scenario)
+
+    def test_detached_job_and_status(self):
+        def scenario(run):
+            job, job_dir, output, log = self.start(f"detached-{run}", detach="true")
+            code = job.wait(60)
+            self.assertEqual(code, 0, self.describe(job, log))
+            self.assertIn("submitted: Slurm job", job.stdout, job.describe())
+            self.assertIn(f"elasticdl job status {job_dir}", job.stdout, job.describe())
+            seen_running = False
+            deadline = time.monotonic() + JOB_TIMEOUT
+            while time.monotonic() < deadline:
+                status = subprocess.run([job_test.BIN, "job", "status", job_dir],
+                                        capture_output=True, text=True)
+                if status.returncode == 0 and "records" in status.stdout:
+                    if "finished" in status.stdout or os.path.exists(
+                            os.path.join(job_dir, "status.pbtxt")):
+                        break
+                    seen_running = True
+                time.sleep(0.5)
+            self.assertTrue(seen_running, "job status never reported the running job")
+            self.assertEqual(exactness.check_rows(output, TRAIN_RECORDS, 2), "",
+                             self.describe(job, log))
+            self.assertNothingLeft(job_dir)
+        self.repeat(scenario)
+
+    def test_node_lost_mid_job(self):
+        def scenario(run):
+            job, job_dir, output, log = self.start(f"node-lost-{run}", checkpoint_steps=8)
+            self.until(job, log, lambda: log.training_done() >= 3, "training under way")
+            name = os.path.basename(job_dir)
+            jobs = slurm_jobs_of(name)
+            master_node = next(n for jname, _, n in jobs.values() if jname == name)
+            worker_nodes = {n for jname, st, n in jobs.values()
+                            if "-worker-" in jname and st == "RUNNING"}
+            others = sorted(worker_nodes - {master_node})
+            self.assertTrue(others, f"no worker away from the master's node: {jobs}")
+            node = others[0]
+            lost_at = time.time()
+            lost = self.lose_node(node)
+            lost_workers = [e["worker"] for e in log.of("worker_started")
+                            if e.get("backend_id") in lost]
+            self.assertTrue(lost_workers, self.describe(job, log))
+            worker = lost_workers[0]
+            self.wait_event(job, log, lambda e: e.get("event") == "worker_lost" and
+                            e.get("worker") == worker, f"worker {worker} lost")
+            self.wait_event(job, log, lambda e: e.get("event") == "worker_started" and
+                            e.get("relaunch") and e["t"] >= lost_at, "a replacement worker")
+            self.assertExact(job, job_dir, output, log)
+        self.repeat(scenario)
+
+    def test_scale_two_four_two(self):
+        def scale(job, job_dir, log, n):
+            out = subprocess.run([job_test.BIN, "job", "scale", job_dir, f"--num_workers={n}"],
+                                 capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr + self.describe(job, log))
+
+        def scenario(run):
+            # Asynchronous, so that each push is a step of its own: with four
+            # workers, the same records of two overlapping epochs can meet in
+            # one synchronous step, which the exactness model counts once.
+            job, job_dir, output, log = self.start(
+                f"scale-{run}", num_epochs=3, use_async="true", optimizer="optimizer",
+                params=exactness.model_params(self.TRAIN_RECORDS, 150))
+            self.until(job, log, lambda: log.training_done() >= 2, "training under way")
+            scale(job, job_dir, log, 4)
+            self.until(job, log, lambda: len(log.of("worker_registered")) >= 4,
+                       "four workers registered")
+            name = os.path.basename(job_dir)
+            running = [j for j, (jn, st, _) in slurm_jobs_of(name).items()
+                       if "-worker-" in jn and st == "RUNNING"]
+            self.assertEqual(len(running), 4, slurm_jobs_of(name))
+            self.until(job, log, lambda: log.training_done() >= 10, "training with four")
+            scale(job, job_dir, log, 2)
+            self.until(job, log, lambda: len(log.of("worker_left")) >= 2, "two workers left")
+            self.assertExact(job, job_dir, output, log, epochs=3)
+        self.repeat(scenario)
+
+    def test_scancel_stops_everything(self):
+        def scenario(run):
+            job, job_dir, output, log = self.start(f"scancel-{run}", num_epochs=3)
+            self.until(job, log, lambda: log.training_done() >= 2, "training under way")
+            with open(os.path.join(job_dir, "slurm_job_id")) as f:
+                master = f.read().strip()
+            subprocess.run(["scancel", master], check=True)
+            code = job.wait(60)
+            self.assertIsNotNone(code, "the client did not end after scancel")
+            self.assertNotEqual(code, 0, job.describe())
+            self.assertIn("cancelled", job.stderr, job.describe())
+            self.assertNothingLeft(job_dir)
+        self.repeat(scenario)
+
+    def test_wrong_partition(self):
+        job, job_dir, _, _ = self.start("wrong-partition", partition="no_such_partition")
+        code = job.wait(60)
+        self.assertEqual(code, 1, job.describe())
+        errors = [l for l in job.stderr.splitlines() if l.startswith("error:")]
+        self.assertEqual(len(errors), 1, job.describe())
+        self.assertIn("Slurm refused", errors[0])
+        self.assertIn("invalid partition", errors[0])
+        self.assertIn("no_such_partition", errors[0])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -160,9 +160,11 @@ def main():
           f"({min(local_rate):.0f}-{max(local_rate):.0f}), slurm median {med(slurm_rate):.0f} "
           f"({min(slurm_rate):.0f}-{max(slurm_rate):.0f}); slurm / local = "
           f"{med(slurm_rate) / med(local_rate):.3f} (goal >= 0.95)")
-    print(f"(c) node lost -> task re-dispatched: median {med(redispatch):.2f} s, max "
-          f"{max(redispatch):.2f} s; -> replacement registered: median {med(replaced):.2f} s, "
-          f"max {max(replaced):.2f} s ({len(replaced)} losses, every job exact)")
+    if replaced:
+        print(f"(c) node lost -> task re-dispatched: median {med(redispatch):.2f} s, max "
+              f"{max(redispatch):.2f} s; -> replacement registered: median "
+              f"{med(replaced):.2f} s, max {max(replaced):.2f} s ({len(replaced)} losses, "
+              f"every job exact)")
 
 
 if __name__ == "__main__":

@@ -124,17 +124,26 @@ start)
   exit 1
   ;;
 stop)
-  [ -f "$conf" ] && SLURM_CONF=$conf scancel --user="$(id -un)" >/dev/null 2>&1 || true
-  for pidfile in "$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid; do
+  if [ -f "$conf" ]; then
+    # Jobs first, so that their steps end before the daemons that run them.
+    SLURM_CONF=$conf scancel --user="$(id -un)" >/dev/null 2>&1 || true
+    for _ in $(seq 50); do
+      [ -z "$(SLURM_CONF=$conf squeue --noheader 2>/dev/null)" ] && break
+      sleep 0.1
+    done
+  fi
+  pidfiles=("$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid)
+  for pidfile in "${pidfiles[@]}"; do
     if running "$pidfile"; then kill "$(cat "$pidfile")"; fi
   done
   for _ in $(seq 50); do
     alive=0
-    for pidfile in "$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid; do
-      running "$pidfile" && alive=1
-    done
+    for pidfile in "${pidfiles[@]}"; do running "$pidfile" && alive=1; done
     [ $alive = 0 ] && break
     sleep 0.1
+  done
+  for pidfile in "${pidfiles[@]}"; do
+    if running "$pidfile"; then kill -9 "$(cat "$pidfile")"; fi
   done
   echo "slurm_cluster: stopped ($dir)"
   ;;

@@ -73,12 +73,17 @@ StatusOr<std::string> FindJobDir(const std::string& job) {
   return newest.string();
 }
 
-StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir) {
-  // A job that ended left its final status.
-  if (StatusOr<std::string> text = ReadFileToString(job_dir + "/status.pbtxt"); text.ok()) {
-    proto::GetJobStatusResponse final_status;
-    if (google::protobuf::TextFormat::ParseFromString(*text, &final_status)) return final_status;
+StatusOr<proto::GetJobStatusResponse> ReadFinalStatus(const std::string& job_dir) {
+  EDL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(job_dir + "/status.pbtxt"));
+  proto::GetJobStatusResponse status;
+  if (!google::protobuf::TextFormat::ParseFromString(text, &status)) {
+    return absl::DataLossError(job_dir + "/status.pbtxt: not a job status");
   }
+  return status;
+}
+
+StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir) {
+  if (auto final_status = ReadFinalStatus(job_dir); final_status.ok()) return final_status;
   EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
   auto context = rpc::MakeContext(kTimeout, c.token);
   proto::GetJobStatusResponse response;

@@ -15,7 +15,11 @@ namespace elasticdl::client {
 // without --job_dir live). NOT_FOUND naming both places otherwise.
 StatusOr<std::string> FindJobDir(const std::string& job);
 
-// The running job's status, from its master.
+// The status the master of the job in `job_dir` left when the job ended
+// (<job_dir>/status.pbtxt); NOT_FOUND while it runs.
+StatusOr<proto::GetJobStatusResponse> ReadFinalStatus(const std::string& job_dir);
+
+// The job's status: the final one once it ended, else from its master.
 StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir);
 
 // Asks the job's master to run `num_workers` workers: new ones start and

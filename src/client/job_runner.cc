@@ -1,6 +1,5 @@
 #include "client/job_runner.h"
 
-#include <google/protobuf/text_format.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -12,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "client/job_control.h"
 #include "client/progress.h"
 #include "cluster/command.h"
 #include "cluster/output_relay.h"
@@ -28,15 +28,6 @@ namespace elasticdl::client {
 namespace {
 
 using std::chrono::milliseconds;
-
-StatusOr<proto::GetJobStatusResponse> ReadFinalStatus(const std::string& job_dir) {
-  EDL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(job_dir + "/status.pbtxt"));
-  proto::GetJobStatusResponse status;
-  if (!google::protobuf::TextFormat::ParseFromString(text, &status)) {
-    return absl::DataLossError(job_dir + "/status.pbtxt: not a job status");
-  }
-  return status;
-}
 
 // Reaps children that are not `keep` (the master, which its Process object
 // reaps): processes of the job reparented to us when their master died.

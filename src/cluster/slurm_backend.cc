@@ -1,5 +1,7 @@
 #include "cluster/slurm_backend.h"
 
+#include <absl/strings/ascii.h>
+#include <absl/strings/str_join.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -13,22 +15,12 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-std::string Join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
-  return out;
-}
-
 // "sbatch: error: invalid partition specified: x\nsbatch: error: ..." ->
 // one line.
 std::string OneLine(const std::string& text) {
   std::string out;
-  for (char c : Trimmed(text)) out += c == '\n' ? "; " : std::string(1, c);
+  for (char c : absl::StripTrailingAsciiWhitespace(text))
+    out += c == '\n' ? "; " : std::string(1, c);
   return out;
 }
 
@@ -55,7 +47,7 @@ StatusOr<std::vector<SlurmJobState>> QuerySlurmJobs(const std::vector<std::strin
   if (ids.empty()) return out;
   EDL_ASSIGN_OR_RETURN(CommandResult r,
                        RunCommand({"squeue", "--noheader", "--states=all", "--format=%i|%T|%r|%N",
-                                   "--jobs=" + Join(ids, ",")}));
+                                   "--jobs=" + absl::StrJoin(ids, ",")}));
   if (!r.ok()) {
     // squeue refuses a list of ids none of which it knows any more.
     if (r.err.find("Invalid job id") != std::string::npos) return out;
@@ -104,7 +96,7 @@ StatusOr<std::string> SubmitSlurmJob(const std::string& name, const std::string&
         StrCat("Slurm refused job ", name, ": ", OneLine(r->err.empty() ? r->out : r->err)));
   }
   // --parsable: "<id>" or "<id>;<cluster>".
-  std::string id = Trimmed(r->out);
+  std::string id(absl::StripTrailingAsciiWhitespace(r->out));
   id = id.substr(0, id.find(';'));
   if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
     return absl::InternalError(StrCat("sbatch printed no job id: ", OneLine(r->out)));
@@ -187,14 +179,14 @@ Status SlurmBackend::Signal(Role role, int id, int signal) {
   if (ids.empty()) return absl::NotFoundError(StrCat(RoleLabel(role, id), ": no Slurm job"));
   if (signal == SIGTERM) {
     // A job still pending has done nothing: cancel it.
-    Status s = Scancel({"--batch", "--signal=TERM", Join(ids, ",")});
+    Status s = Scancel({"--batch", "--signal=TERM", absl::StrJoin(ids, ",")});
     if (s.ok()) return s;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& job_id : ids) jobs_[job_id].cancelled = true;
   }
-  return Scancel({Join(ids, ",")});
+  return Scancel({absl::StrJoin(ids, ",")});
 }
 
 void SlurmBackend::StopAll(milliseconds grace) {
@@ -204,7 +196,7 @@ void SlurmBackend::StopAll(milliseconds grace) {
     for (auto& [job_id, job] : jobs_) ids.push_back(job_id);
   }
   if (ids.empty()) return;
-  Scancel({"--batch", "--signal=TERM", Join(ids, ",")}).IgnoreError();
+  Scancel({"--batch", "--signal=TERM", absl::StrJoin(ids, ",")}).IgnoreError();
   auto wait_until = [this](std::chrono::steady_clock::time_point deadline) {
     std::unique_lock<std::mutex> lock(mu_);
     return changed_.wait_until(lock, deadline, [this] { return jobs_.empty(); });
@@ -218,9 +210,9 @@ void SlurmBackend::StopAll(milliseconds grace) {
       ids.push_back(job_id);
     }
   }
-  Scancel({Join(ids, ",")}).IgnoreError();
+  Scancel({absl::StrJoin(ids, ",")}).IgnoreError();
   if (!wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
-    spdlog::warn("Slurm jobs {} have not ended yet", Join(ids, ","));
+    spdlog::warn("Slurm jobs {} have not ended yet", absl::StrJoin(ids, ","));
   }
 }
 

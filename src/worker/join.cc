@@ -1,5 +1,6 @@
 #include "worker/join.h"
 
+#include <absl/strings/ascii.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,11 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 // The job's data paths must exist here as they did where the master
 // indexed them; a glob's directory must.
@@ -51,7 +47,7 @@ StatusOr<JoinedJob> JoinJob(const JoinOptions& options) {
   if (!token_text.ok()) {
     return Annotate(token_text.status(), StrCat("--token_file=", options.token_file));
   }
-  const std::string token = Trimmed(*token_text);
+  const std::string token(absl::StripTrailingAsciiWhitespace(*token_text));
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   proto::JoinRequest request;

@@ -105,6 +105,18 @@ void TaskManager::DealNextEpoch() {
   ++epoch_;
   std::vector<Range> ranges = training_;
   std::shuffle(ranges.begin(), ranges.end(), rng_);
+  // Ranges the last epoch still trains go last in this one, so that the same
+  // records do not run twice side by side: two minibatches of one
+  // synchronous step holding the same records would be one step over
+  // duplicates, not two epochs.
+  auto held = [this](const Range& r) {
+    return std::any_of(held_.begin(), held_.end(), [&r](const auto& kv) {
+      const proto::Task& t = kv.second.entry.task;
+      return t.type() == proto::TASK_TRAINING && t.file() == r.file && t.start() == r.start &&
+             t.end() == r.end;
+    });
+  };
+  std::stable_partition(ranges.begin(), ranges.end(), [&](const Range& r) { return !held(r); });
   for (const Range& r : ranges) Add(proto::TASK_TRAINING, r, 0, &training_queue_);
 }
 

@@ -58,6 +58,30 @@ TEST(TaskManagerTest, ShufflesEpochsDifferently) {
   EXPECT_NE(order[0], order[1]);
 }
 
+TEST(TaskManagerTest, RangesStillTrainingGoLastInTheNextEpoch) {
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    TaskManagerOptions options;
+    options.num_epochs = 2;
+    options.shuffle_seed = seed;
+    TaskManager tm(options, Ranges(6), {}, {});
+    // Workers 1 and 2 hold the last two tasks of the first epoch while
+    // worker 3 asks for work: the next epoch is dealt now.
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(tm.Report(3, Done(tm.Next(3))));
+    proto::Task a = tm.Next(1);
+    proto::Task b = tm.Next(2);
+    std::vector<int64_t> next;
+    for (int i = 0; i < 6; ++i) {
+      proto::Task t = tm.Next(3);
+      ASSERT_EQ(t.epoch(), 1);
+      next.push_back(t.start());
+      ASSERT_TRUE(tm.Report(3, Done(t)));
+    }
+    EXPECT_EQ(std::set<int64_t>(next.begin() + 4, next.end()),
+              (std::set<int64_t>{a.start(), b.start()}))
+        << "seed " << seed;
+  }
+}
+
 TEST(TaskManagerTest, ReportsFromOtherWorkersAreIgnored) {
   TaskManager tm({}, Ranges(1), {}, {});
   proto::Task t = tm.Next(1);

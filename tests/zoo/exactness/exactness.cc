@@ -16,11 +16,10 @@
 // lr * g / |g|) lowers by exactly 1 every row whose record is in the step,
 // whatever k: with it, E epochs end at -E in every mode. (Two minibatches
 // of one step holding the same record count once. Within an epoch a task
-// has one holder at a time, so that does not happen; but epochs overlap (the
-// next epoch's tasks go out while the last ones of this epoch run), so with
-// several workers the same records of two epochs can meet in one step,
-// which shows here as a record trained once too few. Scenarios with more
-// than two workers count exactly with asynchronous steps and plain SGD.)
+// has one holder at a time; epochs overlap (the next epoch's tasks go out
+// while the last ones of this one run), but the master deals the ranges
+// still in training last in the next epoch, so the same records of two
+// epochs meet in one step only if a task outlasts nearly a whole epoch.)
 //
 // dataset_fn shuffles its records through a buffer of 64, smaller than a
 // task of the chaos tests (128 records); wide_shuffle_dataset_fn through one

@@ -40,6 +40,7 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
       ps_(options_.num_ps),
       workers_target_(options_.workers_target) {
   samples_.emplace_back(Clock::now(), 0);
+  tasks_.set_parallelism(workers_target_);
 }
 
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
@@ -61,6 +62,7 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   }
   next_worker_id_ = journal.next_worker_id();
   workers_target_ = journal.workers_target();
+  tasks_.set_parallelism(workers_target_);
   worker_relaunches_ = journal.worker_relaunches();
   worker_losses_ = journal.worker_losses();
   ps_relaunches_ = journal.ps_relaunches();
@@ -296,6 +298,7 @@ Status JobState::Scale(const proto::ScaleRequest& request, proto::ScaleResponse*
     return absl::InvalidArgumentError("a job needs at least one worker");
   }
   workers_target_ = request.num_workers();
+  tasks_.set_parallelism(workers_target_);
   response->set_num_workers(workers_target_);
   Event("scaled", {{"workers_target", workers_target_}});
   PersistLocked();

@@ -1,6 +1,8 @@
 #include "master/task_manager.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "common/strings.h"
@@ -102,21 +104,53 @@ int64_t TaskManager::NumMinibatches(const proto::Task& task) const {
 }
 
 void TaskManager::DealNextEpoch() {
+  // The ranges this epoch dealt last, in the order it dealt them (task ids
+  // grow as tasks are dealt).
+  std::map<TaskId, Range> dealt;
+  auto note = [&](const proto::Task& t) {
+    if (t.type() == proto::TASK_TRAINING && t.epoch() == epoch_) {
+      dealt[t.task_id()] = Range{t.file(), t.start(), t.end()};
+    }
+  };
+  for (const auto& [id, t] : finished_training_) note(t);
+  for (const auto& [id, h] : held_) note(h.entry.task);
+  for (const Entry& e : training_queue_) note(e.task);
+  // As many workers as the job runs may still be finishing its last ranges
+  // while the next one starts (more while a scale-down is under way).
+  std::set<WorkerId> holders;
+  for (const auto& [id, h] : held_) {
+    if (h.entry.task.type() == proto::TASK_TRAINING) holders.insert(h.worker);
+  }
+  const size_t workers = std::max<size_t>(parallelism_, holders.size());
+
   ++epoch_;
   std::vector<Range> ranges = training_;
   std::shuffle(ranges.begin(), ranges.end(), rng_);
-  // Ranges the last epoch still trains go last in this one, so that the same
-  // records do not run twice side by side: two minibatches of one
+  // The last ranges dealt stay out of the first ones of this epoch, so that
+  // the same records do not train side by side: two minibatches of one
   // synchronous step holding the same records would be one step over
-  // duplicates, not two epochs.
-  auto held = [this](const Range& r) {
-    return std::any_of(held_.begin(), held_.end(), [&r](const auto& kv) {
-      const proto::Task& t = kv.second.entry.task;
-      return t.type() == proto::TASK_TRAINING && t.file() == r.file && t.start() == r.start &&
-             t.end() == r.end;
-    });
+  // duplicates, not two epochs. Twice the workers is the margin for a task
+  // that runs long; at most half the epoch, so that the order stays a
+  // shuffle; none with one worker, which trains one task at a time. Decided
+  // from the order dealt, never from timing: the same seed deals the same
+  // epochs.
+  const size_t apart = workers > 1 ? std::min(ranges.size() / 2, 2 * workers) : 0;
+  auto last = [&](const Range& r) {
+    size_t seen = 0;
+    for (auto it = dealt.rbegin(); it != dealt.rend() && seen < apart; ++it, ++seen) {
+      if (it->second.file == r.file && it->second.start == r.start && it->second.end == r.end) {
+        return true;
+      }
+    }
+    return false;
   };
-  std::stable_partition(ranges.begin(), ranges.end(), [&](const Range& r) { return !held(r); });
+  size_t swap_with = apart;
+  for (size_t i = 0; i < apart; ++i) {
+    if (!last(ranges[i])) continue;
+    while (swap_with < ranges.size() && last(ranges[swap_with])) ++swap_with;
+    if (swap_with == ranges.size()) break;
+    std::swap(ranges[i], ranges[swap_with++]);
+  }
   for (const Range& r : ranges) Add(proto::TASK_TRAINING, r, 0, &training_queue_);
 }
 

@@ -33,12 +33,14 @@
 #ifndef ELASTICDL_MASTER_TASK_MANAGER_H_
 #define ELASTICDL_MASTER_TASK_MANAGER_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,12 @@ class TaskManager {
                                           const proto::TaskLedger& ledger);
   // The whole state, for the master's journal.
   proto::TaskLedger ToLedger() const;
+
+  // How many workers the job runs (its target; 1 by default). An epoch's
+  // last ranges, as many as twice this, are not dealt among the first of
+  // the next epoch (DealNextEpoch), so that workers finishing one epoch do
+  // not train the same records as workers starting the next.
+  void set_parallelism(int workers) { parallelism_ = static_cast<size_t>(std::max(workers, 1)); }
 
   // The next task for `worker`: a real task, TASK_WAIT (nothing now, ask
   // again), or TASK_NONE (the job is over). A real task carries its attempt
@@ -238,6 +246,7 @@ class TaskManager {
   std::deque<Entry> training_queue_;
   std::deque<Entry> other_queue_;  // evaluation and prediction
   std::map<TaskId, Held> held_;
+  size_t parallelism_ = 1;
   // Finished training tasks, kept so that a parameter server's restore can
   // reopen them.
   std::map<TaskId, proto::Task> finished_training_;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+#include <random>
 #include <set>
 
 namespace elasticdl::master {
@@ -58,27 +61,72 @@ TEST(TaskManagerTest, ShufflesEpochsDifferently) {
   EXPECT_NE(order[0], order[1]);
 }
 
-TEST(TaskManagerTest, RangesStillTrainingGoLastInTheNextEpoch) {
-  for (uint64_t seed = 0; seed < 20; ++seed) {
-    TaskManagerOptions options;
-    options.num_epochs = 2;
-    options.shuffle_seed = seed;
-    TaskManager tm(options, Ranges(6), {}, {});
-    // Workers 1 and 2 hold the last two tasks of the first epoch while
-    // worker 3 asks for work: the next epoch is dealt now.
-    for (int i = 0; i < 4; ++i) ASSERT_TRUE(tm.Report(3, Done(tm.Next(3))));
-    proto::Task a = tm.Next(1);
-    proto::Task b = tm.Next(2);
-    std::vector<int64_t> next;
-    for (int i = 0; i < 6; ++i) {
-      proto::Task t = tm.Next(3);
-      ASSERT_EQ(t.epoch(), 1);
-      next.push_back(t.start());
-      ASSERT_TRUE(tm.Report(3, Done(t)));
+// Two workers take turns over two epochs of `n` ranges; `hold_last` keeps
+// the last task of the first epoch while the second is dealt. Returns
+// the ranges' starts in the order each epoch dealt them.
+std::vector<std::vector<int64_t>> TwoWorkersTwoEpochs(uint64_t seed, int n, bool hold_last) {
+  TaskManagerOptions options;
+  options.num_epochs = 2;
+  options.shuffle_seed = seed;
+  TaskManager tm(options, Ranges(n), {}, {});
+  tm.set_parallelism(2);
+  std::vector<std::vector<int64_t>> order(2);
+  std::optional<proto::Task> held;
+  WorkerId holder = 0;
+  for (int i = 0; i < 2 * n; ++i) {
+    const WorkerId worker = 1 + i % 2;
+    proto::Task t = tm.Next(worker);
+    EXPECT_EQ(t.type(), proto::TASK_TRAINING);
+    order[t.epoch()].push_back(t.start());
+    if (hold_last && i == n - 1) {
+      held = t;
+      holder = worker;
+    } else {
+      EXPECT_TRUE(tm.Report(worker, Done(t)));
     }
-    EXPECT_EQ(std::set<int64_t>(next.begin() + 4, next.end()),
-              (std::set<int64_t>{a.start(), b.start()}))
-        << "seed " << seed;
+    if (held && i == n + 1) EXPECT_TRUE(tm.Report(holder, Done(*held)));
+  }
+  return order;
+}
+
+TEST(TaskManagerTest, AnEpochsLastRangesAreNotDealtFirstInTheNext) {
+  const int n = 12;
+  std::set<size_t> positions;  // where the first epoch's last ranges went
+  for (uint64_t seed = 0; seed < 30; ++seed) {
+    auto order = TwoWorkersTwoEpochs(seed, n, /*hold_last=*/false);
+    ASSERT_EQ(order[1].size(), static_cast<size_t>(n));
+    // Two workers: the last 4 of the first epoch are not among the first 4
+    // of the second.
+    std::set<int64_t> last(order[0].end() - 4, order[0].end());
+    for (size_t i = 0; i < order[1].size(); ++i) {
+      if (last.count(order[1][i]) == 0) continue;
+      EXPECT_GE(i, 4u) << "seed " << seed;
+      positions.insert(i);
+    }
+    // Timing does not change the order: the same seed deals the same
+    // epochs whether or not a task was still held when the next was dealt.
+    EXPECT_EQ(order, TwoWorkersTwoEpochs(seed, n, /*hold_last=*/true)) << "seed " << seed;
+  }
+  // Kept apart, not pushed to the end: the order is still a shuffle.
+  EXPECT_TRUE(positions.count(4) || positions.count(5));
+}
+
+TEST(TaskManagerTest, OneWorkerKeepsThePlainShuffle) {
+  // One worker trains one task at a time; its epochs are the seed's
+  // shuffles as they are, which a plain loop can reproduce.
+  TaskManagerOptions options;
+  options.num_epochs = 3;
+  options.shuffle_seed = 5;
+  TaskManager tm(options, Ranges(6), {}, {});
+  std::mt19937_64 rng(5);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    std::vector<Range> expected = Ranges(6);
+    std::shuffle(expected.begin(), expected.end(), rng);
+    for (const Range& r : expected) {
+      proto::Task t = tm.Next(1);
+      EXPECT_EQ(t.start(), r.start) << "epoch " << epoch;
+      ASSERT_TRUE(tm.Report(1, Done(t)));
+    }
   }
 }
 

@@ -1,17 +1,17 @@
 // Runs a prepared job from the client and follows it with a progress bar.
 //
-// `local` and `external` clusters: the client starts the master process (in
-// its own process group, so Ctrl-C reaches only the client), stops it on
-// Ctrl-C, and restarts it on the same job directory if it dies (the new
-// master resumes from its journal; the job's parameter servers and workers
-// carry on). The client is the job's subreaper: processes whose master died
-// are reparented to it, and it reaps them. They leave by themselves when
-// the client is gone too.
-//
-// `slurm`: the client submits the master as a Slurm batch job (which then
-// submits the parameter servers and workers), relays the job's logs from
-// <job_dir>/logs/, and on Ctrl-C asks the master to stop the job. Detached,
-// it returns once Slurm has the job; `elasticdl job status` follows it.
+// The client builds the job's cluster backend from the spec
+// (cluster/backends.h) and asks it for the master: a process in a group of
+// its own on this machine (`local`, `external`; the client is then the
+// job's subreaper, reaping processes whose master died), or a Slurm batch
+// job (`slurm`). The master starts the rest through a backend of its own.
+// The client relays the job's output (written to it directly, or to the
+// backend's log files, which it follows), asks the master to stop on
+// Ctrl-C, and starts it again on the same job directory if it died without
+// a final status, where the backend allows (the new master resumes from
+// its journal; the job's parameter servers and workers carry on).
+// Detached, it returns once the master is started; `elasticdl job status`
+// follows the job.
 #ifndef ELASTICDL_CLIENT_JOB_RUNNER_H_
 #define ELASTICDL_CLIENT_JOB_RUNNER_H_
 
@@ -30,13 +30,7 @@ struct RunJobOptions {
   bool progress = true;
   // Set to stop the job (polled; may be null).
   const std::atomic<bool>* cancel = nullptr;
-  // Restarts of a master that died (killed, crashed) before the job fails.
-  int max_master_restarts = 3;
-  // "local", "external" or "slurm" (the job spec's cluster kind).
-  std::string cluster = "local";
-  // Slurm: the partition of the master's job; empty: the default.
-  std::string partition;
-  // Slurm: return once the job is submitted.
+  // Return once the master is started.
   bool detach = false;
 };
 

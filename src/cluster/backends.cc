@@ -17,6 +17,7 @@ class ExternalBackend : public ClusterBackend {
       : local_(std::move(options), std::move(on_exit)) {}
 
   bool starts_workers() const override { return false; }
+  StatusOr<ProcessHandle> StartMaster() override { return local_.StartMaster(); }
   StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override {
     return local_.StartPs(ps_id, launch);
   }
@@ -61,6 +62,7 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
     local.job_dir = config.job_dir;
     local.master_address = config.master_address;
     local.ps_host = HostOf(config.master_address);
+    local.output_fd = config.output_fd;
     if (config.kind == "local") {
       return std::unique_ptr<ClusterBackend>(
           std::make_unique<LocalBackend>(std::move(local), std::move(on_exit)));

@@ -21,12 +21,15 @@ struct BackendConfig {
   std::string binary;
   std::string job_dir;
   std::string job_name;
-  // host:port of the master.
+  // host:port of the master (empty for the client, which starts it).
   std::string master_address;
   // Slurm: the partition; empty: the cluster's default.
   std::string partition;
   // LibTorch threads of each worker (the CPUs it asks a scheduler for).
   int worker_threads = 1;
+  // Where processes on this machine write (cluster/output_relay.h); -1:
+  // the starter's own stdout and stderr.
+  int output_fd = -1;
 };
 
 // `on_exit` runs (on a backend thread) for every process that ends.

@@ -1,6 +1,7 @@
-// Where a job's parameter servers and workers run. The master asks its
-// backend for processes and hears back when one ends; `local` (processes on
-// this machine) is the default.
+// Where a job's processes run. The client asks a backend for the master,
+// the master asks one of its own for parameter servers and workers, and
+// both hear back when a process ends; `local` (processes on this machine)
+// is the default.
 #ifndef ELASTICDL_CLUSTER_CLUSTER_BACKEND_H_
 #define ELASTICDL_CLUSTER_CLUSTER_BACKEND_H_
 
@@ -13,9 +14,9 @@
 
 namespace elasticdl::cluster {
 
-enum class Role { kPs, kWorker };
+enum class Role { kMaster, kPs, kWorker };
 
-// "ps-0", "worker-3".
+// "master", "ps-0", "worker-3".
 std::string RoleLabel(Role role, int id);
 
 // A process of the job has ended. `ok` is a clean exit (code 0);
@@ -64,6 +65,19 @@ class ClusterBackend {
   // False where workers are started by someone else (`external`): the
   // master then waits for them to join.
   virtual bool starts_workers() const { return true; }
+  // Where the processes write their output, one file each, when not to the
+  // starter's own output (Slurm: <job_dir>/logs); the client follows them.
+  virtual std::string log_dir() const { return {}; }
+
+  // Whether the client may start a master again after it died (a restarted
+  // master resumes the job from its journal at the same address).
+  virtual bool restarts_master() const { return true; }
+  // Names a started process for people: "pid 1234", "Slurm job 17".
+  virtual std::string Describe(const ProcessHandle& handle) const;
+
+  // Starts the job's master (the client asks). Its exit is reported as
+  // Role::kMaster; Signal(Role::kMaster, 0, ...) reaches it.
+  virtual StatusOr<ProcessHandle> StartMaster() = 0;
 
   // Starts parameter server `ps_id` / worker `worker_id` of the job. The
   // process connects to the master by itself.

@@ -1,5 +1,9 @@
 #include "cluster/local_backend.h"
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -9,33 +13,92 @@
 
 namespace elasticdl::cluster {
 
-std::string RoleLabel(Role role, int id) {
-  return StrCat(role == Role::kPs ? "ps-" : "worker-", id);
-}
-
 LocalBackend::LocalBackend(LocalBackendOptions options, ExitCallback on_exit)
     : options_(std::move(options)),
       on_exit_(std::move(on_exit)),
       sink_(stderr),
       group_(&sink_, [this](const std::string& label, pid_t, ExitStatus status) {
         ProcessExit e;
-        e.role = label.rfind("ps-", 0) == 0 ? Role::kPs : Role::kWorker;
-        e.id = std::stoi(label.substr(label.find('-') + 1));
+        if (label == "master") {
+          e.role = Role::kMaster;
+        } else {
+          e.role = label.rfind("ps-", 0) == 0 ? Role::kPs : Role::kWorker;
+          e.id = std::stoi(label.substr(label.find('-') + 1));
+        }
         e.ok = status.ok();
         e.description = status.ToString();
         if (on_exit_) on_exit_(e);
       }) {}
 
-LocalBackend::~LocalBackend() = default;
+LocalBackend::~LocalBackend() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  stop_reaping_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+std::string LocalBackend::Binary() const {
+  if (!options_.binary.empty()) return options_.binary;
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).string();
+}
+
+void LocalBackend::ReapOrphans() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (
+      !stop_reaping_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) {
+    lock.unlock();
+    for (;;) {
+      siginfo_t info{};
+      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
+      // The master is the group's to reap, with its exit status.
+      if (group_.pid(RoleLabel(Role::kMaster, 0)) == info.si_pid) break;
+      ::waitpid(info.si_pid, nullptr, WNOHANG);
+    }
+    lock.lock();
+  }
+}
+
+StatusOr<ProcessHandle> LocalBackend::StartMaster() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!reaper_.joinable()) {
+      // Parameter servers and workers outlive a master that dies; they
+      // become ours then, for a restarted master to adopt.
+      ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+      reaper_ = std::thread([this] { ReapOrphans(); });
+    }
+  }
+  ProcessSpec spec;
+  spec.label = RoleLabel(Role::kMaster, 0);
+  spec.argv = {Binary(), "master", "--job_dir=" + options_.job_dir};
+  // Each master leads a process group holding the processes it starts;
+  // whatever of them is left at the end goes with it.
+  spec.new_process_group = true;
+  // The master and the job's processes label their own lines.
+  if (options_.output_fd >= 0) {
+    spec.output_fd = options_.output_fd;
+  } else {
+    spec.inherit_output = true;
+  }
+  EDL_RETURN_IF_ERROR(group_.Start(spec));
+  ProcessHandle handle;
+  if (std::optional<pid_t> pid = group_.pid(spec.label)) {
+    handle.pid = *pid;
+    handle.start_time = ProcessStartTime(*pid).value_or(0);
+    std::lock_guard<std::mutex> lock(mu_);
+    master_groups_.push_back(*pid);
+  }
+  return handle;
+}
 
 StatusOr<ProcessHandle> LocalBackend::Start(Role role, int id,
                                             std::vector<std::string> extra_args) {
   ProcessSpec spec;
   spec.label = RoleLabel(role, id);
-  std::error_code ec;
-  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  spec.argv = {options_.binary.empty() ? self : options_.binary,
-               role == Role::kPs ? "ps" : "worker", "--job_dir=" + options_.job_dir,
+  spec.argv = {Binary(), role == Role::kPs ? "ps" : "worker", "--job_dir=" + options_.job_dir,
                "--master=" + options_.master_address,
                StrCat(role == Role::kPs ? "--ps_id=" : "--worker_id=", id)};
   if (role == Role::kPs) spec.argv.push_back("--host=" + options_.ps_host);
@@ -43,7 +106,11 @@ StatusOr<ProcessHandle> LocalBackend::Start(Role role, int id,
   // The processes outlive a master that dies, so a restarted one can carry
   // on with them; they label their own output.
   spec.die_with_parent_signal = 0;
-  spec.inherit_output = true;
+  if (options_.output_fd >= 0) {
+    spec.output_fd = options_.output_fd;
+  } else {
+    spec.inherit_output = true;
+  }
   // The job's processes share this machine's cores: OpenMP threads that
   // spin while waiting for work take cores from the others (a two-thread
   // worker next to a busy process runs several times slower). Sleep
@@ -79,6 +146,19 @@ Status LocalBackend::Signal(Role role, int id, int signal) {
   return group_.Signal(RoleLabel(role, id), signal);
 }
 
-void LocalBackend::StopAll(std::chrono::milliseconds grace) { group_.StopAll(grace); }
+void LocalBackend::StopAll(std::chrono::milliseconds grace) {
+  group_.StopAll(grace);
+  std::vector<pid_t> groups;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    groups.swap(master_groups_);
+  }
+  if (groups.empty()) return;
+  for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
+  // Reap them; give up after a second.
+  for (int i = 0; i < 100 && ::waitpid(-1, nullptr, WNOHANG) >= 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 }  // namespace elasticdl::cluster

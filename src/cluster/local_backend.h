@@ -1,13 +1,20 @@
-// The `local` cluster backend: parameter servers and workers as processes
-// on this machine, started by the master. They write to the master's stdout
-// and stderr directly, labelling their own lines ("[worker-1] ..."), and do
-// not die with the master: a restarted master adopts them (the processes
-// leave by themselves when the master stays away too long).
+// The `local` cluster backend: the job's processes on this machine. The
+// client starts the master, which dies with it; the master starts parameter
+// servers and workers, which do not die with the master: a restarted master
+// adopts them (the processes leave by themselves when the master stays away
+// too long). All write to `output_fd` (or the starter's stdout and stderr)
+// directly, labelling their own lines ("[worker-1] ...").
 #ifndef ELASTICDL_CLUSTER_LOCAL_BACKEND_H_
 #define ELASTICDL_CLUSTER_LOCAL_BACKEND_H_
 
+#include <sys/types.h>
+
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cluster/cluster_backend.h"
 #include "cluster/log_sink.h"
@@ -23,6 +30,9 @@ struct LocalBackendOptions {
   std::string master_address;
   // Where parameter servers bind and advertise (the master's host).
   std::string ps_host = "127.0.0.1";
+  // The processes' stdout and stderr (an OutputRelay's descriptor, which
+  // outlives a master); -1: the starter's own.
+  int output_fd = -1;
 };
 
 class LocalBackend : public ClusterBackend {
@@ -31,6 +41,11 @@ class LocalBackend : public ClusterBackend {
   LocalBackend(LocalBackendOptions options, ExitCallback on_exit);
   ~LocalBackend() override;
 
+  // The master leads a process group of its own, with the processes it
+  // starts; StopAll ends whatever of each master's group is left. Processes
+  // of the job whose master died become children of this process (a child
+  // subreaper), which reaps them.
+  StatusOr<ProcessHandle> StartMaster() override;
   StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override;
   StatusOr<ProcessHandle> StartWorker(int worker_id) override;
   Status Adopt(Role role, int id, const ProcessHandle& handle) override;
@@ -39,11 +54,20 @@ class LocalBackend : public ClusterBackend {
 
  private:
   StatusOr<ProcessHandle> Start(Role role, int id, std::vector<std::string> extra_args);
+  std::string Binary() const;
+  // Reaps children that are not in group_ until stopped.
+  void ReapOrphans();
 
   const LocalBackendOptions options_;
   const ExitCallback on_exit_;
   LogSink sink_;
   ProcessGroup group_;
+  std::mutex mu_;
+  std::condition_variable stop_reaping_;
+  bool stopping_ = false;
+  // The process groups of the masters started.
+  std::vector<pid_t> master_groups_;
+  std::thread reaper_;
 };
 
 }  // namespace elasticdl::cluster

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "cluster/command.h"
+#include "common/file.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
@@ -120,35 +121,57 @@ SlurmBackend::~SlurmBackend() {
 
 StatusOr<ProcessHandle> SlurmBackend::Submit(Role role, int id, const std::string& args, int cpus) {
   const std::string label = RoleLabel(role, id);
-  // The process binds on its node's name, which the other nodes resolve.
-  std::string command = StrCat(ShellQuote(options_.binary), role == Role::kPs ? " ps" : " worker",
-                               " --job_dir=", ShellQuote(options_.job_dir),
-                               " --master=", ShellQuote(options_.master_address), args);
+  EDL_RETURN_IF_ERROR(CreateDirectories(log_dir()));
+  // The master's Slurm job is named as the job; the others after it.
+  const std::string name =
+      role == Role::kMaster ? options_.job_name : StrCat(options_.job_name, "-", label);
   EDL_ASSIGN_OR_RETURN(
       std::string job_id,
-      SubmitSlurmJob(StrCat(options_.job_name, "-", label),
-                     StrCat(options_.job_dir, "/logs/", label, ".log"), options_.partition, cpus,
-                     command, {"--export=ALL,OMP_WAIT_POLICY=PASSIVE"}));
+      SubmitSlurmJob(name, StrCat(log_dir(), "/", label, ".log"), options_.partition, cpus,
+                     StrCat(ShellQuote(options_.binary), " ", args),
+                     {"--export=ALL,OMP_WAIT_POLICY=PASSIVE"}));
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_[job_id] = Job{role, id};
   }
   changed_.notify_all();
-  spdlog::info("{} submitted as Slurm job {}", label, job_id);
+  if (role != Role::kMaster) spdlog::info("{} submitted as Slurm job {}", label, job_id);
   ProcessHandle handle;
   handle.backend_id = job_id;
   return handle;
 }
 
+std::string SlurmBackend::log_dir() const { return options_.job_dir + "/logs"; }
+
+std::string SlurmBackend::Describe(const ProcessHandle& handle) const {
+  return StrCat("Slurm job ", handle.backend_id);
+}
+
+StatusOr<ProcessHandle> SlurmBackend::StartMaster() {
+  EDL_ASSIGN_OR_RETURN(
+      ProcessHandle handle,
+      Submit(Role::kMaster, 0, StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1));
+  // For `scancel $(cat <job_dir>/slurm_job_id)`.
+  EDL_RETURN_IF_ERROR(WriteFileAtomically(options_.job_dir + "/slurm_job_id", handle.backend_id));
+  return handle;
+}
+
+// The process binds on its node's name, which the other nodes resolve.
+std::string SlurmBackend::RoleArgs(const char* role) const {
+  return StrCat(role, " --job_dir=", ShellQuote(options_.job_dir),
+                " --master=", ShellQuote(options_.master_address));
+}
+
 StatusOr<ProcessHandle> SlurmBackend::StartPs(int ps_id, const PsLaunch& launch) {
-  return Submit(
-      Role::kPs, ps_id,
-      StrCat(" --ps_id=", ps_id, " --host=\"$(hostname)\"", launch.restore ? " --restore" : ""),
-      options_.ps_cpus);
+  return Submit(Role::kPs, ps_id,
+                StrCat(RoleArgs("ps"), " --ps_id=", ps_id, " --host=\"$(hostname)\"",
+                       launch.restore ? " --restore" : ""),
+                options_.ps_cpus);
 }
 
 StatusOr<ProcessHandle> SlurmBackend::StartWorker(int worker_id) {
-  return Submit(Role::kWorker, worker_id, StrCat(" --worker_id=", worker_id), options_.worker_cpus);
+  return Submit(Role::kWorker, worker_id, StrCat(RoleArgs("worker"), " --worker_id=", worker_id),
+                options_.worker_cpus);
 }
 
 Status SlurmBackend::Adopt(Role role, int id, const ProcessHandle& handle) {

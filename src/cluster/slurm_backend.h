@@ -1,5 +1,5 @@
-// The `slurm` cluster backend: each parameter server and worker is a Slurm
-// batch job of its own (one task, `exec elasticdl ps|worker ...`), placed
+// The `slurm` cluster backend: the master, each parameter server and each
+// worker is a Slurm batch job of its own (one task, `exec elasticdl ps|worker ...`), placed
 // on whichever node Slurm picks, with its output in <job_dir>/logs/.
 //
 // Why separate jobs rather than steps of one allocation: an allocation is
@@ -82,6 +82,15 @@ class SlurmBackend : public ClusterBackend {
   // Stops watching; the Slurm jobs go on (a restarted master adopts them).
   ~SlurmBackend() override;
 
+  // <job_dir>/logs: one file per process, "<label>.log".
+  std::string log_dir() const override;
+  std::string Describe(const ProcessHandle& handle) const override;
+  // A restarted master could land on another node, where the job's
+  // processes would not find it: the client does not restart it.
+  bool restarts_master() const override { return false; }
+  // The master as a Slurm job of one CPU; its id also goes to
+  // <job_dir>/slurm_job_id.
+  StatusOr<ProcessHandle> StartMaster() override;
   StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override;
   StatusOr<ProcessHandle> StartWorker(int worker_id) override;
   Status Adopt(Role role, int id, const ProcessHandle& handle) override;
@@ -95,7 +104,10 @@ class SlurmBackend : public ClusterBackend {
     // We cancelled it: its CANCELLED state is a clean end.
     bool cancelled = false;
   };
+  // Submits `elasticdl <args>` as the Slurm job of `role` `id`.
   StatusOr<ProcessHandle> Submit(Role role, int id, const std::string& args, int cpus);
+  // "<role> --job_dir=... --master=...".
+  std::string RoleArgs(const char* role) const;
   void Watch();
   // Reports the watched jobs that reached a final state; returns how many
   // are still watched.

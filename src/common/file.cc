@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -221,6 +222,24 @@ Status ErrnoToStatus(int err, std::string_view context) {
     default:
       return absl::InternalError(message);
   }
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  std::string tmp = path + ".tmp";
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, WritableFile::Create(tmp));
+  EDL_RETURN_IF_ERROR(file->Append(contents));
+  EDL_RETURN_IF_ERROR(file->Close());
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(StrCat(path, ": rename failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
 }
 
 Status CreateDirectories(const std::string& path) {

@@ -98,6 +98,14 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // Creates `path` and any missing parents; OK if it already exists.
 Status CreateDirectories(const std::string& path);
 
+// Writes `contents` to `path` through a temporary file and a rename, so
+// readers see the old or the new contents, never a part.
+Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+// `path` made absolute against the working directory and normalised; an
+// empty path stays empty.
+std::string AbsolutePath(const std::string& path);
+
 // A status for a failed system call: "context: strerror(err)", with the code
 // that matches `err` (NOT_FOUND for ENOENT, PERMISSION_DENIED for EACCES,
 // RESOURCE_EXHAUSTED for ENOSPC or EMFILE, ...; INTERNAL otherwise).

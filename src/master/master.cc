@@ -106,18 +106,18 @@ Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::strin
                                       values.version(), "; the model is not written"));
   }
   proto::TrainedModel record;
-  record.set_zoo_identity(spec.zoo_identity());
-  record.set_model_def(spec.model_def());
-  record.set_model_def_params(spec.model_params());
+  record.set_zoo_identity(spec.model().zoo_identity());
+  record.set_model_def(spec.model().model_def());
+  record.set_model_def_params(spec.model().params());
   record.set_params_filename(rpc::kParametersFile);
-  record.set_input_function(spec.dataset_fn());
-  record.set_loss(spec.loss());
-  record.set_optimizer(spec.optimizer());
-  record.set_eval_metrics_fn(spec.eval_metrics_fn());
-  record.set_model_zoo(spec.model_zoo());
+  record.set_input_function(spec.model().dataset_fn());
+  record.set_loss(spec.model().loss());
+  record.set_optimizer(spec.model().optimizer());
+  record.set_eval_metrics_fn(spec.model().eval_metrics_fn());
+  record.set_model_zoo(spec.model().model_zoo());
   record.set_model_version(values.version());
   record.set_seed(spec.seed());
-  *record.mutable_optimizer_config() = spec.optimizer_config();
+  *record.mutable_optimizer_config() = spec.model().optimizer_config();
   EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(spec.output(), record, values));
   return CopyTree(spec.job_dir() + "/" + rpc::kZooDir, spec.output() + "/" + rpc::kZooDir);
 }
@@ -148,7 +148,7 @@ Status MergePredictions(const proto::JobSpec& spec,
   }
   std::string header = "file,index";
   for (size_t i = 0; i < columns; ++i) header += StrCat(",output_", i);
-  return rpc::WriteFileAtomically(out_path, header + "\n" + body);
+  return WriteFileAtomically(out_path, header + "\n" + body);
 }
 
 std::string Describe(const Evaluation& ev) {
@@ -160,7 +160,7 @@ std::string Describe(const Evaluation& ev) {
 Status WriteStatus(const std::string& job_dir, const proto::GetJobStatusResponse& status) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(status, &text);
-  return rpc::WriteFileAtomically(job_dir + "/status.pbtxt", text);
+  return WriteFileAtomically(job_dir + "/status.pbtxt", text);
 }
 
 Status Run(const MasterOptions& options);
@@ -230,28 +230,29 @@ void LogEvaluations(JobState* state, size_t* logged) {
 Status Run(const MasterOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
-  const int64_t per_task = spec.minibatch_size() * spec.num_minibatches_per_task();
+  const proto::TaskSpec& tasks = spec.tasks();
+  const int64_t per_task = tasks.minibatch_size() * tasks.num_minibatches_per_task();
   if (per_task <= 0) return absl::InvalidArgumentError("records per task must be positive");
   EDL_ASSIGN_OR_RETURN(std::vector<Range> training,
-                       IndexData(spec.training_data(), "--training_data", per_task));
+                       IndexData(tasks.training_data(), "--training_data", per_task));
   EDL_ASSIGN_OR_RETURN(std::vector<Range> validation,
-                       IndexData(spec.validation_data(), "--validation_data", per_task));
+                       IndexData(tasks.validation_data(), "--validation_data", per_task));
   EDL_ASSIGN_OR_RETURN(std::vector<Range> prediction,
-                       IndexData(spec.prediction_data(), "--prediction_data", per_task));
+                       IndexData(tasks.prediction_data(), "--prediction_data", per_task));
 
   TaskManagerOptions task_options;
   task_options.job_type = spec.type();
-  task_options.num_epochs = spec.num_epochs();
-  task_options.shuffle_seed = spec.shuffle_seed();
-  task_options.max_task_retries = spec.max_task_retries();
-  task_options.evaluation_steps = spec.evaluation_steps();
-  task_options.minibatch_size = spec.minibatch_size();
+  task_options.num_epochs = tasks.num_epochs();
+  task_options.shuffle_seed = tasks.shuffle_seed();
+  task_options.max_task_retries = spec.fault_tolerance().max_task_retries();
+  task_options.evaluation_steps = tasks.evaluation_steps();
+  task_options.minibatch_size = tasks.minibatch_size();
   if (spec.type() == proto::JOB_EVALUATION) {
     EDL_ASSIGN_OR_RETURN(proto::TrainedModel model,
-                         rpc::ReadTrainedModelRecord(spec.trained_model()));
+                         rpc::ReadTrainedModelRecord(spec.model().trained_model()));
     task_options.model_version = model.model_version();
   }
-  const int num_ps = spec.type() == proto::JOB_TRAINING ? spec.num_ps() : 0;
+  const int num_ps = spec.type() == proto::JOB_TRAINING ? spec.ps().num_ps() : 0;
 
   // A journal means an earlier master of this job died: resume its job.
   EDL_ASSIGN_OR_RETURN(std::optional<proto::MasterJournal> journal, ReadJournal(options.job_dir));
@@ -276,24 +277,27 @@ Status Run(const MasterOptions& options) {
   backend_config.job_name = spec.job_name();
   backend_config.master_address = address;
   backend_config.partition = spec.cluster().partition();
-  backend_config.worker_threads = spec.worker_threads();
+  backend_config.worker_threads = spec.workers().threads();
   EDL_ASSIGN_OR_RETURN(
       std::unique_ptr<cluster::ClusterBackend> backend,
-      cluster::MakeBackend(backend_config,
+      options.make_backend(backend_config,
                            [&exits](const cluster::ProcessExit& e) { exits.Push(e); }));
 
   JobStateOptions state_options;
   state_options.type = spec.type();
   state_options.num_ps = num_ps;
-  state_options.workers_target = spec.num_workers();
-  if (spec.worker_lease_ms() > 0) {
-    state_options.worker_lease = std::chrono::milliseconds(spec.worker_lease_ms());
+  state_options.workers_target = spec.workers().num_workers();
+  if (spec.fault_tolerance().worker_lease_ms() > 0) {
+    state_options.worker_lease =
+        std::chrono::milliseconds(spec.fault_tolerance().worker_lease_ms());
   }
   state_options.job_dir = options.job_dir;
   state_options.master_address = address;
-  state_options.flush_at_end = spec.type() == proto::JOB_TRAINING && !spec.use_async();
-  state_options.max_nonfinite_minibatches = spec.max_nonfinite_minibatches();
-  if (!backend->starts_workers()) state_options.wait_for_workers = spec.num_workers();
+  const proto::UpdateRule::Mode update = spec.ps().update().mode();
+  state_options.flush_at_end =
+      spec.type() == proto::JOB_TRAINING && update != proto::UpdateRule::ASYNC;
+  state_options.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
+  if (!backend->starts_workers()) state_options.wait_for_workers = spec.workers().num_workers();
   EventLog events(options.job_dir + "/events.jsonl");
   std::unique_ptr<JobState> state;
   if (journal) {
@@ -308,7 +312,7 @@ Status Run(const MasterOptions& options) {
         TaskManager(task_options, std::move(training), std::move(validation), prediction), &events);
   }
   service.set_state(state.get());
-  EDL_RETURN_IF_ERROR(rpc::WriteFileAtomically(options.job_dir + "/master.addr", address));
+  EDL_RETURN_IF_ERROR(WriteFileAtomically(options.job_dir + "/master.addr", address));
   events.Append("master_started",
                 {{"resumed", journal.has_value()}, {"pid", getpid()}, {"address", address}});
   spdlog::info("master serving on {}; job {}, seed {}{}", address, spec.job_name(), spec.seed(),
@@ -316,12 +320,12 @@ Status Run(const MasterOptions& options) {
 
   if (!backend->starts_workers()) {
     spdlog::info("waiting for {} worker(s) to join: elasticdl worker --master={} --token_file={}",
-                 spec.num_workers(), address, rpc::JobTokenPath(options.job_dir));
+                 spec.workers().num_workers(), address, rpc::JobTokenPath(options.job_dir));
   }
   SupervisorOptions supervisor_options;
   supervisor_options.num_ps = num_ps;
-  supervisor_options.max_worker_relaunches = spec.max_worker_relaunches();
-  supervisor_options.max_ps_relaunches = spec.max_ps_relaunches();
+  supervisor_options.max_worker_relaunches = spec.fault_tolerance().max_worker_relaunches();
+  supervisor_options.max_ps_relaunches = spec.fault_tolerance().max_ps_relaunches();
   Supervisor supervisor(supervisor_options, state.get(), backend.get(), &exits);
 
   Status outcome = journal ? supervisor.Adopt() : supervisor.StartNew();
@@ -345,7 +349,7 @@ Status Run(const MasterOptions& options) {
   };
   // Synchronous steps of the group wait for the workers that train.
   std::optional<GroupPublisher> group;
-  if (spec.type() == proto::JOB_TRAINING && !spec.use_async() && spec.grads_to_wait() == 0) {
+  if (spec.type() == proto::JOB_TRAINING && update == proto::UpdateRule::SYNC_EVERY_WORKER) {
     group.emplace(token);
   }
   size_t evaluations_logged = 0;

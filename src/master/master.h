@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "cluster/backends.h"
 #include "elasticdl/status.h"
 
 namespace elasticdl::master {
@@ -26,6 +27,11 @@ struct MasterOptions {
   std::string binary;
   // Set by a signal handler to cancel the job; polled.
   const std::atomic<bool>* cancel = nullptr;
+  // Builds the cluster backend the job's spec names (cluster::MakeBackend);
+  // tests inject another.
+  std::function<StatusOr<std::unique_ptr<cluster::ClusterBackend>>(
+      const cluster::BackendConfig&, cluster::ClusterBackend::ExitCallback)>
+      make_backend = cluster::MakeBackend;
 };
 
 // Runs the job to its end. OK when it succeeded; otherwise the status says

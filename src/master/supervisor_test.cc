@@ -16,6 +16,9 @@ class FakeBackend : public cluster::ClusterBackend {
   explicit FakeBackend(bool starts_workers = true) : starts_workers_(starts_workers) {}
 
   bool starts_workers() const override { return starts_workers_; }
+  StatusOr<cluster::ProcessHandle> StartMaster() override {
+    return absl::FailedPreconditionError("the supervisor never starts a master");
+  }
   StatusOr<cluster::ProcessHandle> StartPs(int ps_id, const cluster::PsLaunch& launch) override {
     ps_started.push_back({ps_id, launch.restore});
     return Handle();

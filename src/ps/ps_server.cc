@@ -35,24 +35,6 @@ void SleepUnlessCancelled(const PsServerOptions& options, std::chrono::milliseco
   }
 }
 
-StatusOr<ParameterStoreOptions> StoreOptions(const proto::JobSpec& spec, int ps_id) {
-  ParameterStoreOptions o;
-  EDL_ASSIGN_OR_RETURN(o.optimizer, ParseOptimizer(spec.optimizer_config().SerializeAsString()));
-  o.use_async = spec.use_async();
-  o.max_staleness = spec.max_staleness();
-  o.grads_to_wait = std::max(spec.grads_to_wait(), 0);
-  o.staleness_tolerance = spec.sync_version_tolerance();
-  o.lr_staleness_modulation = spec.lr_staleness_modulation();
-  o.ps_id = ps_id;
-  o.num_ps = std::max(spec.num_ps(), 1);
-  if (ps_id < 0 || ps_id >= o.num_ps) {
-    return absl::InvalidArgumentError(
-        StrCat("--ps_id=", ps_id, " is outside the job's ", o.num_ps, " parameter servers"));
-  }
-  o.snapshot_every = std::max<int64_t>(spec.checkpoint_steps(), 0);
-  return o;
-}
-
 std::string DescribeUpdates(const ParameterStoreOptions& o) {
   if (o.use_async) {
     return o.max_staleness < 0 ? std::string("async")
@@ -65,8 +47,8 @@ std::string DescribeUpdates(const ParameterStoreOptions& o) {
 }
 
 // Initializes `store` from a checkpoint when asked to (relaunch, or
-// spec.checkpoint_dir_for_init) and fills what the registration reports.
-Status InitializeFromCheckpoints(const PsServerOptions& options, const proto::JobSpec& spec,
+// --checkpoint_dir_for_init) and fills what the registration reports.
+Status InitializeFromCheckpoints(const PsServerOptions& options, const proto::PsSpec& spec,
                                  const std::string& checkpoint_dir, ParameterStore* store,
                                  CheckpointWriter* writer, proto::RegisterPsRequest* request) {
   if (options.restore) {
@@ -169,14 +151,49 @@ Status ServeWhileMasterLives(const PsServerOptions& options, proto::Master::Stub
 
 }  // namespace
 
-std::string CheckpointDirOf(const proto::JobSpec& spec, const std::string& job_dir) {
+StatusOr<ParameterStoreOptions> StoreOptionsOf(const proto::PsSpec& spec,
+                                               const proto::OptimizerConfig& optimizer, int ps_id) {
+  ParameterStoreOptions o;
+  EDL_ASSIGN_OR_RETURN(o.optimizer, ParseOptimizer(optimizer.SerializeAsString()));
+  const proto::UpdateRule& update = spec.update();
+  switch (update.mode()) {
+    case proto::UpdateRule::ASYNC:
+      o.use_async = true;
+      o.max_staleness = update.max_version_lag();
+      o.lr_staleness_modulation = update.lr_staleness_modulation();
+      break;
+    case proto::UpdateRule::SYNC_FIXED:
+      o.use_async = false;
+      o.grads_to_wait = std::max(update.grads_to_wait(), 1);
+      o.staleness_tolerance = update.max_version_lag();
+      break;
+    default:
+      o.use_async = false;
+      o.grads_to_wait = 0;  // one gradient of every worker of the training group
+      o.staleness_tolerance = update.max_version_lag();
+      break;
+  }
+  o.ps_id = ps_id;
+  o.num_ps = std::max(spec.num_ps(), 1);
+  if (ps_id < 0 || ps_id >= o.num_ps) {
+    return absl::InvalidArgumentError(
+        StrCat("--ps_id=", ps_id, " is outside the job's ", o.num_ps, " parameter servers"));
+  }
+  o.snapshot_every = std::max<int64_t>(spec.checkpoint_steps(), 0);
+  return o;
+}
+
+std::string CheckpointDirOf(const proto::PsSpec& spec, const std::string& job_dir) {
   return spec.checkpoint_dir().empty() ? job_dir + "/checkpoints" : spec.checkpoint_dir();
 }
 
 Status RunPsServer(const PsServerOptions& options) {
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec job, rpc::ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
-  EDL_ASSIGN_OR_RETURN(ParameterStoreOptions store_options, StoreOptions(spec, options.ps_id));
+  // A parameter server's part of the job: its settings and the optimizer.
+  const proto::PsSpec& spec = job.ps();
+  EDL_ASSIGN_OR_RETURN(ParameterStoreOptions store_options,
+                       StoreOptionsOf(spec, job.model().optimizer_config(), options.ps_id));
   const std::string checkpoint_dir = CheckpointDirOf(spec, options.job_dir);
   CheckpointWriterOptions writer_options;
   writer_options.dir = checkpoint_dir;

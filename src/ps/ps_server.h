@@ -14,6 +14,7 @@
 
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "ps/parameter_store.h"
 
 namespace elasticdl::ps {
 
@@ -45,9 +46,14 @@ struct PsServerOptions {
 // registration or cannot be reached for `master_patience`.
 Status RunPsServer(const PsServerOptions& options);
 
+// The store of shard `ps_id` as the job's parameter-server settings say:
+// the optimizer, the update rule, the checkpoint cadence.
+StatusOr<ParameterStoreOptions> StoreOptionsOf(const proto::PsSpec& spec,
+                                               const proto::OptimizerConfig& optimizer, int ps_id);
+
 // The checkpoint directory of a job: spec.checkpoint_dir(), or
 // `<job_dir>/checkpoints` when that is empty.
-std::string CheckpointDirOf(const proto::JobSpec& spec, const std::string& job_dir);
+std::string CheckpointDirOf(const proto::PsSpec& spec, const std::string& job_dir);
 
 }  // namespace elasticdl::ps
 

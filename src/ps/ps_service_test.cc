@@ -163,8 +163,8 @@ class PsServerTest : public testing::Test {
     auto token = rpc::CreateJobToken(job_dir_);
     ASSERT_TRUE(token.ok()) << token.status();
     master_.token = *token;
-    spec_.set_num_ps(2);
-    spec_.mutable_optimizer_config()->mutable_sgd()->set_lr(0.1);
+    spec_.mutable_ps()->set_num_ps(2);
+    spec_.mutable_model()->mutable_optimizer_config()->mutable_sgd()->set_lr(0.1);
     ASSERT_TRUE(rpc::WriteJobSpec(spec_, job_dir_).ok());
     StartMaster(0);
   }
@@ -275,7 +275,7 @@ TEST_F(PsServerTest, ExitsWhenTheMasterStaysAway) {
 }
 
 TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {
-  spec_.set_checkpoint_steps(2);
+  spec_.mutable_ps()->set_checkpoint_steps(2);
   ASSERT_TRUE(rpc::WriteJobSpec(spec_, job_dir_).ok());
   auto done = std::async(std::launch::async, [o = Options()] { return RunPsServer(o); });
   std::string ps_address;
@@ -299,6 +299,48 @@ TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {
   EXPECT_TRUE(fs::exists(path));
   cancel_ = true;
   EXPECT_TRUE(done.get().ok());
+}
+
+}  // namespace
+}  // namespace elasticdl::ps
+
+namespace elasticdl::ps {
+namespace {
+
+TEST(StoreOptionsOfTest, TheUpdateRuleDecidesTheMode) {
+  proto::PsSpec spec;
+  spec.set_num_ps(2);
+  spec.set_checkpoint_steps(5);
+  proto::OptimizerConfig sgd;
+  sgd.mutable_sgd()->set_lr(0.1);
+
+  spec.mutable_update()->set_max_version_lag(2);
+  auto o = StoreOptionsOf(spec, sgd, 1);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->use_async);
+  EXPECT_EQ(o->grads_to_wait, 0);  // one gradient of every worker of the group
+  EXPECT_EQ(o->staleness_tolerance, 2);
+  EXPECT_EQ(o->ps_id, 1);
+  EXPECT_EQ(o->num_ps, 2);
+  EXPECT_EQ(o->snapshot_every, 5);
+
+  spec.mutable_update()->set_mode(proto::UpdateRule::SYNC_FIXED);
+  spec.mutable_update()->set_grads_to_wait(3);
+  o = StoreOptionsOf(spec, sgd, 0);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->use_async);
+  EXPECT_EQ(o->grads_to_wait, 3);
+
+  spec.mutable_update()->set_mode(proto::UpdateRule::ASYNC);
+  spec.mutable_update()->set_max_version_lag(-1);
+  spec.mutable_update()->set_lr_staleness_modulation(true);
+  o = StoreOptionsOf(spec, sgd, 0);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->use_async);
+  EXPECT_EQ(o->max_staleness, -1);
+  EXPECT_TRUE(o->lr_staleness_modulation);
+
+  EXPECT_EQ(StoreOptionsOf(spec, sgd, 2).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

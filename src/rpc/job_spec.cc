@@ -14,17 +14,6 @@ namespace elasticdl::rpc {
 
 std::string JobSpecPath(const std::string& job_dir) { return job_dir + "/job.pbtxt"; }
 
-Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp";
-  EDL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, WritableFile::Create(tmp));
-  EDL_RETURN_IF_ERROR(file->Append(contents));
-  EDL_RETURN_IF_ERROR(file->Close());
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(StrCat(path, ": rename failed: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 Status WriteJobSpec(const proto::JobSpec& spec, const std::string& job_dir) {
   std::string text;
   if (!google::protobuf::TextFormat::PrintToString(spec, &text)) {

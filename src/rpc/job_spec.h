@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/file.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 
@@ -15,10 +16,6 @@ std::string JobSpecPath(const std::string& job_dir);
 // Writes the spec (protobuf text format) atomically.
 Status WriteJobSpec(const proto::JobSpec& spec, const std::string& job_dir);
 StatusOr<proto::JobSpec> ReadJobSpec(const std::string& job_dir);
-
-// Writes `contents` to `path` through a temporary file and a rename, so
-// readers see the old or the new contents, never a part.
-Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
 }  // namespace elasticdl::rpc
 

@@ -20,9 +20,9 @@ using std::chrono::milliseconds;
 
 // The job's data paths must exist here as they did where the master
 // indexed them; a glob's directory must.
-Status CheckDataVisible(const proto::JobSpec& spec) {
+Status CheckDataVisible(const proto::TaskSpec& tasks) {
   for (const auto* paths :
-       {&spec.training_data(), &spec.validation_data(), &spec.prediction_data()}) {
+       {&tasks.training_data(), &tasks.validation_data(), &tasks.prediction_data()}) {
     for (const std::string& path : *paths) {
       std::string check = path;
       if (path.find_first_of("*?[") != std::string::npos) {
@@ -90,7 +90,7 @@ StatusOr<JoinedJob> JoinJob(const JoinOptions& options) {
                "): the job directory, data and outputs must be on a filesystem every host sees, "
                "at the same path"));
   }
-  EDL_RETURN_IF_ERROR(CheckDataVisible(*spec));
+  EDL_RETURN_IF_ERROR(CheckDataVisible(spec->tasks()));
   return joined;
 }
 

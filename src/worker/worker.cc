@@ -58,27 +58,41 @@ Status Worker::DatasetError(const Status& status) const {
   return program_.Annotate(status, EntryKind::kDatasetFn);
 }
 
+WorkerJob WorkerJob::Of(const proto::JobSpec& spec) {
+  WorkerJob job;
+  job.seed = spec.seed();
+  job.minibatch_size = std::max<int64_t>(spec.tasks().minibatch_size(), 1);
+  if (spec.fault_tolerance().worker_lease_ms() > 0) {
+    job.lease = milliseconds(spec.fault_tolerance().worker_lease_ms());
+  }
+  job.trained_model = spec.model().trained_model();
+  job.predictions_dir = spec.job_dir() + "/predictions";
+  return job;
+}
+
 StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
-  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(spec.zoo_library()));
+  const proto::ModelSpec& model = spec.model();
+  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(model.zoo_library()));
   ZooProgramNames names;
-  names.model_def = spec.model_def();
-  names.dataset_fn = spec.dataset_fn();
-  names.loss = spec.loss();
-  names.optimizer = spec.optimizer();
-  names.eval_metrics_fn = spec.eval_metrics_fn();
+  names.model_def = model.model_def();
+  names.dataset_fn = model.dataset_fn();
+  names.loss = model.loss();
+  names.optimizer = model.optimizer();
+  names.eval_metrics_fn = model.eval_metrics_fn();
   EDL_ASSIGN_OR_RETURN(ZooProgram program,
-                       ZooProgram::Resolve(std::move(library), names, spec.model_params()));
-  int threads = options.num_threads > 0 ? options.num_threads : spec.worker_threads();
+                       ZooProgram::Resolve(std::move(library), names, model.params()));
+  int threads = options.num_threads > 0 ? options.num_threads : spec.workers().threads();
   torch::set_num_threads(std::max(threads, 1));
   WorkerPeers peers = GrpcPeers(options.master_address, token);
-  return std::make_unique<Worker>(options, std::move(spec), std::move(program), std::move(peers));
+  return std::make_unique<Worker>(options, WorkerJob::Of(spec), std::move(program),
+                                  std::move(peers));
 }
 
-Worker::Worker(WorkerOptions options, proto::JobSpec spec, ZooProgram program, WorkerPeers peers)
+Worker::Worker(WorkerOptions options, WorkerJob job, ZooProgram program, WorkerPeers peers)
     : options_(std::move(options)),
-      spec_(std::move(spec)),
+      job_(std::move(job)),
       program_(std::move(program)),
       peers_(std::move(peers)) {}
 
@@ -137,13 +151,13 @@ Status Worker::Register() {
 Status Worker::LoadInitialModel() {
   // Every worker builds the same initial model; the first to initialize a
   // server wins.
-  torch::manual_seed(job_seeds::InitialModel(spec_.seed()));
+  torch::manual_seed(job_seeds::InitialModel(job_.seed));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<Model> model, program_.MakeModel());
   model_ = std::make_unique<ShardedModel>(std::move(model), ps_ ? ps_->num_shards() : 1);
   if (!ps_) {
     // Evaluation and prediction jobs read the trained model's values.
-    EDL_ASSIGN_OR_RETURN(proto::ModelValues values, rpc::ReadModelValues(spec_.trained_model()));
-    return Annotate(model_->Apply(values), spec_.trained_model());
+    EDL_ASSIGN_OR_RETURN(proto::ModelValues values, rpc::ReadModelValues(job_.trained_model));
+    return Annotate(model_->Apply(values), job_.trained_model);
   }
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
@@ -243,9 +257,9 @@ StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode) {
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<const RecordFile> file, OpenFile(task.file()));
   Dataset<Record> records =
       ReadRecords(file, task.start(), task.end())
-          .with_seed(job_seeds::Pipeline(spec_.seed(), task.epoch(), task.task_id()));
+          .with_seed(job_seeds::Pipeline(job_.seed, task.epoch(), task.task_id()));
   EDL_ASSIGN_OR_RETURN(Dataset<Example> examples, program_.MakeDataset(records, mode));
-  return examples.batch(spec_.minibatch_size());
+  return examples.batch(job_.minibatch_size);
 }
 
 Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, uint64_t seed,
@@ -313,13 +327,13 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
 }
 
 Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) {
-  const int64_t batch_size = spec_.minibatch_size();
+  const int64_t batch_size = job_.minibatch_size;
   const int64_t minibatches = (task.end() - task.start() + batch_size - 1) / batch_size;
   EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::TRAINING));
   // The next minibatch of the pipeline, with LibTorch's generator seeded
   // for it (for dataset_fns that draw from it).
   auto next = [&](int64_t minibatch) {
-    torch::manual_seed(job_seeds::PipelinePull(spec_.seed(), task.task_id(), minibatch));
+    torch::manual_seed(job_seeds::PipelinePull(job_.seed, task.task_id(), minibatch));
     return batches.Next();
   };
   // Every attempt's pipeline yields the same minibatches: skip those the
@@ -346,7 +360,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     double loss = 0;
     bool nonfinite = false;
     Status trained =
-        TrainMinibatch(**batch, tag, job_seeds::Minibatch(spec_.seed(), task.task_id(), minibatch),
+        TrainMinibatch(**batch, tag, job_seeds::Minibatch(job_.seed, task.task_id(), minibatch),
                        &loss, &nonfinite);
     report->set_nonfinite(nonfinite);
     if (trained.code() == absl::StatusCode::kCancelled && stopping()) {
@@ -427,9 +441,9 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
                                           " records")),
         EntryKind::kDatasetFn);
   }
-  std::string dir = spec_.job_dir() + "/predictions";
+  const std::string& dir = job_.predictions_dir;
   EDL_RETURN_IF_ERROR(CreateDirectories(dir));
-  return rpc::WriteFileAtomically(StrCat(dir, "/task-", task.task_id(), ".csv"), csv);
+  return WriteFileAtomically(StrCat(dir, "/task-", task.task_id(), ".csv"), csv);
 }
 
 Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report) {
@@ -459,7 +473,7 @@ Status Worker::Report(const proto::ReportTaskRequest& report) {
 }
 
 void Worker::HeartbeatLoop() {
-  const milliseconds lease(spec_.worker_lease_ms() > 0 ? spec_.worker_lease_ms() : 5000);
+  const milliseconds lease = job_.lease;
   const milliseconds interval = std::clamp(lease / 4, milliseconds(20), kMaxHeartbeatInterval);
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_cv_.wait_for(lock, interval, [this] { return heartbeat_quit_; })) {

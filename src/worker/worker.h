@@ -70,13 +70,28 @@ struct WorkerOptions {
   std::chrono::milliseconds register_patience{120000};
 };
 
+// A worker's part of the job spec.
+struct WorkerJob {
+  // Seeds the initial model, dataset_fn and every minibatch (elasticdl/seed.h).
+  uint64_t seed = 0;
+  int64_t minibatch_size = 1;
+  // Heartbeats renew a lease this long, a few times within it.
+  std::chrono::milliseconds lease{5000};
+  // Evaluation and prediction: the trained-model directory to load.
+  std::string trained_model;
+  // Prediction: where each task's CSV part goes.
+  std::string predictions_dir;
+
+  static WorkerJob Of(const proto::JobSpec& spec);
+};
+
 class Worker {
  public:
   // Reads the job's spec, token and zoo from options.job_dir and talks to
   // its peers over gRPC.
   static StatusOr<std::unique_ptr<Worker>> Create(const WorkerOptions& options);
-  // A worker of `spec` running `program`, talking to `peers` (tests: fakes).
-  Worker(WorkerOptions options, proto::JobSpec spec, ZooProgram program, WorkerPeers peers);
+  // A worker of `job` running `program`, talking to `peers` (tests: fakes).
+  Worker(WorkerOptions options, WorkerJob job, ZooProgram program, WorkerPeers peers);
   ~Worker();
 
   // Runs tasks until the master says the job is over or the worker is asked
@@ -119,7 +134,7 @@ class Worker {
   bool stopping() const;
 
   const WorkerOptions options_;
-  const proto::JobSpec spec_;
+  const WorkerJob job_;
   ZooProgram program_;
   WorkerPeers peers_;
   std::unique_ptr<ParameterServers> ps_;

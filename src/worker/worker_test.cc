@@ -250,10 +250,10 @@ class WorkerTest : public ::testing::Test {
   }
 
   std::unique_ptr<Worker> MakeWorker(int lease_ms = 200) {
-    proto::JobSpec spec;
-    spec.set_minibatch_size(4);
-    spec.set_worker_lease_ms(lease_ms);
-    spec.set_job_dir(dir_.path());
+    WorkerJob job;
+    job.minibatch_size = 4;
+    job.lease = std::chrono::milliseconds(lease_ms);
+    job.predictions_dir = dir_.path() + "/predictions";
     WorkerOptions options;
     options.worker_id = 0;
     options.stop = &stop_;
@@ -266,7 +266,7 @@ class WorkerTest : public ::testing::Test {
       ++connects_;
       return std::unique_ptr<ParameterServers>(std::make_unique<ServersView>(servers));
     };
-    return std::make_unique<Worker>(options, spec, Program(), std::move(peers));
+    return std::make_unique<Worker>(options, job, Program(), std::move(peers));
   }
 
   testing::TempDir dir_;

@@ -1,0 +1,356 @@
+#include "client/job_settings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+#include <type_traits>
+
+#include "absl/strings/str_join.h"
+#include "cluster/backends.h"
+#include "common/file.h"
+#include "common/strings.h"
+#include "elasticdl/seed.h"
+
+namespace elasticdl::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+std::vector<JobSetting> MakeSettings() {
+  using A = JobArgs;
+  constexpr unsigned kTrain = kTrainCmd;
+  constexpr unsigned kAll = kAllCmds;
+  return {
+      // The model.
+      {"--model_zoo", &A::model_zoo, "Directory of the model zoo's C++ sources", kAll, kTrain},
+      {"--model_def", &A::model_def,
+       "The model entry, e.g. mnist.mnist_functional_api.custom_model", kAll, kTrain},
+      {"--dataset_fn,--input_fn", &A::dataset_fn, "dataset_fn entry"},
+      {"--loss", &A::loss, "Loss entry"},
+      {"--optimizer", &A::optimizer, "Optimizer entry"},
+      {"--eval_metrics_fn", &A::eval_metrics_fn, "Evaluation metrics entry"},
+      {"--params", &A::params,
+       "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\""},
+      {"--trained_model", &A::trained_model, "The model: a directory written by train --output",
+       kInferenceCmds},
+      {"--checkpoint_dir_for_init", &A::checkpoint_dir_for_init,
+       "The newest complete checkpoint in this directory (any number of shards): train starts "
+       "from it; evaluate and predict use its parameters with --model_zoo and --model_def"},
+
+      // Data and outputs.
+      {"--training_data", &A::training_data,
+       "Record files: a file, a directory or a glob (several: comma-separated)", kTrain, kTrain},
+      {"--validation_data", &A::validation_data,
+       "Record files evaluated during and after training, or by evaluate", kTrain | kEvaluateCmd,
+       kEvaluateCmd},
+      {"--prediction_data,--data", &A::prediction_data, "Record files to predict", kPredictCmd,
+       kPredictCmd},
+      {"--output", &A::output,
+       "train: write the trained model to this directory; predict: the CSV file of predictions "
+       "(or a directory for predictions.csv)",
+       kTrain | kPredictCmd, kPredictCmd},
+
+      // Tasks.
+      {"--minibatch_size", &A::minibatch_size, "Records per minibatch", kAll, 0, 1, 1 << 30},
+      {"--num_minibatches_per_task", &A::num_minibatches_per_task, "Minibatches per task", kAll, 0,
+       1, 1 << 30},
+      {"--num_epochs", &A::num_epochs, "Passes over the training data", kTrain, 0, 1},
+      {"--evaluation_steps", &A::evaluation_steps,
+       "Evaluate every this many model versions (0: at the end only)", kTrain, 0, 0, kInt64Max},
+      {"--shuffle_seed", &A::shuffle_seed,
+       "Seed of the per-epoch task order (default: derived from --seed)", kTrain},
+      {"--seed", &A::seed,
+       "Seed of every random choice: initial parameters, task order, dataset_fn shuffles, "
+       "dropout",
+       kTrain},
+
+      // Parameter servers and steps.
+      {"--num_ps_pods", &A::num_ps_pods, "Parameter server shards", kTrain, 0, 1, 1024},
+      {"--use_async", &A::use_async, "true: asynchronous updates, each gradient a step of its own",
+       kTrain},
+      {"--grads_to_wait", &A::grads_to_wait,
+       "Synchronous mode: gradients averaged per step (default: one of every worker training at "
+       "the time)",
+       kTrain},
+      {"--sync_version_tolerance", &A::sync_version_tolerance,
+       "Synchronous mode: how many versions old a gradient may be", kTrain},
+      {"--max_staleness", &A::max_staleness,
+       "Asynchronous mode: how many versions old a gradient may be (-1: any)", kTrain, 0, -1},
+      {"--lr_staleness_modulation", &A::lr_staleness_modulation,
+       "Asynchronous mode: scale gradients by 1 / (1 + staleness)", kTrain},
+      {"--checkpoint_steps", &A::checkpoint_steps,
+       "Checkpoint the parameter servers every this many versions (0: only the initial model)",
+       kTrain, 0, 0, kInt64Max},
+      {"--checkpoint_dir", &A::checkpoint_dir,
+       "Where checkpoints go (default: <job_dir>/checkpoints)", kTrain},
+      {"--keep_checkpoint_max", &A::keep_checkpoint_max,
+       "Checkpoints kept per parameter server (0: all)", kTrain},
+
+      // Workers.
+      {"--num_workers", &A::num_workers, "Worker processes", kAll, 0, 1, 1 << 20},
+      {"--num_threads", &A::num_threads,
+       "LibTorch threads per worker (0: the cores divided among the workers)", kAll, 0, 0, 4096},
+
+      // Fault tolerance.
+      {"--worker_lease_ms", &A::worker_lease_ms,
+       "A worker not heard from for this long is taken as lost", kAll, 0, 100},
+      {"--max_task_retries", &A::max_task_retries, "Failures a task may have before the job fails"},
+      {"--max_worker_relaunches", &A::max_worker_relaunches,
+       "Crashed workers relaunched before the job gives up"},
+      {"--max_ps_relaunches", &A::max_ps_relaunches,
+       "Parameter-server relaunches before the job fails", kTrain},
+      {"--max_master_restarts", &A::max_master_restarts,
+       "Restarts of a master that died before the job fails"},
+      {"--max_nonfinite_minibatches", &A::max_nonfinite_minibatches,
+       "Minibatches with a non-finite loss or gradient before the job fails", kTrain},
+
+      // The job and where it runs.
+      {"--job_dir", &A::job_dir,
+       "Directory for the job's spec and intermediate files (default: a new one under "
+       "$TMPDIR/elasticdl-jobs)"},
+      {"--job_name", &A::job_name, "Name of the job"},
+      {"--cluster", &A::cluster,
+       "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
+       "/etc/slurm/slurm.conf) or external (workers join with `elasticdl worker "
+       "--master=HOST:PORT --token_file=FILE`)"},
+      {"--master_addr", &A::master_addr,
+       "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's name "
+       "under Slurm; port 0: any free one)"},
+      {"--partition", &A::partition, "Slurm partition (default: the cluster's)"},
+      {"--detach", &A::detach,
+       "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll, 0, 0,
+       0, /*is_switch=*/true},
+      {"!--no_progress", &A::progress, "Do not show a progress bar", kAll, 0, 0, 0,
+       /*is_switch=*/true},
+  };
+}
+
+bool IsGiven(const JobArgs& args, const JobSetting::Field& field) {
+  return std::visit(
+      [&args](auto member) -> bool {
+        using T = std::decay_t<decltype(args.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return !(args.*member).empty();
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>> ||
+                             std::is_same_v<T, std::optional<uint64_t>>) {
+          return (args.*member).has_value();
+        } else {
+          return true;
+        }
+      },
+      field);
+}
+
+// The integer value of `field`, if it holds a signed one.
+std::optional<int64_t> SignedValue(const JobArgs& args, const JobSetting::Field& field) {
+  if (auto* m = std::get_if<int64_t JobArgs::*>(&field)) return args.**m;
+  if (auto* m = std::get_if<std::optional<int64_t> JobArgs::*>(&field)) return args.**m;
+  return std::nullopt;
+}
+
+const JobSetting& Find(const std::string& flag) {
+  for (const JobSetting& s : JobSettings()) {
+    if (FlagName(s) == flag) return s;
+  }
+  std::abort();  // a flag of this file
+}
+
+Status CheckMasterAddr(const std::string& addr) {
+  if (addr.empty()) return absl::OkStatus();
+  size_t colon = addr.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : addr.substr(colon + 1);
+  if (colon == 0 || port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+      port.size() > 5 || std::stoi(port) > 65535) {
+    return absl::InvalidArgumentError(
+        StrCat("--master_addr=", addr, ": expected HOST:PORT (port 0: any free one)"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+int32_t Int32(int64_t checked) { return static_cast<int32_t>(checked); }
+
+proto::UpdateRule UpdateRuleOf(const JobArgs& args) {
+  proto::UpdateRule rule;
+  bool async = args.use_async;
+  if (args.grads_to_wait == 0) {
+    // The spelling of asynchronous training before --use_async.
+    fmt::print(stderr, "note: --grads_to_wait=0 is read as --use_async=true\n");
+    async = true;
+  }
+  if (async) {
+    rule.set_mode(proto::UpdateRule::ASYNC);
+    rule.set_max_version_lag(Int32(args.max_staleness));
+    rule.set_lr_staleness_modulation(args.lr_staleness_modulation);
+  } else {
+    rule.set_mode(args.grads_to_wait ? proto::UpdateRule::SYNC_FIXED
+                                     : proto::UpdateRule::SYNC_EVERY_WORKER);
+    rule.set_grads_to_wait(Int32(args.grads_to_wait.value_or(0)));
+    rule.set_max_version_lag(Int32(args.sync_version_tolerance));
+  }
+  return rule;
+}
+
+}  // namespace
+
+unsigned CommandBit(JobCommand command) {
+  switch (command) {
+    case JobCommand::kTrain:
+      return kTrainCmd;
+    case JobCommand::kEvaluate:
+      return kEvaluateCmd;
+    case JobCommand::kPredict:
+      return kPredictCmd;
+  }
+  return 0;
+}
+
+const std::vector<JobSetting>& JobSettings() {
+  static const std::vector<JobSetting> settings = MakeSettings();
+  return settings;
+}
+
+std::string FlagName(const JobSetting& setting) {
+  std::string flags = setting.flags;
+  std::string name = flags.substr(0, flags.find(','));
+  if (!name.empty() && name[0] == '!') name.erase(0, 1);
+  return name;
+}
+
+Status CheckJobArgs(const JobArgs& args, JobCommand command) {
+  const unsigned bit = CommandBit(command);
+  for (const JobSetting& s : JobSettings()) {
+    if ((s.commands & bit) == 0) continue;
+    const std::string flag = FlagName(s);
+    if ((s.required & bit) != 0 && !IsGiven(args, s.field)) {
+      return absl::InvalidArgumentError(StrCat(flag, " is required"));
+    }
+    std::optional<int64_t> v = SignedValue(args, s.field);
+    if (v && *v < s.min) {
+      return absl::InvalidArgumentError(StrCat(flag, "=", *v, ": must be at least ", s.min));
+    }
+    if (v && *v > s.max) {
+      return absl::InvalidArgumentError(StrCat(flag, "=", *v, ": must be at most ", s.max));
+    }
+  }
+  const auto& kinds = cluster::ClusterKinds();
+  if (std::find(kinds.begin(), kinds.end(), args.cluster) == kinds.end()) {
+    return absl::InvalidArgumentError(
+        StrCat("--cluster=", args.cluster, ": expected ", absl::StrJoin(kinds, ", ")));
+  }
+  EDL_RETURN_IF_ERROR(CheckMasterAddr(args.master_addr));
+  if (!args.partition.empty() && args.cluster != "slurm") {
+    return absl::InvalidArgumentError("--partition needs --cluster=slurm");
+  }
+  if (args.detach && args.cluster != "slurm") {
+    return absl::InvalidArgumentError(
+        "--detach needs --cluster=slurm (a local job's master runs under its client)");
+  }
+  if (command == JobCommand::kTrain) {
+    if (args.use_async && args.grads_to_wait.value_or(0) > 0) {
+      return absl::InvalidArgumentError(
+          StrCat("--grads_to_wait=", *args.grads_to_wait,
+                 " makes synchronous steps, but --use_async=true: drop one of them"));
+    }
+    return absl::OkStatus();
+  }
+  if (args.trained_model.empty() == args.checkpoint_dir_for_init.empty()) {
+    return absl::InvalidArgumentError(
+        "name the model's parameters once: --trained_model=DIR (written by train --output), or "
+        "--checkpoint_dir_for_init=DIR (a training job's checkpoints) with --model_zoo and "
+        "--model_def");
+  }
+  if (!args.checkpoint_dir_for_init.empty()) {
+    for (const char* flag : {"--model_zoo", "--model_def"}) {
+      if (!IsGiven(args, Find(flag).field)) {
+        return absl::InvalidArgumentError(
+            StrCat(flag, " is required with --checkpoint_dir_for_init"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
+  EDL_RETURN_IF_ERROR(CheckJobArgs(args, command));
+  proto::JobSpec spec;
+  spec.set_type(command == JobCommand::kTrain      ? proto::JOB_TRAINING
+                : command == JobCommand::kEvaluate ? proto::JOB_EVALUATION
+                                                   : proto::JOB_PREDICTION);
+  spec.set_seed(args.seed);
+  spec.set_output(AbsolutePath(args.output));
+
+  proto::TaskSpec* tasks = spec.mutable_tasks();
+  if (command == JobCommand::kTrain) {
+    for (const std::string& s : SplitCommas(args.training_data)) {
+      tasks->add_training_data(AbsolutePath(s));
+    }
+  }
+  if (command != JobCommand::kPredict) {
+    for (const std::string& s : SplitCommas(args.validation_data)) {
+      tasks->add_validation_data(AbsolutePath(s));
+    }
+  } else {
+    for (const std::string& s : SplitCommas(args.prediction_data)) {
+      tasks->add_prediction_data(AbsolutePath(s));
+    }
+  }
+  tasks->set_minibatch_size(args.minibatch_size);
+  tasks->set_num_minibatches_per_task(args.num_minibatches_per_task);
+  tasks->set_num_epochs(args.num_epochs);
+  tasks->set_evaluation_steps(args.evaluation_steps);
+  tasks->set_shuffle_seed(args.shuffle_seed.value_or(job_seeds::TaskOrder(args.seed)));
+
+  if (command == JobCommand::kTrain) {
+    proto::PsSpec* ps = spec.mutable_ps();
+    ps->set_num_ps(Int32(args.num_ps_pods));
+    *ps->mutable_update() = UpdateRuleOf(args);
+    ps->set_checkpoint_steps(args.checkpoint_steps);
+    ps->set_checkpoint_dir(AbsolutePath(args.checkpoint_dir));
+    ps->set_keep_checkpoint_max(Int32(args.keep_checkpoint_max));
+    ps->set_checkpoint_dir_for_init(AbsolutePath(args.checkpoint_dir_for_init));
+  }
+
+  proto::WorkerSpec* workers = spec.mutable_workers();
+  workers->set_num_workers(Int32(args.num_workers));
+  int64_t threads = args.num_threads;
+  if (threads == 0) {
+    threads = std::max<int64_t>(1, std::thread::hardware_concurrency() / args.num_workers);
+  }
+  workers->set_threads(Int32(threads));
+
+  proto::FaultTolerance* ft = spec.mutable_fault_tolerance();
+  ft->set_worker_lease_ms(Int32(args.worker_lease_ms));
+  ft->set_max_task_retries(Int32(args.max_task_retries));
+  ft->set_max_worker_relaunches(Int32(args.max_worker_relaunches));
+  ft->set_max_ps_relaunches(Int32(args.max_ps_relaunches));
+  ft->set_max_master_restarts(Int32(args.max_master_restarts));
+  ft->set_max_nonfinite_minibatches(Int32(args.max_nonfinite_minibatches));
+
+  proto::ClusterSpec* cluster = spec.mutable_cluster();
+  cluster->set_kind(args.cluster);
+  cluster->set_master_addr(args.master_addr);
+  cluster->set_partition(args.partition);
+  std::error_code ec;
+  cluster->set_binary(fs::read_symlink("/proc/self/exe", ec).string());
+  return spec;
+}
+
+}  // namespace elasticdl::client

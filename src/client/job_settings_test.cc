@@ -1,0 +1,203 @@
+#include "client/job_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "elasticdl/seed.h"
+
+namespace elasticdl::client {
+namespace {
+
+JobArgs TrainArgs() {
+  JobArgs a;
+  a.model_zoo = "zoo";
+  a.model_def = "m.m.M";
+  a.training_data = "data/train,/abs/more";
+  return a;
+}
+
+std::string Error(const JobArgs& args, JobCommand command) {
+  Status s = CheckJobArgs(args, command);
+  return s.ok() ? "OK" : std::string(s.message());
+}
+
+TEST(JobSettingsTest, FlagsAreUniqueAndDefaultsAreInRange) {
+  std::set<std::string> names;
+  JobArgs defaults;
+  for (const JobSetting& s : JobSettings()) {
+    EXPECT_TRUE(names.insert(FlagName(s)).second) << FlagName(s);
+    EXPECT_NE(s.commands, 0u) << FlagName(s);
+    EXPECT_EQ(s.required & ~s.commands, 0u) << FlagName(s) << " required where not taken";
+    if (auto* m = std::get_if<int64_t JobArgs::*>(&s.field)) {
+      EXPECT_GE(defaults.**m, s.min) << FlagName(s);
+      EXPECT_LE(defaults.**m, s.max) << FlagName(s);
+    }
+  }
+  EXPECT_TRUE(names.count("--no_progress"));
+  EXPECT_TRUE(names.count("--dataset_fn"));
+}
+
+TEST(JobSettingsTest, RequiredSettingsDependOnTheCommand) {
+  EXPECT_EQ(Error(TrainArgs(), JobCommand::kTrain), "OK");
+  JobArgs a = TrainArgs();
+  a.model_zoo.clear();
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--model_zoo is required");
+  a = TrainArgs();
+  a.training_data.clear();
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--training_data is required");
+
+  JobArgs e;
+  e.trained_model = "model";
+  EXPECT_EQ(Error(e, JobCommand::kEvaluate), "--validation_data is required");
+  e.validation_data = "v";
+  EXPECT_EQ(Error(e, JobCommand::kEvaluate), "OK");
+  JobArgs p;
+  p.trained_model = "model";
+  p.prediction_data = "p";
+  EXPECT_EQ(Error(p, JobCommand::kPredict), "--output is required");
+}
+
+TEST(JobSettingsTest, NumbersOutOfRangeNameTheFlag) {
+  JobArgs a = TrainArgs();
+  a.minibatch_size = 0;
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--minibatch_size=0: must be at least 1");
+  a = TrainArgs();
+  a.max_staleness = -2;
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--max_staleness=-2: must be at least -1");
+  a = TrainArgs();
+  a.num_workers = int64_t{1} << 40;
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--num_workers=1099511627776: must be at most 1048576");
+  a = TrainArgs();
+  a.worker_lease_ms = 10;
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--worker_lease_ms=10: must be at least 100");
+  a = TrainArgs();
+  a.grads_to_wait = -1;
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--grads_to_wait=-1: must be at least 0");
+  // A setting the command does not take is not checked.
+  JobArgs p;
+  p.trained_model = "model";
+  p.prediction_data = "p";
+  p.output = "out.csv";
+  p.num_epochs = 0;
+  EXPECT_EQ(Error(p, JobCommand::kPredict), "OK");
+}
+
+TEST(JobSettingsTest, CombinationsAreChecked) {
+  JobArgs a = TrainArgs();
+  a.use_async = true;
+  a.grads_to_wait = 2;
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--grads_to_wait=2 makes synchronous steps, but --use_async=true: drop one of them");
+  a = TrainArgs();
+  a.partition = "gpu";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--partition needs --cluster=slurm");
+  a.cluster = "slurm";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
+  a.cluster = "yarn";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--cluster=yarn: expected local, slurm, external");
+  a = TrainArgs();
+  a.master_addr = "host";
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--master_addr=host: expected HOST:PORT (port 0: any free one)");
+  a.master_addr = "10.0.0.1:0";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
+
+  JobArgs e;
+  e.validation_data = "v";
+  EXPECT_NE(Error(e, JobCommand::kEvaluate).find("name the model's parameters once"),
+            std::string::npos);
+  e.checkpoint_dir_for_init = "ckpt";
+  EXPECT_EQ(Error(e, JobCommand::kEvaluate),
+            "--model_zoo is required with --checkpoint_dir_for_init");
+  e.trained_model = "model";
+  EXPECT_NE(Error(e, JobCommand::kEvaluate).find("name the model's parameters once"),
+            std::string::npos);
+}
+
+TEST(JobSettingsTest, TheUpdateRuleIsDecidedOnce) {
+  JobArgs a = TrainArgs();
+  a.sync_version_tolerance = 2;
+  a.max_staleness = 5;
+  auto spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps().update().mode(), proto::UpdateRule::SYNC_EVERY_WORKER);
+  EXPECT_EQ(spec->ps().update().max_version_lag(), 2);
+
+  a.grads_to_wait = 3;
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps().update().mode(), proto::UpdateRule::SYNC_FIXED);
+  EXPECT_EQ(spec->ps().update().grads_to_wait(), 3);
+
+  // The spelling of asynchronous training before --use_async.
+  a.grads_to_wait = 0;
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps().update().mode(), proto::UpdateRule::ASYNC);
+  EXPECT_EQ(spec->ps().update().max_version_lag(), 5);
+
+  a.grads_to_wait.reset();
+  a.use_async = true;
+  a.lr_staleness_modulation = true;
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps().update().mode(), proto::UpdateRule::ASYNC);
+  EXPECT_TRUE(spec->ps().update().lr_staleness_modulation());
+}
+
+TEST(JobSettingsTest, EachPartOfTheSpecHoldsItsSettings) {
+  JobArgs a = TrainArgs();
+  a.seed = 42;
+  a.num_workers = 3;
+  a.num_threads = 2;
+  a.num_ps_pods = 2;
+  a.checkpoint_steps = 10;
+  a.checkpoint_dir = "ckpt";
+  a.max_master_restarts = 5;
+  a.cluster = "external";
+  auto spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::string cwd = std::filesystem::current_path().string();
+  EXPECT_EQ(spec->type(), proto::JOB_TRAINING);
+  EXPECT_EQ(spec->seed(), 42u);
+  ASSERT_EQ(spec->tasks().training_data_size(), 2);
+  EXPECT_EQ(spec->tasks().training_data(0), cwd + "/data/train");
+  EXPECT_EQ(spec->tasks().training_data(1), "/abs/more");
+  EXPECT_EQ(spec->tasks().minibatch_size(), 64);
+  EXPECT_EQ(spec->tasks().shuffle_seed(), job_seeds::TaskOrder(42));
+  EXPECT_EQ(spec->ps().num_ps(), 2);
+  EXPECT_EQ(spec->ps().checkpoint_steps(), 10);
+  EXPECT_EQ(spec->ps().checkpoint_dir(), cwd + "/ckpt");
+  EXPECT_EQ(spec->workers().num_workers(), 3);
+  EXPECT_EQ(spec->workers().threads(), 2);
+  EXPECT_EQ(spec->fault_tolerance().max_master_restarts(), 5);
+  EXPECT_EQ(spec->fault_tolerance().worker_lease_ms(), 5000);
+  EXPECT_EQ(spec->cluster().kind(), "external");
+  EXPECT_TRUE(spec->output().empty());
+
+  a.shuffle_seed = 7;
+  a.num_threads = 0;
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->tasks().shuffle_seed(), 7u);
+  EXPECT_GE(spec->workers().threads(), 1);
+
+  // Prediction has no parameter servers and reads only its own data.
+  JobArgs p;
+  p.trained_model = "model";
+  p.prediction_data = "p1,p2";
+  p.validation_data = "ignored";
+  p.output = "out.csv";
+  spec = JobSpecOf(p, JobCommand::kPredict);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->type(), proto::JOB_PREDICTION);
+  EXPECT_FALSE(spec->has_ps());
+  EXPECT_EQ(spec->tasks().prediction_data_size(), 2);
+  EXPECT_EQ(spec->tasks().validation_data_size(), 0);
+  EXPECT_EQ(spec->output(), cwd + "/out.csv");
+}
+
+}  // namespace
+}  // namespace elasticdl::client

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <thread>
 #include <type_traits>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cluster/backends.h"
 #include "common/file.h"
 #include "common/strings.h"
@@ -154,13 +154,6 @@ std::optional<int64_t> SignedValue(const JobArgs& args, const JobSetting::Field&
   return std::nullopt;
 }
 
-const JobSetting& Find(const std::string& flag) {
-  for (const JobSetting& s : JobSettings()) {
-    if (FlagName(s) == flag) return s;
-  }
-  std::abort();  // a flag of this file
-}
-
 Status CheckMasterAddr(const std::string& addr) {
   if (addr.empty()) return absl::OkStatus();
   size_t colon = addr.rfind(':');
@@ -171,18 +164,6 @@ Status CheckMasterAddr(const std::string& addr) {
         StrCat("--master_addr=", addr, ": expected HOST:PORT (port 0: any free one)"));
   }
   return absl::OkStatus();
-}
-
-std::vector<std::string> SplitCommas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
 }
 
 int32_t Int32(int64_t checked) { return static_cast<int32_t>(checked); }
@@ -278,11 +259,11 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
         "--model_def");
   }
   if (!args.checkpoint_dir_for_init.empty()) {
-    for (const char* flag : {"--model_zoo", "--model_def"}) {
-      if (!IsGiven(args, Find(flag).field)) {
-        return absl::InvalidArgumentError(
-            StrCat(flag, " is required with --checkpoint_dir_for_init"));
-      }
+    if (args.model_zoo.empty()) {
+      return absl::InvalidArgumentError("--model_zoo is required with --checkpoint_dir_for_init");
+    }
+    if (args.model_def.empty()) {
+      return absl::InvalidArgumentError("--model_def is required with --checkpoint_dir_for_init");
     }
   }
   return absl::OkStatus();
@@ -299,17 +280,17 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
 
   proto::TaskSpec* tasks = spec.mutable_tasks();
   if (command == JobCommand::kTrain) {
-    for (const std::string& s : SplitCommas(args.training_data)) {
-      tasks->add_training_data(AbsolutePath(s));
+    for (absl::string_view s : absl::StrSplit(args.training_data, ',', absl::SkipEmpty())) {
+      tasks->add_training_data(AbsolutePath(std::string(s)));
     }
   }
   if (command != JobCommand::kPredict) {
-    for (const std::string& s : SplitCommas(args.validation_data)) {
-      tasks->add_validation_data(AbsolutePath(s));
+    for (absl::string_view s : absl::StrSplit(args.validation_data, ',', absl::SkipEmpty())) {
+      tasks->add_validation_data(AbsolutePath(std::string(s)));
     }
   } else {
-    for (const std::string& s : SplitCommas(args.prediction_data)) {
-      tasks->add_prediction_data(AbsolutePath(s));
+    for (absl::string_view s : absl::StrSplit(args.prediction_data, ',', absl::SkipEmpty())) {
+      tasks->add_prediction_data(AbsolutePath(std::string(s)));
     }
   }
   tasks->set_minibatch_size(args.minibatch_size);

@@ -273,6 +273,12 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
   for (int i = 0; i < ps_->num_shards(); ++i) pending[i] = i;
   bool first = true;
   while (!pending.empty()) {
+    // A refused minibatch is not finished: a worker asked to stop leaves
+    // it to the task's next attempt (shards that took it acknowledge it
+    // there as a duplicate) instead of racing the others to recompute it.
+    if (!first && stopping()) {
+      return absl::CancelledError("asked to stop while recomputing a refused minibatch");
+    }
     EDL_RETURN_IF_ERROR(Pull(/*wait_for_steps=*/first));
     first = false;
     Model& model = model_->model();

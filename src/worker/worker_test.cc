@@ -374,6 +374,28 @@ TEST_F(WorkerTest, StopsGracefullyAfterTheCurrentMinibatch) {
   EXPECT_FLOAT_EQ(servers_->weight(), -4.0f * applied);
 }
 
+TEST_F(WorkerTest, AStopEndsTheRecomputingOfARefusedMinibatch) {
+  // Every push is refused (the other workers always got there first): a
+  // worker asked to stop hands the task back at once instead of
+  // recomputing until it wins a race.
+  AddTasks(1);
+  servers_->refuse_pushes = 200;
+  servers_->slow_push = 2ms;
+  auto worker = MakeWorker();
+  std::thread stopper([this] {
+    while (servers_->pushes.load() < 3) std::this_thread::sleep_for(1ms);
+    stop_ = true;
+  });
+  Status s = worker->Run();
+  stopper.join();
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(master_->reports.size(), 1u);
+  EXPECT_TRUE(master_->reports[0].stopped());
+  EXPECT_EQ(master_->reports[0].minibatches_done(), 0);
+  EXPECT_LT(servers_->pushes.load(), 10);
+  EXPECT_FLOAT_EQ(servers_->weight(), 0);
+}
+
 TEST_F(WorkerTest, LeavesWhenTheMasterAsksOrForgetsIt) {
   AddTasks(50);
   servers_->slow_push = 5ms;

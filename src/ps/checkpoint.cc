@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 constexpr char kMagic[] = "EDLCKPT1";
 constexpr size_t kMagicSize = 8;
-constexpr size_t kHeaderSize = kMagicSize + 8 + 4;
+constexpr size_t kFrameHeaderSize = 8 + 4;  // length, masked CRC
 constexpr char kVersionPrefix[] = "version-";
 
 // Writes all of `data` to `fd`.
@@ -102,25 +102,42 @@ std::string CheckpointPath(const std::string& dir, int64_t version, int ps_id, i
   return StrCat(CheckpointVersionDir(dir, version), "/ps-", ps_id, "-of-", num_ps, ".ckpt");
 }
 
-Status WriteCheckpoint(const std::string& dir, const proto::ShardCheckpoint& checkpoint) {
-  const std::string version_dir = CheckpointVersionDir(dir, checkpoint.version());
+Status WriteCheckpoint(const std::string& dir, proto::ShardCheckpoint* checkpoint) {
+  const std::string version_dir = CheckpointVersionDir(dir, checkpoint->version());
   const std::string path =
-      CheckpointPath(dir, checkpoint.version(), checkpoint.ps_id(), checkpoint.num_ps());
+      CheckpointPath(dir, checkpoint->version(), checkpoint->ps_id(), checkpoint->num_ps());
   EDL_RETURN_IF_ERROR(CreateDirectories(version_dir));
-  std::string payload;
-  if (!checkpoint.SerializeToString(&payload)) {
-    return absl::InternalError(StrCat(path, ": cannot serialize the checkpoint"));
-  }
-  std::string header(kHeaderSize, '\0');
-  std::copy(kMagic, kMagic + kMagicSize, header.begin());
-  EncodeFixed64(header.data() + kMagicSize, payload.size());
-  EncodeFixed32(header.data() + kMagicSize + 8, crc::MaskCrc(crc::Crc32c(payload)));
+  // The first frame holds everything but the row blocks, each of which
+  // gets a frame of its own (a table may exceed what one message holds).
+  google::protobuf::RepeatedPtrField<proto::EmbeddingRowBlock> blocks;
+  blocks.Swap(checkpoint->mutable_embedding_blocks());
+  checkpoint->set_embedding_block_count(blocks.size());
+  std::string header;
+  const bool serialized = checkpoint->SerializeToString(&header);
+  blocks.Swap(checkpoint->mutable_embedding_blocks());
+  if (!serialized) return absl::InternalError(StrCat(path, ": cannot serialize the checkpoint"));
 
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoToStatus(errno, StrCat(tmp, ": cannot create"));
-  Status s = WriteAll(fd, header, tmp);
-  if (s.ok()) s = WriteAll(fd, payload, tmp);
+  auto write_frame = [&](std::string_view payload) {
+    char prefix[kFrameHeaderSize];
+    EncodeFixed64(prefix, payload.size());
+    EncodeFixed32(prefix + 8, crc::MaskCrc(crc::Crc32c(payload)));
+    Status s = WriteAll(fd, std::string_view(prefix, sizeof prefix), tmp);
+    return s.ok() ? WriteAll(fd, payload, tmp) : s;
+  };
+  Status s = WriteAll(fd, std::string_view(kMagic, kMagicSize), tmp);
+  if (s.ok()) s = write_frame(header);
+  std::string frame;
+  for (int i = 0; s.ok() && i < checkpoint->embedding_blocks_size(); ++i) {
+    frame.clear();
+    if (!checkpoint->embedding_blocks(i).SerializeToString(&frame)) {
+      s = absl::InternalError(StrCat(path, ": cannot serialize embedding rows"));
+    } else {
+      s = write_frame(frame);
+    }
+  }
   if (s.ok() && ::fsync(fd) != 0) s = ErrnoToStatus(errno, StrCat(tmp, ": fsync"));
   if (::close(fd) != 0 && s.ok()) s = ErrnoToStatus(errno, StrCat(tmp, ": close"));
   if (s.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -136,23 +153,51 @@ Status WriteCheckpoint(const std::string& dir, const proto::ShardCheckpoint& che
 
 StatusOr<proto::ShardCheckpoint> ReadCheckpoint(const std::string& path) {
   EDL_ASSIGN_OR_RETURN(std::string data, ReadFileToString(path));
-  if (data.size() < kHeaderSize || data.compare(0, kMagicSize, kMagic) != 0) {
+  if (data.size() < kMagicSize + kFrameHeaderSize || data.compare(0, kMagicSize, kMagic) != 0) {
     return absl::DataLossError(StrCat(path, ": not a checkpoint file (", data.size(), " bytes)"));
   }
-  const uint64_t length = DecodeFixed64(data.data() + kMagicSize);
-  const uint32_t crc = crc::UnmaskCrc(DecodeFixed32(data.data() + kMagicSize + 8));
-  if (length != data.size() - kHeaderSize) {
-    return absl::DataLossError(StrCat(path, ": truncated checkpoint: ", length,
-                                      " payload bytes expected, ", data.size() - kHeaderSize,
-                                      " found"));
-  }
-  std::string_view payload(data.data() + kHeaderSize, length);
-  if (crc::Crc32c(payload) != crc) {
-    return absl::DataLossError(StrCat(path, ": corrupt checkpoint: checksum mismatch"));
-  }
+  size_t offset = kMagicSize;
+  // The next frame's payload; DATA_LOSS when truncated or corrupt.
+  auto next_frame = [&](std::string_view* payload) -> Status {
+    const size_t left = data.size() - offset;
+    if (left < kFrameHeaderSize) {
+      return absl::DataLossError(StrCat(path, ": truncated checkpoint: a frame header expected at ",
+                                        offset, ", ", left, " bytes left"));
+    }
+    const uint64_t length = DecodeFixed64(data.data() + offset);
+    const uint32_t crc = crc::UnmaskCrc(DecodeFixed32(data.data() + offset + 8));
+    if (length > left - kFrameHeaderSize) {
+      return absl::DataLossError(StrCat(path, ": truncated checkpoint: ", length,
+                                        " payload bytes expected, ", left - kFrameHeaderSize,
+                                        " found"));
+    }
+    *payload = std::string_view(data.data() + offset + kFrameHeaderSize, length);
+    offset += kFrameHeaderSize + length;
+    if (crc::Crc32c(*payload) != crc) {
+      return absl::DataLossError(StrCat(path, ": corrupt checkpoint: checksum mismatch"));
+    }
+    return absl::OkStatus();
+  };
+  std::string_view payload;
+  EDL_RETURN_IF_ERROR(next_frame(&payload));
   proto::ShardCheckpoint checkpoint;
   if (!checkpoint.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
     return absl::DataLossError(StrCat(path, ": corrupt checkpoint: not a ShardCheckpoint"));
+  }
+  if (checkpoint.embedding_block_count() < 0 || checkpoint.embedding_blocks_size() != 0) {
+    return absl::DataLossError(StrCat(path, ": corrupt checkpoint: bad embedding block count"));
+  }
+  for (int64_t i = 0; i < checkpoint.embedding_block_count(); ++i) {
+    EDL_RETURN_IF_ERROR(next_frame(&payload));
+    if (!checkpoint.add_embedding_blocks()->ParseFromArray(payload.data(),
+                                                           static_cast<int>(payload.size()))) {
+      return absl::DataLossError(
+          StrCat(path, ": corrupt checkpoint: embedding block ", i, " does not parse"));
+    }
+  }
+  if (offset != data.size()) {
+    return absl::DataLossError(StrCat(path, ": corrupt checkpoint: ", data.size() - offset,
+                                      " bytes after the last frame"));
   }
   return checkpoint;
 }

@@ -4,9 +4,13 @@
 // job with n shards, holding that shard's ShardCheckpoint at model version
 // V. A file is
 //
-//   "EDLCKPT1" | payload length (uint64 LE) | masked CRC-32C of payload
-//   (uint32 LE) | payload (the serialized ShardCheckpoint)
+//   "EDLCKPT1" | frame | frame ...
 //
+// where a frame is: payload length (uint64 LE) | masked CRC-32C of the
+// payload (uint32 LE) | payload. The first payload is the serialized
+// ShardCheckpoint without its embedding_blocks; each of its
+// embedding_block_count blocks follows in a frame of its own (a table may be
+// larger than one protobuf message can be).
 // so that truncation and corruption are detected (a protobuf alone may parse
 // from a truncated prefix). Files are written atomically: a reader sees a
 // whole file or none.
@@ -30,10 +34,11 @@ std::string CheckpointVersionDir(const std::string& dir, int64_t version);
 // `<dir>/version-<version>/ps-<ps_id>-of-<num_ps>.ckpt`.
 std::string CheckpointPath(const std::string& dir, int64_t version, int ps_id, int num_ps);
 
-// Writes `checkpoint` to CheckpointPath(dir, its version, ps_id, num_ps):
+// Writes `*checkpoint` to CheckpointPath(dir, its version, ps_id, num_ps):
 // a temporary file, fsynced, renamed over the final name, and the directory
-// fsynced. Creates directories as needed.
-Status WriteCheckpoint(const std::string& dir, const proto::ShardCheckpoint& checkpoint);
+// fsynced. Creates directories as needed. Sets embedding_block_count and
+// leaves the rest as it was (the blocks are moved out and back, not copied).
+Status WriteCheckpoint(const std::string& dir, proto::ShardCheckpoint* checkpoint);
 
 // Reads one checkpoint file. DATA_LOSS naming the file when it is truncated,
 // corrupt or not a checkpoint; NOT_FOUND when it does not exist.

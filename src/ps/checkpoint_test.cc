@@ -45,7 +45,8 @@ class CheckpointTest : public testing::Test {
   }
 
   void Write(int64_t version, int ps_id, int num_ps) {
-    Status s = WriteCheckpoint(dir_, Make(version, ps_id, num_ps));
+    proto::ShardCheckpoint checkpoint = Make(version, ps_id, num_ps);
+    Status s = WriteCheckpoint(dir_, &checkpoint);
     ASSERT_TRUE(s.ok()) << s;
   }
 
@@ -89,6 +90,44 @@ TEST_F(CheckpointTest, CorruptAndTruncatedFilesAreDataLoss) {
   std::ofstream(path, std::ios::trunc) << "hello";
   EXPECT_EQ(ReadCheckpoint(path).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(ReadCheckpoint(dir_ + "/nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(CheckpointTest, EmbeddingBlocksTravelInFramesOfTheirOwn) {
+  proto::ShardCheckpoint checkpoint = Make(7, 0, 1);
+  checkpoint.add_embedding_tables()->set_name("users");
+  for (int b = 0; b < 3; ++b) {
+    proto::EmbeddingRowBlock* block = checkpoint.add_embedding_blocks();
+    block->mutable_rows()->set_table("users");
+    for (int i = 0; i < 100; ++i) block->mutable_rows()->add_ids(b * 100 + i);
+    block->mutable_rows()->set_values(std::string(100 * 16, static_cast<char>('a' + b)));
+    block->add_steps(b);
+  }
+  const proto::ShardCheckpoint written = checkpoint;
+  ASSERT_TRUE(WriteCheckpoint(dir_, &checkpoint).ok());
+  EXPECT_EQ(checkpoint.embedding_blocks_size(), 3);  // moved out and back
+  EXPECT_EQ(checkpoint.embedding_block_count(), 3);
+  const std::string path = CheckpointPath(dir_, 7, 0, 1);
+  auto read = ReadCheckpoint(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->embedding_blocks_size(), 3);
+  EXPECT_EQ(read->embedding_blocks(2).rows().values(), written.embedding_blocks(2).rows().values());
+  EXPECT_EQ(read->embedding_blocks(1).steps(0), 1);
+
+  // Truncated in the middle of the blocks, or missing the last whole one.
+  const auto size = fs::file_size(path);
+  fs::resize_file(path, size - 900);
+  auto truncated = ReadCheckpoint(path);
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss) << truncated.status();
+  ASSERT_TRUE(WriteCheckpoint(dir_, &checkpoint).ok());
+  const auto last_block = checkpoint.embedding_blocks(2).ByteSizeLong() + 12;
+  fs::resize_file(path, size - last_block);
+  truncated = ReadCheckpoint(path);
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss) << truncated.status();
+  EXPECT_NE(std::string(truncated.status().message()).find("truncated"), std::string::npos);
+  // A block corrupted.
+  ASSERT_TRUE(WriteCheckpoint(dir_, &checkpoint).ok());
+  Corrupt(path, -50);
+  EXPECT_EQ(ReadCheckpoint(path).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(CheckpointTest, NewestFallsBackPastCorruptFiles) {

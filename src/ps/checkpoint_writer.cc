@@ -61,33 +61,35 @@ void CheckpointWriter::Loop() {
     queued_.reset();
     writing_ = true;
     lock.unlock();
-    Status s = Write(snapshot);
+    const int64_t version = snapshot.version;
+    Status s = Write(std::move(snapshot));
     lock.lock();
     writing_ = false;
     last_status_ = s;
-    if (s.ok()) last_written_ = snapshot.version;
+    if (s.ok()) last_written_ = version;
     cv_.notify_all();
   }
 }
 
-Status CheckpointWriter::Write(const ShardSnapshot& snapshot) {
+Status CheckpointWriter::Write(ShardSnapshot snapshot) {
   const auto start = std::chrono::steady_clock::now();
   proto::ShardCheckpoint checkpoint;
-  Status s = EncodeSnapshot(snapshot, &checkpoint);
-  if (s.ok()) s = WriteCheckpoint(options_.dir, checkpoint);
+  const int64_t version = snapshot.version;
+  Status s = EncodeSnapshot(std::move(snapshot), &checkpoint);
+  if (s.ok()) s = WriteCheckpoint(options_.dir, &checkpoint);
   if (s.ok())
     s = RetainCheckpoints(options_.dir, options_.ps_id, options_.num_ps, options_.keep_max);
   if (!s.ok()) {
     spdlog::error("parameter server {}: checkpoint of version {} failed: {}", options_.ps_id,
-                  snapshot.version, std::string(s.message()));
+                  version, std::string(s.message()));
     return s;
   }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();
   spdlog::info("parameter server {}: checkpoint of version {} written in {} ms ({})",
-               options_.ps_id, snapshot.version, ms,
-               CheckpointPath(options_.dir, snapshot.version, options_.ps_id, options_.num_ps));
+               options_.ps_id, version, ms,
+               CheckpointPath(options_.dir, version, options_.ps_id, options_.num_ps));
   return absl::OkStatus();
 }
 

@@ -53,7 +53,7 @@ class CheckpointWriter {
 
  private:
   void Loop();
-  Status Write(const ShardSnapshot& snapshot);
+  Status Write(ShardSnapshot snapshot);
 
   const CheckpointWriterOptions options_;
   mutable std::mutex mu_;

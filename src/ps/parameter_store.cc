@@ -1,5 +1,7 @@
 #include "ps/parameter_store.h"
 
+#include <absl/container/flat_hash_set.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -77,6 +79,36 @@ Status CheckSameTensors(const char* what, const rpc::NamedTensors& offered,
   return absl::OkStatus();
 }
 
+// The blocks a snapshot cuts a table's rows into.
+constexpr size_t kRowsPerBlock = 1 << 16;
+
+// Tables of `specs` (from a model or a checkpoint), optimized by
+// `optimizer` unless a spec names its own.
+StatusOr<std::map<std::string, std::unique_ptr<EmbeddingTable>>> MakeTables(
+    const google::protobuf::RepeatedPtrField<proto::EmbeddingTableSpec>& specs,
+    const proto::OptimizerConfig& optimizer) {
+  std::map<std::string, std::unique_ptr<EmbeddingTable>> tables;
+  for (const proto::EmbeddingTableSpec& spec : specs) {
+    EDL_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTable> table,
+                         EmbeddingTable::Create(spec, optimizer));
+    if (!tables.emplace(spec.name(), std::move(table)).second) {
+      return absl::InvalidArgumentError(StrCat("embedding table '", spec.name(), "' twice"));
+    }
+  }
+  return tables;
+}
+
+// A table of a checkpoint and one of the model agree when their rows do.
+bool SameRows(const proto::EmbeddingTableSpec& a, const proto::EmbeddingTableSpec& b) {
+  return a.dim() == b.dim() && a.dtype() == b.dtype() && a.num_rows() == b.num_rows();
+}
+
+std::string DescribeTable(const proto::EmbeddingTableSpec& spec) {
+  return StrCat("'", spec.name(), "' (dimension ", spec.dim(), ", ",
+                proto::DataType_Name(spec.dtype()),
+                spec.num_rows() > 0 ? StrCat(", ", spec.num_rows(), " rows") : "", ")");
+}
+
 }  // namespace
 
 ParameterStore::ParameterStore(ParameterStoreOptions options)
@@ -93,7 +125,12 @@ Status ParameterStore::Init(const proto::ModelValues& values, bool* accepted, in
     *accepted = !initialized_;
     if (initialized_) {
       *version = version_;
-      return from_checkpoint_ ? CheckOfferedLocked(parameters, buffers) : absl::OkStatus();
+      return from_checkpoint_ ? CheckOfferedLocked(parameters, buffers, values) : absl::OkStatus();
+    }
+    auto tables = MakeTables(values.embedding_tables(), optimizer_config_);
+    if (!tables.ok()) {
+      *accepted = false;
+      return tables.status();
     }
     std::vector<torch::Tensor> trainable;
     for (auto& [name, t] : parameters) {
@@ -113,6 +150,7 @@ Status ParameterStore::Init(const proto::ModelValues& values, bool* accepted, in
     optimizer_ = std::move(optimizer).value();
     parameters_ = std::move(parameters);
     buffers_ = std::move(buffers);
+    tables_ = std::move(tables).value();
     initialized_ = true;
     version_ = values.version();
     *version = version_;
@@ -123,9 +161,39 @@ Status ParameterStore::Init(const proto::ModelValues& values, bool* accepted, in
 }
 
 Status ParameterStore::CheckOfferedLocked(const rpc::NamedTensors& parameters,
-                                          const rpc::NamedTensors& buffers) const {
+                                          const rpc::NamedTensors& buffers,
+                                          const proto::ModelValues& values) const {
   EDL_RETURN_IF_ERROR(CheckSameTensors("parameter", parameters, parameters_));
-  return CheckSameTensors("buffer", buffers, buffers_);
+  EDL_RETURN_IF_ERROR(CheckSameTensors("buffer", buffers, buffers_));
+  for (const proto::EmbeddingTableSpec& spec : values.embedding_tables()) {
+    auto it = tables_.find(spec.name());
+    if (it == tables_.end()) {
+      return absl::FailedPreconditionError(
+          StrCat("the checkpoint this parameter server was initialized from lacks the model's "
+                 "embedding table ",
+                 DescribeTable(spec)));
+    }
+    if (!SameRows(spec, it->second->spec())) {
+      return absl::FailedPreconditionError(StrCat("the model's embedding table ",
+                                                  DescribeTable(spec),
+                                                  " differs from the "
+                                                  "checkpoint's ",
+                                                  DescribeTable(it->second->spec())));
+    }
+  }
+  if (static_cast<size_t>(values.embedding_tables_size()) != tables_.size()) {
+    for (const auto& [name, table] : tables_) {
+      bool offered = false;
+      for (const auto& spec : values.embedding_tables()) offered |= spec.name() == name;
+      if (!offered) {
+        return absl::FailedPreconditionError(
+            StrCat("the checkpoint this parameter server was initialized from holds embedding "
+                   "table '",
+                   name, "' that the model does not have"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 void ParameterStore::RefreshSnapshotLocked() {
@@ -170,6 +238,81 @@ Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullRespon
   // Copy outside the lock: snapshots are immutable.
   *out->mutable_values() = *snapshot;
   return absl::OkStatus();
+}
+
+Status ParameterStore::CheckRowsLocked(const proto::EmbeddingRows& rows, bool values) const {
+  auto it = tables_.find(rows.table());
+  if (it == tables_.end()) {
+    return absl::InvalidArgumentError(
+        StrCat("rows of embedding table '", rows.table(), "', which the model does not have"));
+  }
+  const EmbeddingTable& table = *it->second;
+  const size_t n = static_cast<size_t>(rows.ids_size());
+  EDL_RETURN_IF_ERROR(table.CheckIds(rows.ids().data(), n));
+  absl::flat_hash_set<int64_t> seen;
+  seen.reserve(n);
+  for (int64_t id : rows.ids()) {
+    if (!seen.insert(id).second) {
+      return absl::InvalidArgumentError(
+          StrCat("embedding table '", rows.table(), "': id ", id, " twice in one request"));
+    }
+    if (options_.num_ps > 1 && rpc::RowShardOf(id, options_.num_ps) != options_.ps_id) {
+      return absl::InvalidArgumentError(
+          StrCat("embedding table '", rows.table(), "': row ", id, " is held by parameter server ",
+                 rpc::RowShardOf(id, options_.num_ps), ", not ", options_.ps_id));
+    }
+  }
+  if (!values) return absl::OkStatus();
+  if (rows.values().size() != n * table.row_bytes()) {
+    return absl::InvalidArgumentError(
+        StrCat("embedding table '", rows.table(), "': ", rows.values().size(),
+               " bytes of gradients for ", n, " rows of ", table.row_bytes(), " bytes"));
+  }
+  const bool finite = table.spec().dtype() == proto::DT_FLOAT64
+                          ? std::all_of(reinterpret_cast<const double*>(rows.values().data()),
+                                        reinterpret_cast<const double*>(rows.values().data()) +
+                                            n * static_cast<size_t>(table.dim()),
+                                        [](double v) { return std::isfinite(v); })
+                          : std::all_of(reinterpret_cast<const float*>(rows.values().data()),
+                                        reinterpret_cast<const float*>(rows.values().data()) +
+                                            n * static_cast<size_t>(table.dim()),
+                                        [](float v) { return std::isfinite(v); });
+  if (!finite) {
+    return absl::InvalidArgumentError(StrCat("the gradient of embedding table '", rows.table(),
+                                             "' holds non-finite values; nothing applied"));
+  }
+  return absl::OkStatus();
+}
+
+Status ParameterStore::PullRows(const proto::PullRowsRequest& request,
+                                proto::PullRowsResponse* out) {
+  out->Clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!initialized_) {
+    return absl::FailedPreconditionError("parameter server is not initialized yet");
+  }
+  for (const proto::EmbeddingRows& rows : request.tables()) {
+    EDL_RETURN_IF_ERROR(CheckRowsLocked(rows, /*values=*/false));
+    const EmbeddingTable& table = *tables_.at(rows.table());
+    proto::EmbeddingRows* answer = out->add_tables();
+    answer->set_table(rows.table());
+    *answer->mutable_ids() = rows.ids();
+    std::string* values = answer->mutable_values();
+    values->resize(static_cast<size_t>(rows.ids_size()) * table.row_bytes());
+    table.Read(rows.ids().data(), static_cast<size_t>(rows.ids_size()), values->data());
+  }
+  out->set_version(version_);
+  out->set_instance(instance_);
+  return absl::OkStatus();
+}
+
+void ParameterStore::ApplySparseLocked(const std::vector<proto::EmbeddingRows>& sparse,
+                                       double scale) {
+  for (const proto::EmbeddingRows& rows : sparse) {
+    tables_.at(rows.table())
+        ->Apply(rows.ids().data(), static_cast<size_t>(rows.ids_size()), rows.values().data(),
+                scale, version_);
+  }
 }
 
 Status ParameterStore::ValidateLocked(const rpc::NamedTensors& gradients,
@@ -263,6 +406,18 @@ Status ParameterStore::FlushPendingLocked(int divisor) {
   Status s = StepLocked(sum);
   if (s.ok()) {
     for (const Contribution& c : pushes) UpdateBuffersLocked(c.buffers);
+    // Each table's rows summed over the pushes, in the same order.
+    std::map<std::string, std::vector<const proto::EmbeddingRows*>> parts;
+    for (const Contribution& c : pushes) {
+      for (const proto::EmbeddingRows& rows : c.sparse) parts[rows.table()].push_back(&rows);
+    }
+    std::vector<proto::EmbeddingRows> sums;
+    for (const auto& [name, rows] : parts) {
+      proto::EmbeddingRows& total = sums.emplace_back();
+      total.set_table(name);
+      tables_.at(name)->Sum(rows, &total);
+    }
+    ApplySparseLocked(sums, 1.0 / divisor);
   } else {
     // Nothing of the step was applied: neither are its minibatches.
     for (const Contribution& c : pushes) {
@@ -348,6 +503,9 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
     return absl::FailedPreconditionError("parameter server is not initialized yet");
   }
   EDL_RETURN_IF_ERROR(ValidateLocked(gradients, buffers));
+  for (const proto::EmbeddingRows& rows : request.sparse_gradients()) {
+    EDL_RETURN_IF_ERROR(CheckRowsLocked(rows, /*values=*/true));
+  }
   out->set_accepted(false);
   out->set_version(version_);
   const bool tagged = request.has_tag();
@@ -393,11 +551,15 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
   const int64_t version_before = version_;
   torch::NoGradGuard no_grad;
   if (options_.use_async) {
+    double scale = 1;
     if (options_.lr_staleness_modulation && staleness > 0) {
       for (auto& [name, g] : gradients) g.div_(static_cast<double>(staleness + 1));
+      scale = 1.0 / static_cast<double>(staleness + 1);
     }
     EDL_RETURN_IF_ERROR(StepLocked(gradients));
     UpdateBuffersLocked(buffers);
+    ApplySparseLocked({request.sparse_gradients().begin(), request.sparse_gradients().end()},
+                      scale);
     if (tagged) applied_[task] = minibatch + 1;
   } else {
     Contribution c;
@@ -408,6 +570,7 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
     c.worker = request.worker_id();
     c.gradients = std::move(gradients);
     c.buffers = std::move(buffers);
+    c.sparse.assign(request.sparse_gradients().begin(), request.sparse_gradients().end());
     pending_.push_back(std::move(c));
     present_.insert(request.worker_id());
     if (tagged) applied_[task] = minibatch + 1;
@@ -444,6 +607,11 @@ ShardSnapshot ParameterStore::SnapshotLocked() const {
     ExportOptimizerState(options_.optimizer, *optimizer_, p, &out);
   }
   for (const auto& [name, b] : buffers_) s.buffers[name] = b.clone();
+  for (const auto& [name, table] : tables_) {
+    s.tables.push_back(table->spec());
+    std::vector<proto::EmbeddingRowBlock> blocks = table->Snapshot(kRowsPerBlock);
+    std::move(blocks.begin(), blocks.end(), std::back_inserter(s.blocks));
+  }
   s.applied = applied_;
   // Waiting for their step: not in the values, so not applied.
   for (const Contribution& c : pending_) {
@@ -484,8 +652,9 @@ Status ParameterStore::Restore(const proto::ShardCheckpoint& checkpoint) {
     if (progress.minibatches() > 0) applied[progress.task_id()] = progress.minibatches();
   }
   const bool slots_apply = checkpoint.optimizer().kind_case() == optimizer_config_.kind_case();
-  return Load(parameters, std::move(buffers), checkpoint.version(), slots_apply,
-              std::move(applied));
+  EDL_ASSIGN_OR_RETURN(Tables tables, LoadTables({&checkpoint}));
+  return Load(parameters, std::move(buffers), checkpoint.version(), slots_apply, std::move(applied),
+              std::move(tables));
 }
 
 Status ParameterStore::InitFromCheckpoints(const std::vector<proto::ShardCheckpoint>& shards) {
@@ -516,12 +685,58 @@ Status ParameterStore::InitFromCheckpoints(const std::vector<proto::ShardCheckpo
     }
   }
   const bool slots_apply = shards[0].optimizer().kind_case() == optimizer_config_.kind_case();
-  return Load(parameters, std::move(buffers), shards[0].version(), slots_apply, {});
+  std::vector<const proto::ShardCheckpoint*> files;
+  for (const auto& shard : shards) files.push_back(&shard);
+  EDL_ASSIGN_OR_RETURN(Tables tables, LoadTables(files));
+  return Load(parameters, std::move(buffers), shards[0].version(), slots_apply, {},
+              std::move(tables));
+}
+
+StatusOr<ParameterStore::Tables> ParameterStore::LoadTables(
+    const std::vector<const proto::ShardCheckpoint*>& shards) const {
+  // The tables as the first file declares them (every file declares all).
+  const proto::ShardCheckpoint& first = *shards.front();
+  for (const proto::ShardCheckpoint* shard : shards) {
+    bool same = shard->embedding_tables_size() == first.embedding_tables_size();
+    for (int i = 0; same && i < first.embedding_tables_size(); ++i) {
+      same = shard->embedding_tables(i).name() == first.embedding_tables(i).name() &&
+             SameRows(shard->embedding_tables(i), first.embedding_tables(i));
+    }
+    if (!same) {
+      return absl::InvalidArgumentError(StrCat("checkpoint files of parameter servers ",
+                                               first.ps_id(), " and ", shard->ps_id(),
+                                               " declare different embedding tables"));
+    }
+  }
+  // A table without an optimizer of its own follows the model's: its
+  // slots apply when the checkpoint's model optimizer is of our kind.
+  EDL_ASSIGN_OR_RETURN(Tables tables, MakeTables(first.embedding_tables(), optimizer_config_));
+  std::map<std::string, bool> slots_apply;
+  for (const proto::EmbeddingTableSpec& spec : first.embedding_tables()) {
+    slots_apply[spec.name()] =
+        spec.has_optimizer() || first.optimizer().kind_case() == optimizer_config_.kind_case();
+  }
+  const int num_ps = options_.num_ps;
+  const int ps_id = options_.ps_id;
+  auto mine = [num_ps, ps_id](int64_t id) { return rpc::RowShardOf(id, num_ps) == ps_id; };
+  for (const proto::ShardCheckpoint* shard : shards) {
+    for (const proto::EmbeddingRowBlock& block : shard->embedding_blocks()) {
+      auto it = tables.find(block.rows().table());
+      if (it == tables.end()) {
+        return absl::InvalidArgumentError(StrCat("checkpoint rows of embedding table '",
+                                                 block.rows().table(),
+                                                 "', which it does not declare"));
+      }
+      EDL_RETURN_IF_ERROR(
+          it->second->Load(block, mine, slots_apply.at(it->first), shard->version()));
+    }
+  }
+  return tables;
 }
 
 Status ParameterStore::Load(const std::map<std::string, const proto::ParameterState*>& parameters,
                             rpc::NamedTensors buffers, int64_t version, bool slots_apply,
-                            std::map<int64_t, int64_t> applied) {
+                            std::map<int64_t, int64_t> applied, Tables tables) {
   rpc::NamedTensors values;
   std::vector<torch::Tensor> trainable;
   for (const auto& [name, state] : parameters) {
@@ -551,6 +766,7 @@ Status ParameterStore::Load(const std::map<std::string, const proto::ParameterSt
   optimizer_ = std::move(optimizer);
   parameters_ = std::move(values);
   buffers_ = std::move(buffers);
+  tables_ = std::move(tables);
   version_ = version;
   applied_ = std::move(applied);
   initialized_ = true;
@@ -572,6 +788,13 @@ int64_t ParameterStore::version() const {
 bool ParameterStore::initialized() const {
   std::lock_guard<std::mutex> lock(mu_);
   return initialized_;
+}
+
+std::map<std::string, EmbeddingCounters> ParameterStore::embedding_counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, EmbeddingCounters> counters;
+  for (const auto& [name, table] : tables_) counters[name] = table->counters();
+  return counters;
 }
 
 }  // namespace elasticdl::ps

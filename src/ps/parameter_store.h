@@ -32,6 +32,13 @@
 // when both version and instance are the caller's, and a push computed on
 // another instance is refused (accepted=false: pull and compute again).
 //
+// Embedding tables (ModelValues.embedding_tables, see embedding_table.h):
+// the rows of this shard (rpc::RowShardOf) are read by PullRows and trained
+// by a push's sparse gradients, under the same version, tags, staleness
+// rules and sync-mode steps as the dense parameters: a sync step sums the
+// rows of its pushes in tag order and scales them as it does the dense
+// gradients.
+//
 // Checkpoints: Snapshot() copies a consistent state (values, optimizer
 // slots, buffers, applied minibatches) under the lock; Restore() and
 // InitFromCheckpoints() start a store from checkpoints.
@@ -58,6 +65,7 @@
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "elasticdl/zoo/optimizer.h"
+#include "ps/embedding_table.h"
 #include "ps/shard_state.h"
 #include "rpc/tensor_codec.h"
 
@@ -119,11 +127,19 @@ class ParameterStore {
   // up to that long (at most 5 s) for a step.
   Status Pull(const proto::PullRequest& request, proto::PullResponse* out);
 
+  // Rows of embedding tables (`out` cleared first), with the current
+  // version and instance. FAILED_PRECONDITION before Init;
+  // INVALID_ARGUMENT for an unknown table, an id twice, an id out of the
+  // table's range or one another shard holds.
+  Status PullRows(const proto::PullRowsRequest& request, proto::PullRowsResponse* out);
+
   // Applies (or, in sync mode, accumulates) pushed gradients and buffer
   // deltas. `out` is cleared first. In this order of checks; each refusal applies nothing:
   //  - FAILED_PRECONDITION before Init;
   //  - INVALID_ARGUMENT for malformed tensors, names the shard does not
-  //    hold, wrong shapes or types, a negative minibatch;
+  //    hold, wrong shapes or types, a negative minibatch; sparse gradients
+  //    of an unknown table, of the wrong size, with an id twice, out of
+  //    range or of another shard;
   //  - tag (T, i) with i below the minibatches of T applied: accepted and
   //    duplicate (nothing applied, buffer deltas neither);
   //  - tag (T, i) with i above them: FAILED_PRECONDITION naming both;
@@ -184,6 +200,8 @@ class ParameterStore {
 
   int64_t version() const;
   bool initialized() const;
+  // Each table's counters (rows, admission, eviction, bytes), by name.
+  std::map<std::string, EmbeddingCounters> embedding_counters() const;
   uint64_t instance() const { return instance_; }
 
  private:
@@ -202,9 +220,16 @@ class ParameterStore {
     int32_t worker = 0;
     rpc::NamedTensors gradients;
     BufferUpdates buffers;
+    std::vector<proto::EmbeddingRows> sparse;
   };
+  using Tables = std::map<std::string, std::unique_ptr<EmbeddingTable>>;
 
   Status ValidateLocked(const rpc::NamedTensors& gradients, const BufferUpdates& buffers) const;
+  // Checks rows of tables: known table, unique ids of this shard in range,
+  // and, with `values`, their size and finiteness.
+  Status CheckRowsLocked(const proto::EmbeddingRows& rows, bool values) const;
+  // Applies sparse gradients (each row times `scale`) at the current version.
+  void ApplySparseLocked(const std::vector<proto::EmbeddingRows>& sparse, double scale);
   Status StepLocked(const std::map<std::string, torch::Tensor>& gradients);
   void UpdateBuffersLocked(const BufferUpdates& buffers);
   // Whether the pending pushes make a complete step.
@@ -221,12 +246,15 @@ class ParameterStore {
   // version and applied as the initial state.
   Status Load(const std::map<std::string, const proto::ParameterState*>& parameters,
               rpc::NamedTensors buffers, int64_t version, bool slots_apply,
-              std::map<int64_t, int64_t> applied);
+              std::map<int64_t, int64_t> applied, Tables tables);
+  // The tables of checkpoint `shards` (all of one version), with the rows
+  // this shard owns.
+  StatusOr<Tables> LoadTables(const std::vector<const proto::ShardCheckpoint*>& shards) const;
   Status PushLocked(const proto::PushRequest& request, rpc::NamedTensors& gradients,
                     BufferUpdates& buffers, proto::PushResponse* out,
                     std::optional<ShardSnapshot>* snapshot);
-  Status CheckOfferedLocked(const rpc::NamedTensors& parameters,
-                            const rpc::NamedTensors& buffers) const;
+  Status CheckOfferedLocked(const rpc::NamedTensors& parameters, const rpc::NamedTensors& buffers,
+                            const proto::ModelValues& values) const;
   // Hands a snapshot to options_.on_snapshot if one was taken.
   void Deliver(std::optional<ShardSnapshot> snapshot) const;
 
@@ -244,6 +272,7 @@ class ParameterStore {
   std::map<std::string, torch::Tensor> parameters_;
   std::map<std::string, torch::Tensor> buffers_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  Tables tables_;
   // task id -> minibatches applied (or accumulated, in sync mode).
   std::map<int64_t, int64_t> applied_;
   // Sync mode: the pushes accepted since the last step.

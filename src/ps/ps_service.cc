@@ -10,6 +10,13 @@ grpc::Status PsService::Pull(grpc::ServerContext* context, const proto::PullRequ
                           [&] { return store_->Pull(*request, response); });
 }
 
+grpc::Status PsService::PullRows(grpc::ServerContext* context,
+                                 const proto::PullRowsRequest* request,
+                                 proto::PullRowsResponse* response) {
+  return rpc::GuardedCall(*context, token_, "PullRows",
+                          [&] { return store_->PullRows(*request, response); });
+}
+
 grpc::Status PsService::Init(grpc::ServerContext* context, const proto::InitRequest* request,
                              proto::InitResponse* response) {
   return rpc::GuardedCall(*context, token_, "Init", [&] {

@@ -21,6 +21,8 @@ class PsService final : public proto::ParameterServer::Service {
 
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                     proto::PullResponse* response) override;
+  grpc::Status PullRows(grpc::ServerContext* context, const proto::PullRowsRequest* request,
+                        proto::PullRowsResponse* response) override;
   grpc::Status Init(grpc::ServerContext* context, const proto::InitRequest* request,
                     proto::InitResponse* response) override;
   grpc::Status Push(grpc::ServerContext* context, const proto::PushRequest* request,

@@ -220,7 +220,7 @@ TEST_F(PsServerTest, RestoresAndRegistersWhatItHolds) {
   auto* progress = checkpoint.add_applied();
   progress->set_task_id(12);
   progress->set_minibatches(3);
-  ASSERT_TRUE(WriteCheckpoint(job_dir_ + "/checkpoints", checkpoint).ok());
+  ASSERT_TRUE(WriteCheckpoint(job_dir_ + "/checkpoints", &checkpoint).ok());
 
   PsServerOptions o = Options();
   o.restore = true;

@@ -59,7 +59,7 @@ proto::OptimizerConfig OptimizerConfigOf(const OptimizerSpec& spec) {
   return config;
 }
 
-Status EncodeSnapshot(const ShardSnapshot& snapshot, proto::ShardCheckpoint* out) {
+Status EncodeSnapshot(ShardSnapshot snapshot, proto::ShardCheckpoint* out) {
   out->Clear();
   out->set_version(snapshot.version);
   out->set_ps_id(snapshot.ps_id);
@@ -81,6 +81,13 @@ Status EncodeSnapshot(const ShardSnapshot& snapshot, proto::ShardCheckpoint* out
     progress->set_minibatches(n);
   }
   *out->mutable_optimizer() = snapshot.optimizer;
+  for (proto::EmbeddingTableSpec& spec : snapshot.tables) {
+    *out->add_embedding_tables() = std::move(spec);
+  }
+  for (proto::EmbeddingRowBlock& block : snapshot.blocks) {
+    *out->add_embedding_blocks() = std::move(block);
+  }
+  out->set_embedding_block_count(out->embedding_blocks_size());
   return absl::OkStatus();
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
@@ -42,11 +43,14 @@ struct ShardSnapshot {
   // task id -> minibatches applied (a prefix [0, n)); no zero entries.
   std::map<int64_t, int64_t> applied;
   proto::OptimizerConfig optimizer;
+  // Embedding tables and their rows (with slots and steps).
+  std::vector<proto::EmbeddingTableSpec> tables;
+  std::vector<proto::EmbeddingRowBlock> blocks;
 };
 
-// Encodes `snapshot` into `out` (cleared first). Fails only on a dtype the
-// protocol does not carry.
-Status EncodeSnapshot(const ShardSnapshot& snapshot, proto::ShardCheckpoint* out);
+// Encodes `snapshot` into `out` (cleared first), moving its row blocks.
+// Fails only on a dtype the protocol does not carry.
+Status EncodeSnapshot(ShardSnapshot snapshot, proto::ShardCheckpoint* out);
 
 // `spec` as the protocol's OptimizerConfig.
 proto::OptimizerConfig OptimizerConfigOf(const OptimizerSpec& spec);

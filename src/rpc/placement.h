@@ -1,6 +1,7 @@
-// Which parameter-server shard owns a dense parameter: a stable hash of its
-// name (FNV-1a, 64 bits), so that every process agrees without coordination
-// and a parameter stays put when others are added.
+// Which parameter-server shard owns a dense parameter (a stable hash of its
+// name, FNV-1a, 64 bits) and an embedding row (a mix of its id): every
+// process agrees without coordination, and a parameter stays put when
+// others are added.
 #ifndef ELASTICDL_RPC_PLACEMENT_H_
 #define ELASTICDL_RPC_PLACEMENT_H_
 
@@ -20,6 +21,16 @@ inline uint64_t StableHash(std::string_view s) {
 
 inline int ShardOf(std::string_view parameter_name, int num_shards) {
   return static_cast<int>(StableHash(parameter_name) % static_cast<uint64_t>(num_shards));
+}
+
+// Which shard holds row `id` of an embedding table: the id mixed (so that
+// consecutive ids, and ids that are hashes, spread alike), modulo the shards.
+inline int RowShardOf(int64_t id, int num_shards) {
+  uint64_t x = static_cast<uint64_t>(id) + 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return static_cast<int>(x % static_cast<uint64_t>(num_shards));
 }
 
 }  // namespace elasticdl::rpc

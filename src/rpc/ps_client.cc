@@ -45,6 +45,8 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
       };
       if constexpr (std::is_same_v<Request, proto::PullRequest>) {
         async->Pull(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      } else if constexpr (std::is_same_v<Request, proto::PullRowsRequest>) {
+        async->PullRows(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::InitRequest>) {
         async->Init(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::FlushRequest>) {
@@ -71,6 +73,13 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
 Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
                       std::vector<proto::PullResponse>* responses) {
   return CallAll("pull", &proto::ParameterServer::Stub::Pull, requests, responses, {});
+}
+
+Status PsClient::PullRows(const std::vector<proto::PullRowsRequest>& requests,
+                          std::vector<proto::PullRowsResponse>* responses,
+                          const std::vector<int>& shards) {
+  return CallAll("pulling rows", &proto::ParameterServer::Stub::PullRows, requests, responses,
+                 shards);
 }
 
 Status PsClient::Init(const std::vector<proto::InitRequest>& requests,

@@ -27,6 +27,11 @@ class PsClient {
   // to the shards listed in `shards` only (all when empty).
   Status Pull(const std::vector<proto::PullRequest>& requests,
               std::vector<proto::PullResponse>* responses);
+  // Rows of embedding tables, from the shards listed in `shards` (all when
+  // empty).
+  Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
+                  std::vector<proto::PullRowsResponse>* responses,
+                  const std::vector<int>& shards = {});
   Status Init(const std::vector<proto::InitRequest>& requests,
               std::vector<proto::InitResponse>* responses);
   Status Push(const std::vector<proto::PushRequest>& requests,

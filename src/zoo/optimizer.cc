@@ -263,6 +263,10 @@ StatusOr<OptimizerSpec> ParseOptimizer(std::string_view bytes) {
           .momentum(c.momentum())
           .centered(c.centered());
     }
+    case proto::OptimizerConfig::kFtrl:
+      return absl::InvalidArgumentError(
+          "optimizer: FTRL updates embedding tables only; dense parameters need SGD, Adam, "
+          "Adagrad or RMSprop");
     case proto::OptimizerConfig::KIND_NOT_SET:
       break;
   }

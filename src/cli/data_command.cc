@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "data/convert.h"
+#include "data/criteo_import.h"
+#include "data/criteo_synth.h"
 #include "data/inspect.h"
 #include "data/mnist_import.h"
 #include "data/validate.h"
@@ -153,6 +155,87 @@ void AddMnist(CLI::App* data, int* exit_code) {
   });
 }
 
+void AddCriteo(CLI::App* data, int* exit_code) {
+  struct Flags {
+    CriteoImportOptions options;
+    WriterFlags writer;
+  };
+  auto flags = std::make_shared<Flags>();
+  flags->writer.records_per_shard = flags->options.records_per_shard;
+  CLI::App* cmd = data->add_subcommand(
+      "criteo",
+      "Convert Criteo click logs (TSV: label, I1..I13, C1..C26) into shards of tf.train.Example "
+      "records (label, I1..I13 int64[1]; C1..C26 bytes[1]; missing fields left out)");
+  cmd->add_option("SRC", flags->options.source,
+                  "A TSV file, or a directory whose files are read in name order")
+      ->required();
+  cmd->add_option("DST_DIR", flags->options.output_dir,
+                  "Output directory; gets data-0000K-of-0000N.recordio (or .tfrecord)")
+      ->required();
+  AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
+  cmd->callback([flags, exit_code] {
+    *exit_code = [&]() -> int {
+      auto writer = WriterOptions(flags->writer, RecordFormat::kRecordIO);
+      if (!writer.ok()) return Fail(writer.status());
+      CriteoImportOptions options = flags->options;
+      options.writer = *writer;
+      options.records_per_shard = flags->writer.records_per_shard;
+      auto result = ImportCriteo(options);
+      if (!result.ok()) return Fail(result.status());
+      fmt::print("wrote {} examples from {} file{} into {} file{} under {}\n", result->records,
+                 result->inputs.size(), result->inputs.size() == 1 ? "" : "s",
+                 result->outputs.size(), result->outputs.size() == 1 ? "" : "s",
+                 options.output_dir);
+      return kExitOk;
+    }();
+  });
+}
+
+void AddCriteoSynth(CLI::App* data, int* exit_code) {
+  auto options = std::make_shared<CriteoSynthOptions>();
+  CLI::App* cmd = data->add_subcommand(
+      "criteo_synth",
+      "Write Criteo-format TSV drawn from a hidden factorisation machine, and beside it "
+      "DST.truth.json with the click rate and the optimum AUC and log-loss");
+  cmd->add_option("DST", options->output, "The TSV file to write")->required();
+  cmd->add_option("--records", options->records, "Lines to write")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", options->seed,
+                  "Seed of the hidden model, the hex strings and the draws")
+      ->capture_default_str();
+  cmd->add_option("--test_records", options->test_records,
+                  "Lines of a held-out file from the same hidden model (needs --test_output)")
+      ->capture_default_str();
+  cmd->add_option("--test_output", options->test_output,
+                  "The held-out TSV file (gets its own .truth.json)");
+  cmd->add_option("--zipf", options->zipf, "Zipf exponent of the categorical values")
+      ->capture_default_str();
+  cmd->add_option("--vocabulary_scale", options->vocabulary_scale,
+                  "Multiplies every field's vocabulary (1: about 600,000 ids in all)")
+      ->capture_default_str();
+  cmd->add_option("--click_rate", options->click_rate, "Mean click probability")
+      ->capture_default_str();
+  cmd->add_option("--logit_stddev", options->logit_stddev,
+                  "Spread of the true logits: the signal's strength (higher: higher optimum AUC)")
+      ->capture_default_str();
+  cmd->callback([options, exit_code] {
+    *exit_code = [&]() -> int {
+      auto truths = SynthesizeCriteo(*options);
+      if (!truths.ok()) return Fail(truths.status());
+      for (const CriteoSynthTruth& t : *truths) {
+        fmt::print(
+            "wrote {} line{} to {}: click rate {:.4f}, optimum AUC {}, optimum log-loss {:.4f} "
+            "(constant {:.4f}); truth in {}\n",
+            t.records, t.records == 1 ? "" : "s", t.file, t.click_rate,
+            t.optimum_auc.has_value() ? fmt::format("{:.4f}", *t.optimum_auc) : "undefined",
+            t.optimum_log_loss, t.constant_log_loss, t.truth_file);
+      }
+      return kExitOk;
+    }();
+  });
+}
+
 void AddInspect(CLI::App* data, int* exit_code) {
   struct Flags {
     std::string path, format;
@@ -227,6 +310,8 @@ void AddDataCommand(CLI::App* app, int* exit_code) {
   data->require_subcommand(1);
   AddConvert(data, exit_code);
   AddMnist(data, exit_code);
+  AddCriteo(data, exit_code);
+  AddCriteoSynth(data, exit_code);
   AddInspect(data, exit_code);
   AddValidate(data, exit_code);
 }

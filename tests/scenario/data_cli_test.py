@@ -2,7 +2,9 @@
 
 Run by CTest with ELASTICDL_BIN pointing at the built executable.
 """
+import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -167,6 +169,101 @@ class DataCliTest(unittest.TestCase):
         proc = run("data", "convert", self.path("people.csv"), self.path("x.recordio"),
                    "--csv_types=age:complex", check=False)
         self.assertIn("--csv_types: column type 'complex' for 'age' is unknown", proc.stderr)
+
+    def criteo_fields(self):
+        return ["label"] + [f"I{i}" for i in range(1, 14)] + [f"C{i}" for i in range(1, 27)]
+
+    def test_criteo_synth_then_import(self):
+        src = self.path("criteo")
+        os.mkdir(src)
+        train, test = os.path.join(src, "train.tsv"), self.path("test.tsv")
+        proc = run("data", "criteo_synth", train, "--records=3000", "--seed=5",
+                   "--test_records=500", "--test_output", test)
+        self.assertIn(f"wrote 3000 lines to {train}: click rate", proc.stdout)
+        self.assertIn(f"wrote 500 lines to {test}", proc.stdout)
+        with open(train + ".truth.json") as f:
+            truth = json.load(f)
+        self.assertEqual(truth["records"], 3000)
+        self.assertEqual(truth["seed"], 5)
+        self.assertTrue(0.18 < truth["click_rate"] < 0.32, truth)
+        self.assertTrue(0.72 < truth["optimum_auc"] < 0.9, truth)
+        self.assertLess(truth["optimum_log_loss"], truth["constant_log_loss"])
+        self.assertEqual(truth["categorical"]["C9"]["vocabulary"], 3)
+        with open(train) as f:
+            lines = f.read().split("\n")
+        self.assertEqual(lines[-1], "")
+        lines = lines[:-1]
+        self.assertEqual(len(lines), 3000)
+        self.assertEqual(sum(int(l.split("\t")[0]) for l in lines), truth["clicks"])
+        # The same seed writes the same bytes.
+        again = self.path("again.tsv")
+        run("data", "criteo_synth", again, "--records=3000", "--seed=5")
+        with open(train, "rb") as a, open(again, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+        # A directory source: its .truth.json is left out.
+        out = self.path("criteo_out")
+        proc = run("data", "criteo", src, out, "--records_per_shard=1000")
+        self.assertIn(f"wrote 3000 examples from 1 file into 3 files under {out}", proc.stdout)
+        self.assertEqual(sorted(os.listdir(out)),
+                         [f"data-0000{i}-of-00003.recordio" for i in range(3)])
+        report = run("data", "inspect", os.path.join(out, "data-00001-of-00003.recordio"),
+                     "-n", "2").stdout
+        self.assertIn("records:  1000", report)
+        # Record 1 of the second shard is line 1002: every field of the line
+        # is a feature of that name, every empty field is left out.
+        record = report.split("record 1 (")[1]
+        shown = dict(re.findall(r"^  (\w+): (.*)$", record, re.M))
+        fields = lines[1001].split("\t")
+        self.assertEqual(len(fields), 40)
+        for name, value in zip(self.criteo_fields(), fields):
+            if value == "":
+                self.assertNotIn(name, shown)
+            elif name.startswith("C"):
+                self.assertRegex(value, r"^[0-9a-f]{8}$")
+                self.assertEqual(shown[name], f'bytes_list[1] {{"{value}"}}')
+            else:
+                self.assertEqual(shown[name], f"int64_list[1] {{{value}}}")
+
+        # The held-out file imports too, as TFRecord.
+        proc = run("data", "criteo", test, self.path("test_out"), "--format=tfrecord",
+                   "--records_per_shard=0")
+        self.assertIn("wrote 500 examples from 1 file into 1 file", proc.stdout)
+        report = run("data", "inspect", self.path("test_out/data.tfrecord"), "-n", "1").stdout
+        self.assertIn("records:  500", report)
+        self.assertIn("label: int64_list[1]", report)
+
+    def test_criteo_errors_name_file_line_and_field(self):
+        good = "\t".join(["1"] + ["3"] * 13 + ["68fd1e64"] * 26)
+        fields = good.split("\t")
+        cases = [
+            ("short.tsv", "\t".join(fields[:39]),
+             "short.tsv: line 3: found 39 tab-separated fields, expected 40"),
+            ("label.tsv", "\t".join(["2"] + fields[1:]),
+             "label.tsv: line 3: field label: '2' is not 0 or 1"),
+            ("int.tsv", "\t".join(fields[:5] + ["4.5"] + fields[6:]),
+             "int.tsv: line 3: field I5: '4.5' is not an integer"),
+        ]
+        for name, bad, message in cases:
+            src = self.path(name)
+            with open(src, "w") as f:
+                f.write(f"{good}\n{good.replace('3', '-1', 1)}\n{bad}\n{good}\n")
+            out = self.path(name + ".out")
+            proc = run("data", "criteo", src, out, "--records_per_shard=2", check=False)
+            self.assertEqual(proc.returncode, 1, name)
+            self.assertIn(f"error: {self.dir}/{message}", proc.stderr)
+            self.assertEqual(os.listdir(out), [])
+
+        proc = run("data", "criteo", self.path("nowhere"), self.path("o"), check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("nowhere: no such file or directory", proc.stderr)
+        proc = run("data", "criteo_synth", self.path("s.tsv"), "--records=10",
+                   "--test_records=5", check=False)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("--test_records and --test_output go together", proc.stderr)
+        self.assertFalse(os.path.exists(self.path("s.tsv")))
+        proc = run("data", "criteo_synth", self.path("s.tsv"), "--records=0", check=False)
+        self.assertNotEqual(proc.returncode, 0)
 
     def test_clear_errors_for_bad_arguments(self):
         cases = [

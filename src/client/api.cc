@@ -196,6 +196,15 @@ StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const std::string
   return args.model_zoo;
 }
 
+// Whether the newest complete checkpoint in `dir` holds embedding tables.
+bool HasTables(const std::string& dir) {
+  StatusOr<ps::CompleteCheckpoint> found = ps::FindNewestCompleteCheckpoint(dir);
+  if (!found.ok()) return false;
+  StatusOr<proto::ShardCheckpoint> first =
+      ps::ReadCheckpoint(ps::CheckpointPath(dir, found->version, 0, found->num_ps));
+  return first.ok() && first->embedding_tables_size() > 0;
+}
+
 // Evaluate and Predict: the model comes from a trained-model directory or
 // from a zoo and a checkpoint directory.
 StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobCommand command) {
@@ -226,6 +235,15 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   model_args.eval_metrics_fn = record.eval_metrics_fn();
   EDL_RETURN_IF_ERROR(PrepareModel(model_args, zoo, &spec));
   spec.mutable_model()->set_trained_model(trained_model);
+  // Embedding tables stay on parameter servers: as many as wrote them,
+  // initialized from what they wrote.
+  const std::string tables = args.trained_model.empty() ? args.checkpoint_dir_for_init
+                                                        : trained_model + "/" + rpc::kEmbeddingsDir;
+  if (record.has_embedding_tables() || (args.trained_model.empty() && HasTables(tables))) {
+    EDL_ASSIGN_OR_RETURN(ps::CompleteCheckpoint found, ps::FindNewestCompleteCheckpoint(tables));
+    spec.mutable_ps()->set_num_ps(found.num_ps);
+    spec.mutable_ps()->set_checkpoint_dir_for_init(AbsolutePath(tables));
+  }
   if (spec.model().zoo_identity() != record.zoo_identity()) {
     // The same sources built against another ElasticDL: fine, but say so.
     fmt::print(stderr, "note: model zoo rebuilt for this ElasticDL ({} -> {})\n",

@@ -63,6 +63,8 @@ StatusOr<proto::ModelValues> PullModel(const std::vector<std::string>& addresses
     for (const auto& t : r.values().parameters()) *all.add_parameters() = t;
     for (const auto& t : r.values().buffers()) *all.add_buffers() = t;
   }
+  // Every shard declares every table.
+  *all.mutable_embedding_tables() = responses.front().values().embedding_tables();
   return all;
 }
 
@@ -117,7 +119,18 @@ Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::strin
   record.set_model_zoo(spec.model().model_zoo());
   record.set_model_version(values.version());
   record.set_seed(spec.seed());
+  record.set_has_embedding_tables(values.embedding_tables_size() > 0);
   *record.mutable_optimizer_config() = spec.model().optimizer_config();
+  if (values.embedding_tables_size() > 0) {
+    // The tables stay where they are big: each server writes its rows.
+    const std::string dir = spec.output() + "/" + rpc::kEmbeddingsDir;
+    std::error_code ec;
+    fs::remove_all(dir, ec);  // an earlier model's tables
+    if (ec) return absl::InternalError(StrCat("cannot remove ", dir, ": ", ec.message()));
+    rpc::PsClient client(ps, token);
+    std::vector<proto::ExportResponse> exported;
+    EDL_RETURN_IF_ERROR(client.Export(dir, &exported));
+  }
   EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(spec.output(), record, values));
   return CopyTree(spec.job_dir() + "/" + rpc::kZooDir, spec.output() + "/" + rpc::kZooDir);
 }
@@ -252,7 +265,11 @@ Status Run(const MasterOptions& options) {
                          rpc::ReadTrainedModelRecord(spec.model().trained_model()));
     task_options.model_version = model.model_version();
   }
-  const int num_ps = spec.type() == proto::JOB_TRAINING ? spec.ps().num_ps() : 0;
+  // Evaluation and prediction need servers for a model's embedding tables.
+  const int num_ps =
+      spec.type() == proto::JOB_TRAINING || !spec.ps().checkpoint_dir_for_init().empty()
+          ? spec.ps().num_ps()
+          : 0;
 
   // A journal means an earlier master of this job died: resume its job.
   EDL_ASSIGN_OR_RETURN(std::optional<proto::MasterJournal> journal, ReadJournal(options.job_dir));

@@ -246,7 +246,7 @@ StatusOr<proto::ShardCheckpoint> ReadNewestCheckpoint(const std::string& dir, in
       StrCat("no checkpoint of parameter server ", ps_id, " of ", num_ps, " in ", dir));
 }
 
-StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const std::string& dir) {
+StatusOr<CompleteCheckpoint> FindNewestCompleteCheckpoint(const std::string& dir) {
   EDL_ASSIGN_OR_RETURN(auto versions, ListVersions(dir));
   for (const auto& [version, version_dir] : versions) {
     // num_ps -> shards present.
@@ -259,24 +259,28 @@ StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const
       if (ParseShardFile(it->path().filename().string(), &i, &n)) present[n].insert(i);
     }
     for (const auto& [num_ps, shards] : present) {
-      if (static_cast<int>(shards.size()) != num_ps) continue;
-      std::vector<proto::ShardCheckpoint> files;
-      for (int i = 0; i < num_ps; ++i) {
-        const std::string path = CheckpointPath(dir, version, i, num_ps);
-        EDL_ASSIGN_OR_RETURN(proto::ShardCheckpoint checkpoint, ReadCheckpoint(path));
-        if (checkpoint.version() != version || checkpoint.ps_id() != i ||
-            checkpoint.num_ps() != num_ps) {
-          return absl::DataLossError(StrCat(path, ": holds version ", checkpoint.version(),
-                                            " of parameter server ", checkpoint.ps_id(), " of ",
-                                            checkpoint.num_ps()));
-        }
-        files.push_back(std::move(checkpoint));
-      }
-      return files;
+      if (static_cast<int>(shards.size()) == num_ps) return CompleteCheckpoint{version, num_ps};
     }
   }
   return absl::NotFoundError(StrCat("no complete checkpoint in ", dir,
                                     " (a version-<V> directory with ps-0..m-1-of-m.ckpt)"));
+}
+
+StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const std::string& dir) {
+  EDL_ASSIGN_OR_RETURN(CompleteCheckpoint found, FindNewestCompleteCheckpoint(dir));
+  std::vector<proto::ShardCheckpoint> files;
+  for (int i = 0; i < found.num_ps; ++i) {
+    const std::string path = CheckpointPath(dir, found.version, i, found.num_ps);
+    EDL_ASSIGN_OR_RETURN(proto::ShardCheckpoint checkpoint, ReadCheckpoint(path));
+    if (checkpoint.version() != found.version || checkpoint.ps_id() != i ||
+        checkpoint.num_ps() != found.num_ps) {
+      return absl::DataLossError(StrCat(path, ": holds version ", checkpoint.version(),
+                                        " of parameter server ", checkpoint.ps_id(), " of ",
+                                        checkpoint.num_ps()));
+    }
+    files.push_back(std::move(checkpoint));
+  }
+  return files;
 }
 
 }  // namespace elasticdl::ps

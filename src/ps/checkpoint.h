@@ -64,6 +64,14 @@ StatusOr<proto::ShardCheckpoint> ReadNewestCheckpoint(const std::string& dir, in
 // DATA_LOSS naming it. NOT_FOUND, naming `dir`, when no version is complete.
 StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const std::string& dir);
 
+// Which set ReadNewestCompleteCheckpoint would read: its version and number
+// of shards, from the file names alone. NOT_FOUND as there.
+struct CompleteCheckpoint {
+  int64_t version = 0;
+  int num_ps = 0;
+};
+StatusOr<CompleteCheckpoint> FindNewestCompleteCheckpoint(const std::string& dir);
+
 }  // namespace elasticdl::ps
 
 #endif  // ELASTICDL_PS_CHECKPOINT_H_

@@ -207,6 +207,7 @@ void ParameterStore::RefreshSnapshotLocked() {
   for (const auto& [name, t] : buffers_) {
     rpc::EncodeTensor(name, t, values->add_buffers()).IgnoreError();
   }
+  for (const auto& [name, table] : tables_) *values->add_embedding_tables() = table->spec();
   snapshot_ = std::move(values);
   snapshot_version_ = version_;
 }

@@ -1,5 +1,7 @@
 #include "ps/ps_service.h"
 
+#include "common/strings.h"
+#include "ps/checkpoint.h"
 #include "rpc/job_token.h"
 
 namespace elasticdl::ps {
@@ -42,6 +44,21 @@ grpc::Status PsService::Flush(grpc::ServerContext* context, const proto::FlushRe
     Status s = store_->Flush(&version);
     response->set_version(version);
     return s;
+  });
+}
+
+grpc::Status PsService::Export(grpc::ServerContext* context, const proto::ExportRequest* request,
+                               proto::ExportResponse* response) {
+  return rpc::GuardedCall(*context, token_, "Export", [&]() -> Status {
+    if (request->dir().empty() || request->dir()[0] != '/') {
+      return absl::InvalidArgumentError(
+          StrCat("export to '", request->dir(), "': an absolute directory is expected"));
+    }
+    EDL_ASSIGN_OR_RETURN(ShardSnapshot snapshot, store_->Snapshot());
+    response->set_version(snapshot.version);
+    proto::ShardCheckpoint checkpoint;
+    EDL_RETURN_IF_ERROR(EncodeSnapshot(std::move(snapshot), &checkpoint));
+    return WriteCheckpoint(request->dir(), &checkpoint);
   });
 }
 

@@ -29,6 +29,8 @@ class PsService final : public proto::ParameterServer::Service {
                     proto::PushResponse* response) override;
   grpc::Status Flush(grpc::ServerContext* context, const proto::FlushRequest* request,
                      proto::FlushResponse* response) override;
+  grpc::Status Export(grpc::ServerContext* context, const proto::ExportRequest* request,
+                      proto::ExportResponse* response) override;
   grpc::Status SetGroup(grpc::ServerContext* context, const proto::SetGroupRequest* request,
                         proto::SetGroupResponse* response) override;
 

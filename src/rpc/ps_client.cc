@@ -49,6 +49,8 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
         async->PullRows(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::InitRequest>) {
         async->Init(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      } else if constexpr (std::is_same_v<Request, proto::ExportRequest>) {
+        async->Export(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::FlushRequest>) {
         async->Flush(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::SetGroupRequest>) {
@@ -90,6 +92,12 @@ Status PsClient::Init(const std::vector<proto::InitRequest>& requests,
 Status PsClient::Flush(std::vector<proto::FlushResponse>* responses) {
   std::vector<proto::FlushRequest> requests(stubs_.size());
   return CallAll("flush", &proto::ParameterServer::Stub::Flush, requests, responses, {});
+}
+
+Status PsClient::Export(const std::string& dir, std::vector<proto::ExportResponse>* responses) {
+  std::vector<proto::ExportRequest> requests(stubs_.size());
+  for (auto& r : requests) r.set_dir(dir);
+  return CallAll("export", &proto::ParameterServer::Stub::Export, requests, responses, {});
 }
 
 Status PsClient::SetGroup(const proto::SetGroupRequest& request) {

@@ -4,6 +4,8 @@
 //   DIR/trained_model.pbtxt   the TrainedModel record (seed 003)
 //   DIR/parameters.pb         ModelValues: every parameter and buffer
 //   DIR/zoo/                  the model zoo's sources, so DIR is self-contained
+//   DIR/embeddings/           the embedding tables, if any: a checkpoint of
+//                             the parameter servers (ps/checkpoint.h)
 #ifndef ELASTICDL_RPC_TRAINED_MODEL_H_
 #define ELASTICDL_RPC_TRAINED_MODEL_H_
 
@@ -17,6 +19,7 @@ namespace elasticdl::rpc {
 inline constexpr char kTrainedModelFile[] = "trained_model.pbtxt";
 inline constexpr char kParametersFile[] = "parameters.pb";
 inline constexpr char kZooDir[] = "zoo";
+inline constexpr char kEmbeddingsDir[] = "embeddings";
 
 Status WriteTrainedModel(const std::string& dir, const proto::TrainedModel& record,
                          const proto::ModelValues& values);

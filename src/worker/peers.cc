@@ -79,6 +79,11 @@ class GrpcParameterServers : public ParameterServers {
               std::vector<proto::PullResponse>* responses) override {
     return client_.Pull(requests, responses);
   }
+  Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
+                  std::vector<proto::PullRowsResponse>* responses,
+                  const std::vector<int>& shards) override {
+    return client_.PullRows(requests, responses, shards);
+  }
   Status Push(const std::vector<proto::PushRequest>& requests,
               std::vector<proto::PushResponse>* responses,
               const std::vector<int>& shards) override {

@@ -46,6 +46,10 @@ class ParameterServers {
                       std::vector<proto::InitResponse>* responses) = 0;
   virtual Status Pull(const std::vector<proto::PullRequest>& requests,
                       std::vector<proto::PullResponse>* responses) = 0;
+  // Rows of embedding tables, from the shards listed in `shards` only.
+  virtual Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
+                          std::vector<proto::PullRowsResponse>* responses,
+                          const std::vector<int>& shards) = 0;
   // To the shards listed in `shards` only.
   virtual Status Push(const std::vector<proto::PushRequest>& requests,
                       std::vector<proto::PushResponse>* responses,

@@ -92,6 +92,8 @@ StatusOr<proto::ModelValues> ShardedModel::Encode(int shard) const {
     auto* out = s.is_buffer ? values.add_buffers() : values.add_parameters();
     EDL_RETURN_IF_ERROR(rpc::EncodeTensor(s.name, s.tensor, out));
   }
+  // Every shard holds some rows of every table.
+  for (const proto::EmbeddingTableSpec& spec : tables_) *values.add_embedding_tables() = spec;
   return values;
 }
 

@@ -33,7 +33,11 @@ class ShardedModel {
   Model& model() { return *model_; }
   int num_shards() const { return num_shards_; }
 
-  // The values of shard `shard`, for initializing its server.
+  // The model's embedding tables (their rows live on the servers only).
+  void set_tables(std::vector<proto::EmbeddingTableSpec> tables) { tables_ = std::move(tables); }
+
+  // The values of shard `shard`, for initializing its server, with the
+  // embedding tables.
   StatusOr<proto::ModelValues> Encode(int shard) const;
   // Copies pulled values of one shard into the model and remembers its
   // buffers as the base of the next push's updates.
@@ -74,6 +78,7 @@ class ShardedModel {
   std::shared_ptr<Model> model_;
   int num_shards_;
   std::vector<Slot> slots_;
+  std::vector<proto::EmbeddingTableSpec> tables_;
 };
 
 }  // namespace elasticdl::worker

@@ -15,6 +15,7 @@
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 #include "rpc/trained_model.h"
+#include "zoo/embedding_spec.h"
 #include "zoo/zoo_library.h"
 
 namespace elasticdl::worker {
@@ -137,6 +138,7 @@ Status Worker::Register() {
       std::vector<std::string> addresses(response.ps_addresses().begin(),
                                          response.ps_addresses().end());
       ps_ = addresses.empty() ? nullptr : peers_.connect_ps(addresses);
+      rows_.set_servers(ps_.get());
       return absl::OkStatus();
     }
     if (!rpc::IsUnreachable(s) || std::chrono::steady_clock::now() > deadline) {
@@ -153,7 +155,22 @@ Status Worker::LoadInitialModel() {
   // server wins.
   torch::manual_seed(job_seeds::InitialModel(job_.seed));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<Model> model, program_.MakeModel());
+  EDL_ASSIGN_OR_RETURN(std::vector<EmbeddingImpl*> embeddings, EmbeddingsOf(*model));
+  std::vector<proto::EmbeddingTableSpec> tables;
+  for (EmbeddingImpl* layer : embeddings) {
+    layer->set_row_source(&rows_);
+    const bool known = std::any_of(tables.begin(), tables.end(), [&](const auto& t) {
+      return t.name() == layer->options().name();
+    });
+    if (!known) tables.push_back(TableSpecOf(layer->options(), job_.seed));
+  }
   model_ = std::make_unique<ShardedModel>(std::move(model), ps_ ? ps_->num_shards() : 1);
+  model_->set_tables(std::move(tables));
+  if (!ps_ && !embeddings.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat("the model's embedding table '", embeddings[0]->options().name(),
+               "' lives on parameter servers, and this job has none"));
+  }
   if (!ps_) {
     // Evaluation and prediction jobs read the trained model's values.
     EDL_ASSIGN_OR_RETURN(proto::ModelValues values, rpc::ReadModelValues(job_.trained_model));
@@ -284,8 +301,12 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     Model& model = model_->model();
     model.zero_grad();
     model_->RestoreBuffers();
+    rows_.Clear();
     torch::manual_seed(seed);
-    EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, program_.Forward(model, batch.features, true));
+    StatusOr<torch::Tensor> forward = program_.Forward(model, batch.features, true);
+    // A lookup of embedding rows that failed is the servers' failure.
+    EDL_RETURN_IF_ERROR(rows_.TakeError());
+    EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
     EDL_ASSIGN_OR_RETURN(torch::Tensor loss, program_.Loss(batch.labels, outputs));
     try {
       loss.backward();
@@ -296,6 +317,7 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     *loss_value = loss.item<double>();
     std::optional<std::string> bad =
         std::isfinite(*loss_value) ? model_->FirstNonFinite() : std::string("the loss");
+    if (!bad.has_value()) rows_.CollectGradients(&bad).IgnoreError();  // names it in `bad`
     if (bad.has_value()) {
       *nonfinite = true;
       model_->RestoreBuffers();
@@ -312,6 +334,7 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
       requests[i].set_instance(instances_[i]);
       *requests[i].mutable_tag() = tag;
       EDL_RETURN_IF_ERROR(model_->FillPush(i, &requests[i]));
+      rows_.FillPush(i, &requests[i]);
     }
     std::vector<proto::PushResponse> responses;
     EDL_RETURN_IF_ERROR(ps_->Push(requests, &responses, pending));
@@ -400,8 +423,10 @@ Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* repor
     StatusOr<std::optional<Example>> batch = batches.Next();
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
-    EDL_ASSIGN_OR_RETURN(torch::Tensor outputs,
-                         program_.Forward(model_->model(), (**batch).features, false));
+    rows_.Clear();
+    StatusOr<torch::Tensor> forward = program_.Forward(model_->model(), (**batch).features, false);
+    EDL_RETURN_IF_ERROR(rows_.TakeError());
+    EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
     EDL_RETURN_IF_ERROR(program_.UpdateMetrics(metrics, (**batch).labels, outputs));
   }
   for (const auto& [name, metric] : metrics) {
@@ -429,8 +454,10 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
     StatusOr<std::optional<Example>> batch = batches.Next();
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
-    EDL_ASSIGN_OR_RETURN(torch::Tensor outputs,
-                         program_.Forward(model_->model(), (**batch).features, false));
+    rows_.Clear();
+    StatusOr<torch::Tensor> forward = program_.Forward(model_->model(), (**batch).features, false);
+    EDL_RETURN_IF_ERROR(rows_.TakeError());
+    EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
     torch::Tensor rows = outputs.detach().to(torch::kFloat64).reshape({outputs.size(0), -1});
     auto a = rows.accessor<double, 2>();
     for (int64_t r = 0; r < a.size(0); ++r, ++index) {

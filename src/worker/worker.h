@@ -48,6 +48,7 @@
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "worker/peers.h"
+#include "worker/server_rows.h"
 #include "worker/sharded_model.h"
 #include "zoo/zoo_program.h"
 
@@ -139,6 +140,7 @@ class Worker {
   WorkerPeers peers_;
   std::unique_ptr<ParameterServers> ps_;
   std::unique_ptr<ShardedModel> model_;
+  ServerRows rows_;                  // the Embedding layers' rows
   std::vector<int64_t> versions_;    // per shard, of the values in model_
   std::vector<uint64_t> instances_;  // per shard, the server instance of versions_
   // Per shard: a push of ours waits in a step on top of versions_.

@@ -165,6 +165,12 @@ class FakeServers : public ParameterServers {
     responses->resize(1);
     return store.Pull(requests[0], &(*responses)[0]);
   }
+  Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
+                  std::vector<proto::PullRowsResponse>* responses,
+                  const std::vector<int>&) override {
+    responses->resize(1);
+    return store.PullRows(requests[0], &(*responses)[0]);
+  }
   Status Push(const std::vector<proto::PushRequest>& requests,
               std::vector<proto::PushResponse>* responses, const std::vector<int>&) override {
     if (slow_push.count() > 0) std::this_thread::sleep_for(slow_push);
@@ -214,6 +220,11 @@ class ServersView : public ParameterServers {
   Status Pull(const std::vector<proto::PullRequest>& requests,
               std::vector<proto::PullResponse>* responses) override {
     return servers_->Pull(requests, responses);
+  }
+  Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
+                  std::vector<proto::PullRowsResponse>* responses,
+                  const std::vector<int>& shards) override {
+    return servers_->PullRows(requests, responses, shards);
   }
   Status Push(const std::vector<proto::PushRequest>& requests,
               std::vector<proto::PushResponse>* responses,

@@ -53,6 +53,10 @@ JOB_TIMEOUT = 150
 EVENT_TIMEOUT = 60
 
 
+# The exactness counts kept in an embedding table on the parameter servers.
+EMBEDDING_MODEL = "exactness.exactness.EmbeddingExactness"
+
+
 def shard_of(name, num_shards):
     """The parameter server holding a dense parameter (rpc/placement.h: FNV-1a 64)."""
     h = 14695981039346656037
@@ -262,15 +266,32 @@ class ChaosTest(ExactJobCase):
         self.repeat(scenario)
 
     def test_ps_sigkill_restores_checkpoint(self):
+        # The one holding the model's only parameter.
+        self.ps_sigkill("ps-kill", shard_of("rows", 2))
+
+    def test_embedding_ps_sigkill_restores_rows(self):
+        """The embedding-table model: its rows (and their optimizer slots) live on
+        both servers; one of them dies and comes back from its checkpoint."""
+        self.ps_sigkill("embedding-ps-kill", self.rng.randrange(2), model_def=EMBEDDING_MODEL,
+                        num_workers=3)
+
+    def test_embedding_worker_sigkills_async(self):
+        """The embedding-table model, asynchronous: three workers race to push sparse
+        gradients of overlapping rows to two servers while workers are killed."""
+        self.repeated_worker_sigkills("embedding-sigkill-async", model_def=EMBEDDING_MODEL,
+                                      use_async="true", optimizer="optimizer",
+                                      dataset_fn="wide_shuffle_dataset_fn", num_workers=3,
+                                      num_ps_pods=2)
+
+    def ps_sigkill(self, name, ps, **flags):
         num_ps = 2
-        ps = shard_of("rows", num_ps)  # the one holding the model's only parameter
         checkpoint_steps = 8
 
         def scenario(run):
             epochs = 2
             job, job_dir, output, log = self.start(
-                f"ps-kill-{run}", num_epochs=epochs, num_ps_pods=num_ps,
-                checkpoint_steps=checkpoint_steps)
+                f"{name}-{run}", num_epochs=epochs, num_ps_pods=num_ps,
+                checkpoint_steps=checkpoint_steps, **flags)
             # Past the first checkpoint (one version per minibatch), inside a task.
             self.until(job, log, lambda: log.training_done() * MINIBATCHES_PER_TASK >
                        2 * checkpoint_steps, "training past the first checkpoint")

@@ -153,6 +153,58 @@ def read_model_values(path):
     return version, parameters
 
 
+def _packed_varints(value):
+    out, pos = [], 0
+    while pos < len(value):
+        v, pos = _varint(value, pos)
+        out.append(v - (1 << 64) if v >= 1 << 63 else v)
+    return out
+
+
+def read_embedding_rows(directory, table):
+    """Rows of embedding table `table` in a trained model's embeddings/
+    directory (one checkpoint file per parameter server, ps/checkpoint.h):
+    {id: [values]} of float32 rows. Rows no server holds are left out.
+    """
+    versions = [d for d in os.listdir(directory) if d.startswith("version-")]
+    if len(versions) != 1:
+        raise ValueError(f"{directory}: expected one version directory, found {versions}")
+    version_dir = os.path.join(directory, versions[0])
+    rows = {}
+    for name in sorted(os.listdir(version_dir)):
+        with open(os.path.join(version_dir, name), "rb") as f:
+            data = f.read()
+        if data[:8] != b"EDLCKPT1":
+            raise ValueError(f"{name}: not a checkpoint file")
+        pos, frames = 8, []
+        while pos < len(data):
+            length = struct.unpack_from("<Q", data, pos)[0]
+            frames.append(data[pos + 12:pos + 12 + length])
+            pos += 12 + length
+        header = wire_fields(frames[0])
+        count = next((v for n, t, v in header if n == 10 and t == 0), 0)
+        if count != len(frames) - 1:
+            raise ValueError(f"{name}: {count} embedding blocks declared, "
+                             f"{len(frames) - 1} found")
+        for frame in frames[1:]:
+            block_rows = next(v for n, t, v in wire_fields(frame) if n == 1)
+            fields = wire_fields(block_rows)
+            if next(v for n, t, v in fields if n == 1).decode() != table:
+                continue
+            ids = []
+            for n, t, v in fields:
+                if n == 2:
+                    ids.extend(_packed_varints(v) if t == 2 else [v])
+            values = next((v for n, t, v in fields if n == 3), b"")
+            dim = len(values) // 4 // max(1, len(ids))
+            flat = struct.unpack(f"<{len(ids) * dim}f", values)
+            for i, row_id in enumerate(ids):
+                if row_id in rows:
+                    raise ValueError(f"row {row_id} of {table!r} is held twice")
+                rows[row_id] = list(flat[i * dim:(i + 1) * dim])
+    return rows
+
+
 # -- checks --------------------------------------------------------------------
 
 def _ranges(rows):
@@ -203,6 +255,17 @@ def check_rows(output_dir, num_records, epochs):
     Otherwise a precise description: the rows that differ, their values and
     what those mean (records missed or trained more than once).
     """
+    embeddings = os.path.join(output_dir, "embeddings")
+    if os.path.isdir(embeddings):
+        # The embedding model: row r of table "records", 0 where never trained.
+        try:
+            rows = read_embedding_rows(embeddings, "records")
+        except (OSError, ValueError, StopIteration) as e:
+            return f"cannot read the embedding rows in {embeddings}: {e!r}"
+        stray = sorted(r for r in rows if not 0 <= r < num_records)
+        if stray:
+            return f"{embeddings}: rows outside 0..{num_records - 1}: {stray[:10]}"
+        return describe_rows([rows.get(r, [0.0])[0] for r in range(num_records)], epochs)
     path = os.path.join(output_dir, "parameters.pb")
     try:
         _, parameters = read_model_values(path)

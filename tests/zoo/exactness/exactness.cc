@@ -74,6 +74,33 @@ class Exactness : public Model {
 };
 ELASTICDL_REGISTER_MODEL(Exactness);
 
+// The same counts kept in an embedding table on the parameter servers:
+// table "records", dimension 1, ids 0..num_records-1, starting at 0. A
+// record's row moves only when its minibatch's sparse gradient is applied,
+// so the rows check lookups, the routing of rows to servers, and the
+// exactly-once application of sparse gradients (with PS kills and
+// restores: of rows and their optimizer slots) as `rows` does for dense
+// parameters. The trained model keeps the table in embeddings/.
+class EmbeddingExactness : public Model {
+ public:
+  explicit EmbeddingExactness(const Params& params)
+      : sleep_(params.get<int64_t>("sleep_ms", 0)),
+        records_(register_module("records",
+                                 Embedding(EmbeddingOptions("records", 1)
+                                               .zeros()
+                                               .num_rows(params.get<int64_t>("num_records"))))) {}
+
+  torch::Tensor forward(const FeatureMap& inputs, bool training) override {
+    if (training && sleep_.count() > 0) std::this_thread::sleep_for(sleep_);
+    return records_(inputs.at("id").flatten());  // [batch, 1]
+  }
+
+ private:
+  std::chrono::milliseconds sleep_;
+  Embedding records_;
+};
+ELASTICDL_REGISTER_MODEL(EmbeddingExactness);
+
 Dataset<Example> Parse(Dataset<Record> dataset, Mode mode, size_t shuffle_buffer) {
   auto parsed = dataset.map([](const Record& record) -> StatusOr<Example> {
     EDL_ASSIGN_OR_RETURN(Features r,

@@ -13,6 +13,7 @@
 #include "elasticdl/zoo/model.h"
 #include "elasticdl/zoo/optimizer.h"
 #include "elasticdl/zoo/params.h"
+#include "elasticdl/zoo/preprocessing.h"
 #include "elasticdl/zoo/registry.h"
 
 #endif  // ELASTICDL_ELASTICDL_H_

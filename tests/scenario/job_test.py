@@ -340,6 +340,45 @@ class JobTest(JobTestCase):
             correct += outputs.index(max(outputs)) == label
         self.assertAlmostEqual(correct / VALIDATION_RECORDS, eval_accuracy, delta=0.005)
 
+    def test_deepfm_trains_and_predicts_on_generated_criteo_data(self):
+        """The README's recommendation job, small: generated Criteo logs, DeepFM with its
+        tables on two parameter servers, then predict from the trained model's tables."""
+        data = self.path("ctr")
+        os.makedirs(data)
+        tsv, test_tsv = os.path.join(data, "train.tsv"), os.path.join(data, "test.tsv")
+        for argv in (["data", "criteo_synth", tsv, "--records=4000", "--seed=3",
+                      "--test_records=1000", f"--test_output={test_tsv}"],
+                     ["data", "criteo", tsv, os.path.join(data, "train")],
+                     ["data", "criteo", test_tsv, os.path.join(data, "test")]):
+            done = subprocess.run([BIN] + argv, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        model = self.path("deepfm")
+        train_dir = self.job_dir("deepfm")
+        train = self.run_job(self.train_args(
+            train_dir, model_def="deepfm.deepfm.DeepFM", params="hidden_units=[32, 32]",
+            training_data=os.path.join(data, "train"), validation_data=os.path.join(data, "test"),
+            num_ps_pods=2, num_epochs=3, minibatch_size=128, num_minibatches_per_task=4,
+            output=model))
+        self.assertSucceeded(train)
+        self.assertNoProcessesLeft(train_dir)
+        auc = re.search(r"^auc: ([0-9.]+) \(model version \d+\)$", train.stdout, re.M)
+        self.assertIsNotNone(auc, train.describe())
+        # How close to the generator's optimum DeepFM gets is the benchmark's
+        # question; three epochs of 4000 records reach about 0.53.
+        self.assertTrue(0 < float(auc.group(1)) <= 1, train.describe())
+        self.assertTrue(os.path.isdir(os.path.join(model, "embeddings")), train.describe())
+
+        predictions = self.path("ctr.csv")
+        predict = self.run_job(["predict", f"--trained_model={model}",
+                                f"--prediction_data={os.path.join(data, 'test')}",
+                                f"--output={predictions}", f"--job_dir={self.job_dir('p')}",
+                                "--no_progress"])
+        self.assertSucceeded(predict)
+        with open(predictions) as f:
+            rows = f.read().splitlines()[1:]
+        self.assertEqual(len(rows), 1000, predict.describe())
+        self.assertTrue(all(0 < float(r.split(",")[-1]) < 1 for r in rows), rows[:3])
+
     def test_evaluate_and_predict_with_the_original_flags(self):
         # The original's users name a model by its zoo and a training job's
         # checkpoints.

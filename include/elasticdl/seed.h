@@ -7,7 +7,8 @@
 //   uint64_t s = SeedMix(SeedMix(job_seed, epoch), task_id);
 //
 // SeedMix is SplitMix64's finalizer over both inputs: nearby inputs give
-// unrelated outputs, and SeedMix(a, b) != SeedMix(b, a) in general.
+// unrelated outputs, and SeedMix(a, b) != SeedMix(b, a) in general. The
+// same finalizer hashes ids (embedding rows, hashed features) elsewhere.
 #ifndef ELASTICDL_SEED_H_
 #define ELASTICDL_SEED_H_
 
@@ -16,11 +17,21 @@
 
 namespace elasticdl {
 
-inline uint64_t SeedMix(uint64_t seed, uint64_t value) {
-  uint64_t z = seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+// SplitMix64's output function (Steele, Lea and Flood 2014): a bijection of
+// 64-bit words that sends nearby inputs to unrelated outputs.
+inline uint64_t Mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// One step of SplitMix64 from state `x`: its output for the state x + the
+// golden-ratio increment. A pure function of x, so a generator can be a
+// single word (`state = SplitMix64(state)`) or a hash of an id.
+inline uint64_t SplitMix64(uint64_t x) { return Mix64(x + 0x9e3779b97f4a7c15ULL); }
+
+inline uint64_t SeedMix(uint64_t seed, uint64_t value) {
+  return Mix64(seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)));
 }
 
 // SeedMix over several values in order.

@@ -24,6 +24,11 @@ namespace {
 constexpr int64_t kIntegers = 13;
 constexpr int64_t kCategories = 26;
 
+// The tables' rows: Adagrad, whose per-row step sizes suit ids seen a few
+// times as well as ids seen in every minibatch (the dense layers keep the
+// model's Adam).
+torch::optim::AdagradOptions TableOptimizer() { return torch::optim::AdagradOptions(0.05); }
+
 // The deep part: ReLU layers of `hidden` units, then one output.
 nn::Sequential Tower(int64_t in, const std::vector<int64_t>& hidden) {
   nn::Sequential tower;
@@ -40,9 +45,13 @@ class DeepFM : public Model {
  public:
   explicit DeepFM(const Params& params)
       : dim_(params.get<int64_t>("embedding_dim", 8)),
-        weights_(register_module("weights", Embedding(EmbeddingOptions("weights", 1).zeros()))),
-        factors_(register_module("factors",
-                                 Embedding(EmbeddingOptions("factors", dim_).normal(0, 0.01)))),
+        weights_(register_module(
+            "weights",
+            Embedding(EmbeddingOptions("weights", 1).zeros().optimizer(TableOptimizer())))),
+        factors_(register_module(
+            "factors",
+            Embedding(
+                EmbeddingOptions("factors", dim_).normal(0, 0.01).optimizer(TableOptimizer())))),
         numbers_(register_module("numbers", nn::Linear(kIntegers, 1))),
         deep_(register_module(
             "deep", Tower(kCategories * dim_ + kIntegers,

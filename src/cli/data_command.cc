@@ -70,6 +70,14 @@ StatusOr<RecordWriterOptions> WriterOptions(const WriterFlags& flags, RecordForm
   return options;
 }
 
+// An import's writer settings from its flags (RecordIO unless --format).
+template <typename ImportOptions>
+Status ApplyWriterFlags(const WriterFlags& flags, ImportOptions* options) {
+  EDL_ASSIGN_OR_RETURN(options->writer, WriterOptions(flags, RecordFormat::kRecordIO));
+  options->records_per_shard = flags.records_per_shard;
+  return absl::OkStatus();
+}
+
 void AddConvert(CLI::App* data, int* exit_code) {
   struct Flags {
     std::string src, dst, from;
@@ -140,11 +148,8 @@ void AddMnist(CLI::App* data, int* exit_code) {
   AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
-      auto writer = WriterOptions(flags->writer, RecordFormat::kRecordIO);
-      if (!writer.ok()) return Fail(writer.status());
       MnistImportOptions options = flags->options;
-      options.writer = *writer;
-      options.records_per_shard = flags->writer.records_per_shard;
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
       auto result = ImportMnist(options);
       if (!result.ok()) return Fail(result.status());
       fmt::print("wrote {} training and {} test examples from {} into {} files under {}\n",
@@ -175,11 +180,8 @@ void AddCriteo(CLI::App* data, int* exit_code) {
   AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
-      auto writer = WriterOptions(flags->writer, RecordFormat::kRecordIO);
-      if (!writer.ok()) return Fail(writer.status());
       CriteoImportOptions options = flags->options;
-      options.writer = *writer;
-      options.records_per_shard = flags->writer.records_per_shard;
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
       auto result = ImportCriteo(options);
       if (!result.ok()) return Fail(result.status());
       fmt::print("wrote {} examples from {} file{} into {} file{} under {}\n", result->records,

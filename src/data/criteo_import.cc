@@ -7,6 +7,7 @@
 
 #include "common/file.h"
 #include "common/strings.h"
+#include "data/example_wire.h"
 #include "data/sharded_writer.h"
 
 namespace elasticdl {
@@ -34,73 +35,6 @@ const std::array<int, kCriteoFields>& FieldsByName() {
     return o;
   }();
   return *order;
-}
-
-// tf.train.Example written directly, without building protobuf messages (a
-// map of 40 entries per line made the import 5 times slower); the tests hold
-// the bytes equal to protobuf's deterministic serialization.
-//   Example { Features features = 1; }
-//   Features { map<string, Feature> feature = 1; }  (entries: key = 1, value = 2)
-//   Feature { BytesList bytes_list = 1; Int64List int64_list = 3; }
-//   BytesList { repeated bytes value = 1; }  Int64List { repeated int64 value = 1 [packed]; }
-constexpr char kTagFeatures = 0x0a;  // field 1, length-delimited
-constexpr char kTagEntry = 0x0a;
-constexpr char kTagKey = 0x0a;
-constexpr char kTagValue = 0x12;
-constexpr char kTagBytesList = 0x0a;
-constexpr char kTagInt64List = 0x1a;
-constexpr char kTagListValue = 0x0a;
-constexpr size_t kMaxVarint = 10;
-
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7) ++n;
-  return n;
-}
-
-size_t WriteVarint(uint64_t v, char* out) {
-  size_t n = 0;
-  for (; v >= 0x80; v >>= 7) out[n++] = static_cast<char>(v | 0x80);
-  out[n++] = static_cast<char>(v);
-  return n;
-}
-
-void AppendVarint(uint64_t v, std::string* out) {
-  char buffer[kMaxVarint];
-  out->append(buffer, WriteVarint(v, buffer));
-}
-
-// One map entry whose Feature holds a list (tag `list_tag`) of `list_size`
-// bytes; the caller appends the list's contents.
-void AppendEntryHeader(std::string_view key, char list_tag, size_t list_size, std::string* out) {
-  size_t feature_size = 1 + VarintSize(list_size) + list_size;
-  size_t entry_size =
-      1 + VarintSize(key.size()) + key.size() + 1 + VarintSize(feature_size) + feature_size;
-  out->push_back(kTagEntry);
-  AppendVarint(entry_size, out);
-  out->push_back(kTagKey);
-  AppendVarint(key.size(), out);
-  out->append(key);
-  out->push_back(kTagValue);
-  AppendVarint(feature_size, out);
-  out->push_back(list_tag);
-  AppendVarint(list_size, out);
-}
-
-void AppendInt64Feature(std::string_view key, int64_t value, std::string* out) {
-  auto v = static_cast<uint64_t>(value);
-  size_t packed_size = VarintSize(v);
-  AppendEntryHeader(key, kTagInt64List, 1 + VarintSize(packed_size) + packed_size, out);
-  out->push_back(kTagListValue);
-  AppendVarint(packed_size, out);
-  AppendVarint(v, out);
-}
-
-void AppendBytesFeature(std::string_view key, std::string_view value, std::string* out) {
-  AppendEntryHeader(key, kTagBytesList, 1 + VarintSize(value.size()) + value.size(), out);
-  out->push_back(kTagListValue);
-  AppendVarint(value.size(), out);
-  out->append(value);
 }
 
 // A field's value for an error message: quoted, cut short if long.
@@ -189,25 +123,22 @@ Status ParseCriteoLine(std::string_view line, std::string_view file, uint64_t li
 }
 
 void CriteoExample(const CriteoRecord& record, std::string* out) {
-  out->assign(4, '\0');  // room for the header: a tag and (mostly) a 3-byte length
+  // Protobuf's map entries come sorted by key; writing them directly is 5
+  // times faster than building messages (the tests hold the bytes equal).
+  example::ExampleEncoder encoder(out);
   for (int field : FieldsByName()) {
     std::string_view key = FieldNames()[field];
     if (field == 0) {
-      AppendInt64Feature(key, record.label, out);
+      encoder.AddInt64(key, record.label);
     } else if (field < kFirstCategory) {
       const auto& v = record.integers[field - kFirstInteger];
-      if (v.has_value()) AppendInt64Feature(key, *v, out);
+      if (v.has_value()) encoder.AddInt64(key, *v);
     } else {
       std::string_view c = record.categories[field - kFirstCategory];
-      if (!c.empty()) AppendBytesFeature(key, c, out);
+      if (!c.empty()) encoder.AddBytes(key, c);
     }
   }
-  // Example.features around the entries.
-  size_t length = out->size() - 4;
-  char header[1 + kMaxVarint];
-  header[0] = kTagFeatures;
-  size_t header_size = 1 + WriteVarint(length, header + 1);
-  out->replace(0, 4, header, header_size);
+  encoder.Finish();
 }
 
 Status ForEachLine(const std::string& path,

@@ -10,6 +10,7 @@
 
 #include "common/file.h"
 #include "common/strings.h"
+#include "common/zipf.h"
 #include "elasticdl/seed.h"
 
 namespace elasticdl {
@@ -88,68 +89,6 @@ constexpr std::array<IntegerSpec, kCriteoIntegerFeatures> kInteger = {{
     {0.22, 8, 0},      // I13
 }};
 
-// SplitMix64: small state, so every line can have its own generator.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // In [0, 1).
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
-
- private:
-  uint64_t state_;
-};
-
-// Zipf over 1..n by rejection-inversion (Hoermann and Derflinger 1996, as in
-// Apache Commons RNG): O(1) time and memory whatever n.
-class ZipfSampler {
- public:
-  ZipfSampler(uint64_t n, double exponent) : n_(n), exponent_(exponent) {
-    h_integral_x1_ = HIntegral(1.5) - 1;
-    h_integral_n_ = HIntegral(static_cast<double>(n) + 0.5);
-    s_ = 2 - HIntegralInverse(HIntegral(2.5) - H(2));
-  }
-  // A rank in [0, n): 0 the most frequent.
-  uint64_t operator()(Rng& rng) const {
-    if (n_ == 1) return 0;
-    for (;;) {
-      double u = h_integral_n_ + rng.Uniform() * (h_integral_x1_ - h_integral_n_);
-      double x = HIntegralInverse(u);
-      auto k = static_cast<uint64_t>(std::clamp(x + 0.5, 1.0, static_cast<double>(n_)));
-      if (static_cast<double>(k) - x <= s_ ||
-          u >= HIntegral(static_cast<double>(k) + 0.5) - H(static_cast<double>(k))) {
-        return k - 1;
-      }
-    }
-  }
-
- private:
-  static double Helper1(double x) {
-    return std::abs(x) > 1e-8 ? std::log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3 - 0.25 * x));
-  }
-  static double Helper2(double x) {
-    return std::abs(x) > 1e-8 ? std::expm1(x) / x : 1 + x * 0.5 * (1 + x / 3 * (1 + 0.25 * x));
-  }
-  double H(double x) const { return std::exp(-exponent_ * std::log(x)); }
-  double HIntegral(double x) const {
-    double log_x = std::log(x);
-    return Helper2((1 - exponent_) * log_x) * log_x;
-  }
-  double HIntegralInverse(double x) const {
-    double t = std::max(x * (1 - exponent_), -1.0);
-    return std::exp(Helper1(t) * x);
-  }
-
-  uint64_t n_;
-  double exponent_;
-  double h_integral_x1_, h_integral_n_, s_;
-};
-
 // One line's features before its label. A rank of -1 is a missing value.
 struct Features {
   std::array<int64_t, kCriteoCategoricalFeatures> ranks;
@@ -180,7 +119,7 @@ class Generator {
 
   // Line `index` of `stream`: its features, then its label's uniform draw.
   Features Draw(uint64_t stream, uint64_t index, double* label_uniform) const {
-    Rng rng(SeedMix(seed_, {stream, index}));
+    SplitMix64Rng rng(SeedMix(seed_, {stream, index}));
     Features x;
     for (int k = 0; k < kCriteoIntegerFeatures; ++k) x.integers[k] = DrawInteger(k, rng);
     for (int f = 0; f < kCriteoCategoricalFeatures; ++f) {
@@ -234,7 +173,7 @@ class Generator {
   }
 
  private:
-  static std::optional<int64_t> DrawInteger(int k, Rng& rng) {
+  static std::optional<int64_t> DrawInteger(int k, SplitMix64Rng& rng) {
     const IntegerSpec& spec = kInteger[k];
     double u = rng.Uniform();
     if (u < spec.missing) return std::nullopt;

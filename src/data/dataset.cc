@@ -86,10 +86,14 @@ StatusOr<FeatureMap> Collate<FeatureMap>::Apply(std::vector<FeatureMap>& items) 
 StatusOr<Example> Collate<Example>::Apply(std::vector<Example>& items) {
   std::vector<FeatureMap> features;
   std::vector<torch::Tensor> labels;
+  std::vector<RecordOrigin> origins;
+  bool traced = true;  // every item knows its records
   features.reserve(items.size());
   for (Example& e : items) {
     features.push_back(std::move(e.features));
     if (e.labels.defined()) labels.push_back(std::move(e.labels));
+    traced = traced && !e.origins.empty();
+    if (traced) origins.insert(origins.end(), e.origins.begin(), e.origins.end());
   }
   if (!labels.empty() && labels.size() != items.size()) {
     return absl::InvalidArgumentError("some elements have labels and some do not");
@@ -101,8 +105,19 @@ StatusOr<Example> Collate<Example>::Apply(std::vector<Example>& items) {
     if (!stacked.ok()) return Annotate(stacked.status(), "labels");
     out.labels = std::move(*stacked);
   }
+  if (traced) out.origins = std::move(origins);
   return out;
 }
+
+namespace internal {
+
+std::string DescribeOrigin(const std::vector<RecordOrigin>& origins) {
+  if (origins.empty()) return "unknown record";
+  const RecordOrigin& o = origins.front();
+  return o.file ? StrCat(*o.file, ": record ", o.index) : StrCat("record ", o.index);
+}
+
+}  // namespace internal
 
 StatusOr<Features> ParseExampleBatch(const std::vector<Record>& records,
                                      const FeatureSpecMap& spec) {
@@ -115,7 +130,7 @@ StatusOr<Features> ParseExampleBatch(const std::vector<Record>& records,
   for (const Record& r : records) {
     Status s = ParseExample(r.data, spec).status();
     if (!s.ok()) {
-      return Annotate(s, StrCat(r.file ? *r.file : std::string("?"), ": record ", r.index));
+      return Annotate(s, internal::DescribeOrigin({{r.file, r.index}}));
     }
   }
   return parsed.status();

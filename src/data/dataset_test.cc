@@ -320,5 +320,50 @@ TEST(DatasetTest, ReadRecordsCarriesFileAndIndex) {
   EXPECT_EQ(*records[1].file, path);
 }
 
+TEST(DatasetTest, ExamplesRememberTheirRecordsAndErrorsNameThem) {
+  testing::TempDir dir;
+  const std::string path = dir.File("o.recordio");
+  {
+    auto writer = RecordIOWriter::Create(path);
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 16; ++i) {
+      ASSERT_TRUE((*writer)->Write(i == 15 ? std::string("junk") : testing::MnistExample(i)).ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  auto opened = RecordFile::Open(path);
+  ASSERT_TRUE(opened.ok());
+  const FeatureSpecMap spec = {{"label", FixedLenFeature({1}, torch::kInt64)}};
+  auto batches = ReadRecords(std::shared_ptr<const RecordFile>(std::move(*opened)), 0, 16)
+                     .map([&](const Record& r) -> StatusOr<Example> {
+                       EDL_ASSIGN_OR_RETURN(Features f, ParseExample(r.data, spec));
+                       return Example({{"label", f["label"]}});
+                     })
+                     .shuffle(4)
+                     .with_seed(3)
+                     .batch(4);
+  // Every row of a batch names the record it came from, shuffled or not,
+  // until the pipeline reaches the bad record.
+  int good = 0;
+  while (true) {
+    auto batch = batches.Next();
+    if (!batch.ok()) {
+      EXPECT_THAT(batch.status().message(), HasSubstr(path + ": record 15: "));
+      break;
+    }
+    ASSERT_TRUE(batch->has_value()) << "the bad record was never read";
+    const Example& e = **batch;
+    ASSERT_EQ(e.origins.size(), 4u);
+    for (int64_t row = 0; row < 4; ++row) {
+      const RecordOrigin& o = e.origins[static_cast<size_t>(row)];
+      EXPECT_EQ(*o.file, path);
+      // Record i holds label i.
+      EXPECT_EQ(static_cast<int64_t>(o.index), e.features.at("label")[row][0].item<int64_t>());
+    }
+    ++good;
+  }
+  EXPECT_GE(good, 2);
+}
+
 }  // namespace
 }  // namespace elasticdl

@@ -420,4 +420,83 @@ Status DecodeAll(std::string_view record, std::vector<DecodedFeature>* out) {
   return absl::OkStatus();
 }
 
+namespace {
+
+//   Example { Features features = 1; }
+//   Features { map<string, Feature> feature = 1; }  (entries: key = 1, value = 2)
+//   Feature { BytesList bytes_list = 1; Int64List int64_list = 3; }
+//   BytesList { repeated bytes value = 1; }  Int64List { repeated int64 value = 1 [packed]; }
+constexpr char kTagFeatures = 0x0a;  // field 1, length-delimited
+constexpr char kTagEntry = 0x0a;
+constexpr char kTagKey = 0x0a;
+constexpr char kTagValue = 0x12;
+constexpr char kTagBytesList = 0x0a;
+constexpr char kTagInt64List = 0x1a;
+constexpr char kTagListValue = 0x0a;
+constexpr size_t kMaxVarint = 10;
+// Room kept for Example's header: a tag and (mostly) a 3-byte length.
+constexpr size_t kHeaderRoom = 4;
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+size_t WriteVarint(uint64_t v, char* out) {
+  size_t n = 0;
+  for (; v >= 0x80; v >>= 7) out[n++] = static_cast<char>(v | 0x80);
+  out[n++] = static_cast<char>(v);
+  return n;
+}
+
+void AppendVarint(uint64_t v, std::string* out) {
+  char buffer[kMaxVarint];
+  out->append(buffer, WriteVarint(v, buffer));
+}
+
+}  // namespace
+
+ExampleEncoder::ExampleEncoder(std::string* out) : out_(out) { out_->assign(kHeaderRoom, '\0'); }
+
+void ExampleEncoder::AddEntryHeader(std::string_view key, char list_tag, size_t list_size) {
+  size_t feature_size = 1 + VarintSize(list_size) + list_size;
+  size_t entry_size =
+      1 + VarintSize(key.size()) + key.size() + 1 + VarintSize(feature_size) + feature_size;
+  out_->push_back(kTagEntry);
+  AppendVarint(entry_size, out_);
+  out_->push_back(kTagKey);
+  AppendVarint(key.size(), out_);
+  out_->append(key);
+  out_->push_back(kTagValue);
+  AppendVarint(feature_size, out_);
+  out_->push_back(list_tag);
+  AppendVarint(list_size, out_);
+}
+
+void ExampleEncoder::AddInt64(std::string_view key, int64_t value) {
+  auto v = static_cast<uint64_t>(value);
+  size_t packed_size = VarintSize(v);
+  AddEntryHeader(key, kTagInt64List, 1 + VarintSize(packed_size) + packed_size);
+  out_->push_back(kTagListValue);
+  AppendVarint(packed_size, out_);
+  AppendVarint(v, out_);
+}
+
+void ExampleEncoder::AddBytes(std::string_view key, std::string_view value) {
+  AddEntryHeader(key, kTagBytesList, 1 + VarintSize(value.size()) + value.size());
+  out_->push_back(kTagListValue);
+  AppendVarint(value.size(), out_);
+  out_->append(value);
+}
+
+void ExampleEncoder::Finish() {
+  // Example.features around the entries.
+  size_t length = out_->size() - kHeaderRoom;
+  char header[1 + kMaxVarint];
+  header[0] = kTagFeatures;
+  size_t header_size = 1 + WriteVarint(length, header + 1);
+  out_->replace(0, kHeaderRoom, header, header_size);
+}
+
 }  // namespace elasticdl::example

@@ -54,6 +54,31 @@ struct DecodedFeature {
 // Sorted by key.
 Status DecodeAll(std::string_view record, std::vector<DecodedFeature>* out);
 
+// The writing side: a tf.train.Example of single-valued features, written
+// straight to bytes. Features added in the order of their keys give
+// protobuf's deterministic serialization byte for byte.
+//
+//   std::string record;
+//   ExampleEncoder e(&record);
+//   e.AddInt64("label", 1);
+//   e.AddBytes("C1", "68fd1e64");
+//   e.Finish();
+class ExampleEncoder {
+ public:
+  // Starts an example in *out, replacing what it held.
+  explicit ExampleEncoder(std::string* out);
+  void AddInt64(std::string_view key, int64_t value);
+  void AddBytes(std::string_view key, std::string_view value);
+  // Completes *out; add nothing after.
+  void Finish();
+
+ private:
+  // One map entry whose Feature holds a list (tag `list_tag`) of
+  // `list_size` bytes; the caller appends the list's contents.
+  void AddEntryHeader(std::string_view key, char list_tag, size_t list_size);
+  std::string* out_;
+};
+
 }  // namespace elasticdl::example
 
 #endif  // ELASTICDL_DATA_EXAMPLE_WIRE_H_

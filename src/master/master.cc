@@ -129,7 +129,8 @@ Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::strin
     if (ec) return absl::InternalError(StrCat("cannot remove ", dir, ": ", ec.message()));
     rpc::PsClient client(ps, token);
     std::vector<proto::ExportResponse> exported;
-    EDL_RETURN_IF_ERROR(client.Export(dir, &exported));
+    // One version directory for all: the model's version.
+    EDL_RETURN_IF_ERROR(client.Export(dir, values.version(), &exported));
   }
   EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(spec.output(), record, values));
   return CopyTree(spec.job_dir() + "/" + rpc::kZooDir, spec.output() + "/" + rpc::kZooDir);

@@ -129,6 +129,8 @@ TEST(EmbeddingStoreTest, RefusesBadRowsAndChangesNothing) {
             "embedding table 'users': id 1 twice in one request");
   EXPECT_EQ(refused(Rows("items", {1000}, torch::ones({1, 2}))),
             "embedding table 'items': id 1000 outside [0, 1000)");
+  EXPECT_EQ(refused(Rows("items", {3, -1}, torch::ones({2, 2}))),
+            "embedding table 'items': id -1 outside [0, 1000)");
   EXPECT_EQ(refused(Rows("users", {1, 2}, torch::ones({1, kDim}))),
             "embedding table 'users': 32 bytes of gradients for 2 rows of 32 bytes");
   EXPECT_EQ(refused(Rows("users", {1}, torch::full({1, kDim}, NAN))),

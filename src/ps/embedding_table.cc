@@ -8,20 +8,13 @@
 #include <cstring>
 #include <utility>
 
+#include "elasticdl/seed.h"
 #include "elasticdl/zoo/optimizer.h"
 
 namespace elasticdl::ps {
 namespace {
 
 using absl::StrCat;
-
-// SplitMix64: the initializer's generator, a pure function of its state.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // A uniform double in [0, 1) from 53 bits.
 double Unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
@@ -120,10 +113,10 @@ class TypedTable final : public EmbeddingTable {
 
   void Read(const int64_t* ids, size_t n, char* out) const override {
     T* dst = reinterpret_cast<T*>(out);
+    std::vector<size_t>& found = FindRows(ids, n);
     for (size_t i = 0; i < n; ++i, dst += dim_) {
-      auto it = index_.find(ids[i]);
-      if (it != index_.end()) {
-        std::memcpy(dst, rows_.at(it->second), dim_ * sizeof(T));
+      if (found[i] != kAbsent) {
+        std::memcpy(dst, rows_.at(found[i]), dim_ * sizeof(T));
       } else if (spec_.admit_after() > 1) {
         std::fill(dst, dst + dim_, static_cast<T>(spec_.unadmitted_value()));
       } else {
@@ -136,12 +129,10 @@ class TypedTable final : public EmbeddingTable {
              int64_t version) override {
     const T* g = reinterpret_cast<const T*>(grads);
     std::vector<T> scaled(dim_);
+    std::vector<size_t>& found = FindRows(ids, n);
     for (size_t i = 0; i < n; ++i, g += dim_) {
-      auto it = index_.find(ids[i]);
-      size_t row;
-      if (it != index_.end()) {
-        row = it->second;
-      } else {
+      size_t row = found[i];
+      if (row == kAbsent) {
         if (!Admit(ids[i])) {
           ++dropped_gradients_;
           continue;
@@ -276,9 +267,30 @@ class TypedTable final : public EmbeddingTable {
  private:
   proto::DataType dtype() const { return sizeof(T) == 4 ? proto::DT_FLOAT32 : proto::DT_FLOAT64; }
 
+  static constexpr size_t kAbsent = ~size_t{0};
+
+  // The rows of `ids` (kAbsent where none), their memory prefetched: the
+  // lookups of a request are independent, so their cache misses overlap
+  // instead of following one another row by row.
+  std::vector<size_t>& FindRows(const int64_t* ids, size_t n) const {
+    constexpr size_t kAhead = 8;  // lookups whose slots are fetched ahead
+    found_.resize(n);
+    for (size_t i = 0; i < std::min(n, kAhead); ++i) index_.prefetch(ids[i]);
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) index_.prefetch(ids[i + kAhead]);
+      auto it = index_.find(ids[i]);
+      found_[i] = it == index_.end() ? kAbsent : it->second;
+      if (found_[i] != kAbsent) {
+        __builtin_prefetch(rows_.at(found_[i]));
+        if (counts_steps_) __builtin_prefetch(&steps_[found_[i]]);
+      }
+    }
+    return found_;
+  }
+
   void Initialize(int64_t id, T* out) const {
     const proto::EmbeddingInitializer& init = spec_.initializer();
-    uint64_t state = Mix(spec_.seed() ^ Mix(static_cast<uint64_t>(id)));
+    uint64_t state = SplitMix64(spec_.seed() ^ SplitMix64(static_cast<uint64_t>(id)));
     switch (init.kind()) {
       case proto::EmbeddingInitializer::ZEROS:
         std::fill(out, out + dim_, T(0));
@@ -289,8 +301,8 @@ class TypedTable final : public EmbeddingTable {
       case proto::EmbeddingInitializer::NORMAL:
         for (size_t k = 0; k < dim_; k += 2) {
           // Box-Muller: two normals from two uniforms.
-          const double u1 = 1.0 - Unit(state = Mix(state));
-          const double u2 = Unit(state = Mix(state));
+          const double u1 = 1.0 - Unit(state = SplitMix64(state));
+          const double u2 = Unit(state = SplitMix64(state));
           const double r = std::sqrt(-2.0 * std::log(u1));
           out[k] = static_cast<T>(init.a() + init.b() * r * std::cos(2 * M_PI * u2));
           if (k + 1 < dim_) {
@@ -301,7 +313,8 @@ class TypedTable final : public EmbeddingTable {
       case proto::EmbeddingInitializer::UNIFORM:
       default:
         for (size_t k = 0; k < dim_; ++k) {
-          out[k] = static_cast<T>(init.a() + (init.b() - init.a()) * Unit(state = Mix(state)));
+          out[k] =
+              static_cast<T>(init.a() + (init.b() - init.a()) * Unit(state = SplitMix64(state)));
         }
         return;
     }
@@ -529,6 +542,9 @@ class TypedTable final : public EmbeddingTable {
   const bool tracks_updates_;
   RowStorage<T> rows_;
   absl::flat_hash_map<int64_t, uint32_t> index_;
+  // FindRows's answer, kept to spare an allocation per request (calls are
+  // serialized, Read's included).
+  mutable std::vector<size_t> found_;
   // Per row (same index as rows_): its id, steps, and the version of its
   // last update (only with an eviction policy).
   std::vector<int64_t> ids_;
@@ -605,18 +621,6 @@ StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(
                                                proto::DataType_Name(spec.dtype()),
                                                ", expected DT_FLOAT32 or DT_FLOAT64"));
   }
-}
-
-Status EmbeddingTable::CheckIds(const int64_t* ids, size_t n) const {
-  const int64_t range = spec_.num_rows();
-  if (range <= 0) return absl::OkStatus();
-  for (size_t i = 0; i < n; ++i) {
-    if (ids[i] < 0 || ids[i] >= range) {
-      return absl::InvalidArgumentError(
-          StrCat("embedding table '", spec_.name(), "': id ", ids[i], " outside [0, ", range, ")"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace elasticdl::ps

@@ -65,10 +65,6 @@ class EmbeddingTable {
   // Bytes of one row's values.
   virtual size_t row_bytes() const = 0;
 
-  // INVALID_ARGUMENT naming the table and the id for an id out of
-  // [0, num_rows) when the table has a range.
-  Status CheckIds(const int64_t* ids, size_t n) const;
-
   // Writes the rows of `ids` to `out` (n * row_bytes()).
   virtual void Read(const int64_t* ids, size_t n, char* out) const = 0;
 

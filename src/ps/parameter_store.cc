@@ -241,19 +241,38 @@ Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullRespon
   return absl::OkStatus();
 }
 
-Status ParameterStore::CheckRowsLocked(const proto::EmbeddingRows& rows, bool values) const {
-  auto it = tables_.find(rows.table());
-  if (it == tables_.end()) {
-    return absl::InvalidArgumentError(
-        StrCat("rows of embedding table '", rows.table(), "', which the model does not have"));
+StatusOr<std::vector<ParameterStore::TableShape>> ParameterStore::ShapesLocked(
+    const google::protobuf::RepeatedPtrField<proto::EmbeddingRows>& tables) const {
+  if (!initialized_) {
+    return absl::FailedPreconditionError("parameter server is not initialized yet");
   }
-  const EmbeddingTable& table = *it->second;
+  std::vector<TableShape> shapes;
+  shapes.reserve(static_cast<size_t>(tables.size()));
+  for (const proto::EmbeddingRows& rows : tables) {
+    auto it = tables_.find(rows.table());
+    if (it == tables_.end()) {
+      return absl::InvalidArgumentError(
+          StrCat("rows of embedding table '", rows.table(), "', which the model does not have"));
+    }
+    const proto::EmbeddingTableSpec& spec = it->second->spec();
+    shapes.push_back({spec.dtype(), spec.num_rows(), it->second->row_bytes()});
+  }
+  return shapes;
+}
+
+Status ParameterStore::CheckRows(const proto::EmbeddingRows& rows, const TableShape& shape,
+                                 bool values) const {
   const size_t n = static_cast<size_t>(rows.ids_size());
-  EDL_RETURN_IF_ERROR(table.CheckIds(rows.ids().data(), n));
   absl::flat_hash_set<int64_t> seen;
-  seen.reserve(n);
+  if (values) seen.reserve(n);
   for (int64_t id : rows.ids()) {
-    if (!seen.insert(id).second) {
+    if (shape.num_rows > 0 && (id < 0 || id >= shape.num_rows)) {
+      return absl::InvalidArgumentError(StrCat("embedding table '", rows.table(), "': id ", id,
+                                               " outside [0, ", shape.num_rows, ")"));
+    }
+    // A pull may name an id twice (it reads the row twice); a gradient may
+    // not (it would apply twice).
+    if (values && !seen.insert(id).second) {
       return absl::InvalidArgumentError(
           StrCat("embedding table '", rows.table(), "': id ", id, " twice in one request"));
     }
@@ -264,23 +283,35 @@ Status ParameterStore::CheckRowsLocked(const proto::EmbeddingRows& rows, bool va
     }
   }
   if (!values) return absl::OkStatus();
-  if (rows.values().size() != n * table.row_bytes()) {
+  if (rows.values().size() != n * shape.row_bytes) {
     return absl::InvalidArgumentError(
         StrCat("embedding table '", rows.table(), "': ", rows.values().size(),
-               " bytes of gradients for ", n, " rows of ", table.row_bytes(), " bytes"));
+               " bytes of gradients for ", n, " rows of ", shape.row_bytes, " bytes"));
   }
-  const bool finite = table.spec().dtype() == proto::DT_FLOAT64
-                          ? std::all_of(reinterpret_cast<const double*>(rows.values().data()),
-                                        reinterpret_cast<const double*>(rows.values().data()) +
-                                            n * static_cast<size_t>(table.dim()),
-                                        [](double v) { return std::isfinite(v); })
-                          : std::all_of(reinterpret_cast<const float*>(rows.values().data()),
-                                        reinterpret_cast<const float*>(rows.values().data()) +
-                                            n * static_cast<size_t>(table.dim()),
-                                        [](float v) { return std::isfinite(v); });
-  if (!finite) {
+  auto all_finite = [&rows](auto zero) {
+    using T = decltype(zero);
+    const T* v = reinterpret_cast<const T*>(rows.values().data());
+    return std::all_of(v, v + rows.values().size() / sizeof(T),
+                       [](T x) { return std::isfinite(x); });
+  };
+  if (!(shape.dtype == proto::DT_FLOAT64 ? all_finite(0.0) : all_finite(0.0f))) {
     return absl::InvalidArgumentError(StrCat("the gradient of embedding table '", rows.table(),
                                              "' holds non-finite values; nothing applied"));
+  }
+  return absl::OkStatus();
+}
+
+Status ParameterStore::CheckRequestRows(
+    const google::protobuf::RepeatedPtrField<proto::EmbeddingRows>& tables, bool values) const {
+  if (tables.empty()) return absl::OkStatus();
+  std::vector<TableShape> shapes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EDL_ASSIGN_OR_RETURN(shapes, ShapesLocked(tables));
+  }
+  // A table's shape is fixed for the job: the rows are checked unlocked.
+  for (int i = 0; i < tables.size(); ++i) {
+    EDL_RETURN_IF_ERROR(CheckRows(tables[i], shapes[static_cast<size_t>(i)], values));
   }
   return absl::OkStatus();
 }
@@ -288,16 +319,12 @@ Status ParameterStore::CheckRowsLocked(const proto::EmbeddingRows& rows, bool va
 Status ParameterStore::PullRows(const proto::PullRowsRequest& request,
                                 proto::PullRowsResponse* out) {
   out->Clear();
+  EDL_RETURN_IF_ERROR(CheckRequestRows(request.tables(), /*values=*/false));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!initialized_) {
-    return absl::FailedPreconditionError("parameter server is not initialized yet");
-  }
   for (const proto::EmbeddingRows& rows : request.tables()) {
-    EDL_RETURN_IF_ERROR(CheckRowsLocked(rows, /*values=*/false));
     const EmbeddingTable& table = *tables_.at(rows.table());
     proto::EmbeddingRows* answer = out->add_tables();
     answer->set_table(rows.table());
-    *answer->mutable_ids() = rows.ids();
     std::string* values = answer->mutable_values();
     values->resize(static_cast<size_t>(rows.ids_size()) * table.row_bytes());
     table.Read(rows.ids().data(), static_cast<size_t>(rows.ids_size()), values->data());
@@ -486,6 +513,7 @@ Status ParameterStore::Push(const proto::PushRequest& request, proto::PushRespon
     return absl::InvalidArgumentError(
         StrCat("the update of buffer '", bad, "' holds non-finite values; nothing applied"));
   }
+  EDL_RETURN_IF_ERROR(CheckRequestRows(request.sparse_gradients(), /*values=*/true));
   std::optional<ShardSnapshot> snapshot;
   Status s;
   {
@@ -504,9 +532,6 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
     return absl::FailedPreconditionError("parameter server is not initialized yet");
   }
   EDL_RETURN_IF_ERROR(ValidateLocked(gradients, buffers));
-  for (const proto::EmbeddingRows& rows : request.sparse_gradients()) {
-    EDL_RETURN_IF_ERROR(CheckRowsLocked(rows, /*values=*/true));
-  }
   out->set_accepted(false);
   out->set_version(version_);
   const bool tagged = request.has_tag();

@@ -225,9 +225,23 @@ class ParameterStore {
   using Tables = std::map<std::string, std::unique_ptr<EmbeddingTable>>;
 
   Status ValidateLocked(const rpc::NamedTensors& gradients, const BufferUpdates& buffers) const;
-  // Checks rows of tables: known table, unique ids of this shard in range,
-  // and, with `values`, their size and finiteness.
-  Status CheckRowsLocked(const proto::EmbeddingRows& rows, bool values) const;
+  // What rows of a table are checked against; fixed when the table is made.
+  struct TableShape {
+    proto::DataType dtype;
+    int64_t num_rows;  // the ids' range; 0: any id
+    size_t row_bytes;
+  };
+  // The shapes of the tables that `tables` name, in order; an error for a
+  // table the model does not have.
+  StatusOr<std::vector<TableShape>> ShapesLocked(
+      const google::protobuf::RepeatedPtrField<proto::EmbeddingRows>& tables) const;
+  // Checks rows of a table: ids of this shard in range, and, with `values`
+  // (a gradient), unique, of the right size and finite. Reads every id (and value), so it
+  // runs without the lock.
+  Status CheckRows(const proto::EmbeddingRows& rows, const TableShape& shape, bool values) const;
+  // ShapesLocked under the lock, then CheckRows of every table outside it.
+  Status CheckRequestRows(const google::protobuf::RepeatedPtrField<proto::EmbeddingRows>& tables,
+                          bool values) const;
   // Applies sparse gradients (each row times `scale`) at the current version.
   void ApplySparseLocked(const std::vector<proto::EmbeddingRows>& sparse, double scale);
   Status StepLocked(const std::map<std::string, torch::Tensor>& gradients);

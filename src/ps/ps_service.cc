@@ -58,6 +58,7 @@ grpc::Status PsService::Export(grpc::ServerContext* context, const proto::Export
     response->set_version(snapshot.version);
     proto::ShardCheckpoint checkpoint;
     EDL_RETURN_IF_ERROR(EncodeSnapshot(std::move(snapshot), &checkpoint));
+    if (request->version() > 0) checkpoint.set_version(request->version());
     return WriteCheckpoint(request->dir(), &checkpoint);
   });
 }

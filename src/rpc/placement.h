@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "elasticdl/seed.h"
+
 namespace elasticdl::rpc {
 
 inline uint64_t StableHash(std::string_view s) {
@@ -26,11 +28,8 @@ inline int ShardOf(std::string_view parameter_name, int num_shards) {
 // Which shard holds row `id` of an embedding table: the id mixed (so that
 // consecutive ids, and ids that are hashes, spread alike), modulo the shards.
 inline int RowShardOf(int64_t id, int num_shards) {
-  uint64_t x = static_cast<uint64_t>(id) + 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return static_cast<int>(x % static_cast<uint64_t>(num_shards));
+  return static_cast<int>(SplitMix64(static_cast<uint64_t>(id)) %
+                          static_cast<uint64_t>(num_shards));
 }
 
 }  // namespace elasticdl::rpc

@@ -94,9 +94,13 @@ Status PsClient::Flush(std::vector<proto::FlushResponse>* responses) {
   return CallAll("flush", &proto::ParameterServer::Stub::Flush, requests, responses, {});
 }
 
-Status PsClient::Export(const std::string& dir, std::vector<proto::ExportResponse>* responses) {
+Status PsClient::Export(const std::string& dir, int64_t version,
+                        std::vector<proto::ExportResponse>* responses) {
   std::vector<proto::ExportRequest> requests(stubs_.size());
-  for (auto& r : requests) r.set_dir(dir);
+  for (auto& r : requests) {
+    r.set_dir(dir);
+    r.set_version(version);
+  }
   return CallAll("export", &proto::ParameterServer::Stub::Export, requests, responses, {});
 }
 

@@ -38,8 +38,10 @@ class PsClient {
               std::vector<proto::PushResponse>* responses, const std::vector<int>& shards = {});
   // Sync mode, at the end of training: every shard applies what waits.
   Status Flush(std::vector<proto::FlushResponse>* responses);
-  // Every shard writes its whole state as a checkpoint under `dir`.
-  Status Export(const std::string& dir, std::vector<proto::ExportResponse>* responses);
+  // Every shard writes its whole state as a checkpoint under
+  // `dir`/version-`version` (0: each under its own version).
+  Status Export(const std::string& dir, int64_t version,
+                std::vector<proto::ExportResponse>* responses);
   // Sync mode: the workers every shard's steps wait for.
   Status SetGroup(const proto::SetGroupRequest& request);
 

@@ -27,6 +27,16 @@ torch::Tensor ServerRows::Rows(const EmbeddingImpl& table, const torch::Tensor& 
   torch::Tensor id = ids.contiguous();
   const int64_t n = id.numel();
   const int64_t* values = id.data_ptr<int64_t>();
+  if (const int64_t range = options.num_rows(); range > 0) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (values[i] < 0 || values[i] >= range) {
+        bad_id_ = values[i];
+        return fail(
+            absl::InvalidArgumentError(StrCat("id ", values[i], " outside [0, ", range,
+                                              ") of embedding table '", options.name(), "'")));
+      }
+    }
+  }
   // Which request, and which position in it, each id goes to.
   std::vector<proto::PullRowsRequest> requests(static_cast<size_t>(num_shards));
   std::vector<int> shard_of(static_cast<size_t>(n));
@@ -79,7 +89,33 @@ void ServerRows::Clear() {
   by_shard_.clear();
 }
 
-Status ServerRows::TakeError() { return std::exchange(error_, absl::OkStatus()); }
+Status ServerRows::TakeError(const Example& batch) {
+  Status error = std::exchange(error_, absl::OkStatus());
+  std::optional<int64_t> bad = std::exchange(bad_id_, std::nullopt);
+  if (error.ok() || !bad.has_value()) return error;
+  // The first feature holding the id, and where: the id's row of the
+  // minibatch is its example, and the example's record is known.
+  for (const auto& [name, tensor] : batch.features) {
+    if (!tensor.defined() || tensor.scalar_type() != torch::kInt64 || tensor.dim() == 0) continue;
+    torch::Tensor hits = (tensor == *bad).nonzero();
+    if (hits.size(0) == 0) continue;
+    const int64_t row = hits[0][0].item<int64_t>();
+    std::string where = StrCat("feature '", name, "'");
+    if (tensor.dim() > 1) {
+      where += " at [";
+      for (int64_t d = 1; d < hits.size(1); ++d) {
+        where += StrCat(d > 1 ? ", " : "", hits[0][d].item<int64_t>());
+      }
+      where += "]";
+    }
+    const bool traced = static_cast<int64_t>(batch.origins.size()) == tensor.size(0);
+    return Annotate(
+        error, traced ? StrCat(internal::DescribeOrigin({batch.origins[static_cast<size_t>(row)]}),
+                               ": ", where)
+                      : StrCat("example ", row, " of the minibatch: ", where));
+  }
+  return Annotate(error, "an id the model computed (no feature of the minibatch holds it)");
+}
 
 Status ServerRows::CollectGradients(std::optional<std::string>* nonfinite) {
   const int num_shards = servers_ == nullptr ? 0 : servers_->num_shards();

@@ -11,7 +11,8 @@
 //
 // A forward cannot return a Status: a failed lookup throws, and the worker
 // asks TakeError() for the failure itself (an unreachable server is a
-// reconnect, not an error of the model).
+// reconnect, not an error of the model). Ids outside a table's range are
+// refused here, before any request, so that the error can name the record.
 #ifndef ELASTICDL_WORKER_SERVER_ROWS_H_
 #define ELASTICDL_WORKER_SERVER_ROWS_H_
 
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "elasticdl/data/dataset.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "elasticdl/zoo/embedding.h"
@@ -37,8 +39,10 @@ class ServerRows : public EmbeddingRowSource {
 
   // Forgets the last forward's lookups and gradients; before every forward.
   void Clear();
-  // The failure of the last lookup that threw, once; OK if none.
-  Status TakeError();
+  // The failure of the last lookup that threw, once; OK if none. An id
+  // outside its table's range is found in `batch` (the minibatch of the
+  // forward): the error names the feature holding it and its record.
+  Status TakeError(const Example& batch);
 
   // After backward: each table's gradient rows, summed per id and split by
   // server. INVALID_ARGUMENT naming the table when a gradient holds NaN or
@@ -57,6 +61,8 @@ class ServerRows : public EmbeddingRowSource {
   std::vector<Lookup> lookups_;
   std::vector<std::vector<proto::EmbeddingRows>> by_shard_;
   Status error_;
+  // The id that made error_, when it is an id out of its table's range.
+  std::optional<int64_t> bad_id_;
 };
 
 }  // namespace elasticdl::worker

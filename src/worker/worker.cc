@@ -305,7 +305,7 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     torch::manual_seed(seed);
     StatusOr<torch::Tensor> forward = program_.Forward(model, batch.features, true);
     // A lookup of embedding rows that failed is the servers' failure.
-    EDL_RETURN_IF_ERROR(rows_.TakeError());
+    EDL_RETURN_IF_ERROR(rows_.TakeError(batch));
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
     EDL_ASSIGN_OR_RETURN(torch::Tensor loss, program_.Loss(batch.labels, outputs));
     try {
@@ -425,7 +425,7 @@ Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* repor
     if (!batch->has_value()) break;
     rows_.Clear();
     StatusOr<torch::Tensor> forward = program_.Forward(model_->model(), (**batch).features, false);
-    EDL_RETURN_IF_ERROR(rows_.TakeError());
+    EDL_RETURN_IF_ERROR(rows_.TakeError(**batch));
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
     EDL_RETURN_IF_ERROR(program_.UpdateMetrics(metrics, (**batch).labels, outputs));
   }
@@ -456,7 +456,7 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
     if (!batch->has_value()) break;
     rows_.Clear();
     StatusOr<torch::Tensor> forward = program_.Forward(model_->model(), (**batch).features, false);
-    EDL_RETURN_IF_ERROR(rows_.TakeError());
+    EDL_RETURN_IF_ERROR(rows_.TakeError(**batch));
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
     torch::Tensor rows = outputs.detach().to(torch::kFloat64).reshape({outputs.size(0), -1});
     auto a = rows.accessor<double, 2>();

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "elasticdl/seed.h"
+#include "rpc/placement.h"
 #include "zoo/embedding_spec.h"
 
 namespace elasticdl {
@@ -142,9 +144,7 @@ proto::EmbeddingTableSpec TableSpecOf(const EmbeddingOptions& options, uint64_t 
   init->set_b(options.initializer().b);
   // The job's seed and the table's name: tables of one model differ, and
   // every process of the job agrees.
-  uint64_t h = job_seed ^ 0x9e3779b97f4a7c15ull;
-  for (unsigned char c : options.name()) h = (h ^ c) * 1099511628211ull;
-  spec.set_seed(h);
+  spec.set_seed(SeedMix(job_seed, rpc::StableHash(options.name())));
   if (options.optimizer().has_value()) {
     proto::OptimizerConfig* config = spec.mutable_optimizer();
     std::visit(

@@ -2,15 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include "elasticdl/seed.h"
+
 namespace elasticdl {
 namespace {
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 int64_t ToBucket(uint64_t h, int64_t num_buckets) {
   if (num_buckets > 0) return static_cast<int64_t>(h % static_cast<uint64_t>(num_buckets));
@@ -20,16 +15,17 @@ int64_t ToBucket(uint64_t h, int64_t num_buckets) {
 }  // namespace
 
 int64_t HashBucket(std::string_view value, int64_t num_buckets, uint64_t salt) {
-  uint64_t h = 14695981039346656037ull ^ Mix(salt);  // FNV-1a, salted
+  uint64_t h = 14695981039346656037ull ^ SplitMix64(salt);  // FNV-1a, salted
   for (unsigned char c : value) {
     h ^= c;
     h *= 1099511628211ull;
   }
-  return ToBucket(Mix(h), num_buckets);
+  return ToBucket(SplitMix64(h), num_buckets);
 }
 
 int64_t HashBucket(int64_t value, int64_t num_buckets, uint64_t salt) {
-  return ToBucket(Mix(static_cast<uint64_t>(value) ^ Mix(salt ^ 0x5bd1e995ull)), num_buckets);
+  return ToBucket(SplitMix64(static_cast<uint64_t>(value) ^ SplitMix64(salt ^ 0x5bd1e995ull)),
+                  num_buckets);
 }
 
 torch::Tensor Bucketize(const torch::Tensor& x, const std::vector<double>& boundaries) {

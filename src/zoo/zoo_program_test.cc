@@ -205,7 +205,7 @@ TEST_F(ZooProgramTest, DatasetErrorsCanBeAnnotated) {
   auto next = dataset->Next();
   ASSERT_FALSE(next.ok());
   EXPECT_EQ(program.Annotate(next.status(), EntryKind::kDatasetFn).message(),
-            "testzoo/program.cc: dataset_fn: unparsable record");
+            "testzoo/program.cc: dataset_fn: record 0: unparsable record");
 }
 
 TEST_F(ZooProgramTest, ResolveErrorsNameTheFlag) {

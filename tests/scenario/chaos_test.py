@@ -65,6 +65,23 @@ def shard_of(name, num_shards):
     return h % num_shards
 
 
+def newest_checkpoint(job_dir, ps, num_ps):
+    """The newest version parameter server `ps` has a checkpoint file of; -1 if none.
+    The file appears by rename, whole (ps/checkpoint.cc)."""
+    newest = -1
+    try:
+        names = os.listdir(os.path.join(job_dir, "checkpoints"))
+    except OSError:
+        return newest
+    for name in names:
+        if not name.startswith("version-") or not name[len("version-"):].isdigit():
+            continue
+        path = os.path.join(job_dir, "checkpoints", name, f"ps-{ps}-of-{num_ps}.ckpt")
+        if os.path.exists(path):
+            newest = max(newest, int(name[len("version-"):]))
+    return newest
+
+
 def is_process_of(pid, role, job_dir):
     """Whether pid is still a `role` process of the job (not a reused pid)."""
     try:
@@ -292,9 +309,11 @@ class ChaosTest(ExactJobCase):
             job, job_dir, output, log = self.start(
                 f"{name}-{run}", num_epochs=epochs, num_ps_pods=num_ps,
                 checkpoint_steps=checkpoint_steps, **flags)
-            # Past the first checkpoint (one version per minibatch), inside a task.
-            self.until(job, log, lambda: log.training_done() * MINIBATCHES_PER_TASK >
-                       2 * checkpoint_steps, "training past the first checkpoint")
+            # Past this server's first checkpoint after version 0, inside a task. In
+            # synchronous training a version takes one minibatch from every worker, so
+            # the number of finished tasks does not tell where the versions are.
+            self.until(job, log, lambda: newest_checkpoint(job_dir, ps, num_ps) > 0,
+                       f"a checkpoint of parameter server {ps} past version 0")
             self.holder_inside_task(job, log, min_seconds=self.rng.uniform(0, TASK_SECONDS))
             pid = self.until(job, log, lambda: log.live_ps().get(ps), f"parameter server {ps}")
             self.assertTrue(is_process_of(pid, "ps", job_dir), self.describe(job, log))

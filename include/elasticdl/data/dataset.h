@@ -74,10 +74,26 @@ struct Record {
   uint64_t index = 0;
 };
 
+// Where an element came from: a record's file and its index there.
+struct RecordOrigin {
+  std::shared_ptr<const std::string> file;
+  uint64_t index = 0;
+};
+
 // A model input: named feature tensors and (except in prediction) labels.
 struct Example {
+  Example() = default;
+  Example(FeatureMap features, torch::Tensor labels = {})
+      : features(std::move(features)), labels(std::move(labels)) {}
+
   FeatureMap features;
   torch::Tensor labels;
+  // The records it was made from, one per example (a batch: one per row,
+  // in order). Set by Dataset::map from records (or from a group of them)
+  // when the function leaves it empty; batch() concatenates. Errors about
+  // a row of a minibatch name its record with it; empty when the pipeline
+  // lost track (then they name the task).
+  std::vector<RecordOrigin> origins;
 };
 
 // Thrown by range-for iteration when the pipeline fails.
@@ -184,7 +200,7 @@ using MapOutput = typename UnwrapStatusOr<typename decltype(MapResultOf<F, T>())
 
 // fn(x) or fn(x, generator seeded from (seed, position)), as CallUserFunction.
 template <typename U, typename F, typename T>
-StatusOr<U> CallMapFunction(F& fn, T&& x, uint64_t seed, uint64_t position) {
+StatusOr<U> CallMapFunctionOnce(F& fn, T&& x, uint64_t seed, uint64_t position) {
   if constexpr (kTakesGenerator<F, T>) {
     auto with_generator = [&fn, seed, position](T&& v) {
       at::Generator generator = at::detail::createCPUGenerator(SeedMix(seed, position));
@@ -193,6 +209,37 @@ StatusOr<U> CallMapFunction(F& fn, T&& x, uint64_t seed, uint64_t position) {
     return CallUserFunction<U>(with_generator, std::forward<T>(x), position);
   } else {
     return CallUserFunction<U>(fn, std::forward<T>(x), position);
+  }
+}
+
+// The origins of a record, or of a group of them.
+inline std::vector<RecordOrigin> OriginsOf(const Record& r) { return {{r.file, r.index}}; }
+inline std::vector<RecordOrigin> OriginsOf(const std::vector<Record>& group) {
+  std::vector<RecordOrigin> origins;
+  origins.reserve(group.size());
+  for (const Record& r : group) origins.push_back({r.file, r.index});
+  return origins;
+}
+// "FILE: record N" (of several: the first's).
+std::string DescribeOrigin(const std::vector<RecordOrigin>& origins);
+
+// CallMapFunctionOnce; a function of a record names it in its errors (one
+// of a group names the failing record itself: see ParseExampleBatch), and
+// an Example made from records remembers them.
+template <typename U, typename F, typename T>
+StatusOr<U> CallMapFunction(F& fn, T&& x, uint64_t seed, uint64_t position) {
+  using Input = std::decay_t<T>;
+  constexpr bool kOne = std::is_same_v<Input, Record>;
+  if constexpr (kOne || std::is_same_v<Input, std::vector<Record>>) {
+    std::vector<RecordOrigin> origins = OriginsOf(x);
+    StatusOr<U> y = CallMapFunctionOnce<U>(fn, std::forward<T>(x), seed, position);
+    if (!y.ok()) return kOne ? Annotate(y.status(), DescribeOrigin(origins)) : y.status();
+    if constexpr (std::is_same_v<U, Example>) {
+      if (y->origins.empty()) y->origins = std::move(origins);
+    }
+    return y;
+  } else {
+    return CallMapFunctionOnce<U>(fn, std::forward<T>(x), seed, position);
   }
 }
 

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Embedding tables and DeepFM in one run, each figure beside its baseline
+# measured in the same run:
+#
+#   P5     rows/s of pull and push, one parameter-server process, dimension
+#          16, Zipf ids / the machine's bounds (memcpy; hash-map lookup loop)
+#          goal >= 5 M rows/s
+#   scale  1 M, 10 M, 50 M rows: bytes per row (with the optimizer's slot)
+#          and pull latency; a table over one server's row budget spread
+#          over three servers
+#   P4     DeepFM samples/s, elasticdl train 1 worker x 2 threads + 1 PS /
+#          the bare LibTorch loop (torch::nn::EmbeddingBag, 2 threads)
+#          goal >= 0.8; and 2 workers x 1 thread + 2 PS (info)
+#   AUC    DeepFM, one epoch of the generated training file, 2 workers +
+#          2 PS: test AUC / the generator's optimum AUC on the test file
+#          goal >= 0.97
+#
+# Same data for all (elasticdl data criteo_synth, seed 1, then elasticdl
+# data criteo), same minibatch. The throughput configurations run REPS times
+# in turn (interleaved); the table shows the best and the median.
+#
+#   bench/embedding_bench.sh [BUILD_DIR]     # default build-bench
+#
+# Environment: RECORDS (training lines, default 2000000), TEST_RECORDS
+# (default 100000), THROUGHPUT_RECORDS (the first records trained in the
+# throughput runs, a multiple of 100000; default 200000), MINIBATCH
+# (default 512), REPS (default 2), WORK (scratch, default a new temp dir),
+# ONLY (rows|deepfm: one half), ROWS_FLAGS (extra flags of embedding_bench's
+# rows/scale/spread run, e.g. --scale_rows=1000000 for a small machine),
+# ELASTICDL_CACHE_DIR (where the zoo build is cached).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$ROOT/build-bench}
+BIN=$BUILD/bin
+RECORDS=${RECORDS:-2000000}
+TEST_RECORDS=${TEST_RECORDS:-100000}
+THROUGHPUT_RECORDS=${THROUGHPUT_RECORDS:-200000}
+MINIBATCH=${MINIBATCH:-512}
+REPS=${REPS:-2}
+ONLY=${ONLY:-}
+WORK=${WORK:-$(mktemp -d -t embedding_bench.XXXXXX)}
+PER_FILE=100000  # records per shard written by `elasticdl data criteo`
+
+for b in elasticdl embedding_bench; do
+  [[ -x $BIN/$b ]] || { echo "missing $BIN/$b: ninja -C $BUILD elasticdl embedding_bench" >&2; exit 1; }
+done
+(( THROUGHPUT_RECORDS % PER_FILE == 0 )) || { echo "THROUGHPUT_RECORDS: a multiple of $PER_FILE" >&2; exit 1; }
+LOG=$WORK/log
+mkdir -p "$LOG"
+echo "# embedding_bench: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); logs in $LOG"
+
+if [[ -z $ONLY || $ONLY == rows ]]; then
+  # shellcheck disable=SC2086  # ROWS_FLAGS is a list of flags
+  "$BIN/embedding_bench" --only=rows,scale,spread ${ROWS_FLAGS:-} | tee "$LOG/rows.txt"
+fi
+[[ -z $ONLY || $ONLY == deepfm ]] || exit 0
+
+# The data.
+DATA=$WORK/criteo
+if [[ ! -d $DATA/train ]]; then
+  mkdir -p "$DATA"
+  "$BIN/elasticdl" data criteo_synth "$DATA/train.tsv" --records="$RECORDS" --seed=1 \
+    --test_records="$TEST_RECORDS" --test_output="$DATA/test.tsv" >/dev/null
+  "$BIN/elasticdl" data criteo "$DATA/train.tsv" "$DATA/train" \
+    --records_per_shard=$PER_FILE >/dev/null
+  "$BIN/elasticdl" data criteo "$DATA/test.tsv" "$DATA/test" --records_per_shard=$PER_FILE >/dev/null
+fi
+SUBSET=$WORK/subset-$THROUGHPUT_RECORDS
+rm -rf "$SUBSET" && mkdir -p "$SUBSET"
+mapfile -t FILES < <(ls "$DATA/train" | sort | head -n $((THROUGHPUT_RECORDS / PER_FILE)))
+for f in "${FILES[@]}"; do ln -s "$DATA/train/$f" "$SUBSET/$f"; done
+
+ours() {  # workers threads ps data log [flags...]
+  local workers=$1 threads=$2 ps=$3 data=$4 log=$5
+  shift 5
+  "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" --model_def=deepfm.deepfm.DeepFM \
+    --training_data="$data" --num_epochs=1 --num_workers="$workers" --num_ps_pods="$ps" \
+    --num_threads="$threads" --minibatch_size="$MINIBATCH" --num_minibatches_per_task=8 \
+    --no_progress --job_dir="$log.job" "$@" >"$log" 2>&1
+}
+rate() { sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$1"; }
+bare() {  # log
+  "$BIN/embedding_bench" --only=bare --data="$SUBSET" --minibatch="$MINIBATCH" --threads=2 \
+    >"$1" 2>&1
+  sed -n 's/^RESULT bare samples_per_s=\([0-9.]*\).*/\1/p' "$1"
+}
+
+# The zoo is built (and cached) outside every timed window.
+ours 1 1 1 "$SUBSET" "$LOG/warm-up" || { cat "$LOG/warm-up" >&2; exit 1; }
+
+declare -A RUNS
+for ((r = 1; r <= REPS; r++)); do
+  RUNS[bare]+="$(bare "$LOG/bare-$r") "
+  ours 1 2 1 "$SUBSET" "$LOG/ours-1x2-$r"
+  RUNS[ours1]+="$(rate "$LOG/ours-1x2-$r") "
+  ours 2 1 2 "$SUBSET" "$LOG/ours-2x1-$r"
+  RUNS[ours2]+="$(rate "$LOG/ours-2x1-$r") "
+done
+
+stats() {  # "a b c" -> "best median"
+  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {printf "%s %s", v[NR], v[int((NR+1)/2)]}'
+}
+read -r BARE_BEST BARE_MED <<<"$(stats "${RUNS[bare]}")"
+read -r O1_BEST O1_MED <<<"$(stats "${RUNS[ours1]}")"
+read -r O2_BEST O2_MED <<<"$(stats "${RUNS[ours2]}")"
+echo
+echo "# DeepFM throughput: $THROUGHPUT_RECORDS records, minibatch $MINIBATCH, best (median) of $REPS"
+printf "%-52s %10s %10s %8s %s\n" configuration "samples/s" median ratio goal
+printf "%-52s %10.1f %10.1f %8s %s\n" "bare LibTorch loop, EmbeddingBag, 2 threads" \
+  "$BARE_BEST" "$BARE_MED" 1.000 baseline
+printf "%-52s %10.1f %10.1f %8.3f %s\n" "elasticdl train, 1 worker x 2 threads + 1 PS" \
+  "$O1_BEST" "$O1_MED" "$(echo "$O1_BEST / $BARE_BEST" | bc -l)" ">= 0.8"
+printf "%-52s %10.1f %10.1f %8.3f %s\n" "elasticdl train, 2 workers x 1 thread + 2 PS" \
+  "$O2_BEST" "$O2_MED" "$(echo "$O2_BEST / $BARE_BEST" | bc -l)" "info"
+echo "RESULT deepfm bare=$BARE_BEST ours_1x2_1ps=$O1_BEST ours_2x1_2ps=$O2_BEST"
+
+# AUC after one epoch of the whole training file.
+ours 2 1 2 "$DATA/train" "$LOG/auc" --validation_data="$DATA/test" --output="$WORK/deepfm-model"
+AUC=$(sed -n 's/^auc: \([0-9.]*\) (model version.*/\1/p' "$LOG/auc")
+LOGLOSS=$(sed -n 's/^log_loss: \([0-9.]*\) (model version.*/\1/p' "$LOG/auc")
+OPT=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["optimum_auc"])' \
+  "$DATA/test.tsv.truth.json")
+OPT_LL=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["optimum_log_loss"])' \
+  "$DATA/test.tsv.truth.json")
+echo
+echo "# DeepFM accuracy: 1 epoch of $RECORDS records, 2 workers + 2 PS; test file of $TEST_RECORDS"
+printf "test AUC %.4f / optimum %.4f = %.3f (goal >= 0.97); log-loss %.4f (optimum %.4f); %s\n" \
+  "$AUC" "$OPT" "$(echo "$AUC / $OPT" | bc -l)" "$LOGLOSS" "$OPT_LL" \
+  "$(sed -n 's/.*\(([0-9.]* s of training: [0-9.]* records\/s)\).*/\1/p' "$LOG/auc")"
+echo "RESULT auc auc=$AUC optimum=$OPT log_loss=$LOGLOSS optimum_log_loss=$OPT_LL"

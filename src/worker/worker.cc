@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <thread>
+#include <utility>
 
 #include "common/file.h"
 #include "common/strings.h"
@@ -280,7 +281,8 @@ StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode) {
 }
 
 Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, uint64_t seed,
-                              double* loss_value, bool* nonfinite) {
+                              double* loss_value, bool* nonfinite,
+                              std::function<void()> while_pushing) {
   // Shards still to accept this minibatch's gradients. A shard refuses
   // gradients computed on an outdated version or on values of an earlier
   // incarnation of the server: pull, compute again (with the same seed)
@@ -337,7 +339,18 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
       rows_.FillPush(i, &requests[i]);
     }
     std::vector<proto::PushResponse> responses;
-    EDL_RETURN_IF_ERROR(ps_->Push(requests, &responses, pending));
+    Status pushed;
+    if (while_pushing) {
+      // The servers take the push (and, when it completes a synchronous
+      // step, run the optimizer) while this thread does other work; that
+      // work must not touch the servers or the model.
+      std::thread push([&] { pushed = ps_->Push(requests, &responses, pending); });
+      std::exchange(while_pushing, nullptr)();
+      push.join();
+    } else {
+      pushed = ps_->Push(requests, &responses, pending);
+    }
+    EDL_RETURN_IF_ERROR(pushed);
     std::vector<int> refused;
     for (int i : pending) {
       if (responses[i].accepted()) {
@@ -374,13 +387,16 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     if (!skipped->has_value()) break;
   }
   report->set_minibatches_done(task.minibatches_done());
+  // The next minibatch, when it was made while the last one was pushed.
+  std::optional<StatusOr<std::optional<Example>>> prefetched;
   while (true) {
     // Stop between minibatches when asked; the rest of the task goes back.
     if (stopping() && minibatch < minibatches) {
       report->set_stopped(true);
       break;
     }
-    StatusOr<std::optional<Example>> batch = next(minibatch);
+    StatusOr<std::optional<Example>> batch =
+        prefetched.has_value() ? *std::exchange(prefetched, std::nullopt) : next(minibatch);
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
     proto::MinibatchTag tag;
@@ -388,9 +404,15 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     tag.set_minibatch(minibatch);
     double loss = 0;
     bool nonfinite = false;
+    // The pipeline makes the next minibatch while the servers take this
+    // one's gradients: the same minibatches, in the same order, with the
+    // same seeds, as one after the other.
+    auto prefetch = [&prefetched, &next, following = minibatch + 1] {
+      prefetched = next(following);
+    };
     Status trained =
         TrainMinibatch(**batch, tag, job_seeds::Minibatch(job_.seed, task.task_id(), minibatch),
-                       &loss, &nonfinite);
+                       &loss, &nonfinite, prefetch);
     report->set_nonfinite(nonfinite);
     if (trained.code() == absl::StatusCode::kCancelled && stopping()) {
       report->set_stopped(true);  // stopped while waiting for a step

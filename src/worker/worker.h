@@ -37,6 +37,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,9 +115,11 @@ class Worker {
   Status Train(const proto::Task& task, proto::ReportTaskRequest* report);
   // Computes and pushes one minibatch, with LibTorch's generator seeded from
   // `seed` before every forward. A non-finite loss or gradient is an error
-  // with *nonfinite set; nothing is pushed.
+  // with *nonfinite set; nothing is pushed. `while_pushing`, if set, runs
+  // on this thread while the first push is in flight (at most once; not at
+  // all when the minibatch fails before it).
   Status TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, uint64_t seed,
-                        double* loss, bool* nonfinite);
+                        double* loss, bool* nonfinite, std::function<void()> while_pushing = {});
   Status Evaluate(const proto::Task& task, proto::ReportTaskRequest* report);
   Status Predict(const proto::Task& task, proto::ReportTaskRequest* report);
   // dataset_fn over the task's records, batched; its randomness seeded from

@@ -12,6 +12,7 @@ Environment:
                        the build directory that holds the binary)
 """
 import csv
+import json
 import os
 import re
 import shutil
@@ -48,6 +49,16 @@ ACCURACY = re.compile(r"^accuracy: ([0-9.]+) \(model version (\d+)\)$", re.M)
 TRAINED = re.compile(r"^trained (\d+) records in [0-9.]+ s .*model version (\d+), seed \d+$",
                      re.M)
 PROGRESS = re.compile(r"^\[progress\] .* (\d+)/(\d+) records", re.M)
+
+
+def logged_events(job_dir):
+    """The events of the job's event log so far (a line being written is left out)."""
+    try:
+        with open(os.path.join(job_dir, "events.jsonl")) as f:
+            lines = f.read().split("\n")[:-1]
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines]
 
 
 def job_processes(job_dir):
@@ -521,17 +532,14 @@ class JobTest(JobTestCase):
         job = self.start(self.train_args(job_dir, num_epochs=epochs, validation_data=None,
                                          progress=True))
         workers = self.wait_for_workers(job, job_dir)
-        # Progress (printed every 5 s when stderr is no terminal) shows a
-        # finished task: the job is under way.
+        # A finished training task in the event log: the job is under way.
         deadline = time.monotonic() + JOB_TIMEOUT
         done = 0
         while done == 0:
             self.assertLess(time.monotonic(), deadline, job.describe())
             self.assertIsNone(job.proc.poll(), job.describe())
-            progress = PROGRESS.findall(job.stderr)
-            done = int(progress[-1][0]) if progress else 0
-            time.sleep(0.1)
-        self.assertLess(done, TRAIN_RECORDS * epochs, "too late to kill mid-job")
+            done = sum(1 for e in logged_events(job_dir) if e["event"] == "task_done")
+            time.sleep(0.02)
         workers = self.wait_for_workers(job, job_dir)
         pid = min(workers)
         worker_id = argv_flag(workers[pid], "worker_id")
@@ -549,6 +557,9 @@ class JobTest(JobTestCase):
         # Every record of every epoch trained on once: the killed worker's
         # task went back to the queue and was counted when it was done again.
         self.assertEqual(self.trained(job)[0], TRAIN_RECORDS * epochs, job.describe())
+        # Progress lines (every 5 s when stderr is no terminal) count all epochs' records.
+        totals = [total for _, total in PROGRESS.findall(job.stderr)]
+        self.assertIn(str(TRAIN_RECORDS * epochs), totals, job.describe())
 
     def test_unknown_model_def(self):
         cases = [

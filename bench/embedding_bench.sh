@@ -21,7 +21,7 @@
 #
 #   bench/embedding_bench.sh [BUILD_DIR]     # default build-bench
 #
-# Environment: RECORDS (training lines, default 2000000), TEST_RECORDS
+# Environment: RECORDS (training lines, default 25000000), TEST_RECORDS
 # (default 100000), THROUGHPUT_RECORDS (the first records trained in the
 # throughput runs, a multiple of 100000; default 200000), MINIBATCH
 # (default 512), REPS (default 2), WORK (scratch, default a new temp dir),
@@ -33,7 +33,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build-bench}
 BIN=$BUILD/bin
-RECORDS=${RECORDS:-2000000}
+RECORDS=${RECORDS:-25000000}
 TEST_RECORDS=${TEST_RECORDS:-100000}
 THROUGHPUT_RECORDS=${THROUGHPUT_RECORDS:-200000}
 MINIBATCH=${MINIBATCH:-512}

@@ -24,6 +24,12 @@ PACKAGES=(
   libsnappy-dev zlib1g-dev libisal-dev
   # command line, CSV, formatting and logs
   libcli11-dev libcsv-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
+  # the dashboard's HTTP server, and the HTTP client of its tests (found
+  # through pkg-config)
+  libmicrohttpd-dev libcpp-httplib-dev pkg-config
+  # the dashboard's tests: a real browser, a real Prometheus server, and
+  # protobuf for Python to read TensorBoard's event files back
+  chromium fonts-dejavu-core prometheus python3-protobuf
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-snappy python3-crc32c
   # the peer the benchmarks compare with (PyTorch, torchrun)
@@ -42,14 +48,28 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+SUDO_APT="$SUDO env DEBIAN_FRONTEND=noninteractive"
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  $SUDO_APT apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "setup: all ${#PACKAGES[@]} packages already installed"
+fi
+
+# The dashboard's chart library (and the browser driver of its tests), from
+# npm at the versions web/package-lock.json pins; nothing is fetched when the
+# page is served.
+if ! command -v npm > /dev/null; then
+  echo "setup: installing npm"
+  $SUDO_APT apt-get install -y -q --no-install-recommends nodejs npm
+fi
+if [ ! -f web/node_modules/.package-lock.json ] ||
+   [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "setup: installing web/node_modules (npm ci)"
+  (cd web && npm ci --no-audit --no-fund)
 fi
 
 if [ "${1:-}" = "--no-build" ]; then exit 0; fi

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <type_traits>
 #include <variant>
 
+#include "client/dashboard.h"
 #include "client/job_control.h"
 #include "client/job_settings.h"
 #include "cluster/signals.h"
@@ -152,6 +154,46 @@ void AddControlCommands(CLI::App* app, int* exit_code) {
       return;
     }
     fmt::print("{}\n", st->DebugString());
+    if (st->finished()) {
+      fmt::print("dashboard: elasticdl dashboard {}\n", *dir);
+    } else if (StatusOr<std::string> url = client::DashboardUrl(*dir); url.ok()) {
+      fmt::print("dashboard: {}\n", *url);
+    }
+  });
+}
+
+// `elasticdl dashboard JOB`: the dashboard of a job that ended (or runs),
+// served from its directory.
+void AddDashboardCommand(CLI::App* app, int* exit_code) {
+  auto options = std::make_shared<client::ServeDashboardOptions>();
+  auto target = std::make_shared<std::string>();
+  CLI::App* cmd = app->add_subcommand(
+      "dashboard", "Serve a job's dashboard from its directory (after it ended, or while it runs)");
+  cmd->add_option("job", *target, "The job directory, or the job's name")->required();
+  cmd->add_option("--host", options->host, "Interface to listen on")->capture_default_str();
+  cmd->add_option("--port", options->port, "Port to listen on (0: a free one)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd->callback([options, target, exit_code] {
+    static std::atomic<bool> cancelled{false};
+    cluster::ShutdownSignalsOptions signal_options;
+    signal_options.on_shutdown = [](int) { cancelled = true; };
+    auto signals = cluster::ShutdownSignals::Install(signal_options);
+    StatusOr<std::string> dir = client::FindJobDir(*target);
+    Status s = signals.ok() ? dir.status() : signals.status();
+    if (s.ok()) {
+      options->job_dir = *dir;
+      options->cancel = &cancelled;
+      options->on_serving = [](const std::string& url) {
+        fmt::print("dashboard: {}\n(Ctrl-C stops it)\n", url);
+        std::fflush(stdout);
+      };
+      s = client::ServeDashboard(*options);
+    }
+    if (!s.ok()) {
+      fmt::print(stderr, "error: {}\n", std::string(s.message()));
+      *exit_code = 1;
+    }
   });
 }
 
@@ -160,6 +202,7 @@ void AddJobCommands(CLI::App* app, int* exit_code) {
   Add(app, exit_code, JobCommand::kEvaluate);
   Add(app, exit_code, JobCommand::kPredict);
   AddControlCommands(app, exit_code);
+  AddDashboardCommand(app, exit_code);
 }
 
 }  // namespace elasticdl::cli

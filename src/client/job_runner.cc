@@ -102,6 +102,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   const int max_restarts = spec.fault_tolerance().max_master_restarts();
   std::unique_ptr<proto::Master::Stub> master;
   std::string master_address;
+  std::string dashboard;
   std::optional<cluster::ProcessExit> ended;
   bool signalled = false;
   int restarts = 0;
@@ -143,6 +144,10 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
         sink.Line("client", StrCat("workers join with: elasticdl worker --master=", master_address,
                                    " --token_file=", rpc::JobTokenPath(job_dir)));
       }
+    }
+    if (auto url = ReadFileToString(job_dir + "/dashboard.url"); url.ok() && *url != dashboard) {
+      dashboard = *url;
+      sink.Line("client", StrCat("dashboard: ", dashboard, "/?token=", token));
     }
     if (master != nullptr) {
       proto::GetJobStatusRequest request;

@@ -7,13 +7,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <utility>
 
 namespace elasticdl::master {
 
-EventLog::EventLog(std::string path) {
-  if (path.empty()) return;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) spdlog::warn("cannot write the event log {}: {}", path, std::strerror(errno));
+EventLog::EventLog(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) return;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) spdlog::warn("cannot write the event log {}: {}", path_, std::strerror(errno));
 }
 
 EventLog::~EventLog() {
@@ -21,17 +23,31 @@ EventLog::~EventLog() {
 }
 
 void EventLog::Append(const std::string& event, const nlohmann::json& fields) {
-  if (fd_ < 0) return;
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   nlohmann::json line = {{"t", now}, {"event", event}};
   line.update(fields);
   const std::string text = line.dump() + "\n";
   std::lock_guard<std::mutex> lock(mu_);
-  if (::write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()) && !warned_) {
+  if (fd_ >= 0 && ::write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()) &&
+      !warned_) {
     warned_ = true;
     spdlog::warn("writing the event log: {}", std::strerror(errno));
   }
+  if (listener_) listener_(line, /*replayed=*/false);
+}
+
+void EventLog::Follow(Listener listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (listener && !path_.empty()) {
+    std::ifstream in(path_);
+    std::string text;
+    while (std::getline(in, text)) {
+      nlohmann::json event = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (event.is_object()) listener(event, /*replayed=*/true);
+    }
+  }
+  listener_ = std::move(listener);
 }
 
 }  // namespace elasticdl::master

@@ -9,6 +9,7 @@
 #ifndef ELASTICDL_MASTER_EVENT_LOG_H_
 #define ELASTICDL_MASTER_EVENT_LOG_H_
 
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,7 +27,17 @@ class EventLog {
   // Appends {"t": now, "event": event, ...fields}.
   void Append(const std::string& event, const nlohmann::json& fields = nlohmann::json::object());
 
+  // `replayed`: the event was in the log before Follow was called.
+  using Listener = std::function<void(const nlohmann::json& event, bool replayed)>;
+  // Hands `listener` every event already in the log (an earlier master's,
+  // when this one resumed the job), then every event appended from now on,
+  // in order, under the log's lock (so it must not append). Lines that do
+  // not parse are skipped. Follow(nullptr) stops.
+  void Follow(Listener listener);
+
  private:
+  const std::string path_;
+  Listener listener_;
   std::mutex mu_;
   int fd_ = -1;
   bool warned_ = false;

@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "common/strings.h"
+#include "dashboard/job_view.h"
 #include "master/journal.h"
+#include "rpc/histogram_codec.h"
 
 namespace elasticdl::master {
 namespace {
@@ -257,11 +259,29 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
                                                 " does not hold task ", request.task_id(),
                                                 " (attempt ", request.attempt(), ")"));
   }
-  Event(request.stopped() ? "task_stopped" : "task_done",
-        {{"task", request.task_id()},
-         {"worker", request.worker_id()},
-         {"minibatches_done", request.minibatches_done()},
-         {"error", request.error()}});
+  nlohmann::json fields = {{"task", request.task_id()},
+                           {"worker", request.worker_id()},
+                           {"minibatches_done", request.minibatches_done()},
+                           {"error", request.error()}};
+  if (!request.stopped() && request.error().empty() && request.minibatches() > 0) {
+    // A training task's mean loss at the version it left the model at: a
+    // point of the loss curve.
+    fields["loss"] = request.loss_sum() / static_cast<double>(request.minibatches());
+    fields["model_version"] = request.model_version();
+    fields["records"] = request.records();
+  }
+  // The worker's calls to the servers since its last report: the known
+  // calls, in the dashboard's buckets.
+  nlohmann::json rpc_seconds = nlohmann::json::object();
+  for (const auto& [call, h] : request.rpc_seconds()) {
+    Histogram histogram = rpc::HistogramFromProto(h);
+    if ((call == "pull" || call == "pull_rows" || call == "push") &&
+        histogram.bounds == LatencyBounds() && histogram.count > 0) {
+      rpc_seconds[call] = dashboard::LatencyHistogramToJson(histogram);
+    }
+  }
+  if (!rpc_seconds.empty()) fields["rpc_seconds"] = std::move(rpc_seconds);
+  Event(request.stopped() ? "task_stopped" : "task_done", fields);
   samples_.emplace_back(Clock::now(), tasks_.records_done());
   while (samples_.size() > 2 &&
          samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
@@ -342,6 +362,22 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
     response->set_eval_model_version(ev.model_version);
     for (const auto& [name, value] : ev.metrics) (*response->mutable_eval_metrics())[name] = value;
   }
+}
+
+nlohmann::json JobState::LiveStatus() {
+  proto::GetJobStatusResponse status;
+  GetStatus(&status);
+  nlohmann::json live = dashboard::StatusToJson(status);
+  std::lock_guard<std::mutex> lock(mu_);
+  live["tasks"] = {{"todo", tasks_.queued()}, {"doing", tasks_.held()}};
+  nlohmann::json leases = nlohmann::json::object();
+  const Clock::time_point now = Clock::now();
+  for (const auto& [id, w] : workers_) {
+    leases[std::to_string(id)] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count();
+  }
+  live["leases"] = std::move(leases);
+  return live;
 }
 
 Status JobState::Join(const proto::JoinRequest& request, proto::JoinResponse* response) {

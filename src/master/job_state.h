@@ -77,6 +77,10 @@ class JobState {
   Status Heartbeat(const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response);
   Status Scale(const proto::ScaleRequest& request, proto::ScaleResponse* response);
   void GetStatus(proto::GetJobStatusResponse* response);
+  // The dashboard's status (dashboard::JobView::StatusSource): GetStatus,
+  // the tasks queued and held, and each worker's milliseconds since it was
+  // last heard from.
+  nlohmann::json LiveStatus();
 
   // Supervision.
   // A worker id for a new worker process.

@@ -22,6 +22,7 @@
 #include "master/job_state.h"
 #include "master/journal.h"
 #include "master/master_service.h"
+#include "master/observer.h"
 #include "master/supervisor.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_spec.h"
@@ -233,11 +234,12 @@ Status BindAddress(const proto::ClusterSpec& cluster, std::string* host, int* po
   return absl::OkStatus();
 }
 
-void LogEvaluations(JobState* state, size_t* logged) {
+void LogEvaluations(JobState* state, EventLog* events, size_t* logged) {
   std::vector<Evaluation> evaluations = state->evaluations();
   for (; *logged < evaluations.size(); ++*logged) {
     const Evaluation& ev = evaluations[*logged];
     spdlog::info("evaluation at model version {}:{}", ev.model_version, Describe(ev));
+    events->Append("evaluation", {{"model_version", ev.model_version}, {"metrics", ev.metrics}});
   }
 }
 
@@ -330,11 +332,28 @@ Status Run(const MasterOptions& options) {
         TaskManager(task_options, std::move(training), std::move(validation), prediction), &events);
   }
   service.set_state(state.get());
+  // The dashboard is for people: a job goes on without it.
+  ObserverOptions observer_options;
+  observer_options.job_dir = options.job_dir;
+  observer_options.job_name = spec.job_name();
+  observer_options.host = host;
+  observer_options.token = token;
+  StatusOr<std::unique_ptr<Observer>> observer =
+      Observer::Start(observer_options, &events, state.get());
+  if (!observer.ok()) {
+    spdlog::warn("no dashboard for this job: {}", std::string(observer.status().message()));
+  }
   EDL_RETURN_IF_ERROR(WriteFileAtomically(options.job_dir + "/master.addr", address));
-  events.Append("master_started",
-                {{"resumed", journal.has_value()}, {"pid", getpid()}, {"address", address}});
+  char hostname[256] = {};
+  ::gethostname(hostname, sizeof hostname - 1);
+  events.Append("master_started", {{"resumed", journal.has_value()},
+                                   {"pid", getpid()},
+                                   {"address", address},
+                                   {"host", hostname},
+                                   {"dashboard", observer.ok() ? (*observer)->url() : ""}});
   spdlog::info("master serving on {}; job {}, seed {}{}", address, spec.job_name(), spec.seed(),
                journal ? " (resumed from its journal)" : "");
+  if (observer.ok()) spdlog::info("dashboard at {}", (*observer)->url());
 
   if (!backend->starts_workers()) {
     spdlog::info("waiting for {} worker(s) to join: elasticdl worker --master={} --token_file={}",
@@ -370,7 +389,8 @@ Status Run(const MasterOptions& options) {
   if (spec.type() == proto::JOB_TRAINING && update == proto::UpdateRule::SYNC_EVERY_WORKER) {
     group.emplace(token);
   }
-  size_t evaluations_logged = 0;
+  // A resumed job's earlier evaluations are in the log already.
+  size_t evaluations_logged = journal ? state->evaluations().size() : 0;
   auto last_journal_write = std::chrono::steady_clock::now();
   while (outcome.ok() && !state->finished()) {
     if (options.cancel != nullptr && options.cancel->load()) {
@@ -381,7 +401,8 @@ Status Run(const MasterOptions& options) {
     if (!s.ok()) fail(s);
     if (group) group->Tick(state.get());
     flush_servers();
-    LogEvaluations(state.get(), &evaluations_logged);
+    LogEvaluations(state.get(), &events, &evaluations_logged);
+    if (observer.ok()) (*observer)->Tick();
     if (std::chrono::steady_clock::now() - last_journal_write > milliseconds(500)) {
       state->FlushJournal().IgnoreError();
       last_journal_write = std::chrono::steady_clock::now();
@@ -392,9 +413,10 @@ Status Run(const MasterOptions& options) {
 
   if (outcome.ok()) {
     flush_servers();
-    LogEvaluations(state.get(), &evaluations_logged);
+    LogEvaluations(state.get(), &events, &evaluations_logged);
     if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
       Status s = WriteOutputModel(spec, state->ps_addresses(), token);
+      if (s.ok() && observer.ok()) s = (*observer)->CopyEventFiles(spec.output());
       if (s.ok())
         spdlog::info("trained model written to {}", spec.output());
       else

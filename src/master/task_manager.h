@@ -172,6 +172,11 @@ class TaskManager {
   // How many minibatches `task` has (1 for evaluation and prediction).
   int64_t NumMinibatches(const proto::Task& task) const;
 
+  // Tasks waiting in the queues (of the epoch being dealt) and tasks held
+  // by workers.
+  size_t queued() const { return training_queue_.size() + other_queue_.size(); }
+  size_t held() const { return held_.size(); }
+
   bool finished() const;
   // Every training task of every epoch has finished (always true for
   // evaluation and prediction jobs). A parameter server's restore may make

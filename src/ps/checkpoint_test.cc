@@ -228,6 +228,27 @@ TEST_F(CheckpointTest, WriterWritesInTheBackgroundAndRetains) {
   ASSERT_EQ(newest->parameters_size(), 1);
   EXPECT_EQ(newest->parameters(0).slots(0).name(), "momentum_buffer");
   EXPECT_EQ(newest->applied(0).minibatches(), 9);
+  // Three written and timed; an older version is not a skip.
+  CheckpointStats stats = writer.stats();
+  EXPECT_EQ(stats.seconds.count, 3);
+  EXPECT_GT(stats.seconds.sum, 0);
+  EXPECT_EQ(stats.failed, 0);
+  EXPECT_EQ(stats.skipped, 0);
+}
+
+TEST_F(CheckpointTest, WriterCountsFailedWrites) {
+  CheckpointWriterOptions options;
+  options.dir = dir_ + "/a-file";
+  fs::create_directories(dir_);
+  std::ofstream(options.dir) << "not a directory";
+  CheckpointWriter writer(options);
+  ShardSnapshot s;
+  s.version = 4;
+  EXPECT_TRUE(writer.Offer(std::move(s)));
+  writer.Flush();
+  EXPECT_FALSE(writer.last_status().ok());
+  EXPECT_EQ(writer.stats().failed, 1);
+  EXPECT_EQ(writer.stats().seconds.count, 0);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ bool CheckpointWriter::Offer(ShardSnapshot snapshot) {
   std::lock_guard<std::mutex> lock(mu_);
   if (snapshot.version <= newest_offered_) return false;
   if (writing_ || queued_.has_value()) {
+    ++stats_.skipped;
     spdlog::warn(
         "parameter server {}: checkpoint of version {} skipped: the previous one is still being "
         "written",
@@ -52,6 +53,11 @@ int64_t CheckpointWriter::last_written_version() const {
   return last_written_;
 }
 
+CheckpointStats CheckpointWriter::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
 void CheckpointWriter::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -62,17 +68,25 @@ void CheckpointWriter::Loop() {
     writing_ = true;
     lock.unlock();
     const int64_t version = snapshot.version;
+    const auto start = std::chrono::steady_clock::now();
     Status s = Write(std::move(snapshot));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     lock.lock();
     writing_ = false;
     last_status_ = s;
-    if (s.ok()) last_written_ = version;
+    if (s.ok()) {
+      last_written_ = version;
+      stats_.seconds.Observe(seconds);
+    } else {
+      ++stats_.failed;
+    }
     cv_.notify_all();
   }
 }
 
 Status CheckpointWriter::Write(ShardSnapshot snapshot) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();  // for the log line
   proto::ShardCheckpoint checkpoint;
   const int64_t version = snapshot.version;
   Status s = EncodeSnapshot(std::move(snapshot), &checkpoint);

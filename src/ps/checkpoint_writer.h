@@ -16,10 +16,18 @@
 #include <string>
 #include <thread>
 
+#include "common/histogram.h"
 #include "elasticdl/status.h"
 #include "ps/shard_state.h"
 
 namespace elasticdl::ps {
+
+// What a writer did since it started.
+struct CheckpointStats {
+  Histogram seconds;    // of each checkpoint written: encoding, writing, retention
+  int64_t failed = 0;   // writes that failed
+  int64_t skipped = 0;  // snapshots dropped while a write was in flight
+};
 
 struct CheckpointWriterOptions {
   // Where checkpoints go (see checkpoint.h for the layout).
@@ -50,6 +58,7 @@ class CheckpointWriter {
   // before any succeeded).
   Status last_status() const;
   int64_t last_written_version() const;
+  CheckpointStats stats() const;
 
  private:
   void Loop();
@@ -64,6 +73,7 @@ class CheckpointWriter {
   int64_t newest_offered_ = -1;
   int64_t last_written_ = -1;
   Status last_status_;
+  CheckpointStats stats_;
   std::thread thread_;  // last: started once the members above exist
 };
 

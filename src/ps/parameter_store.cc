@@ -823,4 +823,16 @@ std::map<std::string, EmbeddingCounters> ParameterStore::embedding_counters() co
   return counters;
 }
 
+ParameterStore::DenseSize ParameterStore::dense_size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  DenseSize size;
+  for (const auto* tensors : {&parameters_, &buffers_}) {
+    for (const auto& [name, t] : *tensors) {
+      size.elements += t.numel();
+      size.bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    }
+  }
+  return size;
+}
+
 }  // namespace elasticdl::ps

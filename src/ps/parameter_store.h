@@ -202,6 +202,12 @@ class ParameterStore {
   bool initialized() const;
   // Each table's counters (rows, admission, eviction, bytes), by name.
   std::map<std::string, EmbeddingCounters> embedding_counters() const;
+  // The dense parameters and buffers: how many elements, how many bytes.
+  struct DenseSize {
+    int64_t elements = 0;
+    int64_t bytes = 0;
+  };
+  DenseSize dense_size() const;
   uint64_t instance() const { return instance_; }
 
  private:

@@ -212,7 +212,7 @@ Status RunPsServer(const PsServerOptions& options) {
   EDL_RETURN_IF_ERROR(
       InitializeFromCheckpoints(options, spec, checkpoint_dir, &store, &writer, &request));
 
-  PsService service(&store, token);
+  PsService service(&store, token, &writer);
   std::string address;
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
                        rpc::StartServer(options.host, options.port, {&service}, &address));

@@ -2,6 +2,7 @@
 
 #include "common/strings.h"
 #include "ps/checkpoint.h"
+#include "rpc/histogram_codec.h"
 #include "rpc/job_token.h"
 
 namespace elasticdl::ps {
@@ -68,6 +69,34 @@ grpc::Status PsService::SetGroup(grpc::ServerContext* context,
   return rpc::GuardedCall(*context, token_, "SetGroup", [&] {
     store_->SetGroup(request->generation(),
                      std::vector<int32_t>(request->workers().begin(), request->workers().end()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status PsService::Stats(grpc::ServerContext* context, const proto::PsStatsRequest*,
+                              proto::PsStatsResponse* response) {
+  return rpc::GuardedCall(*context, token_, "Stats", [&] {
+    response->set_version(store_->version());
+    const ParameterStore::DenseSize dense = store_->dense_size();
+    response->set_dense_elements(dense.elements);
+    response->set_dense_bytes(dense.bytes);
+    for (const auto& [name, c] : store_->embedding_counters()) {
+      proto::EmbeddingTableStats* table = response->add_tables();
+      table->set_name(name);
+      table->set_rows(c.rows);
+      table->set_bytes(c.bytes);
+      table->set_created(c.created);
+      table->set_evicted_by_age(c.evicted_by_age);
+      table->set_evicted_by_budget(c.evicted_by_budget);
+      table->set_awaiting_admission(c.awaiting_admission);
+      table->set_dropped_gradients(c.dropped_gradients);
+    }
+    if (checkpoints_ != nullptr) {
+      const CheckpointStats stats = checkpoints_->stats();
+      rpc::HistogramToProto(stats.seconds, response->mutable_checkpoint_seconds());
+      response->set_checkpoints_failed(stats.failed);
+      response->set_checkpoints_skipped(stats.skipped);
+    }
     return absl::OkStatus();
   });
 }

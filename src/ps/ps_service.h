@@ -9,15 +9,18 @@
 #include <utility>
 
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "ps/checkpoint_writer.h"
 #include "ps/parameter_store.h"
 
 namespace elasticdl::ps {
 
 class PsService final : public proto::ParameterServer::Service {
  public:
-  // `store` must outlive the service. Every call must carry `token` (see
+  // `store` (and `checkpoints`, whose figures Stats reports, if any) must
+  // outlive the service. Every call must carry `token` (see
   // rpc/job_token.h); an empty token accepts every call (in-process tests).
-  PsService(ParameterStore* store, std::string token) : store_(store), token_(std::move(token)) {}
+  PsService(ParameterStore* store, std::string token, const CheckpointWriter* checkpoints = nullptr)
+      : store_(store), token_(std::move(token)), checkpoints_(checkpoints) {}
 
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                     proto::PullResponse* response) override;
@@ -33,10 +36,13 @@ class PsService final : public proto::ParameterServer::Service {
                       proto::ExportResponse* response) override;
   grpc::Status SetGroup(grpc::ServerContext* context, const proto::SetGroupRequest* request,
                         proto::SetGroupResponse* response) override;
+  grpc::Status Stats(grpc::ServerContext* context, const proto::PsStatsRequest* request,
+                     proto::PsStatsResponse* response) override;
 
  private:
   ParameterStore* const store_;
   const std::string token_;
+  const CheckpointWriter* const checkpoints_;
 };
 
 }  // namespace elasticdl::ps

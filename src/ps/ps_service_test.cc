@@ -125,6 +125,21 @@ TEST_F(PsServiceTest, BadPushesAreInvalidAndChangeNothing) {
   EXPECT_EQ(out.version(), 1);
 }
 
+TEST_F(PsServiceTest, StatsTellWhatTheShardHolds) {
+  proto::PsStatsResponse stats;
+  EXPECT_EQ(
+      Call(&proto::ParameterServer::Stub::Stats, proto::PsStatsRequest(), &stats, "wrong").code(),
+      absl::StatusCode::kUnauthenticated);
+  proto::PushResponse out;
+  ASSERT_TRUE(Call(&proto::ParameterServer::Stub::Push, Push(torch::ones({2})), &out).ok());
+  ASSERT_TRUE(Call(&proto::ParameterServer::Stub::Stats, proto::PsStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.version(), 1);
+  EXPECT_EQ(stats.dense_elements(), 2);
+  EXPECT_EQ(stats.dense_bytes(), 8);
+  EXPECT_EQ(stats.tables_size(), 0);
+  EXPECT_EQ(stats.checkpoint_seconds().count(), 0);  // no writer
+}
+
 // ---------------------------------------------------------------- RunPsServer
 
 // A master that records registrations and answers GetJobStatus.
@@ -297,6 +312,16 @@ TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {
   const std::string path = CheckpointPath(job_dir_ + "/checkpoints", 0, 1, 2);
   for (int i = 0; i < 100 && !fs::exists(path); ++i) std::this_thread::sleep_for(milliseconds(20));
   EXPECT_TRUE(fs::exists(path));
+  // The server's Stats report the checkpoint, timed in the shared buckets.
+  proto::PsStatsResponse stats;
+  for (int i = 0; i < 100 && stats.checkpoint_seconds().count() == 0; ++i) {
+    auto stats_context = rpc::MakeContext(milliseconds(5000), master_.token);
+    ASSERT_TRUE(stub->Stats(stats_context.get(), proto::PsStatsRequest(), &stats).ok());
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(stats.checkpoint_seconds().count(), 1);
+  EXPECT_EQ(stats.checkpoint_seconds().bounds_size(), static_cast<int>(LatencyBounds().size()));
+  EXPECT_EQ(stats.dense_elements(), 2);
   cancel_ = true;
   EXPECT_TRUE(done.get().ok());
 }

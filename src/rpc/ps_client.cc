@@ -55,6 +55,8 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
         async->Flush(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else if constexpr (std::is_same_v<Request, proto::SetGroupRequest>) {
         async->SetGroup(contexts[i].get(), &requests[i], &(*responses)[i], done);
+      } else if constexpr (std::is_same_v<Request, proto::PsStatsRequest>) {
+        async->Stats(contexts[i].get(), &requests[i], &(*responses)[i], done);
       } else {
         async->Push(contexts[i].get(), &requests[i], &(*responses)[i], done);
       }
@@ -114,6 +116,15 @@ Status PsClient::SetGroup(const proto::SetGroupRequest& request) {
 Status PsClient::Push(const std::vector<proto::PushRequest>& requests,
                       std::vector<proto::PushResponse>* responses, const std::vector<int>& shards) {
   return CallAll("push", &proto::ParameterServer::Stub::Push, requests, responses, shards);
+}
+
+Status PsClient::Stats(int shard, proto::PsStatsResponse* response) {
+  std::vector<proto::PsStatsRequest> requests(stubs_.size());
+  std::vector<proto::PsStatsResponse> responses;
+  EDL_RETURN_IF_ERROR(
+      CallAll("stats", &proto::ParameterServer::Stub::Stats, requests, &responses, {shard}));
+  *response = std::move(responses[static_cast<size_t>(shard)]);
+  return absl::OkStatus();
 }
 
 }  // namespace elasticdl::rpc

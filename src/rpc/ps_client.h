@@ -44,6 +44,8 @@ class PsClient {
                 std::vector<proto::ExportResponse>* responses);
   // Sync mode: the workers every shard's steps wait for.
   Status SetGroup(const proto::SetGroupRequest& request);
+  // What shard `shard` holds and how its checkpoints go.
+  Status Stats(int shard, proto::PsStatsResponse* response);
 
  private:
   template <typename Request, typename Response, typename Method>

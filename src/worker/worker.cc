@@ -13,6 +13,7 @@
 #include "common/strings.h"
 #include "elasticdl/seed.h"
 #include "rpc/grpc_util.h"
+#include "rpc/histogram_codec.h"
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 #include "rpc/trained_model.h"
@@ -138,7 +139,7 @@ Status Worker::Register() {
     if (s.ok()) {
       std::vector<std::string> addresses(response.ps_addresses().begin(),
                                          response.ps_addresses().end());
-      ps_ = addresses.empty() ? nullptr : peers_.connect_ps(addresses);
+      ps_ = TimedServers(addresses.empty() ? nullptr : peers_.connect_ps(addresses), &timings_);
       rows_.set_servers(ps_.get());
       return absl::OkStatus();
     }
@@ -610,6 +611,9 @@ Status Worker::Run() {
     } else if (!s.ok()) {
       report.set_error(std::string(s.message()));
       spdlog::warn("task {} failed: {}", task.task_id(), report.error());
+    }
+    for (const auto& [call, histogram] : timings_.Take()) {
+      rpc::HistogramToProto(histogram, &(*report.mutable_rpc_seconds())[call]);
     }
     Status reported = Report(report);
     task_id_ = -1;

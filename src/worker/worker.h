@@ -48,6 +48,7 @@
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "worker/call_timings.h"
 #include "worker/peers.h"
 #include "worker/server_rows.h"
 #include "worker/sharded_model.h"
@@ -141,6 +142,7 @@ class Worker {
   const WorkerJob job_;
   ZooProgram program_;
   WorkerPeers peers_;
+  CallTimings timings_;  // of ps_'s calls, reported with each task
   std::unique_ptr<ParameterServers> ps_;
   std::unique_ptr<ShardedModel> model_;
   ServerRows rows_;                  // the Embedding layers' rows

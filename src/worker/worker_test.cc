@@ -6,6 +6,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "elasticdl/data/record_file.h"
@@ -299,6 +300,13 @@ TEST_F(WorkerTest, TrainsEveryRecordOnceAndReportsEachTask) {
     EXPECT_EQ(report.minibatches_done(), 4);
     EXPECT_FALSE(report.stopped());
     EXPECT_EQ(report.error(), "");
+    // One push per minibatch, timed in the shared buckets; a pull before each.
+    ASSERT_EQ(report.rpc_seconds().count("push"), 1u);
+    const proto::Histogram& push = report.rpc_seconds().at("push");
+    EXPECT_EQ(push.count(), 4);
+    EXPECT_EQ(std::vector<double>(push.bounds().begin(), push.bounds().end()), LatencyBounds());
+    EXPECT_EQ(std::accumulate(push.counts().begin(), push.counts().end(), int64_t{0}), 4);
+    EXPECT_GE(report.rpc_seconds().at("pull").count(), 4);
   }
 }
 

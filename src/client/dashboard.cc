@@ -1,0 +1,84 @@
+#include "client/dashboard.h"
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "client/job_control.h"
+#include "common/file.h"
+#include "common/strings.h"
+#include "dashboard/job_view.h"
+#include "dashboard/server.h"
+#include "rpc/job_spec.h"
+#include "rpc/job_token.h"
+
+namespace elasticdl::client {
+
+namespace {
+
+// Reads the event log's complete lines as they are appended.
+class LogTail {
+ public:
+  explicit LogTail(std::string path) : path_(std::move(path)) {}
+
+  // Hands each new complete line to `apply`.
+  void Poll(dashboard::JobView* view) {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return;
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t start = 0;
+    for (size_t end; (end = chunk.find('\n', start)) != std::string::npos; start = end + 1) {
+      nlohmann::json event = nlohmann::json::parse(
+          chunk.begin() + static_cast<std::ptrdiff_t>(start),
+          chunk.begin() + static_cast<std::ptrdiff_t>(end), nullptr, /*allow_exceptions=*/false);
+      if (event.is_object()) view->Apply(event);
+    }
+    offset_ += start;  // a partial last line is read again next time
+  }
+
+ private:
+  const std::string path_;
+  uint64_t offset_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::string> DashboardUrl(const std::string& job_dir) {
+  StatusOr<std::string> url = ReadFileToString(job_dir + "/dashboard.url");
+  if (!url.ok()) {
+    return absl::NotFoundError(StrCat(job_dir, ": no dashboard (the master has not started one)"));
+  }
+  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
+  return StrCat(*url, "/?token=", token);
+}
+
+Status ServeDashboard(const ServeDashboardOptions& options) {
+  const std::string& job_dir = options.job_dir;
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(job_dir));
+  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
+  // The status: the final one once the job ended, else its master's; none
+  // when neither answers (a master that died).
+  dashboard::JobView view({spec.job_name()}, [job_dir]() -> nlohmann::json {
+    StatusOr<proto::GetJobStatusResponse> status = GetJobStatus(job_dir);
+    if (!status.ok()) return {{"message", std::string(status.status().message())}};
+    return dashboard::StatusToJson(*status);
+  });
+  LogTail tail(job_dir + "/events.jsonl");
+  tail.Poll(&view);
+  dashboard::ServerOptions server_options;
+  server_options.host = options.host;
+  server_options.port = options.port;
+  server_options.token = token;
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<dashboard::Server> server,
+                       dashboard::Server::Start(server_options, &view));
+  if (options.on_serving) options.on_serving(server->url_with_token());
+  while (options.cancel == nullptr || !options.cancel->load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    tail.Poll(&view);
+  }
+  server->Stop();
+  return absl::OkStatus();
+}
+
+}  // namespace elasticdl::client

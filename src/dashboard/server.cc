@@ -1,0 +1,248 @@
+#include "dashboard/server.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "common/file.h"
+#include "common/strings.h"
+
+namespace elasticdl::dashboard {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr char kCookie[] = "elasticdl_token";
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Compares in time independent of where the strings differ.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+const char* ContentType(const std::string& name) {
+  const std::string ext = fs::path(name).extension().string();
+  if (ext == ".html") return "text/html; charset=utf-8";
+  if (ext == ".js") return "text/javascript; charset=utf-8";
+  if (ext == ".css") return "text/css; charset=utf-8";
+  if (ext == ".svg") return "image/svg+xml";
+  if (ext == ".png") return "image/png";
+  if (ext == ".json") return "application/json";
+  return "application/octet-stream";
+}
+
+// ?since=N: a count of items already seen; absent is 0.
+bool ParseSince(const char* value, size_t* since) {
+  *since = 0;
+  if (value == nullptr) return true;
+  const char* end = value + std::strlen(value);
+  auto [ptr, ec] = std::from_chars(value, end, *since);
+  return ec == std::errc() && ptr == end && ptr != value;
+}
+
+std::string Lookup(MHD_Connection* connection, MHD_ValueKind kind, const char* key) {
+  const char* value = MHD_lookup_connection_value(connection, kind, key);
+  return value == nullptr ? "" : value;
+}
+
+}  // namespace
+
+// libmicrohttpd's callback for a request.
+class RequestHandler {
+ public:
+  static MHD_Result Handle(void* cls, MHD_Connection* connection, const char* url,
+                           const char* method, const char* version, const char* upload_data,
+                           size_t* upload_data_size, void** request_state);
+};
+
+std::string WebDir() {
+  if (const char* dir = std::getenv("ELASTICDL_WEB_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (exe.parent_path().parent_path() / "share" / "elasticdl" / "web").string();
+}
+
+StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const JobView* view) {
+  if (options.token.empty()) return absl::InvalidArgumentError("the dashboard needs a job token");
+  std::unique_ptr<Server> server(new Server());
+  server->token_ = options.token;
+  const std::string web_dir = options.web_dir.empty() ? WebDir() : options.web_dir;
+  std::error_code ec;
+  for (fs::directory_iterator it(web_dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    const std::string name = it->path().filename().string();
+    if (name.front() == '.') continue;
+    EDL_ASSIGN_OR_RETURN(std::string content, ReadFileToString(it->path().string()));
+    server->files_[name] = {ContentType(name), std::move(content)};
+  }
+  if (server->files_.count("index.html") == 0) {
+    return absl::NotFoundError(StrCat("the dashboard's web files are not in ", web_dir,
+                                      " (index.html missing; scripts/setup.sh builds them)"));
+  }
+
+  server->view_ = view;
+
+  // The address to listen on: the host's first address (IPv4 or IPv6).
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int err =
+          getaddrinfo(options.host.c_str(), std::to_string(options.port).c_str(), &hints, &found);
+      err != 0) {
+    return absl::InvalidArgumentError(
+        StrCat("the dashboard cannot listen on ", options.host, ": ", gai_strerror(err)));
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
+  unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD;
+  if (found->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  server->daemon_ = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &RequestHandler::Handle, server.get(),  //
+      MHD_OPTION_SOCK_ADDR, found->ai_addr,                               //
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,                             //
+      MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned int>(std::max(options.threads, 1)),
+      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(std::max(options.max_connections, 1)),
+      MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned int>(std::max(options.idle_timeout_s, 1)),
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, options.connection_memory,  //
+      MHD_OPTION_END);
+  if (server->daemon_ == nullptr) {
+    return absl::UnavailableError(StrCat("the dashboard cannot listen on ", options.host, ":",
+                                         options.port, " (in use, or not this host's address)"));
+  }
+  const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
+  const int port = info != nullptr ? info->port : options.port;
+  server->url_ = found->ai_family == AF_INET6 && options.host.find(':') != std::string::npos
+                     ? StrCat("http://[", options.host, "]:", port)
+                     : StrCat("http://", options.host, ":", port);
+  return server;
+}
+
+struct Server::Reply {
+  int status = 200;
+  std::string type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  static Reply Json(const json& body) {
+    return {200, "application/json", body.dump(), {{"Cache-Control", "no-store"}}};
+  }
+  static Reply Error(int status, const std::string& message) {
+    return {status, "application/json", json{{"error", message}}.dump(), {}};
+  }
+};
+
+MHD_Result RequestHandler::Handle(void* cls, MHD_Connection* connection, const char* url,
+                                  const char* method, const char* /*version*/,
+                                  const char* /*upload_data*/, size_t* /*upload_data_size*/,
+                                  void** /*request_state*/) {
+  // Answered at the first call, when the head has been read: a body, if
+  // any, is not read (none is wanted) and the connection is closed after.
+  const Server::Reply reply = static_cast<const Server*>(cls)->Answer(connection, method, url);
+  MHD_Response* response = MHD_create_response_from_buffer(
+      reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, reply.type.c_str());
+  for (const auto& [name, value] : reply.headers) {
+    MHD_add_response_header(response, name.c_str(), value.c_str());
+  }
+  const MHD_Result queued = MHD_queue_response(connection, reply.status, response);
+  MHD_destroy_response(response);
+  return queued;
+}
+
+Server::Reply Server::Answer(MHD_Connection* connection, const std::string& method,
+                             const std::string& path) const {
+  // Every request: the method, then the token.
+  if (method != "GET" && method != "HEAD") {
+    Reply reply = Reply::Error(405, StrCat("method ", method, " not allowed"));
+    reply.headers.emplace_back("Allow", "GET, HEAD");
+    return reply;
+  }
+  const char* query_token = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "token");
+  std::string offered;
+  if (query_token != nullptr) {
+    offered = query_token;
+  } else if (std::string auth = Lookup(connection, MHD_HEADER_KIND, "Authorization");
+             auth.rfind("Bearer ", 0) == 0) {
+    offered = auth.substr(7);
+  } else {
+    offered = Lookup(connection, MHD_COOKIE_KIND, kCookie);
+  }
+  if (!SameSecret(offered, token_)) {
+    Reply reply = Reply::Error(
+        401, offered.empty() ? "the job token is missing: open the URL `elasticdl job status` "
+                               "prints, or send Authorization: Bearer TOKEN"
+                             : "wrong job token");
+    reply.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"elasticdl\"");
+    return reply;
+  }
+
+  Reply reply;
+  size_t since = 0;
+  const char* since_value = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "since");
+  if (path == "/") {
+    reply = File("index.html");
+  } else if (constexpr std::string_view kStatic = "/static/"; path.rfind(kStatic, 0) == 0) {
+    // Names only: no directories, so nothing outside the web directory.
+    const std::string name = path.substr(kStatic.size());
+    reply = name.find('/') == std::string::npos ? File(name)
+                                                : Reply::Error(404, "no such file: " + name);
+  } else if (path == "/api/job") {
+    reply = Reply::Json(view_->Job(Now()));
+  } else if ((path == "/api/curves" || path == "/api/events") && !ParseSince(since_value, &since)) {
+    reply = Reply::Error(400, "since must be a count");
+  } else if (path == "/api/curves") {
+    reply = Reply::Json(view_->Curves(since));
+  } else if (path == "/api/events") {
+    reply = Reply::Json(view_->Events(since));
+  } else if (path == "/metrics") {
+    reply = {200, "text/plain; version=0.0.4; charset=utf-8", view_->Metrics(Now()), {}};
+  } else {
+    reply = Reply::Error(404, StrCat("HTTP 404 for ", path));
+  }
+  if (query_token != nullptr) {
+    // The page's own requests then carry the cookie.
+    reply.headers.emplace_back("Set-Cookie",
+                               StrCat(kCookie, "=", token_, "; Path=/; HttpOnly; SameSite=Strict"));
+  }
+  return reply;
+}
+
+Server::Reply Server::File(const std::string& name) const {
+  auto it = files_.find(name);
+  if (it == files_.end()) return Reply::Error(404, StrCat("no such file: ", name));
+  return {200, it->second.first, it->second.second, {{"Cache-Control", "no-cache"}}};
+}
+
+std::string Server::url_with_token() const { return StrCat(url_, "/?token=", token_); }
+
+void Server::Stop() {
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+  daemon_ = nullptr;
+}
+
+Server::~Server() { Stop(); }
+
+}  // namespace elasticdl::dashboard

@@ -13,6 +13,8 @@
 #include "data/inspect.h"
 #include "data/mnist_import.h"
 #include "data/validate.h"
+#include "sql/database.h"
+#include "sql/query_export.h"
 
 namespace elasticdl::cli {
 namespace {
@@ -307,6 +309,48 @@ void AddValidate(CLI::App* data, int* exit_code) {
 
 }  // namespace
 
+void AddSql(CLI::App* data, int* exit_code) {
+  struct Flags {
+    std::string db, select;
+    sql::QueryExportOptions options;
+    WriterFlags writer;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = data->add_subcommand(
+      "sql",
+      "Run a SELECT on a database and write its rows as tf.train.Example records, one feature "
+      "per column (int64, float or bytes, from the column's type or else its values; NULL "
+      "left out)");
+  cmd->add_option("--db", flags->db,
+                  "The database: sqlite:///path/to.db or postgresql://user@host:port/db")
+      ->required();
+  cmd->add_option("SELECT", flags->select, "The query, one SELECT statement")->required();
+  cmd->add_option("DST_DIR", flags->options.output_dir,
+                  "Output directory; gets data.recordio, or data-0000K-of-0000N.recordio with "
+                  "--records_per_shard")
+      ->required();
+  AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
+  cmd->callback([flags, exit_code] {
+    *exit_code = [&]() -> int {
+      sql::QueryExportOptions options = flags->options;
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
+      auto db = sql::Database::Open(flags->db);
+      if (!db.ok()) return Fail(db.status());
+      auto result = sql::ExportQuery(db->get(), flags->select, options);
+      if (!result.ok()) return Fail(result.status());
+      std::string columns;
+      for (const sql::ExportedColumn& c : result->columns) {
+        columns +=
+            fmt::format("{}{}:{}", columns.empty() ? "" : ", ", c.name, example::KindName(c.kind));
+      }
+      fmt::print("wrote {} examples ({}) into {} file{} under {}\n", result->records, columns,
+                 result->outputs.size(), result->outputs.size() == 1 ? "" : "s",
+                 options.output_dir);
+      return kExitOk;
+    }();
+  });
+}
+
 void AddDataCommand(CLI::App* app, int* exit_code) {
   CLI::App* data = app->add_subcommand("data", "Record files: convert, import, inspect, validate");
   data->require_subcommand(1);
@@ -314,6 +358,7 @@ void AddDataCommand(CLI::App* app, int* exit_code) {
   AddMnist(data, exit_code);
   AddCriteo(data, exit_code);
   AddCriteoSynth(data, exit_code);
+  AddSql(data, exit_code);
   AddInspect(data, exit_code);
   AddValidate(data, exit_code);
 }

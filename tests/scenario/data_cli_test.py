@@ -170,6 +170,36 @@ class DataCliTest(unittest.TestCase):
                    "--csv_types=age:complex", check=False)
         self.assertIn("--csv_types: column type 'complex' for 'age' is unknown", proc.stderr)
 
+    def test_sql_query_to_examples_from_sqlite(self):
+        """A table made by SQLite's own client, read back through `data sql`."""
+        db = self.path("hr.db")
+        subprocess.run(["sqlite3", db], check=True, text=True, input="""
+            CREATE TABLE employee (name TEXT, role TEXT, age INTEGER, salary REAL);
+            INSERT INTO employee VALUES ('ann', 'eng', 31, 100.5), ('bob', NULL, 45, 80);
+        """)
+        out = self.path("employee")
+        proc = run("data", "sql", f"--db=sqlite://{db}",
+                   "SELECT name, role, age, salary, age * 1.5 AS score FROM employee", out)
+        self.assertIn("wrote 2 examples (name:bytes_list, role:bytes_list, age:int64_list, "
+                      "salary:float_list, score:float_list) into 1 file", proc.stdout)
+        report = run("data", "inspect", os.path.join(out, "data.recordio")).stdout
+        self.assertIn('name: bytes_list[1] {"ann"}', report)
+        self.assertIn("salary: float_list[1] {80}", report)
+        self.assertIn("score: float_list[1] {67.5}", report)
+        self.assertNotIn("role", report.split("record 1")[1])  # NULL: left out
+
+        for select, message in [
+                ("SELECT nme FROM employee", 'query "SELECT nme FROM employee": no such column: nme'),
+                ("SELECT name FROM employee WHERE age > 99", "the query returned no rows"),
+                ("UPDATE employee SET age = 0", "not a query")]:
+            proc = run("data", "sql", f"--db=sqlite://{db}", select, self.path("bad"), check=False)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn(message, proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.path("bad"), "data.recordio")))
+        proc = run("data", "sql", f"--db=sqlite://{self.path('none.db')}", "SELECT 1",
+                   self.path("bad"), check=False)
+        self.assertIn(f"no SQLite database at {self.path('none.db')}", proc.stderr)
+
     def criteo_fields(self):
         return ["label"] + [f"I{i}" for i in range(1, 14)] + [f"C{i}" for i in range(1, 27)]
 

@@ -1,0 +1,317 @@
+#include "sql/database.h"
+
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <utility>
+
+#include "common/strings.h"
+
+namespace elasticdl::sql {
+
+namespace {
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// SQLite's type affinity of a declared type (https://sqlite.org/datatype3.html,
+// 3.1): what the column's values are converted to on the way in.
+ColumnType SqliteAffinity(const char* declared) {
+  if (declared == nullptr) return ColumnType::kUnknown;
+  const std::string type = Upper(declared);
+  if (type.find("INT") != std::string::npos) return ColumnType::kInteger;
+  if (type.find("CHAR") != std::string::npos || type.find("CLOB") != std::string::npos ||
+      type.find("TEXT") != std::string::npos) {
+    return ColumnType::kText;
+  }
+  if (type.empty() || type.find("BLOB") != std::string::npos) return ColumnType::kUnknown;
+  if (type.find("REAL") != std::string::npos || type.find("FLOA") != std::string::npos ||
+      type.find("DOUB") != std::string::npos) {
+    return ColumnType::kReal;
+  }
+  // NUMERIC affinity: integers and reals both stay as they are.
+  return ColumnType::kUnknown;
+}
+
+class SqliteDatabase final : public Database {
+ public:
+  static StatusOr<std::unique_ptr<Database>> Open(const std::string& url, const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return absl::NotFoundError(StrCat(url, ": no SQLite database at ", path));
+    }
+    sqlite3* db = nullptr;
+    const int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    std::unique_ptr<SqliteDatabase> database(new SqliteDatabase(db, url));
+    if (rc != SQLITE_OK) {
+      return absl::UnavailableError(
+          StrCat(url, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    }
+    sqlite3_busy_timeout(db, 5000);
+    return std::unique_ptr<Database>(std::move(database));
+  }
+
+  ~SqliteDatabase() override { sqlite3_close(db_); }
+
+  Status Query(std::string_view select,
+               const std::function<Status(const std::vector<ColumnInfo>&)>& on_columns,
+               const std::function<Status(const std::vector<Cell>&)>& on_row) override {
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(db_, select.data(), static_cast<int>(select.size()), &stmt, &tail) !=
+        SQLITE_OK) {
+      return absl::InvalidArgumentError(StrCat(sqlite3_errmsg(db_)));
+    }
+    std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> owned(stmt, &sqlite3_finalize);
+    if (stmt == nullptr) return absl::InvalidArgumentError("the query is empty");
+    for (const char* p = tail; p != nullptr && p < select.data() + select.size(); ++p) {
+      if (!std::isspace(static_cast<unsigned char>(*p)) && *p != ';') {
+        return absl::InvalidArgumentError(
+            StrCat("one SELECT statement expected, found more after it: '",
+                   std::string_view(p, select.data() + select.size() - p), "'"));
+      }
+    }
+    if (sqlite3_stmt_readonly(stmt) == 0) {
+      return absl::InvalidArgumentError("not a query: it would change the database");
+    }
+    const int n = sqlite3_column_count(stmt);
+    std::vector<ColumnInfo> columns(n);
+    for (int i = 0; i < n; ++i) {
+      columns[i].name = sqlite3_column_name(stmt, i);
+      const char* declared = sqlite3_column_decltype(stmt, i);
+      columns[i].declared = declared != nullptr ? declared : "";
+      columns[i].type = SqliteAffinity(declared);
+    }
+    EDL_RETURN_IF_ERROR(on_columns(columns));
+    std::vector<Cell> cells(n);
+    for (;;) {
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) return absl::OkStatus();
+      if (rc != SQLITE_ROW) return absl::InternalError(StrCat(sqlite3_errmsg(db_)));
+      for (int i = 0; i < n; ++i) {
+        Cell& cell = cells[i];
+        cell = Cell{};
+        switch (sqlite3_column_type(stmt, i)) {
+          case SQLITE_INTEGER:
+            cell.kind = Cell::Kind::kInteger;
+            cell.integer = sqlite3_column_int64(stmt, i);
+            break;
+          case SQLITE_FLOAT:
+            cell.kind = Cell::Kind::kReal;
+            cell.real = sqlite3_column_double(stmt, i);
+            break;
+          case SQLITE_TEXT:
+          case SQLITE_BLOB: {
+            cell.kind = Cell::Kind::kText;
+            const void* data = sqlite3_column_type(stmt, i) == SQLITE_TEXT
+                                   ? static_cast<const void*>(sqlite3_column_text(stmt, i))
+                                   : sqlite3_column_blob(stmt, i);
+            cell.text = std::string_view(static_cast<const char*>(data),
+                                         static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
+            break;
+          }
+          default:
+            break;
+        }
+      }
+      EDL_RETURN_IF_ERROR(on_row(cells));
+    }
+  }
+
+  Status Execute(std::string_view statements) override {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, std::string(statements).c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      Status status =
+          absl::InvalidArgumentError(StrCat(error != nullptr ? error : sqlite3_errmsg(db_)));
+      sqlite3_free(error);
+      return status;
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Describe() const override { return url_; }
+
+ private:
+  SqliteDatabase(sqlite3* db, std::string url) : db_(db), url_(std::move(url)) {}
+  sqlite3* db_;
+  std::string url_;
+};
+
+// PostgreSQL's built-in type OIDs (catalog/pg_type.dat).
+ColumnType PostgresType(Oid oid) {
+  switch (oid) {
+    case 16:  // bool: 't'/'f', as 1/0
+    case 20:  // int8
+    case 21:  // int2
+    case 23:  // int4
+      return ColumnType::kInteger;
+    case 700:   // float4
+    case 701:   // float8
+    case 1700:  // numeric
+      return ColumnType::kReal;
+    default:  // text, varchar, bpchar, dates, ...: their text form
+      return ColumnType::kText;
+  }
+}
+
+// `url` with its password, if any, replaced by "***".
+std::string Redacted(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t at = url.find('@', scheme == std::string::npos ? 0 : scheme + 3);
+  if (scheme == std::string::npos || at == std::string::npos) return url;
+  const size_t colon = url.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return url;
+  return url.substr(0, colon + 1) + "***" + url.substr(at);
+}
+
+class PostgresDatabase final : public Database {
+ public:
+  static StatusOr<std::unique_ptr<Database>> Open(const std::string& url) {
+    PGconn* conn = PQconnectdb(url.c_str());
+    std::unique_ptr<PostgresDatabase> database(new PostgresDatabase(conn));
+    if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
+      return absl::UnavailableError(
+          StrCat("cannot connect to PostgreSQL at ", Redacted(url), ": ",
+                 conn != nullptr ? Trim(PQerrorMessage(conn)) : std::string("out of memory")));
+    }
+    return std::unique_ptr<Database>(std::move(database));
+  }
+
+  ~PostgresDatabase() override { PQfinish(conn_); }
+
+  Status Query(std::string_view select,
+               const std::function<Status(const std::vector<ColumnInfo>&)>& on_columns,
+               const std::function<Status(const std::vector<Cell>&)>& on_row) override {
+    if (PQsendQuery(conn_, std::string(select).c_str()) == 0) {
+      return absl::UnavailableError(StrCat(Trim(PQerrorMessage(conn_))));
+    }
+    PQsetSingleRowMode(conn_);
+    Status status;
+    bool described = false;
+    std::vector<ColumnInfo> columns;
+    std::vector<Cell> cells;
+    // Every result is read, even after an error, so that the connection is
+    // ready for the next query.
+    while (PGresult* result = PQgetResult(conn_)) {
+      std::unique_ptr<PGresult, decltype(&PQclear)> owned(result, &PQclear);
+      const ExecStatusType kind = PQresultStatus(result);
+      if (!status.ok()) continue;
+      if (kind != PGRES_SINGLE_TUPLE && kind != PGRES_TUPLES_OK) {
+        status = kind == PGRES_COMMAND_OK
+                     ? absl::InvalidArgumentError("not a query: it returns no rows")
+                     : absl::InvalidArgumentError(StrCat(Trim(PQresultErrorMessage(result))));
+        continue;
+      }
+      if (!described) {
+        described = true;
+        const int n = PQnfields(result);
+        columns.resize(n);
+        for (int i = 0; i < n; ++i) {
+          columns[i].name = PQfname(result, i);
+          columns[i].type = PostgresType(PQftype(result, i));
+          columns[i].declared = StrCat("oid ", PQftype(result, i));
+        }
+        cells.resize(n);
+        status = on_columns(columns);
+        if (!status.ok()) continue;
+      }
+      if (kind == PGRES_SINGLE_TUPLE) status = Row(result, columns, &cells, on_row);
+    }
+    return status;
+  }
+
+  Status Execute(std::string_view statements) override {
+    std::unique_ptr<PGresult, decltype(&PQclear)> result(
+        PQexec(conn_, std::string(statements).c_str()), &PQclear);
+    const ExecStatusType kind = PQresultStatus(result.get());
+    if (kind != PGRES_COMMAND_OK && kind != PGRES_TUPLES_OK) {
+      return absl::InvalidArgumentError(StrCat(Trim(PQresultErrorMessage(result.get()))));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Describe() const override {
+    return StrCat("postgresql://", PQuser(conn_), "@", PQhost(conn_), ":", PQport(conn_), "/",
+                  PQdb(conn_));
+  }
+
+ private:
+  explicit PostgresDatabase(PGconn* conn) : conn_(conn) {}
+
+  static std::string Trim(const char* message) {
+    std::string s = message != nullptr ? message : "";
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    return s;
+  }
+
+  Status Row(const PGresult* result, const std::vector<ColumnInfo>& columns,
+             std::vector<Cell>* cells,
+             const std::function<Status(const std::vector<Cell>&)>& on_row) const {
+    for (size_t i = 0; i < columns.size(); ++i) {
+      Cell& cell = (*cells)[i];
+      cell = Cell{};
+      const int col = static_cast<int>(i);
+      if (PQgetisnull(result, 0, col) != 0) continue;
+      cell.text = std::string_view(PQgetvalue(result, 0, col),
+                                   static_cast<size_t>(PQgetlength(result, 0, col)));
+      const char* begin = cell.text.data();
+      const char* end = begin + cell.text.size();
+      switch (columns[i].type) {
+        case ColumnType::kInteger:
+          cell.kind = Cell::Kind::kInteger;
+          if (cell.text == "t" || cell.text == "f") {
+            cell.integer = cell.text == "t" ? 1 : 0;
+          } else if (auto [ptr, ec] = std::from_chars(begin, end, cell.integer);
+                     ec != std::errc() || ptr != end) {
+            return absl::InternalError(StrCat("column '", columns[i].name, "': cannot read '",
+                                              cell.text, "' as an integer"));
+          }
+          break;
+        case ColumnType::kReal: {
+          // numeric may be "NaN"; strtod reads it, and "Infinity", too.
+          char* parsed = nullptr;
+          const std::string text(cell.text);
+          cell.kind = Cell::Kind::kReal;
+          cell.real = std::strtod(text.c_str(), &parsed);
+          if (parsed != text.c_str() + text.size()) {
+            return absl::InternalError(StrCat("column '", columns[i].name, "': cannot read '",
+                                              cell.text, "' as a number"));
+          }
+          break;
+        }
+        default:
+          cell.kind = Cell::Kind::kText;
+          break;
+      }
+    }
+    return on_row(*cells);
+  }
+
+  PGconn* conn_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {
+  constexpr std::string_view kSqlite = "sqlite://";
+  if (url.rfind(kSqlite, 0) == 0) {
+    const std::string path = url.substr(kSqlite.size());
+    if (path.empty()) return absl::InvalidArgumentError(StrCat(url, ": no database file named"));
+    return SqliteDatabase::Open(url, path);
+  }
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    return PostgresDatabase::Open(url);
+  }
+  return absl::InvalidArgumentError(
+      StrCat("unknown database URL '", url,
+             "': expected sqlite:///path/to.db or postgresql://user@host:port/db"));
+}
+
+}  // namespace elasticdl::sql

@@ -1,0 +1,70 @@
+// The databases SQL users keep their data in: SQLite (embedded; the default
+// for trying things) and PostgreSQL (a server, through libpq).
+//
+//   sqlite:///abs/path/to.db        sqlite://relative/path.db
+//   postgresql://user@host:port/db  (any URI or key=value string libpq takes)
+//
+// A query's rows are streamed to a callback, never held whole: PostgreSQL in
+// libpq's single-row mode, SQLite step by step.
+#ifndef ELASTICDL_SQL_DATABASE_H_
+#define ELASTICDL_SQL_DATABASE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl::sql {
+
+// What the database says a column holds; kUnknown where it does not say
+// (SQLite expressions, columns declared without a type).
+enum class ColumnType { kUnknown, kInteger, kReal, kText };
+
+struct ColumnInfo {
+  std::string name;
+  ColumnType type = ColumnType::kUnknown;
+  // The database's own name of the type ("INTEGER", "varchar"); may be empty.
+  std::string declared;
+};
+
+// One value of a row, valid during the callback that gets it.
+struct Cell {
+  enum class Kind { kNull, kInteger, kReal, kText };
+  Kind kind = Kind::kNull;
+  int64_t integer = 0;
+  double real = 0;
+  // kText: the text (or blob bytes). Also set for numbers from PostgreSQL
+  // (their text form).
+  std::string_view text;
+};
+
+class Database {
+ public:
+  // Connects to the database at `url`; a clear error when the URL's scheme
+  // is unknown, the SQLite file does not exist or the server refuses.
+  static StatusOr<std::unique_ptr<Database>> Open(const std::string& url);
+
+  virtual ~Database() = default;
+
+  // Runs one SELECT: `columns` once, before the first row (also for a result
+  // without rows), then `row` for each row. A callback's error stops the
+  // query and is returned. Errors say what the database said; the caller
+  // names the database and the statement.
+  virtual Status Query(std::string_view select,
+                       const std::function<Status(const std::vector<ColumnInfo>&)>& columns,
+                       const std::function<Status(const std::vector<Cell>&)>& row) = 0;
+
+  // Runs statements that return no rows (CREATE, INSERT, ...).
+  virtual Status Execute(std::string_view statements) = 0;
+
+  // "sqlite:///tmp/a.db", "postgresql://…" without a password.
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace elasticdl::sql
+
+#endif  // ELASTICDL_SQL_DATABASE_H_

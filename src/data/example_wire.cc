@@ -431,6 +431,7 @@ constexpr char kTagEntry = 0x0a;
 constexpr char kTagKey = 0x0a;
 constexpr char kTagValue = 0x12;
 constexpr char kTagBytesList = 0x0a;
+constexpr char kTagFloatList = 0x12;
 constexpr char kTagInt64List = 0x1a;
 constexpr char kTagListValue = 0x0a;
 constexpr size_t kMaxVarint = 10;
@@ -481,6 +482,15 @@ void ExampleEncoder::AddInt64(std::string_view key, int64_t value) {
   out_->push_back(kTagListValue);
   AppendVarint(packed_size, out_);
   AppendVarint(v, out_);
+}
+
+void ExampleEncoder::AddFloat(std::string_view key, float value) {
+  AddEntryHeader(key, kTagFloatList, 1 + 1 + sizeof(float));
+  out_->push_back(kTagListValue);
+  AppendVarint(sizeof(float), out_);
+  char bytes[sizeof(float)];
+  std::memcpy(bytes, &value, sizeof(float));  // little-endian, as protobuf's fixed32
+  out_->append(bytes, sizeof(float));
 }
 
 void ExampleEncoder::AddBytes(std::string_view key, std::string_view value) {

@@ -68,6 +68,7 @@ class ExampleEncoder {
   // Starts an example in *out, replacing what it held.
   explicit ExampleEncoder(std::string* out);
   void AddInt64(std::string_view key, int64_t value);
+  void AddFloat(std::string_view key, float value);
   void AddBytes(std::string_view key, std::string_view value);
   // Completes *out; add nothing after.
   void Finish();

@@ -164,5 +164,27 @@ TEST(ExampleWireTest, DecodeAllListsEveryFeatureSorted) {
   EXPECT_THAT(all[1].int64s, ElementsAre(1));
 }
 
+TEST(ExampleWireTest, TheEncoderWritesWhatProtobufReads) {
+  std::string record;
+  ExampleEncoder encoder(&record);
+  encoder.AddBytes("a", "text");
+  encoder.AddFloat("b", -2.5f);
+  encoder.AddInt64("c", -7);
+  encoder.AddFloat("d", 1e-30f);
+  encoder.Finish();
+  proto::Example parsed;
+  ASSERT_TRUE(parsed.ParseFromString(record));
+  const auto& features = parsed.features().feature();
+  EXPECT_EQ(features.at("a").bytes_list().value(0), "text");
+  EXPECT_EQ(features.at("b").float_list().value(0), -2.5f);
+  EXPECT_EQ(features.at("c").int64_list().value(0), -7);
+  EXPECT_EQ(features.at("d").float_list().value(0), 1e-30f);
+  std::vector<DecodedFeature> all;
+  ASSERT_TRUE(DecodeAll(record, &all).ok());
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_THAT(all[1].floats, ElementsAre(-2.5f));
+  EXPECT_THAT(all[2].int64s, ElementsAre(-7));
+}
+
 }  // namespace
 }  // namespace elasticdl::example

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
 #include "common/strings.h"
 #include "data/sharded_writer.h"
-#include "elasticdl/proto/example.pb.h"
 
 namespace elasticdl::sql {
 
@@ -58,19 +58,18 @@ Status CheckColumns(const std::vector<ColumnInfo>& columns) {
   return absl::OkStatus();
 }
 
-// One row as an Example.
-Status Encode(const std::vector<Cell>& cells, std::vector<ExportedColumn>* columns, uint64_t row,
-              proto::Example* example, std::string* out) {
-  example->Clear();
-  auto* features = example->mutable_features()->mutable_feature();
-  for (size_t i = 0; i < cells.size(); ++i) {
+// One row as an Example, its features in the order of their names (the
+// bytes protobuf's deterministic serialization gives).
+Status Encode(const std::vector<Cell>& cells, const std::vector<size_t>& by_name,
+              std::vector<ExportedColumn>* columns, uint64_t row, std::string* out) {
+  example::ExampleEncoder encoder(out);
+  for (size_t i : by_name) {
     const Cell& cell = cells[i];
     ExportedColumn& column = (*columns)[i];
     if (cell.kind == Cell::Kind::kNull) {
       ++column.nulls;
       continue;
     }
-    proto::Feature& feature = (*features)[column.name];
     const auto mismatch = [&](std::string_view expected) {
       return absl::InvalidArgumentError(StrCat("row ", row, ", column '", column.name, "': '",
                                                CellText(cell), "' is not ", expected,
@@ -79,27 +78,30 @@ Status Encode(const std::vector<Cell>& cells, std::vector<ExportedColumn>* colum
     switch (column.kind) {
       case example::Kind::kInt64:
         if (cell.kind == Cell::Kind::kInteger) {
-          feature.mutable_int64_list()->add_value(cell.integer);
+          encoder.AddInt64(column.name, cell.integer);
         } else if (cell.kind == Cell::Kind::kReal &&
                    cell.real == static_cast<double>(static_cast<int64_t>(cell.real))) {
-          feature.mutable_int64_list()->add_value(static_cast<int64_t>(cell.real));
+          encoder.AddInt64(column.name, static_cast<int64_t>(cell.real));
         } else {
           return mismatch("an integer");
         }
         break;
       case example::Kind::kFloat:
         if (cell.kind == Cell::Kind::kText) return mismatch("a number");
-        feature.mutable_float_list()->add_value(static_cast<float>(
-            cell.kind == Cell::Kind::kInteger ? static_cast<double>(cell.integer) : cell.real));
+        encoder.AddFloat(column.name, static_cast<float>(cell.kind == Cell::Kind::kInteger
+                                                             ? static_cast<double>(cell.integer)
+                                                             : cell.real));
         break;
       default:
-        feature.mutable_bytes_list()->add_value(
-            cell.kind == Cell::Kind::kText ? std::string(cell.text) : CellText(cell));
+        if (cell.kind == Cell::Kind::kText) {
+          encoder.AddBytes(column.name, cell.text);
+        } else {
+          encoder.AddBytes(column.name, CellText(cell));
+        }
         break;
     }
   }
-  out->clear();
-  example->SerializeToString(out);
+  encoder.Finish();
   return absl::OkStatus();
 }
 
@@ -155,7 +157,10 @@ StatusOr<QueryExportResult> ExportQuery(Database* db, std::string_view select,
   EDL_ASSIGN_OR_RETURN(
       auto writer, ShardedWriter::Create(StrCat(options.output_dir, "/data", ext), options.writer,
                                          options.records_per_shard, total));
-  proto::Example example;
+  std::vector<size_t> by_name(result.columns.size());
+  for (size_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
+  std::sort(by_name.begin(), by_name.end(),
+            [&](size_t a, size_t b) { return result.columns[a].name < result.columns[b].name; });
   std::string record;
   uint64_t row = 0;
   EDL_RETURN_IF_ERROR(in_query(db->Query(
@@ -168,7 +173,7 @@ StatusOr<QueryExportResult> ExportQuery(Database* db, std::string_view select,
       },
       [&](const std::vector<Cell>& cells) -> Status {
         ++row;
-        EDL_RETURN_IF_ERROR(Encode(cells, &result.columns, row, &example, &record));
+        EDL_RETURN_IF_ERROR(Encode(cells, by_name, &result.columns, row, &record));
         return writer->Write(record);
       })));
   if (row == 0) return in_query(absl::InvalidArgumentError("the query returned no rows"));

@@ -1,48 +1,18 @@
 #include "client/dashboard.h"
 
 #include <chrono>
-#include <fstream>
 #include <thread>
 
 #include "client/job_control.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "dashboard/job_view.h"
+#include "dashboard/log_tail.h"
 #include "dashboard/server.h"
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 
 namespace elasticdl::client {
-
-namespace {
-
-// Reads the event log's complete lines as they are appended.
-class LogTail {
- public:
-  explicit LogTail(std::string path) : path_(std::move(path)) {}
-
-  // Hands each new complete line to `apply`.
-  void Poll(dashboard::JobView* view) {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return;
-    in.seekg(static_cast<std::streamoff>(offset_));
-    std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t start = 0;
-    for (size_t end; (end = chunk.find('\n', start)) != std::string::npos; start = end + 1) {
-      nlohmann::json event = nlohmann::json::parse(
-          chunk.begin() + static_cast<std::ptrdiff_t>(start),
-          chunk.begin() + static_cast<std::ptrdiff_t>(end), nullptr, /*allow_exceptions=*/false);
-      if (event.is_object()) view->Apply(event);
-    }
-    offset_ += start;  // a partial last line is read again next time
-  }
-
- private:
-  const std::string path_;
-  uint64_t offset_ = 0;
-};
-
-}  // namespace
 
 StatusOr<std::string> DashboardUrl(const std::string& job_dir) {
   StatusOr<std::string> url = ReadFileToString(job_dir + "/dashboard.url");
@@ -64,8 +34,9 @@ Status ServeDashboard(const ServeDashboardOptions& options) {
     if (!status.ok()) return {{"message", std::string(status.status().message())}};
     return dashboard::StatusToJson(*status);
   });
-  LogTail tail(job_dir + "/events.jsonl");
-  tail.Poll(&view);
+  dashboard::LogTail tail(job_dir + "/events.jsonl");
+  const auto apply = [&view](const nlohmann::json& event) { view.Apply(event); };
+  tail.Poll(apply);
   dashboard::ServerOptions server_options;
   server_options.host = options.host;
   server_options.port = options.port;
@@ -75,7 +46,7 @@ Status ServeDashboard(const ServeDashboardOptions& options) {
   if (options.on_serving) options.on_serving(server->url_with_token());
   while (options.cancel == nullptr || !options.cancel->load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    tail.Poll(&view);
+    tail.Poll(apply);
   }
   server->Stop();
   return absl::OkStatus();

@@ -5,23 +5,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 
 #include "common/strings.h"
+#include "common/wall_time.h"
 #include "data/tfrecord.h"
 #include "elasticdl/proto/tensorboard.pb.h"
 
 namespace elasticdl::dashboard {
-
-namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 StatusOr<std::unique_ptr<EventFile>> EventFile::Create(const std::string& dir) {
   std::error_code ec;
@@ -29,7 +21,7 @@ StatusOr<std::unique_ptr<EventFile>> EventFile::Create(const std::string& dir) {
   if (ec) return absl::InternalError(StrCat(dir, ": cannot create: ", ec.message()));
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "localhost");
-  const double now = Now();
+  const double now = WallSeconds();
   // TensorBoard orders a directory's files by name; the pid keeps the
   // names of two masters apart within a second.
   const std::string path =
@@ -48,7 +40,7 @@ EventFile::~EventFile() { ::close(fd_); }
 
 void EventFile::AddScalar(const std::string& tag, int64_t step, double value, double wall_time) {
   proto::Event event;
-  event.set_wall_time(wall_time > 0 ? wall_time : Now());
+  event.set_wall_time(wall_time > 0 ? wall_time : WallSeconds());
   event.set_step(step);
   proto::SummaryValue* v = event.mutable_summary()->add_value();
   v->set_tag(tag);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +14,7 @@
 
 #include "common/file.h"
 #include "common/strings.h"
+#include "common/wall_time.h"
 
 namespace elasticdl::dashboard {
 
@@ -24,10 +24,6 @@ using nlohmann::json;
 namespace {
 
 constexpr char kCookie[] = "elasticdl_token";
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Compares in time independent of where the strings differ.
 bool SameSecret(const std::string& a, const std::string& b) {
@@ -210,7 +206,7 @@ Server::Reply Server::Answer(MHD_Connection* connection, const std::string& meth
     reply = name.find('/') == std::string::npos ? File(name)
                                                 : Reply::Error(404, "no such file: " + name);
   } else if (path == "/api/job") {
-    reply = Reply::Json(view_->Job(Now()));
+    reply = Reply::Json(view_->Job(WallSeconds()));
   } else if ((path == "/api/curves" || path == "/api/events") && !ParseSince(since_value, &since)) {
     reply = Reply::Error(400, "since must be a count");
   } else if (path == "/api/curves") {
@@ -218,7 +214,7 @@ Server::Reply Server::Answer(MHD_Connection* connection, const std::string& meth
   } else if (path == "/api/events") {
     reply = Reply::Json(view_->Events(since));
   } else if (path == "/metrics") {
-    reply = {200, "text/plain; version=0.0.4; charset=utf-8", view_->Metrics(Now()), {}};
+    reply = {200, "text/plain; version=0.0.4; charset=utf-8", view_->Metrics(WallSeconds()), {}};
   } else {
     reply = Reply::Error(404, StrCat("HTTP 404 for ", path));
   }

@@ -5,10 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <fstream>
 #include <utility>
+
+#include "common/wall_time.h"
+#include "dashboard/log_tail.h"
 
 namespace elasticdl::master {
 
@@ -23,9 +24,7 @@ EventLog::~EventLog() {
 }
 
 void EventLog::Append(const std::string& event, const nlohmann::json& fields) {
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  nlohmann::json line = {{"t", now}, {"event", event}};
+  nlohmann::json line = {{"t", WallSeconds()}, {"event", event}};
   line.update(fields);
   const std::string text = line.dump() + "\n";
   std::lock_guard<std::mutex> lock(mu_);
@@ -40,12 +39,8 @@ void EventLog::Append(const std::string& event, const nlohmann::json& fields) {
 void EventLog::Follow(Listener listener) {
   std::lock_guard<std::mutex> lock(mu_);
   if (listener && !path_.empty()) {
-    std::ifstream in(path_);
-    std::string text;
-    while (std::getline(in, text)) {
-      nlohmann::json event = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (event.is_object()) listener(event, /*replayed=*/true);
-    }
+    dashboard::LogTail(path_).Poll(
+        [&](const nlohmann::json& event) { listener(event, /*replayed=*/true); });
   }
   listener_ = std::move(listener);
 }

@@ -1,5 +1,6 @@
 #include "sql/database.h"
 
+#include <absl/strings/ascii.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
@@ -15,17 +16,11 @@ namespace elasticdl::sql {
 
 namespace {
 
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // SQLite's type affinity of a declared type (https://sqlite.org/datatype3.html,
 // 3.1): what the column's values are converted to on the way in.
 ColumnType SqliteAffinity(const char* declared) {
   if (declared == nullptr) return ColumnType::kUnknown;
-  const std::string type = Upper(declared);
+  const std::string type = absl::AsciiStrToUpper(declared);
   if (type.find("INT") != std::string::npos) return ColumnType::kInteger;
   if (type.find("CHAR") != std::string::npos || type.find("CLOB") != std::string::npos ||
       type.find("TEXT") != std::string::npos) {

@@ -1,5 +1,7 @@
 #include "sql/statement.h"
 
+#include <absl/strings/match.h>
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -26,10 +28,8 @@ bool IsWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 bool SameWord(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::toupper(static_cast<unsigned char>(x)) ==
-                  std::toupper(static_cast<unsigned char>(y));
-         });
+  return absl::EqualsIgnoreCase(absl::string_view(a.data(), a.size()),
+                                absl::string_view(b.data(), b.size()));
 }
 
 // "line 2, column 7", and the line with a caret under the column.

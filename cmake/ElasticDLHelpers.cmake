@@ -32,3 +32,19 @@ function(elasticdl_test name)
   set_tests_properties(${name} PROPERTIES LABELS "unit;${ARG_LABELS}"
     ENVIRONMENT "ELASTICDL_TEST_SRCDIR=${PROJECT_SOURCE_DIR}")
 endfunction()
+
+# Files installed under share/elasticdl/<subdir>, and copied to the same place
+# in the build tree (what InstalledShareDir finds beside the binary), by
+# target `target`.
+function(elasticdl_share_files target subdir)
+  set(out ${CMAKE_BINARY_DIR}/share/elasticdl/${subdir})
+  add_custom_command(
+    OUTPUT ${out}/.stamp
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${out}
+    COMMAND ${CMAKE_COMMAND} -E copy_if_different ${ARGN} ${out}
+    COMMAND ${CMAKE_COMMAND} -E touch ${out}/.stamp
+    DEPENDS ${ARGN}
+    COMMENT "share/elasticdl/${subdir}")
+  add_custom_target(${target} ALL DEPENDS ${out}/.stamp)
+  install(FILES ${ARGN} DESTINATION share/elasticdl/${subdir})
+endfunction()

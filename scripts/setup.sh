@@ -27,8 +27,10 @@ PACKAGES=(
   # the dashboard's HTTP server, and the HTTP client of its tests (found
   # through pkg-config)
   libmicrohttpd-dev libcpp-httplib-dev pkg-config
-  # SQL users' databases: SQLite, and PostgreSQL's client library
-  libsqlite3-dev sqlite3 libpq-dev
+  # SQL users' databases: SQLite, and PostgreSQL's client library; the tests
+  # start a PostgreSQL server of their own (initdb, pg_ctl) and use psql and
+  # pg_dump
+  libsqlite3-dev sqlite3 libpq-dev postgresql
   # the dashboard's tests: a real browser, a real Prometheus server, and
   # protobuf for Python to read TensorBoard's event files back
   chromium fonts-dejavu-core prometheus python3-protobuf

@@ -130,6 +130,54 @@ StatusOr<JobResult> Train(const JobArgs& args);
 StatusOr<JobResult> Evaluate(const JobArgs& args);
 StatusOr<JobResult> Predict(const JobArgs& args);
 
+// SQL users' statements (seed 003), run on their database:
+//
+//   elasticdl::SqlArgs args;
+//   args.db = "sqlite:///data/hr.db";
+//   args.statement = "SELECT age, role, salary FROM employee "
+//                    "TRAIN regressor.DNN WITH hidden_units=[32, 16], train.num_workers=2 "
+//                    "LABEL salary INTO salary_model";
+//   auto trained = elasticdl::RunSql(args);
+//   args.statement = "SELECT id, age, role FROM staff "
+//                    "PREDICT staff_salary.predicted USING salary_model";
+//   auto predicted = elasticdl::RunSql(args);
+//
+// TRAIN reads the query's rows into records, trains one of the models
+// shipped for SQL users (regressor.DNN, regressor.Linear, classifier.DNN,
+// classifier.Linear) with Train, and saves the trained model as the table
+// named by INTO. PREDICT reads that table and the query's rows, predicts
+// with Predict and writes the result table: the selected columns and the
+// predicted one. A table is replaced only once its new contents are
+// complete, in one transaction. The WITH clause holds the model's
+// parameters, `max_vocabulary` and `hash_buckets` (how text columns become
+// ids) and the job's settings as train.<flag> / predict.<flag>
+// (train.num_workers=2, train.epoch=10, train.batch_size=32).
+struct SqlArgs {
+  // sqlite:///path/to.db or postgresql://user@host:port/db.
+  std::string db;
+  std::string statement;
+  // Where the rows, the job and the model are kept while it runs; default
+  // $TMPDIR/elasticdl-jobs/sql-<time>-<pid>. Must be on storage every host
+  // of the cluster sees.
+  std::string work_dir;
+  bool progress = true;
+  // Set to stop the job; polled. Not owned.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+struct SqlResult {
+  bool train = false;
+  // Rows the query returned.
+  int64_t rows = 0;
+  // The table written: the model's (TRAIN) or the predictions' (PREDICT).
+  std::string table;
+  // The job that trained or predicted.
+  JobResult job;
+  std::string work_dir;
+};
+
+StatusOr<SqlResult> RunSql(const SqlArgs& args);
+
 }  // namespace elasticdl
 
 #endif  // ELASTICDL_API_H_

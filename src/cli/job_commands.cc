@@ -197,12 +197,54 @@ void AddDashboardCommand(CLI::App* app, int* exit_code) {
   });
 }
 
+// `elasticdl sql --db=URL "SELECT ... TRAIN|PREDICT ..."`: SQL users'
+// statements (RunSql).
+void AddSqlCommand(CLI::App* app, int* exit_code) {
+  auto args = std::make_shared<SqlArgs>();
+  CLI::App* cmd = app->add_subcommand(
+      "sql",
+      "Run SQL users' statements: SELECT ... TRAIN <model> [WITH k=v, ...] [COLUMN ...] "
+      "LABEL <column> INTO <model_table>, and SELECT ... PREDICT <table>.<column> [WITH ...] "
+      "USING <model_table>");
+  cmd->add_option("--db", args->db,
+                  "The database: sqlite:///path/to.db or postgresql://user@host:port/db")
+      ->required();
+  cmd->add_option("--work_dir", args->work_dir,
+                  "Where the rows, the job and the model are kept while it runs (default: a "
+                  "new directory under $TMPDIR/elasticdl-jobs)");
+  cmd->add_flag("!--no_progress", args->progress, "Do not print the job's progress");
+  cmd->add_option("STATEMENT", args->statement, "The statement")->required();
+  cmd->callback([args, exit_code] {
+    static std::atomic<bool> cancelled{false};
+    cluster::ShutdownSignalsOptions options;
+    options.on_shutdown = [](int) { cancelled = true; };
+    auto signals = cluster::ShutdownSignals::Install(options);
+    StatusOr<SqlResult> result =
+        signals.ok() ? (args->cancel = &cancelled, RunSql(*args)) : signals.status();
+    if (!result.ok()) {
+      fmt::print(
+          stderr, "error: {}\n",
+          std::string_view(result.status().message().data(), result.status().message().size()));
+      *exit_code = result.status().code() == absl::StatusCode::kCancelled ? 130 : 1;
+      return;
+    }
+    result->job.output.clear();  // the job's files, in the work directory: the table is the result
+    PrintResult(result->train ? JobCommand::kTrain : JobCommand::kPredict, result->job);
+    if (result->train) {
+      fmt::print("saved the trained model as table {} of {}\n", result->table, args->db);
+    } else {
+      fmt::print("wrote {} rows into table {} of {}\n", result->rows, result->table, args->db);
+    }
+  });
+}
+
 void AddJobCommands(CLI::App* app, int* exit_code) {
   Add(app, exit_code, JobCommand::kTrain);
   Add(app, exit_code, JobCommand::kEvaluate);
   Add(app, exit_code, JobCommand::kPredict);
   AddControlCommands(app, exit_code);
   AddDashboardCommand(app, exit_code);
+  AddSqlCommand(app, exit_code);
 }
 
 }  // namespace elasticdl::cli

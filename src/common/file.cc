@@ -251,4 +251,11 @@ Status CreateDirectories(const std::string& path) {
   return absl::OkStatus();
 }
 
+std::string InstalledShareDir(std::string_view name) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (exe.parent_path().parent_path() / "share" / "elasticdl" / name).string();
+}
+
 }  // namespace elasticdl

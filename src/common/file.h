@@ -106,6 +106,11 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
 // empty path stays empty.
 std::string AbsolutePath(const std::string& path);
 
+// <directory of the running binary>/../share/elasticdl/<name>: where files
+// installed beside the binary lie, in the build tree and installed alike.
+// Empty when the binary's path cannot be read.
+std::string InstalledShareDir(std::string_view name);
+
 // A status for a failed system call: "context: strerror(err)", with the code
 // that matches `err` (NOT_FOUND for ENOENT, PERMISSION_DENIED for EACCES,
 // RESOURCE_EXHAUSTED for ENOSPC or EMFILE, ...; INTERNAL otherwise).

@@ -72,10 +72,7 @@ std::string WebDir() {
   if (const char* dir = std::getenv("ELASTICDL_WEB_DIR"); dir != nullptr && *dir != '\0') {
     return dir;
   }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  return (exe.parent_path().parent_path() / "share" / "elasticdl" / "web").string();
+  return InstalledShareDir("web");
 }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const JobView* view) {

@@ -475,22 +475,31 @@ void ExampleEncoder::AddEntryHeader(std::string_view key, char list_tag, size_t 
   AppendVarint(list_size, out_);
 }
 
-void ExampleEncoder::AddInt64(std::string_view key, int64_t value) {
-  auto v = static_cast<uint64_t>(value);
-  size_t packed_size = VarintSize(v);
+void ExampleEncoder::AddInt64(std::string_view key, int64_t value) { AddInt64s(key, {value}); }
+
+void ExampleEncoder::AddInt64s(std::string_view key, absl::Span<const int64_t> values) {
+  if (values.empty()) return AddEntryHeader(key, kTagInt64List, 0);  // as protobuf: no field
+  size_t packed_size = 0;
+  for (int64_t v : values) packed_size += VarintSize(static_cast<uint64_t>(v));
   AddEntryHeader(key, kTagInt64List, 1 + VarintSize(packed_size) + packed_size);
   out_->push_back(kTagListValue);
   AppendVarint(packed_size, out_);
-  AppendVarint(v, out_);
+  for (int64_t v : values) AppendVarint(static_cast<uint64_t>(v), out_);
 }
 
-void ExampleEncoder::AddFloat(std::string_view key, float value) {
-  AddEntryHeader(key, kTagFloatList, 1 + 1 + sizeof(float));
+void ExampleEncoder::AddFloat(std::string_view key, float value) { AddFloats(key, {value}); }
+
+void ExampleEncoder::AddFloats(std::string_view key, absl::Span<const float> values) {
+  if (values.empty()) return AddEntryHeader(key, kTagFloatList, 0);
+  const size_t packed_size = values.size() * sizeof(float);
+  AddEntryHeader(key, kTagFloatList, 1 + VarintSize(packed_size) + packed_size);
   out_->push_back(kTagListValue);
-  AppendVarint(sizeof(float), out_);
-  char bytes[sizeof(float)];
-  std::memcpy(bytes, &value, sizeof(float));  // little-endian, as protobuf's fixed32
-  out_->append(bytes, sizeof(float));
+  AppendVarint(packed_size, out_);
+  for (float value : values) {
+    char bytes[sizeof(float)];
+    std::memcpy(bytes, &value, sizeof(float));  // little-endian, as protobuf's fixed32
+    out_->append(bytes, sizeof(float));
+  }
 }
 
 void ExampleEncoder::AddBytes(std::string_view key, std::string_view value) {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "elasticdl/status.h"
 
 namespace elasticdl::example {
@@ -69,6 +70,9 @@ class ExampleEncoder {
   explicit ExampleEncoder(std::string* out);
   void AddInt64(std::string_view key, int64_t value);
   void AddFloat(std::string_view key, float value);
+  // Lists, packed as protobuf packs them.
+  void AddInt64s(std::string_view key, absl::Span<const int64_t> values);
+  void AddFloats(std::string_view key, absl::Span<const float> values);
   void AddBytes(std::string_view key, std::string_view value);
   // Completes *out; add nothing after.
   void Finish();

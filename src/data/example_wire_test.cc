@@ -1,6 +1,8 @@
 #include "data/example_wire.h"
 
 #include <gmock/gmock.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <gtest/gtest.h>
 
 #include "testing/examples.h"
@@ -184,6 +186,31 @@ TEST(ExampleWireTest, TheEncoderWritesWhatProtobufReads) {
   ASSERT_EQ(all.size(), 4u);
   EXPECT_THAT(all[1].floats, ElementsAre(-2.5f));
   EXPECT_THAT(all[2].int64s, ElementsAre(-7));
+}
+
+TEST(ExampleWireTest, TheEncoderWritesListsAsProtobufPacksThem) {
+  std::string record;
+  ExampleEncoder encoder(&record);
+  encoder.AddInt64s("e", {});
+  const std::vector<float> floats = {0.5f, -1, 3e8f};
+  encoder.AddFloats("f", floats);
+  const std::vector<int64_t> ids = {0, 300, -1, int64_t{1} << 40};
+  encoder.AddInt64s("i", ids);
+  encoder.Finish();
+  proto::Example parsed;
+  ASSERT_TRUE(parsed.ParseFromString(record));
+  const auto& features = parsed.features().feature();
+  EXPECT_EQ(features.at("e").int64_list().value_size(), 0);
+  EXPECT_THAT(features.at("f").float_list().value(), ElementsAre(0.5f, -1, 3e8f));
+  EXPECT_THAT(features.at("i").int64_list().value(), ElementsAre(0, 300, -1, int64_t{1} << 40));
+  std::string reserialized;
+  {
+    google::protobuf::io::StringOutputStream stream(&reserialized);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);  // map entries by key
+    ASSERT_TRUE(parsed.SerializeToCodedStream(&out));
+  }
+  EXPECT_EQ(reserialized, record);
 }
 
 }  // namespace

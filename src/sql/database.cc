@@ -1,6 +1,7 @@
 #include "sql/database.h"
 
 #include <absl/strings/ascii.h>
+#include <fmt/format.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <utility>
 
 #include "common/strings.h"
@@ -131,6 +133,66 @@ class SqliteDatabase final : public Database {
     return absl::OkStatus();
   }
 
+  Status ExecuteForEach(std::string_view statement,
+                        const std::function<StatusOr<bool>(std::vector<Cell>*)>& next) override {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db_, statement.data(), static_cast<int>(statement.size()), &stmt,
+                           nullptr) != SQLITE_OK) {
+      return absl::InvalidArgumentError(StrCat(sqlite3_errmsg(db_)));
+    }
+    std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> owned(stmt, &sqlite3_finalize);
+    std::vector<Cell> cells;
+    for (uint64_t row = 1;; ++row) {
+      cells.clear();
+      EDL_ASSIGN_OR_RETURN(bool more, next(&cells));
+      if (!more) return absl::OkStatus();
+      sqlite3_reset(stmt);
+      sqlite3_clear_bindings(stmt);
+      for (size_t i = 0; i < cells.size(); ++i) {
+        const Cell& c = cells[i];
+        const int at = static_cast<int>(i) + 1;
+        int rc = SQLITE_OK;
+        switch (c.kind) {
+          case Cell::Kind::kNull:
+            rc = sqlite3_bind_null(stmt, at);
+            break;
+          case Cell::Kind::kInteger:
+            rc = sqlite3_bind_int64(stmt, at, c.integer);
+            break;
+          case Cell::Kind::kReal:
+            rc = sqlite3_bind_double(stmt, at, c.real);
+            break;
+          case Cell::Kind::kText:
+            rc = sqlite3_bind_text64(stmt, at, c.text.data(), c.text.size(), SQLITE_STATIC,
+                                     SQLITE_UTF8);
+            break;
+          case Cell::Kind::kBlob:
+            rc = sqlite3_bind_blob64(stmt, at, c.text.data(), c.text.size(), SQLITE_STATIC);
+            break;
+        }
+        if (rc != SQLITE_OK) {
+          return absl::InvalidArgumentError(StrCat("row ", row, ": ", sqlite3_errmsg(db_)));
+        }
+      }
+      if (sqlite3_step(stmt) != SQLITE_DONE) {
+        return absl::InvalidArgumentError(StrCat("row ", row, ": ", sqlite3_errmsg(db_)));
+      }
+    }
+  }
+
+  std::string TypeName(ColumnType type) const override {
+    switch (type) {
+      case ColumnType::kInteger:
+        return "INTEGER";
+      case ColumnType::kReal:
+        return "REAL";
+      case ColumnType::kBlob:
+        return "BLOB";
+      default:
+        return "TEXT";
+    }
+  }
+
   std::string Describe() const override { return url_; }
 
  private:
@@ -151,6 +213,8 @@ ColumnType PostgresType(Oid oid) {
     case 701:   // float8
     case 1700:  // numeric
       return ColumnType::kReal;
+    case 17:  // bytea
+      return ColumnType::kBlob;
     default:  // text, varchar, bpchar, dates, ...: their text form
       return ColumnType::kText;
   }
@@ -232,6 +296,81 @@ class PostgresDatabase final : public Database {
     return absl::OkStatus();
   }
 
+  Status ExecuteForEach(std::string_view statement,
+                        const std::function<StatusOr<bool>(std::vector<Cell>*)>& next) override {
+    const std::string name = "elasticdl_execute_for_each";
+    std::unique_ptr<PGresult, decltype(&PQclear)> prepared(
+        PQprepare(conn_, name.c_str(), std::string(statement).c_str(), 0, nullptr), &PQclear);
+    if (PQresultStatus(prepared.get()) != PGRES_COMMAND_OK) {
+      return absl::InvalidArgumentError(StrCat(Trim(PQresultErrorMessage(prepared.get()))));
+    }
+    Status status;
+    std::vector<Cell> cells;
+    std::vector<std::string> text;  // numbers in their text form
+    std::vector<const char*> values;
+    std::vector<int> lengths, formats;
+    for (uint64_t row = 1; status.ok(); ++row) {
+      cells.clear();
+      StatusOr<bool> more = next(&cells);
+      if (!more.ok()) {
+        status = more.status();
+        break;
+      }
+      if (!*more) break;
+      const size_t n = cells.size();
+      text.assign(n, std::string());
+      values.assign(n, nullptr);
+      lengths.assign(n, 0);
+      formats.assign(n, 0);
+      for (size_t i = 0; i < n; ++i) {
+        const Cell& c = cells[i];
+        switch (c.kind) {
+          case Cell::Kind::kNull:
+            continue;
+          case Cell::Kind::kInteger:
+            text[i] = std::to_string(c.integer);
+            break;
+          case Cell::Kind::kReal:
+            text[i] = fmt::format("{}", c.real);  // shortest text that reads back exactly
+            break;
+          case Cell::Kind::kText:
+            text[i] = std::string(c.text);  // libpq wants it NUL-terminated
+            break;
+          case Cell::Kind::kBlob:
+            values[i] = c.text.data();
+            lengths[i] = static_cast<int>(c.text.size());
+            formats[i] = 1;  // binary: the bytes as they are
+            continue;
+        }
+        values[i] = text[i].c_str();
+      }
+      std::unique_ptr<PGresult, decltype(&PQclear)> result(
+          PQexecPrepared(conn_, name.c_str(), static_cast<int>(n), values.data(), lengths.data(),
+                         formats.data(), 0),
+          &PQclear);
+      if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+        status = absl::InvalidArgumentError(
+            StrCat("row ", row, ": ", Trim(PQresultErrorMessage(result.get()))));
+      }
+    }
+    std::unique_ptr<PGresult, decltype(&PQclear)> deallocated(
+        PQexec(conn_, StrCat("DEALLOCATE ", name).c_str()), &PQclear);
+    return status;
+  }
+
+  std::string TypeName(ColumnType type) const override {
+    switch (type) {
+      case ColumnType::kInteger:
+        return "BIGINT";
+      case ColumnType::kReal:
+        return "DOUBLE PRECISION";
+      case ColumnType::kBlob:
+        return "BYTEA";
+      default:
+        return "TEXT";
+    }
+  }
+
   std::string Describe() const override {
     return StrCat("postgresql://", PQuser(conn_), "@", PQhost(conn_), ":", PQport(conn_), "/",
                   PQdb(conn_));
@@ -248,7 +387,8 @@ class PostgresDatabase final : public Database {
 
   Status Row(const PGresult* result, const std::vector<ColumnInfo>& columns,
              std::vector<Cell>* cells,
-             const std::function<Status(const std::vector<Cell>&)>& on_row) const {
+             const std::function<Status(const std::vector<Cell>&)>& on_row) {
+    blobs_.resize(columns.size());
     for (size_t i = 0; i < columns.size(); ++i) {
       Cell& cell = (*cells)[i];
       cell = Cell{};
@@ -281,6 +421,18 @@ class PostgresDatabase final : public Database {
           }
           break;
         }
+        case ColumnType::kBlob: {
+          // The text form "\\x<hex>", decoded.
+          size_t size = 0;
+          unsigned char* bytes =
+              PQunescapeBytea(reinterpret_cast<const unsigned char*>(begin), &size);
+          if (bytes == nullptr) return absl::ResourceExhaustedError("out of memory");
+          blobs_[i].assign(reinterpret_cast<const char*>(bytes), size);
+          PQfreemem(bytes);
+          cell.kind = Cell::Kind::kText;
+          cell.text = blobs_[i];
+          break;
+        }
         default:
           cell.kind = Cell::Kind::kText;
           break;
@@ -290,9 +442,35 @@ class PostgresDatabase final : public Database {
   }
 
   PGconn* conn_;
+  // The decoded bytea cells of the current row, by column.
+  std::vector<std::string> blobs_;
 };
 
 }  // namespace
+
+std::string CellText(const Cell& cell) {
+  switch (cell.kind) {
+    case Cell::Kind::kInteger:
+      return std::to_string(cell.integer);
+    case Cell::Kind::kReal:
+      return fmt::format("{}", cell.real);
+    default:
+      return std::string(cell.text);
+  }
+}
+
+Status CheckColumnNames(const std::vector<ColumnInfo>& columns) {
+  if (columns.empty()) return absl::InvalidArgumentError("the query selects no columns");
+  std::set<std::string> names;
+  for (const ColumnInfo& column : columns) {
+    if (!names.insert(column.name).second) {
+      return absl::InvalidArgumentError(
+          StrCat("the query selects two columns named '", column.name,
+                 "': give one another name (AS) so that each feature has its own"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {
   constexpr std::string_view kSqlite = "sqlite://";

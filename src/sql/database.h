@@ -21,8 +21,9 @@
 namespace elasticdl::sql {
 
 // What the database says a column holds; kUnknown where it does not say
-// (SQLite expressions, columns declared without a type).
-enum class ColumnType { kUnknown, kInteger, kReal, kText };
+// (SQLite expressions, columns declared without a type); PostgreSQL's bytea
+// is kBlob, its cells kText holding the bytes.
+enum class ColumnType { kUnknown, kInteger, kReal, kText, kBlob };
 
 struct ColumnInfo {
   std::string name;
@@ -33,7 +34,9 @@ struct ColumnInfo {
 
 // One value of a row, valid during the callback that gets it.
 struct Cell {
-  enum class Kind { kNull, kInteger, kReal, kText };
+  // kBlob only in what is written (Insert): bytes stored as a blob / bytea.
+  // Queries give blobs as kText.
+  enum class Kind { kNull, kInteger, kReal, kText, kBlob };
   Kind kind = Kind::kNull;
   int64_t integer = 0;
   double real = 0;
@@ -41,6 +44,12 @@ struct Cell {
   // (their text form).
   std::string_view text;
 };
+
+// A cell's value as text: numbers in their shortest exact form, NULL empty.
+std::string CellText(const Cell& cell);
+
+// OK unless `columns` is empty or has two columns of one name.
+Status CheckColumnNames(const std::vector<ColumnInfo>& columns);
 
 class Database {
  public:
@@ -60,6 +69,14 @@ class Database {
 
   // Runs statements that return no rows (CREATE, INSERT, ...).
   virtual Status Execute(std::string_view statements) = 0;
+  // Runs `statement`, whose parameters are written $1, $2, ..., once for
+  // every row `next` fills in (it returns false when there are none left);
+  // the statement is prepared once. Errors name the row (from 1).
+  virtual Status ExecuteForEach(std::string_view statement,
+                                const std::function<StatusOr<bool>(std::vector<Cell>*)>& next) = 0;
+  // The database's name of a column type for CREATE TABLE: INTEGER, REAL,
+  // TEXT, BLOB in SQLite; BIGINT, DOUBLE PRECISION, TEXT, BYTEA in PostgreSQL.
+  virtual std::string TypeName(ColumnType type) const = 0;
 
   // "sqlite:///tmp/a.db", "postgresql://…" without a password.
   virtual std::string Describe() const = 0;

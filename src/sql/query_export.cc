@@ -34,30 +34,6 @@ example::Kind Widen(example::Kind kind, Cell::Kind cell) {
   return example::Kind::kInt64;
 }
 
-std::string CellText(const Cell& cell) {
-  switch (cell.kind) {
-    case Cell::Kind::kInteger:
-      return std::to_string(cell.integer);
-    case Cell::Kind::kReal:
-      return fmt::format("{}", cell.real);
-    default:
-      return std::string(cell.text);
-  }
-}
-
-Status CheckColumns(const std::vector<ColumnInfo>& columns) {
-  if (columns.empty()) return absl::InvalidArgumentError("the query selects no columns");
-  std::set<std::string> names;
-  for (const ColumnInfo& column : columns) {
-    if (!names.insert(column.name).second) {
-      return absl::InvalidArgumentError(
-          StrCat("the query selects two columns named '", column.name,
-                 "': give one another name (AS) so that each feature has its own"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // One row as an Example, its features in the order of their names (the
 // bytes protobuf's deterministic serialization gives).
 Status Encode(const std::vector<Cell>& cells, const std::vector<size_t>& by_name,
@@ -126,7 +102,7 @@ StatusOr<QueryExportResult> ExportQuery(Database* db, std::string_view select,
   const Status scan = db->Query(
       select,
       [&](const std::vector<ColumnInfo>& columns) -> Status {
-        EDL_RETURN_IF_ERROR(CheckColumns(columns));
+        EDL_RETURN_IF_ERROR(CheckColumnNames(columns));
         first_pass = options.records_per_shard > 0;
         for (const ColumnInfo& column : columns) {
           result.columns.push_back({column.name, KindOf(column.type), 0});

@@ -44,9 +44,10 @@ TEST(ZooLibraryTest, RegistrationsCarryModuleNameAndKind) {
   auto model = (*entry)->model(Params());
   EXPECT_EQ(model->forward({{"x", torch::ones({3, 2})}}, false).sizes(),
             (std::vector<int64_t>{3, 1}));
-  EXPECT_EQ(
-      (*zoo->Find("testzoo.library", "optimizer", EntryKind::kOptimizer))->optimizer().index(),
-      1u);  // Adam
+  EXPECT_EQ((*zoo->Find("testzoo.library", "optimizer", EntryKind::kOptimizer))
+                ->optimizer(Params())
+                .index(),
+            1u);  // Adam
   EXPECT_EQ(zoo->Files(), std::vector<std::string>{"testzoo/library.cc"});
 }
 

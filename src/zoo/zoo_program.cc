@@ -146,7 +146,7 @@ StatusOr<std::shared_ptr<Model>> ZooProgram::MakeModel() const {
 
 StatusOr<Dataset<Example>> ZooProgram::MakeDataset(Dataset<Record> records, Mode mode) const {
   EDL_ASSIGN_OR_RETURN(Dataset<Example> dataset, Call(EntryKind::kDatasetFn, "", [&] {
-                         return dataset_fn_->dataset_fn(std::move(records), mode);
+                         return dataset_fn_->dataset_fn(std::move(records), mode, params_);
                        }));
   return Dataset<Example>(std::make_shared<LibraryBoundSource>(library_, dataset.source()));
 }
@@ -166,8 +166,9 @@ StatusOr<torch::Tensor> ZooProgram::Forward(Model& model, const FeatureMap& feat
 
 StatusOr<torch::Tensor> ZooProgram::Loss(const torch::Tensor& labels,
                                          const torch::Tensor& predictions) const {
-  EDL_ASSIGN_OR_RETURN(torch::Tensor loss, Call(EntryKind::kLoss, "",
-                                                [&] { return loss_->loss(labels, predictions); }));
+  EDL_ASSIGN_OR_RETURN(torch::Tensor loss, Call(EntryKind::kLoss, "", [&] {
+                         return loss_->loss(labels, predictions, params_);
+                       }));
   if (!loss.defined() || loss.numel() != 1 || !loss.is_floating_point()) {
     return absl::InvalidArgumentError(
         StrCat(EntryLocation(EntryKind::kLoss), ": returned ",
@@ -180,8 +181,8 @@ StatusOr<torch::Tensor> ZooProgram::Loss(const torch::Tensor& labels,
 }
 
 StatusOr<OptimizerSpec> ZooProgram::Optimizer() const {
-  EDL_ASSIGN_OR_RETURN(OptimizerSpec spec,
-                       Call(EntryKind::kOptimizer, "", [&] { return optimizer_->optimizer(); }));
+  EDL_ASSIGN_OR_RETURN(OptimizerSpec spec, Call(EntryKind::kOptimizer, "",
+                                                [&] { return optimizer_->optimizer(params_); }));
   EDL_RETURN_IF_ERROR(Annotate(ValidateOptimizer(spec), EntryKind::kOptimizer));
   return spec;
 }
@@ -189,8 +190,9 @@ StatusOr<OptimizerSpec> ZooProgram::Optimizer() const {
 StatusOr<std::map<std::string, std::unique_ptr<Metric>>> ZooProgram::MakeMetrics() const {
   std::map<std::string, std::unique_ptr<Metric>> metrics;
   if (eval_metrics_fn_ == nullptr) return metrics;
-  EDL_ASSIGN_OR_RETURN(MetricMap specs, Call(EntryKind::kEvalMetricsFn, "",
-                                             [&] { return eval_metrics_fn_->eval_metrics_fn(); }));
+  EDL_ASSIGN_OR_RETURN(MetricMap specs, Call(EntryKind::kEvalMetricsFn, "", [&] {
+                         return eval_metrics_fn_->eval_metrics_fn(params_);
+                       }));
   for (const auto& [name, spec] : specs) {
     const std::string action = StrCat("making metric '", name, "'");
     EDL_ASSIGN_OR_RETURN(std::unique_ptr<Metric> metric,

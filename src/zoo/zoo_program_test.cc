@@ -49,6 +49,25 @@ torch::Tensor per_example_loss(const torch::Tensor& labels, const torch::Tensor&
 OptimizerSpec optimizer() { return torch::optim::SGDOptions(0.1).momentum(0.9); }
 OptimizerSpec nesterov_without_momentum() { return torch::optim::SGDOptions(0.1).nesterov(true); }
 
+// Entries that read the job's params.
+Dataset<Example> scaled_dataset_fn(Dataset<Record> records, Mode mode, const Params& params) {
+  const double scale = params.get<double>("scale", 1.0);
+  return dataset_fn(std::move(records), mode).map([scale](Example e) {
+    e.features["x"] = e.features["x"] * scale;
+    return e;
+  });
+}
+torch::Tensor scaled_loss(const torch::Tensor& labels, const torch::Tensor& predictions,
+                          const Params& params) {
+  return torch::mse_loss(predictions, labels) * params.get<double>("scale", 1.0);
+}
+OptimizerSpec tuned_optimizer(const Params& params) {
+  return torch::optim::AdamOptions(params.get<double>("learning_rate", 1e-3));
+}
+MetricMap named_metrics(const Params& params) {
+  return {{params.get<std::string>("metric", "mse"), [] { return MeanSquaredError(); }}};
+}
+
 MetricMap eval_metrics_fn() {
   return {{"mse", [] { return MeanSquaredError(); }},
           {"mean_prediction",
@@ -82,6 +101,10 @@ class ZooProgramTest : public ::testing::Test {
     add("optimizer", MakeEntry(optimizer));
     add("nesterov_without_momentum", MakeEntry(nesterov_without_momentum));
     add("throwing_metrics", MakeEntry(throwing_metrics));
+    add("scaled_dataset_fn", MakeEntry(scaled_dataset_fn));
+    add("scaled_loss", MakeEntry(scaled_loss));
+    add("tuned_optimizer", MakeEntry(tuned_optimizer));
+    add("named_metrics", MakeEntry(named_metrics));
     if (with_metrics) add("eval_metrics_fn", MakeEntry(eval_metrics_fn));
     return *ZooLibrary::FromRegistry(&registry, "testzoo");
   }
@@ -101,6 +124,29 @@ class ZooProgramTest : public ::testing::Test {
 
   std::vector<std::unique_ptr<ZooRegistry>> registries_;
 };
+
+TEST_F(ZooProgramTest, EntriesTakingParamsGetTheJobsParams) {
+  ZooProgramNames names = Names();
+  names.dataset_fn = "scaled_dataset_fn";
+  names.loss = "scaled_loss";
+  names.optimizer = "tuned_optimizer";
+  names.eval_metrics_fn = "named_metrics";
+  ZooProgram program = Resolve(names, "width=2, scale=3, learning_rate=0.25, metric='error'");
+  auto dataset = program.MakeDataset(Dataset<Record>::FromVector({RecordOf("2")}), Mode::TRAINING);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  auto example = dataset->Next();
+  ASSERT_TRUE(example.ok() && example->has_value());
+  EXPECT_EQ((*example)->features.at("x")[0].item<double>(), 6);
+  auto loss = program.Loss(torch::ones({1}), torch::zeros({1}));
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  EXPECT_EQ(loss->item<double>(), 3);
+  auto optimizer = program.Optimizer();
+  ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+  EXPECT_EQ(std::get<torch::optim::AdamOptions>(*optimizer).lr(), 0.25);
+  auto metrics = program.MakeMetrics();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->count("error"), 1u);
+}
 
 TEST_F(ZooProgramTest, RunsTheEntries) {
   ZooProgram program = Resolve(Names(), "width=2");

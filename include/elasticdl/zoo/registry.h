@@ -8,11 +8,13 @@
 //   ELASTICDL_REGISTER_MODEL(MnistModel); // a Model subclass, constructed from
 //                                         // (const Params&) or by default
 //
-// The kind of an entry follows from its signature; a function matching none
-// is a compile error naming the entry. Entries are named by the source file's
-// module path and the C++ name: `mnist/mnist_functional_api.cc` registering
-// `custom_model` is `mnist.mnist_functional_api.custom_model` (seed 003's rule).
-// The zoo build defines ELASTICDL_ZOO_MODULE for every source file.
+// Any of them may take a trailing `const Params&`, the job's --params (a
+// dataset_fn that needs the number of features, an optimizer whose learning
+// rate is a parameter). The kind of an entry follows from its signature; a
+// function matching none is a compile error naming the entry. Entries are named by the source
+// file's module path and the C++ name: `mnist/mnist_functional_api.cc` registering `custom_model`
+// is `mnist.mnist_functional_api.custom_model` (seed 003's rule). The zoo build defines
+// ELASTICDL_ZOO_MODULE for every source file.
 #ifndef ELASTICDL_ZOO_REGISTRY_H_
 #define ELASTICDL_ZOO_REGISTRY_H_
 
@@ -42,11 +44,13 @@ enum class EntryKind { kModel, kDatasetFn, kLoss, kOptimizer, kEvalMetricsFn };
 const char* EntryKindName(EntryKind kind);
 
 using ModelFactory = std::function<std::shared_ptr<Model>(const Params&)>;
-using DatasetFn = std::function<Dataset<Example>(Dataset<Record>, Mode)>;
-using LossFn =
-    std::function<torch::Tensor(const torch::Tensor& labels, const torch::Tensor& predictions)>;
-using OptimizerFn = std::function<OptimizerSpec()>;
-using EvalMetricsFn = std::function<MetricMap()>;
+// Entries as stored: each takes the job's params, whether or not the
+// registered function does.
+using DatasetFn = std::function<Dataset<Example>(Dataset<Record>, Mode, const Params&)>;
+using LossFn = std::function<torch::Tensor(const torch::Tensor& labels,
+                                           const torch::Tensor& predictions, const Params&)>;
+using OptimizerFn = std::function<OptimizerSpec(const Params&)>;
+using EvalMetricsFn = std::function<MetricMap(const Params&)>;
 
 // One registered entry; exactly the member matching `kind` is set.
 struct ZooEntry {
@@ -72,7 +76,7 @@ class ZooRegistry {
 
 // The version of this registration interface; a zoo library built against
 // another version is refused when loaded.
-inline constexpr int kZooAbiVersion = 1;
+inline constexpr int kZooAbiVersion = 2;
 
 namespace zoo_internal {
 
@@ -93,26 +97,42 @@ ZooEntry MakeEntry(F fn) {
   } else if constexpr (std::is_invocable_r_v<std::shared_ptr<Model>, F>) {
     e.kind = EntryKind::kModel;
     e.model = [fn](const Params&) -> std::shared_ptr<Model> { return fn(); };
-  } else if constexpr (std::is_invocable_r_v<Dataset<Example>, F, Dataset<Record>, Mode>) {
+  } else if constexpr (std::is_invocable_r_v<Dataset<Example>, F, Dataset<Record>, Mode,
+                                             const Params&>) {
     e.kind = EntryKind::kDatasetFn;
     e.dataset_fn = fn;
+  } else if constexpr (std::is_invocable_r_v<Dataset<Example>, F, Dataset<Record>, Mode>) {
+    e.kind = EntryKind::kDatasetFn;
+    e.dataset_fn = [fn](Dataset<Record> d, Mode m, const Params&) { return fn(std::move(d), m); };
+  } else if constexpr (std::is_invocable_r_v<torch::Tensor, F, const torch::Tensor&,
+                                             const torch::Tensor&, const Params&>) {
+    e.kind = EntryKind::kLoss;
+    e.loss = fn;
   } else if constexpr (std::is_invocable_r_v<torch::Tensor, F, const torch::Tensor&,
                                              const torch::Tensor&>) {
     e.kind = EntryKind::kLoss;
-    e.loss = fn;
+    e.loss = [fn](const torch::Tensor& labels, const torch::Tensor& predictions,
+                  const Params&) -> torch::Tensor { return fn(labels, predictions); };
+  } else if constexpr (std::is_invocable_r_v<OptimizerSpec, F, const Params&>) {
+    e.kind = EntryKind::kOptimizer;
+    e.optimizer = [fn](const Params& p) -> OptimizerSpec { return fn(p); };
   } else if constexpr (std::is_invocable_r_v<OptimizerSpec, F>) {
     e.kind = EntryKind::kOptimizer;
-    e.optimizer = [fn]() -> OptimizerSpec { return fn(); };
+    e.optimizer = [fn](const Params&) -> OptimizerSpec { return fn(); };
+  } else if constexpr (std::is_invocable_r_v<MetricMap, F, const Params&>) {
+    e.kind = EntryKind::kEvalMetricsFn;
+    e.eval_metrics_fn = [fn](const Params& p) -> MetricMap { return fn(p); };
   } else if constexpr (std::is_invocable_r_v<MetricMap, F>) {
     e.kind = EntryKind::kEvalMetricsFn;
-    e.eval_metrics_fn = fn;
+    e.eval_metrics_fn = [fn](const Params&) -> MetricMap { return fn(); };
   } else {
     static_assert(!std::is_same_v<F, F>,
                   "ELASTICDL_REGISTER: the entry matches none of the signatures "
                   "std::shared_ptr<Model>(const Params&), std::shared_ptr<Model>(), "
                   "Dataset<Example>(Dataset<Record>, Mode), "
                   "torch::Tensor(const torch::Tensor& labels, const torch::Tensor& predictions), "
-                  "OptimizerSpec(), MetricMap()");
+                  "OptimizerSpec(), MetricMap(); all but the model's optionally with a "
+                  "trailing const Params&");
   }
   return e;
 }

@@ -169,8 +169,10 @@ struct SqlResult {
   bool train = false;
   // Rows the query returned.
   int64_t rows = 0;
-  // The table written: the model's (TRAIN) or the predictions' (PREDICT).
+  // The table written: the model's (TRAIN) or the predictions' (PREDICT),
+  // and its database (its URL without a password).
   std::string table;
+  std::string database;
   // The job that trained or predicted.
   JobResult job;
   std::string work_dir;

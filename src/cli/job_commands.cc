@@ -231,9 +231,10 @@ void AddSqlCommand(CLI::App* app, int* exit_code) {
     result->job.output.clear();  // the job's files, in the work directory: the table is the result
     PrintResult(result->train ? JobCommand::kTrain : JobCommand::kPredict, result->job);
     if (result->train) {
-      fmt::print("saved the trained model as table {} of {}\n", result->table, args->db);
+      fmt::print("saved the trained model as table {} of {}\n", result->table, result->database);
     } else {
-      fmt::print("wrote {} rows into table {} of {}\n", result->rows, result->table, args->db);
+      fmt::print("wrote {} rows into table {} of {}\n", result->rows, result->table,
+                 result->database);
     }
   });
 }

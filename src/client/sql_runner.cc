@@ -476,10 +476,11 @@ StatusOr<SqlResult> RunSql(const SqlArgs& args) {
   EDL_ASSIGN_OR_RETURN(sql::Statement statement, sql::ParseStatement(args.statement));
   if (args.db.empty()) return absl::InvalidArgumentError("--db: the database is required");
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db, sql::Database::Open(args.db));
-  if (statement.kind == sql::Statement::Kind::kTrain) {
-    return RunTrain(args, statement, db.get());
-  }
-  return RunPredict(args, statement, db.get());
+  StatusOr<SqlResult> result = statement.kind == sql::Statement::Kind::kTrain
+                                   ? RunTrain(args, statement, db.get())
+                                   : RunPredict(args, statement, db.get());
+  if (result.ok()) result->database = db->Describe();
+  return result;
 }
 
 }  // namespace elasticdl

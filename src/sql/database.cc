@@ -240,6 +240,10 @@ class PostgresDatabase final : public Database {
           StrCat("cannot connect to PostgreSQL at ", Redacted(url), ": ",
                  conn != nullptr ? Trim(PQerrorMessage(conn)) : std::string("out of memory")));
     }
+    // The server's notices ("table ... does not exist, skipping" of DROP
+    // TABLE IF EXISTS) are not the user's business; libpq prints them.
+    PQsetNoticeProcessor(
+        conn, [](void*, const char*) {}, nullptr);
     return std::unique_ptr<Database>(std::move(database));
   }
 

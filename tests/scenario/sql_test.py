@@ -62,7 +62,7 @@ def rmse(pairs):
 
 
 TRAIN_SALARY = ("SELECT age, years, role, dept, salary FROM employee "
-                "TRAIN {model} WITH {params}train.epoch=20, train.batch_size=32 "
+                "TRAIN {model} WITH {params}train.batch_size=32 "
                 "COLUMN age, years, role, dept LABEL salary INTO salary_model")
 PREDICT_SALARY = ("SELECT name, age, years, role, dept FROM newcomer "
                   "PREDICT newcomer_salary.predicted_salary USING salary_model")
@@ -120,8 +120,13 @@ class SqlTest(unittest.TestCase):
         print(f"{what}: accuracy {accuracy:.3f} on {len(rows)} held-out flowers")
         self.assertGreaterEqual(accuracy, minimum, f"{what}: {rows}")
 
-    def assert_salary_rmse(self, rows, what):
-        """rows: (name, predicted_salary); compared with the generated salaries."""
+    def assert_salary_rmse(self, rows, what, factor):
+        """rows: (name, predicted_salary); compared with the generated salaries.
+
+        The RMSE must stay within `factor` times the noise. Measured over seeds 1-5 with
+        1 and 3 workers: regressor.Linear 2906-3050 (20 epochs), regressor.DNN 2912-3301
+        (40 epochs; with 20, up to 4615: the end of an epoch still jitters).
+        """
         truth = {r[0]: r[5] for r in self.newcomer}
         self.assertEqual(sorted(n for n, _ in rows), sorted(truth))
         error = rmse([(truth[n], p) for n, p in rows])
@@ -129,7 +134,7 @@ class SqlTest(unittest.TestCase):
                        for r in self.newcomer])
         print(f"{what}: RMSE {error:.0f} on {len(rows)} new rows; the noise {NOISE:.0f}, "
               f"the salaries' own deviation {spread:.0f}")
-        self.assertLess(error, 1.15 * NOISE, what)
+        self.assertLess(error, factor * NOISE, what)
 
     # -- SQLite ---------------------------------------------------------------
 
@@ -155,8 +160,9 @@ class SqlTest(unittest.TestCase):
 
     def test_salary_regressors_on_sqlite(self):
         db = self.sqlite_db("hr.db")
-        for model, params in [("regressor.DNN", "hidden_units=[10, 100, 20, 5], "),
-                              ("regressor.Linear", "learning_rate=0.05, ")]:
+        for model, params, factor in [
+                ("regressor.DNN", "hidden_units=[10, 100, 20, 5], train.epoch=40, ", 1.25),
+                ("regressor.Linear", "learning_rate=0.05, train.epoch=20, ", 1.1)]:
             with self.subTest(model=model):
                 self.sql(f"sqlite://{db}", TRAIN_SALARY.format(model=model, params=params),
                          f"salary-train-{model}")
@@ -170,7 +176,35 @@ class SqlTest(unittest.TestCase):
                               '"dept" TEXT, predicted_salary REAL', schema)
                 rows = con.execute("SELECT name, predicted_salary FROM newcomer_salary").fetchall()
                 con.close()
-                self.assert_salary_rmse(rows, f"{model} on SQLite")
+                self.assert_salary_rmse(rows, f"{model} on SQLite", factor)
+
+    def test_the_seeds_statements(self):
+        """Seed 003's two statements (ten epochs added): text features only (a name per
+        row, hashed; a role from a vocabulary), and a result table that replaces the
+        table the query read."""
+        db = self.sqlite_db("seed.db")
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE testdata AS SELECT name, role, dept FROM newcomer")
+        con.commit()
+        con.close()
+        proc = self.sql(f"sqlite://{db}",
+                        "SELECT name, role, salary FROM employee TRAIN regressor.DNN WITH "
+                        "hidden_units=[10, 100, 20, 5], learning_rate=0.01, train.epoch=10 "
+                        "LABEL salary INTO my_trained_model;", "seed-train")
+        self.assertIn("inputs name (text, 1000 buckets), role (text, 5 values)", proc.stdout)
+        self.sql(f"sqlite://{db}", "SELECT name, role FROM testdata PREDICT "
+                                   "testdata.predicted_salary USING my_trained_model;",
+                 "seed-predict")
+        con = sqlite3.connect(db)
+        columns = [r[1] for r in con.execute("PRAGMA table_info(testdata)")]
+        self.assertEqual(columns, ["name", "role", "predicted_salary"])
+        by_role = dict(con.execute("SELECT role, avg(predicted_salary) FROM testdata "
+                                   "GROUP BY role").fetchall())
+        self.assertEqual(con.execute("SELECT count(*) FROM testdata").fetchone()[0],
+                         len(self.newcomer))
+        con.close()
+        print(f"seed 003's statements: mean predicted salary by role {by_role}")
+        self.assertEqual(sorted(by_role, key=by_role.get), sorted(ROLES, key=ROLES.get))
 
     def test_errors_are_clear_and_change_nothing(self):
         db = self.sqlite_db("errors.db")
@@ -240,7 +274,7 @@ class SqlTest(unittest.TestCase):
         replaced, its task redone, and every row trained once per epoch."""
         db = self.sqlite_db("kill.db")
         work = self.path("kill-train")
-        epochs = 30
+        epochs = 40
         statement = ("SELECT age, years, role, dept, salary FROM employee TRAIN regressor.DNN "
                      f"WITH hidden_units=[10, 100, 20, 5], train.epoch={epochs}, "
                      "train.batch_size=32, train.num_workers=2, train.num_minibatches_per_task=4 "
@@ -296,7 +330,7 @@ class SqlTest(unittest.TestCase):
         con = sqlite3.connect(db)
         predicted = con.execute("SELECT name, predicted_salary FROM newcomer_salary").fetchall()
         con.close()
-        self.assert_salary_rmse(predicted, "regressor.DNN, a worker killed while training")
+        self.assert_salary_rmse(predicted, "regressor.DNN, a worker killed while training", 1.25)
         self.assertIn("wrote", proc.stdout)
 
     # -- PostgreSQL -------------------------------------------------------------
@@ -313,7 +347,8 @@ class SqlTest(unittest.TestCase):
             pg.copy("hr", "iris_train", self.iris_train)
             # The same statements as on SQLite.
             self.sql(pg.url("hr"), TRAIN_SALARY.format(
-                model="regressor.DNN", params="hidden_units=[10, 100, 20, 5], "), "pg-salary")
+                model="regressor.DNN", params="hidden_units=[10, 100, 20, 5], train.epoch=40, "),
+                "pg-salary")
             self.sql(pg.url("hr"), TRAIN_IRIS.format(
                 model="classifier.DNN", params="hidden_units=[16, 16], "), "pg-iris")
 
@@ -338,7 +373,7 @@ class SqlTest(unittest.TestCase):
             salaries = [line.split("|") for line in pg.psql(
                 "branch", "SELECT name, predicted_salary FROM newcomer_salary").splitlines()]
             self.assert_salary_rmse([(n, float(p)) for n, p in salaries],
-                                    "regressor.DNN on PostgreSQL")
+                                    "regressor.DNN on PostgreSQL", 1.25)
             classes = [tuple(line.split("|")) for line in pg.psql(
                 "branch", "SELECT class, predicted_class FROM iris_predicted").splitlines()]
             self.assert_iris_accuracy(classes, 0.9, "classifier.DNN on PostgreSQL")

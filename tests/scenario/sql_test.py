@@ -277,7 +277,7 @@ class SqlTest(unittest.TestCase):
         epochs = 40
         statement = ("SELECT age, years, role, dept, salary FROM employee TRAIN regressor.DNN "
                      f"WITH hidden_units=[10, 100, 20, 5], train.epoch={epochs}, "
-                     "train.batch_size=32, train.num_workers=2, train.num_minibatches_per_task=4 "
+                     "train.batch_size=32, train.num_workers=3, train.num_minibatches_per_task=4 "
                      "LABEL salary INTO salary_model")
         job = subprocess.Popen([BIN, "sql", f"--db=sqlite://{db}", f"--work_dir={work}",
                                 "--no_progress", statement],

@@ -181,11 +181,22 @@ StatusOr<std::string> WorkDir(const SqlArgs& args) {
   return dir;
 }
 
-// Runs `body` in a transaction: committed if it succeeds, rolled back
-// otherwise.
-Status InTransaction(sql::Database* db, const std::function<Status()>& body) {
+// Replaces table `name` (`columns`: "file TEXT", ...) by the rows `next`
+// gives, in one transaction: readers see the old table or the whole new one,
+// and a failure leaves the old one as it was.
+Status ReplaceTable(sql::Database* db, const std::string& name,
+                    const std::vector<std::string>& columns,
+                    const std::function<StatusOr<bool>(std::vector<sql::Cell>*)>& next) {
+  std::string placeholders;
+  for (size_t i = 1; i <= columns.size(); ++i) placeholders += StrCat(i > 1 ? ", " : "", "$", i);
   EDL_RETURN_IF_ERROR(db->Execute("BEGIN"));
-  Status status = body();
+  Status status = db->Execute(StrCat("DROP TABLE IF EXISTS ", name));
+  if (status.ok()) {
+    status = db->Execute(StrCat("CREATE TABLE ", name, " (", absl::StrJoin(columns, ", "), ")"));
+  }
+  if (status.ok()) {
+    status = db->ExecuteForEach(StrCat("INSERT INTO ", name, " VALUES (", placeholders, ")"), next);
+  }
   if (status.ok()) status = db->Execute("COMMIT");
   if (!status.ok()) db->Execute("ROLLBACK").IgnoreError();
   return status;
@@ -201,38 +212,33 @@ Status SaveModel(sql::Database* db, const std::string& name, const std::string& 
   }
   if (ec) return absl::InternalError(StrCat("listing ", dir, ": ", ec.message()));
   std::sort(files.begin(), files.end());
-  return InTransaction(db, [&]() -> Status {
-    EDL_RETURN_IF_ERROR(db->Execute(StrCat("DROP TABLE IF EXISTS ", name)));
-    EDL_RETURN_IF_ERROR(
-        db->Execute(StrCat("CREATE TABLE ", name, " (file ", db->TypeName(sql::ColumnType::kText),
-                           ", part ", db->TypeName(sql::ColumnType::kInteger), ", content ",
-                           db->TypeName(sql::ColumnType::kBlob), ")")));
-    size_t file = 0, offset = 0;
-    std::string content;
-    return db->ExecuteForEach(
-        StrCat("INSERT INTO ", name, " (file, part, content) VALUES ($1, $2, $3)"),
-        [&](std::vector<sql::Cell>* cells) -> StatusOr<bool> {
-          while (file < files.size() && offset > 0 && offset >= content.size()) {
-            ++file;
-            offset = 0;
-          }
-          if (file >= files.size()) return false;
-          if (offset == 0) {
-            EDL_ASSIGN_OR_RETURN(content, ReadFileToString(dir + "/" + files[file]));
-          }
-          const std::string_view part = std::string_view(content).substr(offset, kPartBytes);
-          sql::Cell f, p, c;
-          f.kind = sql::Cell::Kind::kText;
-          f.text = files[file];
-          p.kind = sql::Cell::Kind::kInteger;
-          p.integer = static_cast<int64_t>(offset / kPartBytes);
-          c.kind = sql::Cell::Kind::kBlob;
-          c.text = part;
-          *cells = {f, p, c};
-          // An empty file is one empty part.
-          offset += std::max<size_t>(part.size(), 1);
-          return true;
-        });
+  size_t file = 0, offset = 0;
+  std::string content;
+  const std::vector<std::string> columns = {
+      StrCat("file ", db->TypeName(sql::ColumnType::kText)),
+      StrCat("part ", db->TypeName(sql::ColumnType::kInteger)),
+      StrCat("content ", db->TypeName(sql::ColumnType::kBlob))};
+  return ReplaceTable(db, name, columns, [&](std::vector<sql::Cell>* cells) -> StatusOr<bool> {
+    while (file < files.size() && offset > 0 && offset >= content.size()) {
+      ++file;
+      offset = 0;
+    }
+    if (file >= files.size()) return false;
+    if (offset == 0) {
+      EDL_ASSIGN_OR_RETURN(content, ReadFileToString(dir + "/" + files[file]));
+    }
+    const std::string_view part = std::string_view(content).substr(offset, kPartBytes);
+    sql::Cell f, p, c;
+    f.kind = sql::Cell::Kind::kText;
+    f.text = files[file];
+    p.kind = sql::Cell::Kind::kInteger;
+    p.integer = static_cast<int64_t>(offset / kPartBytes);
+    c.kind = sql::Cell::Kind::kBlob;
+    c.text = part;
+    *cells = {f, p, c};
+    // An empty file is one empty part.
+    offset += std::max<size_t>(part.size(), 1);
+    return true;
   });
 }
 
@@ -417,48 +423,35 @@ StatusOr<SqlResult> RunPredict(const SqlArgs& args, const sql::Statement& statem
     return absl::DataLossError(StrCat("the prediction job wrote ", lines.size() - 1,
                                       " predictions for ", encoded.records, " rows"));
   }
-  std::string columns, placeholders;
-  for (size_t i = 0; i < encoded.columns.size(); ++i) {
-    columns +=
-        StrCat("\"", encoded.columns[i].name, "\" ", db->TypeName(encoded.columns[i].type), ", ");
-    placeholders += StrCat("$", i + 1, ", ");
+  std::vector<std::string> columns;
+  for (const sql::ColumnInfo& c : encoded.columns) {
+    columns.push_back(StrCat("\"", c.name, "\" ", db->TypeName(c.type)));
   }
   const sql::ColumnType predicted_type = sql_model.label_type() == "TEXT" ? sql::ColumnType::kText
                                          : sql_model.label_type() == "INTEGER"
                                              ? sql::ColumnType::kInteger
                                              : sql::ColumnType::kReal;
-  columns += StrCat(predict.column, " ", db->TypeName(predicted_type));
-  placeholders += StrCat("$", encoded.columns.size() + 1);
+  columns.push_back(StrCat(predict.column, " ", db->TypeName(predicted_type)));
 
-  // Every row, read back from the rows file as ExecuteForEach asks.
-  std::vector<std::vector<sql::Cell>> batch;
-  EDL_RETURN_IF_ERROR(Annotate(
-      InTransaction(
-          db,
-          [&]() -> Status {
-            EDL_RETURN_IF_ERROR(db->Execute(StrCat("DROP TABLE IF EXISTS ", predict.table)));
-            EDL_RETURN_IF_ERROR(
-                db->Execute(StrCat("CREATE TABLE ", predict.table, " (", columns, ")")));
-            EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordFile> file, RecordFile::Open(rows));
-            EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordScanner> scanner,
-                                 file->Scan(0, file->num_records()));
-            size_t line = 1;
-            std::string storage;
-            return db->ExecuteForEach(
-                StrCat("INSERT INTO ", predict.table, " VALUES (", placeholders, ")"),
-                [&](std::vector<sql::Cell>* cells) -> StatusOr<bool> {
-                  if (!scanner->Next()) {
-                    EDL_RETURN_IF_ERROR(scanner->status());
-                    return false;
-                  }
-                  EDL_RETURN_IF_ERROR(sql::ParseSelectedRow(scanner->record(), cells));
-                  EDL_ASSIGN_OR_RETURN(sql::Cell predicted,
-                                       Prediction(lines[line++], sql_model, &storage));
-                  cells->push_back(predicted);
-                  return true;
-                });
-          }),
-      StrCat("writing table ", predict.table, " of ", db->Describe())));
+  // Each row as it was selected, from the rows file, and its prediction.
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordFile> file, RecordFile::Open(rows));
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordScanner> scanner, file->Scan(0, file->num_records()));
+  size_t line = 1;
+  std::string storage;
+  EDL_RETURN_IF_ERROR(
+      Annotate(ReplaceTable(db, predict.table, columns,
+                            [&](std::vector<sql::Cell>* cells) -> StatusOr<bool> {
+                              if (!scanner->Next()) {
+                                EDL_RETURN_IF_ERROR(scanner->status());
+                                return false;
+                              }
+                              EDL_RETURN_IF_ERROR(sql::ParseSelectedRow(scanner->record(), cells));
+                              EDL_ASSIGN_OR_RETURN(sql::Cell predicted,
+                                                   Prediction(lines[line++], sql_model, &storage));
+                              cells->push_back(predicted);
+                              return true;
+                            }),
+               StrCat("writing table ", predict.table, " of ", db->Describe())));
   std::error_code ec;
   fs::remove(data, ec);
   fs::remove(rows, ec);

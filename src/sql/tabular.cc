@@ -56,7 +56,7 @@ struct ColumnStats {
   // Welford's running mean and sum of squared deviations.
   double mean = 0;
   double m2 = 0;
-  std::set<std::string> distinct;  // up to max_vocabulary + 1
+  std::set<std::string> distinct;  // up to max_distinct + 1 (none for the label)
 
   void Add(const Cell& cell, uint64_t row, size_t max_distinct) {
     if (cell.kind == Cell::Kind::kNull) return;
@@ -70,7 +70,7 @@ struct ColumnStats {
       first_text_row = row;
       first_text = std::string(cell.text.substr(0, 80));
     }
-    if (distinct.size() <= max_distinct) distinct.insert(CellText(cell));
+    if (max_distinct > 0 && distinct.size() <= max_distinct) distinct.insert(CellText(cell));
   }
 };
 

@@ -30,13 +30,15 @@ namespace elasticdl {
 struct JobArgs {
   // The model: a zoo directory and the entry `module.path.entry` in it.
   // Other entries: a bare name is looked up in model_def's file, a dotted
-  // one names module and entry.
+  // one names module and entry. Empty: the model's own (seed 003's class
+  // defaults, seed 002's input_fn, else the file's dataset_fn, loss,
+  // optimizer and, if it has one, eval_metrics_fn; model_zoo/README.md).
   std::string model_zoo;
   std::string model_def;
-  std::string dataset_fn = "dataset_fn";
-  std::string loss = "loss";
-  std::string optimizer = "optimizer";
-  std::string eval_metrics_fn = "eval_metrics_fn";
+  std::string dataset_fn;  // --dataset_fn, or its alias --input_fn
+  std::string loss;
+  std::string optimizer;
+  std::string eval_metrics_fn;
   // Handed to the model factory, e.g. "hidden_units=[10, 100, 20, 5], learning_rate=0.01".
   std::string params;
   // evaluate, predict: the model, from a directory written by train --output.

@@ -100,10 +100,12 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   model->set_zoo_library(zoo.library_path);
   model->set_model_def(args.model_def);
   model->set_params(args.params);
-  model->set_dataset_fn(args.dataset_fn);
-  model->set_loss(args.loss);
-  model->set_optimizer(args.optimizer);
-  model->set_eval_metrics_fn(args.eval_metrics_fn);
+  // The entries in use, defaults resolved: what the trained model records.
+  const ZooProgramNames& used = program.resolved();
+  model->set_dataset_fn(used.dataset_fn);
+  model->set_loss(used.loss);
+  model->set_optimizer(used.optimizer);
+  model->set_eval_metrics_fn(used.eval_metrics_fn);
   return absl::OkStatus();
 }
 

@@ -228,6 +228,33 @@ Status ValidateFeatureSpec(const FeatureSpecMap& spec) {
   return absl::OkStatus();
 }
 
+StatusOr<Features> ParseAllFeatures(std::string_view record) {
+  std::vector<example::DecodedFeature> decoded;
+  EDL_RETURN_IF_ERROR(example::DecodeAll(record, &decoded));
+  Features out;
+  for (example::DecodedFeature& f : decoded) {
+    switch (f.kind) {
+      case Kind::kFloat: {
+        const auto n = static_cast<int64_t>(f.floats.size());
+        out.tensors[f.key] = torch::from_blob(f.floats.data(), {n}, torch::kFloat32).clone();
+        break;
+      }
+      case Kind::kInt64: {
+        const auto n = static_cast<int64_t>(f.int64s.size());
+        out.tensors[f.key] = torch::from_blob(f.int64s.data(), {n}, torch::kInt64).clone();
+        break;
+      }
+      case Kind::kBytes:
+        out.bytes[f.key] = std::move(f.bytes);
+        break;
+      case Kind::kNone:
+        out.tensors[f.key] = torch::empty({0}, torch::kFloat32);
+        break;
+    }
+  }
+  return out;
+}
+
 StatusOr<Features> ParseExample(std::string_view record, const FeatureSpecMap& spec) {
   EDL_RETURN_IF_ERROR(ValidateFeatureSpec(spec));
   Scratch& scratch = ThreadScratch(spec);

@@ -277,8 +277,7 @@ StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode) {
   Dataset<Record> records =
       ReadRecords(file, task.start(), task.end())
           .with_seed(job_seeds::Pipeline(job_.seed, task.epoch(), task.task_id()));
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> examples, program_.MakeDataset(records, mode));
-  return examples.batch(job_.minibatch_size);
+  return program_.MakeBatches(std::move(records), mode, job_.minibatch_size);
 }
 
 Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, uint64_t seed,

@@ -14,6 +14,10 @@ const char* EntryKindName(EntryKind kind) {
       return "optimizer";
     case EntryKind::kEvalMetricsFn:
       return "eval_metrics_fn";
+    case EntryKind::kInputFn:
+      return "input_fn";
+    case EntryKind::kColumns:
+      return "feature_columns/label_columns";
   }
   return "unknown";
 }

@@ -115,20 +115,30 @@ std::vector<std::string> ZooLibrary::Files() const {
 
 StatusOr<const ZooEntry*> ZooLibrary::Find(const std::string& module, const std::string& name,
                                            EntryKind kind) const {
-  const std::string file = ModuleFile(module);
+  return Find(module, name, {kind});
+}
+
+std::vector<const ZooEntry*> ZooLibrary::ModuleEntries(const std::string& module) const {
   std::vector<const ZooEntry*> in_module;
   for (const ZooEntry& e : entries()) {
     if (e.module == module) in_module.push_back(&e);
   }
+  return in_module;
+}
+
+StatusOr<const ZooEntry*> ZooLibrary::Find(const std::string& module, const std::string& name,
+                                           std::initializer_list<EntryKind> kinds) const {
+  const std::string file = ModuleFile(module);
+  std::vector<const ZooEntry*> in_module = ModuleEntries(module);
   if (in_module.empty()) {
     return absl::NotFoundError(fmt::format("model zoo has no file {} (module {}); files: {}", file,
                                            module, fmt::join(Files(), ", ")));
   }
   for (const ZooEntry* e : in_module) {
     if (e->name != name) continue;
-    if (e->kind != kind) {
-      return absl::InvalidArgumentError(
-          StrCat(file, ": '", name, "' is ", WithArticle(e->kind), ", not ", WithArticle(kind)));
+    if (std::find(kinds.begin(), kinds.end(), e->kind) == kinds.end()) {
+      return absl::InvalidArgumentError(StrCat(file, ": '", name, "' is ", WithArticle(e->kind),
+                                               ", not ", WithArticle(*kinds.begin())));
     }
     return e;
   }

@@ -3,6 +3,7 @@
 #ifndef ELASTICDL_ZOO_ZOO_LIBRARY_H_
 #define ELASTICDL_ZOO_ZOO_LIBRARY_H_
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,12 @@ class ZooLibrary {
   StatusOr<const ZooEntry*> Find(const EntryRef& ref, EntryKind kind) const {
     return Find(ref.module, ref.name, kind);
   }
+  // The same, for an entry of any of `kinds` (the first names the kind in
+  // messages).
+  StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
+                                 std::initializer_list<EntryKind> kinds) const;
+  // The entries `module` registers, in registration order.
+  std::vector<const ZooEntry*> ModuleEntries(const std::string& module) const;
 
   const std::vector<ZooEntry>& entries() const { return registry_->entries(); }
   // The source files that registered entries, sorted.

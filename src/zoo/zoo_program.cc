@@ -4,8 +4,11 @@
 
 #include <cctype>
 #include <exception>
+#include <set>
+#include <vector>
 
 #include "common/strings.h"
+#include "zoo/input_columns.h"
 
 namespace elasticdl {
 namespace {
@@ -77,17 +80,76 @@ std::string ShapeString(const torch::Tensor& t) {
   return fmt::format("[{}]", fmt::join(t.sizes(), ", "));
 }
 
-// The entry of `kind` that the flag --`flag`=`value` names; errors name the flag.
-StatusOr<const ZooEntry*> FindFlagEntry(const ZooLibrary& library, std::string_view flag,
-                                        std::string_view value, std::string_view model_module,
-                                        EntryKind kind) {
-  StatusOr<EntryRef> ref = ResolveEntry(value, model_module);
-  StatusOr<const ZooEntry*> entry = ref.ok() ? library.Find(*ref, kind) : ref.status();
-  if (!entry.ok()) return Annotate(entry.status(), StrCat("--", flag));
-  return entry;
+// Whether `module` is a seed 002 file (input_fn, feature_columns,
+// label_columns) rather than a seed 001 one (dataset_fn); one registering
+// both is INVALID_ARGUMENT naming the entries of each.
+StatusOr<bool> IsSeed002File(const ZooLibrary& library, const std::string& module) {
+  std::vector<std::string> seed001;
+  std::vector<std::string> seed002;
+  for (const ZooEntry* e : library.ModuleEntries(module)) {
+    if (e->kind == EntryKind::kDatasetFn) seed001.push_back(e->name);
+    if (e->kind == EntryKind::kInputFn || e->kind == EntryKind::kColumns) {
+      seed002.push_back(e->name);
+    }
+  }
+  if (!seed001.empty() && !seed002.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} mixes two model-file contracts: {} (seed 001) and {} (seed 002); a file registers "
+        "either dataset_fn, or input_fn with feature_columns and label_columns",
+        ModuleFile(module), fmt::join(seed001, ", "), fmt::join(seed002, ", ")));
+  }
+  return !seed002.empty();
+}
+
+// Where a record of a group came from, for messages.
+std::string RecordName(const Record& r, size_t position) {
+  if (r.file == nullptr) return StrCat("record ", position, " of the minibatch");
+  return StrCat(*r.file, " record ", r.index);
 }
 
 }  // namespace
+
+StatusOr<const ZooEntry*> ZooProgram::FindEntry(std::string_view flag, std::string_view value,
+                                                std::initializer_list<EntryKind> kinds) const {
+  const std::string prefix = resolved_.model_def + ".";
+  if (value.size() > prefix.size() && value.substr(0, prefix.size()) == prefix &&
+      value.find('.', prefix.size()) == std::string_view::npos) {
+    // <model_def>.default_loss: a default of the model class.
+    const std::string name = StrCat(model_->name, ".", value.substr(prefix.size()));
+    for (const ZooEntry& d : model_->class_defaults) {
+      if (d.name != name) continue;
+      if (std::find(kinds.begin(), kinds.end(), d.kind) == kinds.end()) {
+        return absl::InvalidArgumentError(StrCat("--", flag, ": ", value, " is a ",
+                                                 EntryKindName(d.kind), ", not a ",
+                                                 EntryKindName(*kinds.begin())));
+      }
+      return &d;
+    }
+    std::vector<std::string> defaults;
+    for (const ZooEntry& d : model_->class_defaults) defaults.push_back(d.name);
+    return absl::NotFoundError(fmt::format(
+        "--{}: model {} has no '{}'{}", flag, resolved_.model_def, value.substr(prefix.size()),
+        defaults.empty() ? std::string(" (it declares no defaults)")
+                         : fmt::format(" (its defaults: {})", fmt::join(defaults, ", "))));
+  }
+  StatusOr<EntryRef> ref = ResolveEntry(value, model_->module);
+  StatusOr<const ZooEntry*> entry = ref.ok() ? library_->Find(ref->module, ref->name, kinds)
+                                             : StatusOr<const ZooEntry*>(ref.status());
+  if (!entry.ok()) return elasticdl::Annotate(entry.status(), StrCat("--", flag));
+  return entry;
+}
+
+StatusOr<const ZooEntry*> ZooProgram::FindDefault(std::string_view flag,
+                                                  std::string_view class_default,
+                                                  std::string_view entry,
+                                                  std::initializer_list<EntryKind> kinds) const {
+  const std::string name = StrCat(model_->name, ".", class_default);
+  for (const ZooEntry& d : model_->class_defaults) {
+    if (d.name == name)
+      return FindEntry(flag, StrCat(resolved_.model_def, ".", class_default), kinds);
+  }
+  return FindEntry(flag, entry, kinds);
+}
 
 StatusOr<ZooProgram> ZooProgram::Resolve(std::shared_ptr<ZooLibrary> library,
                                          const ZooProgramNames& names, std::string_view params) {
@@ -95,44 +157,116 @@ StatusOr<ZooProgram> ZooProgram::Resolve(std::shared_ptr<ZooLibrary> library,
   StatusOr<EntryRef> model_ref = ParseModelDef(names.model_def);
   if (!model_ref.ok()) return elasticdl::Annotate(model_ref.status(), "--model_def");
   const ZooLibrary& lib = *library;
-  const std::string& module = model_ref->module;
   StatusOr<const ZooEntry*> model = lib.Find(*model_ref, EntryKind::kModel);
   if (!model.ok()) return elasticdl::Annotate(model.status(), "--model_def");
   p.model_ = *model;
-  EDL_ASSIGN_OR_RETURN(p.dataset_fn_, FindFlagEntry(lib, "dataset_fn", names.dataset_fn, module,
-                                                    EntryKind::kDatasetFn));
-  EDL_ASSIGN_OR_RETURN(p.loss_, FindFlagEntry(lib, "loss", names.loss, module, EntryKind::kLoss));
-  EDL_ASSIGN_OR_RETURN(p.optimizer_, FindFlagEntry(lib, "optimizer", names.optimizer, module,
-                                                   EntryKind::kOptimizer));
+  p.library_ = std::move(library);
+  p.resolved_.model_def = p.model_def();
+  EDL_ASSIGN_OR_RETURN(p.params_, Params::Parse(params));
+  EDL_ASSIGN_OR_RETURN(const bool seed002, IsSeed002File(lib, p.model_->module));
+
+  using K = EntryKind;
+  if (!names.dataset_fn.empty()) {
+    EDL_ASSIGN_OR_RETURN(p.dataset_fn_,
+                         p.FindEntry("dataset_fn", names.dataset_fn, {K::kDatasetFn, K::kInputFn}));
+  } else if (seed002) {
+    EDL_ASSIGN_OR_RETURN(p.dataset_fn_, p.FindEntry("input_fn", "input_fn", {K::kInputFn}));
+  } else {
+    EDL_ASSIGN_OR_RETURN(p.dataset_fn_, p.FindDefault("dataset_fn", "default_input", "dataset_fn",
+                                                      {K::kDatasetFn, K::kInputFn}));
+  }
+  if (p.dataset_fn_->kind == K::kInputFn) EDL_RETURN_IF_ERROR(p.ResolveColumns());
+
+  if (!names.loss.empty()) {
+    EDL_ASSIGN_OR_RETURN(p.loss_, p.FindEntry("loss", names.loss, {K::kLoss}));
+  } else {
+    EDL_ASSIGN_OR_RETURN(p.loss_, p.FindDefault("loss", "default_loss", "loss", {K::kLoss}));
+  }
+  // A class's default_loss takes seed 001's (labels, predictions); a loss
+  // of a seed 002 file takes (output, labels).
+  const bool class_default = p.loss_->name.find('.') != std::string::npos;
+  if (!class_default) {
+    EDL_ASSIGN_OR_RETURN(p.loss_takes_output_first_, IsSeed002File(lib, p.loss_->module));
+  }
+
+  if (!names.optimizer.empty()) {
+    EDL_ASSIGN_OR_RETURN(p.optimizer_, p.FindEntry("optimizer", names.optimizer, {K::kOptimizer}));
+  } else {
+    EDL_ASSIGN_OR_RETURN(p.optimizer_, p.FindDefault("optimizer", "default_optimizer", "optimizer",
+                                                     {K::kOptimizer}));
+  }
+
   if (!names.eval_metrics_fn.empty()) {
-    StatusOr<const ZooEntry*> metrics = FindFlagEntry(lib, "eval_metrics_fn", names.eval_metrics_fn,
-                                                      module, EntryKind::kEvalMetricsFn);
-    const bool optional = names.eval_metrics_fn == ZooProgramNames().eval_metrics_fn;
+    EDL_ASSIGN_OR_RETURN(p.eval_metrics_fn_, p.FindEntry("eval_metrics_fn", names.eval_metrics_fn,
+                                                         {K::kEvalMetricsFn}));
+  } else {
+    // Optional: a file without eval_metrics_fn has no metrics.
+    StatusOr<const ZooEntry*> metrics = p.FindDefault("eval_metrics_fn", "default_eval_metrics",
+                                                      "eval_metrics_fn", {K::kEvalMetricsFn});
     if (metrics.ok()) {
       p.eval_metrics_fn_ = *metrics;
-    } else if (!(optional && absl::IsNotFound(metrics.status()))) {
+    } else if (!absl::IsNotFound(metrics.status())) {
       return metrics.status();
     }
   }
-  EDL_ASSIGN_OR_RETURN(p.params_, Params::Parse(params));
-  p.library_ = std::move(library);
+
+  auto qualified = [](const ZooEntry* e) {
+    return e == nullptr ? std::string() : StrCat(e->module, ".", e->name);
+  };
+  p.resolved_.dataset_fn = qualified(p.dataset_fn_);
+  p.resolved_.loss = qualified(p.loss_);
+  p.resolved_.optimizer = qualified(p.optimizer_);
+  p.resolved_.eval_metrics_fn = qualified(p.eval_metrics_fn_);
   return p;
 }
 
-std::string ZooProgram::Who(EntryKind kind, std::string_view action) const {
-  return action.empty() ? EntryLocation(kind) : StrCat(EntryLocation(kind), ": ", action);
+Status ZooProgram::ResolveColumns() {
+  const std::string& module = dataset_fn_->module;
+  const ZooEntry* label_columns = nullptr;
+  for (const char* name : {"feature_columns", "label_columns"}) {
+    StatusOr<const ZooEntry*> entry = library_->Find(module, name, EntryKind::kColumns);
+    if (!entry.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat(ModuleFile(module), " registers input_fn but no ", name,
+                 ": seed 002's model files declare the schema of input_fn's outputs with "
+                 "feature_columns() and label_columns() (",
+                 entry.status().message(), ")"));
+    }
+    (std::string_view(name) == "feature_columns" ? feature_columns_ : label_columns) = *entry;
+  }
+  for (const ZooEntry* entry : {feature_columns_, label_columns}) {
+    EDL_ASSIGN_OR_RETURN(std::vector<NumericColumn> columns,
+                         CallEntry(entry, "", [&] { return entry->columns(params_); }));
+    const bool labels = entry == label_columns;
+    Status valid = ValidateColumns(columns, labels);
+    if (!valid.ok()) return elasticdl::Annotate(valid, Who(entry, ""));
+    (labels ? label_cols_ : feature_cols_) = std::move(columns);
+  }
+  return Status();
+}
+
+std::string ZooProgram::Who(const ZooEntry* entry, std::string_view action) const {
+  const std::string where = StrCat(ModuleFile(entry->module), ": ", entry->name);
+  return action.empty() ? where : StrCat(where, ": ", action);
+}
+
+template <typename F>
+auto ZooProgram::CallEntry(const ZooEntry* entry, std::string_view action, F&& fn) const
+    -> StatusOr<decltype(fn())> {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(StrCat(Who(entry, action), " threw: ", ShortWhat(e)));
+  } catch (...) {
+    return absl::InvalidArgumentError(
+        StrCat(Who(entry, action), " threw a non-standard exception"));
+  }
 }
 
 template <typename F>
 auto ZooProgram::Call(EntryKind kind, std::string_view action, F&& fn) const
     -> StatusOr<decltype(fn())> {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(StrCat(Who(kind, action), " threw: ", ShortWhat(e)));
-  } catch (...) {
-    return absl::InvalidArgumentError(StrCat(Who(kind, action), " threw a non-standard exception"));
-  }
+  return CallEntry(Entry(kind), action, std::forward<F>(fn));
 }
 
 StatusOr<std::shared_ptr<Model>> ZooProgram::MakeModel() const {
@@ -145,10 +279,45 @@ StatusOr<std::shared_ptr<Model>> ZooProgram::MakeModel() const {
 }
 
 StatusOr<Dataset<Example>> ZooProgram::MakeDataset(Dataset<Record> records, Mode mode) const {
+  if (dataset_fn_->kind == EntryKind::kInputFn) {
+    return absl::FailedPreconditionError(
+        StrCat(EntryLocation(EntryKind::kDatasetFn), " works on minibatches: use MakeBatches"));
+  }
   EDL_ASSIGN_OR_RETURN(Dataset<Example> dataset, Call(EntryKind::kDatasetFn, "", [&] {
                          return dataset_fn_->dataset_fn(std::move(records), mode, params_);
                        }));
   return Dataset<Example>(std::make_shared<LibraryBoundSource>(library_, dataset.source()));
+}
+
+StatusOr<Dataset<Example>> ZooProgram::MakeBatches(Dataset<Record> records, Mode mode,
+                                                   size_t minibatch_size) const {
+  if (dataset_fn_->kind != EntryKind::kInputFn) {
+    EDL_ASSIGN_OR_RETURN(Dataset<Example> examples, MakeDataset(std::move(records), mode));
+    return examples.batch(minibatch_size);
+  }
+  // The program is copied into the pipeline: it holds the library.
+  auto batches =
+      records.group(minibatch_size).map([program = *this, mode](const std::vector<Record>& group) {
+        return program.InputBatch(group, mode);
+      });
+  return Dataset<Example>(std::make_shared<LibraryBoundSource>(library_, batches.source()));
+}
+
+StatusOr<Example> ZooProgram::InputBatch(const std::vector<Record>& records, Mode mode) const {
+  std::vector<Features> parsed;
+  parsed.reserve(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    StatusOr<Features> features = ParseAllFeatures(records[i].data);
+    if (!features.ok()) return elasticdl::Annotate(features.status(), RecordName(records[i], i));
+    parsed.push_back(std::move(*features));
+  }
+  EDL_ASSIGN_OR_RETURN(InputFnResult result, Call(EntryKind::kInputFn, "", [&] {
+                         return dataset_fn_->input_fn(parsed, mode, params_);
+                       }));
+  StatusOr<Example> batch = ApplyColumns(std::move(result), feature_cols_, label_cols_[0],
+                                         static_cast<int64_t>(records.size()), mode);
+  if (!batch.ok()) return elasticdl::Annotate(batch.status(), Who(dataset_fn_, ""));
+  return batch;
 }
 
 StatusOr<torch::Tensor> ZooProgram::Forward(Model& model, const FeatureMap& features,
@@ -167,7 +336,9 @@ StatusOr<torch::Tensor> ZooProgram::Forward(Model& model, const FeatureMap& feat
 StatusOr<torch::Tensor> ZooProgram::Loss(const torch::Tensor& labels,
                                          const torch::Tensor& predictions) const {
   EDL_ASSIGN_OR_RETURN(torch::Tensor loss, Call(EntryKind::kLoss, "", [&] {
-                         return loss_->loss(labels, predictions, params_);
+                         return loss_takes_output_first_
+                                    ? loss_->loss(predictions, labels, params_)
+                                    : loss_->loss(labels, predictions, params_);
                        }));
   if (!loss.defined() || loss.numel() != 1 || !loss.is_floating_point()) {
     return absl::InvalidArgumentError(
@@ -231,6 +402,10 @@ const ZooEntry* ZooProgram::Entry(EntryKind kind) const {
       return optimizer_;
     case EntryKind::kEvalMetricsFn:
       return eval_metrics_fn_;
+    case EntryKind::kInputFn:
+      return dataset_fn_;
+    case EntryKind::kColumns:
+      return feature_columns_;
   }
   return nullptr;
 }
@@ -238,7 +413,7 @@ const ZooEntry* ZooProgram::Entry(EntryKind kind) const {
 std::string ZooProgram::EntryLocation(EntryKind kind) const {
   const ZooEntry* e = Entry(kind);
   if (e == nullptr) return StrCat("(no ", EntryKindName(kind), ")");
-  return StrCat(ModuleFile(e->module), ": ", e->name);
+  return Who(e, "");
 }
 
 Status ZooProgram::Annotate(const Status& status, EntryKind kind) const {

@@ -6,10 +6,12 @@
 #ifndef ELASTICDL_ZOO_ZOO_PROGRAM_H_
 #define ELASTICDL_ZOO_ZOO_PROGRAM_H_
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "elasticdl/status.h"
 #include "elasticdl/zoo/registry.h"
@@ -19,17 +21,24 @@ namespace elasticdl {
 
 // The command line's entry names (seed 001's --model_def, --dataset_fn,
 // --loss, --optimizer, --eval_metrics_fn). A name without a dot is an entry
-// of model_def's module; a dotted one is module.name.
+// of model_def's module; a dotted one is module.name; `<model_def>.default_loss`
+// and so on name a model class's defaults (seed 003). An empty name is the
+// model's default, in this order:
+//   dataset_fn: input_fn in a seed 002 file; the class's default_input;
+//               dataset_fn
+//   loss, optimizer: the class's default_loss / default_optimizer; loss /
+//               optimizer
+//   eval_metrics_fn: the class's default_eval_metrics; eval_metrics_fn if
+//               the file has one; else no metrics
 struct ZooProgramNames {
   // module.entry of the model, e.g. "mnist.mnist_functional_api.custom_model".
   // Required.
   std::string model_def;
-  std::string dataset_fn = "dataset_fn";
-  std::string loss = "loss";
-  std::string optimizer = "optimizer";
-  // Optional under its default name: a zoo file without eval_metrics_fn has
-  // no metrics. Any other name must exist.
-  std::string eval_metrics_fn = "eval_metrics_fn";
+  // A dataset_fn, or seed 002's input_fn (--input_fn is the same flag).
+  std::string dataset_fn;
+  std::string loss;
+  std::string optimizer;
+  std::string eval_metrics_fn;
 };
 
 // Copyable; const methods are thread-safe as far as the model file's own
@@ -45,9 +54,15 @@ class ZooProgram {
 
   // A new model built by the model entry from the params.
   StatusOr<std::shared_ptr<Model>> MakeModel() const;
-  // dataset_fn(records, mode). Errors while iterating the result come from
-  // the pipeline (see Dataset); Annotate(status, EntryKind::kDatasetFn) puts
-  // the entry in front of them.
+  // Minibatches of `minibatch_size` examples (the last may be smaller) from
+  // `records`: dataset_fn(records, mode) batched, or seed 002's input_fn
+  // applied to each group of records and checked against the columns.
+  // Errors while iterating the result come from the pipeline (see Dataset);
+  // Annotate(status, EntryKind::kDatasetFn) puts the entry in front of them.
+  StatusOr<Dataset<Example>> MakeBatches(Dataset<Record> records, Mode mode,
+                                         size_t minibatch_size) const;
+  // dataset_fn(records, mode), unbatched. FAILED_PRECONDITION for seed
+  // 002's input_fn, which works on batches only.
   StatusOr<Dataset<Example>> MakeDataset(Dataset<Record> records, Mode mode) const;
   // model.train(training), then model.forward(features, training).
   StatusOr<torch::Tensor> Forward(Model& model, const FeatureMap& features, bool training) const;
@@ -67,6 +82,12 @@ class ZooProgram {
   // `status` with EntryLocation(kind) in front; OK stays OK.
   Status Annotate(const Status& status, EntryKind kind) const;
 
+  // The entries in use, each as module.name (class defaults as
+  // <model_def>.default_loss, ...): what the trained model records, and
+  // what resolves to the same entries again. eval_metrics_fn is empty when
+  // there are no metrics.
+  const ZooProgramNames& resolved() const { return resolved_; }
+
   bool has_eval_metrics() const { return eval_metrics_fn_ != nullptr; }
   const Params& params() const { return params_; }
   const std::shared_ptr<ZooLibrary>& library() const { return library_; }
@@ -77,17 +98,40 @@ class ZooProgram {
   ZooProgram() = default;
 
   const ZooEntry* Entry(EntryKind kind) const;
+  // The entry an entry flag names (see ZooProgramNames); errors name the flag.
+  StatusOr<const ZooEntry*> FindEntry(std::string_view flag, std::string_view value,
+                                      std::initializer_list<EntryKind> kinds) const;
+  // The default entry of a flag given no value: the class's `class_default`
+  // if the model class has one, else `entry` of the model's file.
+  StatusOr<const ZooEntry*> FindDefault(std::string_view flag, std::string_view class_default,
+                                        std::string_view entry,
+                                        std::initializer_list<EntryKind> kinds) const;
+  // Seed 002: the feature and label columns of input_fn's file, evaluated.
+  Status ResolveColumns();
+  // One group of records through input_fn.
+  StatusOr<Example> InputBatch(const std::vector<Record>& records, Mode mode) const;
   // "<file>: <entry>" or "<file>: <entry>: <action>".
-  std::string Who(EntryKind kind, std::string_view action) const;
+  std::string Who(const ZooEntry* entry, std::string_view action) const;
   // Runs `fn`, turning an exception into INVALID_ARGUMENT
-  // "<Who(kind, action)> threw: <what>", the first lines of what().
+  // "<Who(entry, action)> threw: <what>", the first lines of what().
+  template <typename F>
+  auto CallEntry(const ZooEntry* entry, std::string_view action, F&& fn) const
+      -> StatusOr<decltype(fn())>;
+  // CallEntry with the entry of `kind`.
   template <typename F>
   auto Call(EntryKind kind, std::string_view action, F&& fn) const -> StatusOr<decltype(fn())>;
 
   std::shared_ptr<ZooLibrary> library_;
   Params params_;
+  ZooProgramNames resolved_;
   const ZooEntry* model_ = nullptr;
+  // A dataset_fn, or seed 002's input_fn.
   const ZooEntry* dataset_fn_ = nullptr;
+  // Seed 002: input_fn's columns; the loss takes (output, labels).
+  const ZooEntry* feature_columns_ = nullptr;
+  std::vector<NumericColumn> feature_cols_;
+  std::vector<NumericColumn> label_cols_;
+  bool loss_takes_output_first_ = false;
   const ZooEntry* loss_ = nullptr;
   const ZooEntry* optimizer_ = nullptr;
   const ZooEntry* eval_metrics_fn_ = nullptr;  // null: no metrics

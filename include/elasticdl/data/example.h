@@ -82,6 +82,11 @@ Status ValidateFeatureSpec(const FeatureSpecMap& spec);
 // variable-length ones are 1-D.
 StatusOr<Features> ParseExample(std::string_view record, const FeatureSpecMap& spec);
 
+// Every feature of one record, without a spec (what seed 002's input_fn
+// receives): a float_list as a 1-D float32 tensor, an int64_list as a 1-D
+// int64 tensor, a bytes_list as strings. Malformed bytes are DATA_LOSS.
+StatusOr<Features> ParseAllFeatures(std::string_view record);
+
 // A batch of records. Fixed-length features get a leading batch dimension;
 // variable-length numeric ones become sparse COO tensors of shape
 // [batch, longest] (as tf.io.parse_example's SparseTensor); bytes features

@@ -8,13 +8,34 @@
 //   ELASTICDL_REGISTER_MODEL(MnistModel); // a Model subclass, constructed from
 //                                         // (const Params&) or by default
 //
+// Seed 002's files register input_fn, feature_columns and label_columns in
+// place of dataset_fn (elasticdl/zoo/columns.h).
+//
 // Any of them may take a trailing `const Params&`, the job's --params (a
 // dataset_fn that needs the number of features, an optimizer whose learning
-// rate is a parameter). The kind of an entry follows from its signature; a
-// function matching none is a compile error naming the entry. Entries are named by the source
+// rate is a parameter); a function whose arguments all have defaults
+// (seed 002's `OptimizerSpec optimizer(double lr = 0.1)`) registers as one
+// taking none. The kind of an entry follows from its signature; a function
+// matching none is a compile error naming the entry. Entries are named by the source
 // file's module path and the C++ name: `mnist/mnist_functional_api.cc` registering `custom_model`
 // is `mnist.mnist_functional_api.custom_model` (seed 003's rule). The zoo build defines
 // ELASTICDL_ZOO_MODULE for every source file.
+//
+// Seed 003's model classes may carry their defaults as static members,
+// which ELASTICDL_REGISTER_MODEL registers with the class:
+//
+//   struct CreditModel : Model {
+//     static torch::Tensor default_loss(const torch::Tensor& labels,
+//                                       const torch::Tensor& predictions);
+//     static OptimizerSpec default_optimizer();
+//     static StatusOr<Example> default_input(const Record& record, Mode mode);
+//                                    // or a whole dataset_fn: (Dataset<Record>, Mode)
+//     static MetricMap default_eval_metrics();
+//   };
+//
+// They are used unless --loss, --optimizer, --input_fn / --dataset_fn or
+// --eval_metrics_fn name another entry, and are named
+// `<model_def>.default_loss` and so on in the trained model's record.
 #ifndef ELASTICDL_ZOO_REGISTRY_H_
 #define ELASTICDL_ZOO_REGISTRY_H_
 
@@ -24,9 +45,11 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "elasticdl/data/dataset.h"
+#include "elasticdl/zoo/columns.h"
 #include "elasticdl/zoo/metrics.h"
 #include "elasticdl/zoo/model.h"
 #include "elasticdl/zoo/optimizer.h"
@@ -38,9 +61,18 @@
 
 namespace elasticdl {
 
-enum class EntryKind { kModel, kDatasetFn, kLoss, kOptimizer, kEvalMetricsFn };
-// "model", "dataset_fn", "loss", "optimizer", "eval_metrics_fn": the name of
-// the kind's command-line flag and default entry.
+enum class EntryKind {
+  kModel,
+  kDatasetFn,
+  kLoss,
+  kOptimizer,
+  kEvalMetricsFn,
+  kInputFn,  // seed 002
+  kColumns,  // seed 002's feature_columns and label_columns
+};
+// "model", "dataset_fn", "loss", "optimizer", "eval_metrics_fn", "input_fn",
+// "columns": the name of the kind's command-line flag and default entry
+// (but for "columns").
 const char* EntryKindName(EntryKind kind);
 
 using ModelFactory = std::function<std::shared_ptr<Model>(const Params&)>;
@@ -51,6 +83,9 @@ using LossFn = std::function<torch::Tensor(const torch::Tensor& labels,
                                            const torch::Tensor& predictions, const Params&)>;
 using OptimizerFn = std::function<OptimizerSpec(const Params&)>;
 using EvalMetricsFn = std::function<MetricMap(const Params&)>;
+using InputFn =
+    std::function<InputFnResult(const std::vector<Features>& records, Mode, const Params&)>;
+using ColumnsFn = std::function<std::vector<NumericColumn>(const Params&)>;
 
 // One registered entry; exactly the member matching `kind` is set.
 struct ZooEntry {
@@ -62,12 +97,28 @@ struct ZooEntry {
   LossFn loss;
   OptimizerFn optimizer;
   EvalMetricsFn eval_metrics_fn;
+  InputFn input_fn;
+  ColumnsFn columns;
+  // A model class's defaults (seed 003), named "Class.default_loss" and so
+  // on, of kinds kLoss, kOptimizer, kDatasetFn and kEvalMetricsFn.
+  std::vector<ZooEntry> class_defaults;
 };
 
 // The entries of one zoo library.
 class ZooRegistry {
  public:
   void Add(ZooEntry entry) { entries_.push_back(std::move(entry)); }
+  // `entry` as `name` of `module`; a model class's defaults become
+  // "<name>.default_loss" and so on.
+  void Add(const std::string& module, const std::string& name, ZooEntry entry) {
+    entry.module = module;
+    entry.name = name;
+    for (ZooEntry& d : entry.class_defaults) {
+      d.module = module;
+      d.name = name + "." + d.name;
+    }
+    Add(std::move(entry));
+  }
   const std::vector<ZooEntry>& entries() const { return entries_; }
 
  private:
@@ -76,7 +127,7 @@ class ZooRegistry {
 
 // The version of this registration interface; a zoo library built against
 // another version is refused when loaded.
-inline constexpr int kZooAbiVersion = 2;
+inline constexpr int kZooAbiVersion = 3;
 
 namespace zoo_internal {
 
@@ -125,16 +176,114 @@ ZooEntry MakeEntry(F fn) {
   } else if constexpr (std::is_invocable_r_v<MetricMap, F>) {
     e.kind = EntryKind::kEvalMetricsFn;
     e.eval_metrics_fn = [fn](const Params&) -> MetricMap { return fn(); };
+  } else if constexpr (std::is_invocable_r_v<InputFnResult, F, const std::vector<Features>&, Mode,
+                                             const Params&>) {
+    e.kind = EntryKind::kInputFn;
+    e.input_fn = fn;
+  } else if constexpr (std::is_invocable_r_v<InputFnResult, F, const std::vector<Features>&,
+                                             Mode>) {
+    e.kind = EntryKind::kInputFn;
+    e.input_fn = [fn](const std::vector<Features>& r, Mode m, const Params&) -> InputFnResult {
+      return fn(r, m);
+    };
+  } else if constexpr (std::is_invocable_r_v<InputFnResult, F, const std::vector<Features>&,
+                                             const Params&>) {
+    e.kind = EntryKind::kInputFn;
+    e.input_fn = [fn](const std::vector<Features>& r, Mode, const Params& p) -> InputFnResult {
+      return fn(r, p);
+    };
+  } else if constexpr (std::is_invocable_r_v<InputFnResult, F, const std::vector<Features>&>) {
+    e.kind = EntryKind::kInputFn;
+    e.input_fn = [fn](const std::vector<Features>& r, Mode, const Params&) -> InputFnResult {
+      return fn(r);
+    };
+  } else if constexpr (std::is_invocable_r_v<std::vector<NumericColumn>, F, const Params&>) {
+    e.kind = EntryKind::kColumns;
+    e.columns = [fn](const Params& p) -> std::vector<NumericColumn> { return fn(p); };
+  } else if constexpr (std::is_invocable_r_v<std::vector<NumericColumn>, F>) {
+    e.kind = EntryKind::kColumns;
+    e.columns = [fn](const Params&) -> std::vector<NumericColumn> { return fn(); };
   } else {
     static_assert(!std::is_same_v<F, F>,
                   "ELASTICDL_REGISTER: the entry matches none of the signatures "
                   "std::shared_ptr<Model>(const Params&), std::shared_ptr<Model>(), "
                   "Dataset<Example>(Dataset<Record>, Mode), "
                   "torch::Tensor(const torch::Tensor& labels, const torch::Tensor& predictions), "
-                  "OptimizerSpec(), MetricMap(); all but the model's optionally with a "
+                  "OptimizerSpec(), MetricMap(), "
+                  "InputFnResult(const std::vector<Features>& records[, Mode]), "
+                  "std::vector<NumericColumn>(); all but the model's optionally with a "
                   "trailing const Params&");
   }
   return e;
+}
+
+// Whether model class M declares a member `default_...` (seed 003).
+#define ELASTICDL_ZOO_HAS_MEMBER_(member)   \
+  template <typename M, typename = void>    \
+  struct Has_##member : std::false_type {}; \
+  template <typename M>                     \
+  struct Has_##member<M, std::void_t<decltype(&M::member)>> : std::true_type {}
+ELASTICDL_ZOO_HAS_MEMBER_(default_loss);
+ELASTICDL_ZOO_HAS_MEMBER_(default_optimizer);
+ELASTICDL_ZOO_HAS_MEMBER_(default_input);
+ELASTICDL_ZOO_HAS_MEMBER_(default_eval_metrics);
+#undef ELASTICDL_ZOO_HAS_MEMBER_
+
+// A callable that calls `fn` by name: overloads and default arguments work.
+#define ELASTICDL_ZOO_FORWARD_(fn)                                            \
+  [](auto&&... args) -> decltype(fn(std::forward<decltype(args)>(args)...)) { \
+    return fn(std::forward<decltype(args)>(args)...);                         \
+  }
+
+template <typename M>
+std::vector<ZooEntry> MakeClassDefaults() {
+  std::vector<ZooEntry> defaults;
+  if constexpr (Has_default_loss<M>::value) {
+    auto fn = ELASTICDL_ZOO_FORWARD_(M::default_loss);
+    static_assert(std::is_invocable_r_v<torch::Tensor, decltype(fn), const torch::Tensor&,
+                                        const torch::Tensor&>,
+                  "default_loss: expected static torch::Tensor default_loss(const torch::Tensor& "
+                  "labels, const torch::Tensor& predictions)");
+    defaults.push_back(MakeEntry(fn));
+    defaults.back().name = "default_loss";
+  }
+  if constexpr (Has_default_optimizer<M>::value) {
+    auto fn = ELASTICDL_ZOO_FORWARD_(M::default_optimizer);
+    static_assert(std::is_invocable_r_v<OptimizerSpec, decltype(fn)> ||
+                      std::is_invocable_r_v<OptimizerSpec, decltype(fn), const Params&>,
+                  "default_optimizer: expected static OptimizerSpec default_optimizer()");
+    defaults.push_back(MakeEntry(fn));
+    defaults.back().name = "default_optimizer";
+  }
+  if constexpr (Has_default_input<M>::value) {
+    auto fn = ELASTICDL_ZOO_FORWARD_(M::default_input);
+    ZooEntry e;
+    e.kind = EntryKind::kDatasetFn;
+    if constexpr (std::is_invocable_r_v<Dataset<Example>, decltype(fn), Dataset<Record>, Mode>) {
+      e.dataset_fn = [fn](Dataset<Record> d, Mode m, const Params&) { return fn(std::move(d), m); };
+    } else if constexpr (std::is_invocable_r_v<StatusOr<Example>, decltype(fn), const Record&,
+                                               Mode>) {
+      e.dataset_fn = [fn](Dataset<Record> d, Mode m, const Params&) {
+        return d.map([fn, m](const Record& r) -> StatusOr<Example> { return fn(r, m); });
+      };
+    } else {
+      static_assert(!std::is_same_v<M, M>,
+                    "default_input: expected static StatusOr<Example> default_input(const "
+                    "Record& record, Mode mode), or a dataset_fn: static Dataset<Example> "
+                    "default_input(Dataset<Record> records, Mode mode)");
+    }
+    e.name = "default_input";
+    defaults.push_back(std::move(e));
+  }
+  if constexpr (Has_default_eval_metrics<M>::value) {
+    auto fn = ELASTICDL_ZOO_FORWARD_(M::default_eval_metrics);
+    static_assert(std::is_invocable_r_v<MetricMap, decltype(fn)> ||
+                      std::is_invocable_r_v<MetricMap, decltype(fn), const Params&>,
+                  "default_eval_metrics: expected static MetricMap default_eval_metrics()");
+    defaults.push_back(MakeEntry(fn));
+    defaults.back().name = "default_eval_metrics";
+  }
+  return defaults;
 }
 
 template <typename M>
@@ -153,14 +302,13 @@ ZooEntry MakeModelClassEntry() {
       return std::make_shared<M>();
     }
   };
+  e.class_defaults = MakeClassDefaults<M>();
   return e;
 }
 
 struct Registrar {
   Registrar(const char* module, const char* name, ZooEntry entry) {
-    entry.module = module;
-    entry.name = name;
-    LocalRegistry().Add(std::move(entry));
+    LocalRegistry().Add(module, name, std::move(entry));
   }
 };
 
@@ -175,10 +323,10 @@ extern "C" const elasticdl::ZooRegistry* elasticdl_zoo_registry_v1(int* abi_vers
 #define ELASTICDL_ZOO_CONCAT_INNER_(a, b) a##b
 #define ELASTICDL_ZOO_CONCAT_(a, b) ELASTICDL_ZOO_CONCAT_INNER_(a, b)
 
-#define ELASTICDL_REGISTER(fn)                                             \
-  static const ::elasticdl::zoo_internal::Registrar ELASTICDL_ZOO_CONCAT_( \
-      elasticdl_zoo_entry_, __LINE__)(ELASTICDL_ZOO_MODULE, #fn,           \
-                                      ::elasticdl::zoo_internal::MakeEntry(fn))
+#define ELASTICDL_REGISTER(fn)                                                                  \
+  static const ::elasticdl::zoo_internal::Registrar ELASTICDL_ZOO_CONCAT_(elasticdl_zoo_entry_, \
+                                                                          __LINE__)(            \
+      ELASTICDL_ZOO_MODULE, #fn, ::elasticdl::zoo_internal::MakeEntry(ELASTICDL_ZOO_FORWARD_(fn)))
 
 #define ELASTICDL_REGISTER_MODEL(Class)                                    \
   static const ::elasticdl::zoo_internal::Registrar ELASTICDL_ZOO_CONCAT_( \

@@ -1,0 +1,166 @@
+"""Scenario tests for the seeds' three ways to write a model file.
+
+Each example of model_zoo/ is trained, evaluated and used for prediction
+through the real binary with --model_def alone:
+  seed 001  mnist.mnist_functional_api.custom_model (dataset_fn, loss(labels, predictions))
+  seed 002  mnist.mnist_input_fn.model (input_fn, feature_columns, label_columns,
+            loss(output, labels), optimizer(lr=0.1)), and the structured-data
+            iris.iris_input_fn.model on Fisher's Iris
+  seed 003  mnist.mnist_class_defaults.MnistModel (default_loss, default_optimizer,
+            default_input, default_eval_metrics), and its defaults replaced by flags
+
+Environment: as job_test.py.
+"""
+import csv
+import os
+import re
+import unittest
+
+from job_test import (BIN, MIN_ACCURACY, MODEL_ZOO, VALIDATION_RECORDS, JobTestCase,
+                      TRAIN_RECORDS)
+
+IRIS_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "iris.csv")
+IRIS_CLASSES = ["setosa", "versicolor", "virginica"]
+
+# model_def -> what the trained model must record as the entries it used.
+CONTRACTS = {
+    "mnist.mnist_functional_api.custom_model": {
+        "input_function": "mnist.mnist_functional_api.dataset_fn",
+        "loss": "mnist.mnist_functional_api.loss",
+        "optimizer": "mnist.mnist_functional_api.optimizer",
+        "eval_metrics_fn": "mnist.mnist_functional_api.eval_metrics_fn",
+    },
+    "mnist.mnist_input_fn.model": {
+        "input_function": "mnist.mnist_input_fn.input_fn",
+        "loss": "mnist.mnist_input_fn.loss",
+        "optimizer": "mnist.mnist_input_fn.optimizer",
+        "eval_metrics_fn": "mnist.mnist_input_fn.eval_metrics_fn",
+    },
+    "mnist.mnist_class_defaults.MnistModel": {
+        "input_function": "mnist.mnist_class_defaults.MnistModel.default_input",
+        "loss": "mnist.mnist_class_defaults.MnistModel.default_loss",
+        "optimizer": "mnist.mnist_class_defaults.MnistModel.default_optimizer",
+        "eval_metrics_fn": "mnist.mnist_class_defaults.MnistModel.default_eval_metrics",
+    },
+}
+
+
+def record_fields(model_dir):
+    with open(os.path.join(model_dir, "trained_model.pbtxt")) as f:
+        return dict(re.findall(r'^(\w+): "(.*)"$', f.read(), re.M))
+
+
+class ModelFilesTest(JobTestCase):
+
+    def train_evaluate_predict(self, name, model_def, train_flags=(), **overrides):
+        """Trains model_def with --model_def alone (plus train_flags), then evaluates and
+        predicts from the trained model; returns (training accuracy, evaluation accuracy,
+        prediction accuracy, the record's fields)."""
+        model = self.path(name + "-model")
+        args = self.train_args(self.job_dir(name + "-train"), output=model,
+                               model_def=model_def, **overrides) + list(train_flags)
+        train = self.run_job(args)
+        self.assertSucceeded(train)
+        records, _ = self.trained(train)
+        self.assertEqual(records, TRAIN_RECORDS, train.describe())
+        accuracy, _ = self.accuracy(train)
+
+        evaluate = self.run_job(["evaluate", f"--trained_model={model}",
+                                 f"--validation_data={self.validation_file}",
+                                 f"--job_dir={self.job_dir(name + '-evaluate')}", "--no_progress"])
+        self.assertSucceeded(evaluate)
+        eval_accuracy, _ = self.accuracy(evaluate)
+
+        predictions = self.path(name + "-predictions.csv")
+        predict = self.run_job(["predict", f"--trained_model={model}",
+                                f"--prediction_data={self.validation_file}",
+                                f"--output={predictions}",
+                                f"--job_dir={self.job_dir(name + '-predict')}", "--no_progress"])
+        self.assertSucceeded(predict)
+        with open(predictions, newline="") as f:
+            rows = list(csv.reader(f))[1:]
+        self.assertEqual(len(rows), VALIDATION_RECORDS)
+        correct = 0
+        for row, label in zip(rows, self.validation_labels):
+            outputs = [float(x) for x in row[2:]]
+            correct += outputs.index(max(outputs)) == label
+        return accuracy, eval_accuracy, correct / VALIDATION_RECORDS, record_fields(model)
+
+    def test_each_contract_trains_evaluates_and_predicts_with_model_def_alone(self):
+        for model_def, entries in CONTRACTS.items():
+            with self.subTest(model_def=model_def):
+                name = model_def.split(".")[1]
+                accuracy, eval_accuracy, predicted, record = self.train_evaluate_predict(
+                    name, model_def)
+                self.assertGreater(accuracy, MIN_ACCURACY, model_def)
+                self.assertAlmostEqual(eval_accuracy, accuracy, delta=1e-6)
+                self.assertAlmostEqual(predicted, eval_accuracy, delta=0.005)
+                self.assertEqual(record["model_def"], model_def)
+                for field, value in entries.items():
+                    self.assertEqual(record[field], value, field)
+
+    def test_flags_replace_a_model_classes_defaults(self):
+        """Seed 003: --input_fn and --optimizer win over default_input and
+        default_optimizer; the record says which were used; predict uses them again."""
+        accuracy, eval_accuracy, predicted, record = self.train_evaluate_predict(
+            "overridden", "mnist.mnist_class_defaults.MnistModel",
+            train_flags=["--input_fn=shuffled_input", "--optimizer=sgd_optimizer"])
+        self.assertGreater(accuracy, MIN_ACCURACY)
+        self.assertAlmostEqual(eval_accuracy, accuracy, delta=1e-6)
+        self.assertAlmostEqual(predicted, eval_accuracy, delta=0.005)
+        self.assertEqual(record["input_function"], "mnist.mnist_class_defaults.shuffled_input")
+        self.assertEqual(record["optimizer"], "mnist.mnist_class_defaults.sgd_optimizer")
+        self.assertEqual(record["loss"], "mnist.mnist_class_defaults.MnistModel.default_loss")
+
+        # A default the class does not have is named in the error.
+        job = self.run_job(self.train_args(self.job_dir("no-default"),
+                                           model_def="mnist.mnist_class_defaults.MnistModel",
+                                           loss="mnist.mnist_class_defaults.MnistModel.default_l"))
+        self.assertFailedWith(job, "--loss: model mnist.mnist_class_defaults.MnistModel has no "
+                                   "'default_l' (its defaults: MnistModel.default_loss, ")
+
+    def test_structured_data_in_seed_002_style(self):
+        """Iris: CSV -> records (`data convert`), four numeric feature columns, the species
+        as an int64 label column made by input_fn from the text; 120 rows trained, 30 held
+        out and predicted."""
+        with open(IRIS_CSV, newline="") as f:
+            rows = list(csv.reader(f))
+        header, rows = rows[0], rows[1:]
+        train_rows = [r for i, r in enumerate(rows) if i % 5 != 0]
+        test_rows = [r for i, r in enumerate(rows) if i % 5 == 0]
+        files = {}
+        for split, split_rows in (("train", train_rows), ("test", test_rows)):
+            path = self.path(f"iris-{split}.csv")
+            with open(path, "w", newline="") as f:
+                csv.writer(f).writerows([header] + split_rows)
+            files[split] = self.path(f"iris-{split}.recordio")
+            types = ",".join(f"{c}:float" for c in header[:4])
+            convert = self.run_job(["data", "convert", path, files[split],
+                                    f"--csv_types={types}"])
+            self.assertSucceeded(convert)
+
+        model = self.path("iris-model")
+        train = self.run_job(self.train_args(
+            self.job_dir("iris-train"), output=model, model_def="iris.iris_input_fn.model",
+            training_data=files["train"], validation_data=files["test"], num_epochs=30,
+            minibatch_size=8, num_minibatches_per_task=5, num_workers=2))
+        self.assertSucceeded(train)
+        accuracy, _ = self.accuracy(train)
+        self.assertGreaterEqual(accuracy, 0.85, train.describe())
+        self.assertEqual(record_fields(model)["input_function"], "iris.iris_input_fn.input_fn")
+
+        predictions = self.path("iris.csv")
+        predict = self.run_job(["predict", f"--trained_model={model}",
+                                f"--prediction_data={files['test']}", f"--output={predictions}",
+                                f"--job_dir={self.job_dir('iris-predict')}", "--no_progress"])
+        self.assertSucceeded(predict)
+        with open(predictions, newline="") as f:
+            predicted = list(csv.reader(f))[1:]
+        self.assertEqual(len(predicted), len(test_rows))
+        correct = sum(IRIS_CLASSES[max(range(3), key=lambda k: float(p[2 + k]))] == r[4]
+                      for p, r in zip(predicted, test_rows))
+        self.assertAlmostEqual(correct / len(test_rows), accuracy, delta=1e-6)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -197,7 +197,7 @@ class Fetcher {
     }
     Remote remote(raw_remote);
     if (git_remote_connect(remote.get(), GIT_DIRECTION_FETCH, nullptr, nullptr, nullptr) != 0) {
-      return GitError(absl::StatusCode::kUnavailable, "cannot reach the repository");
+      return GitError(absl::StatusCode::kUnavailable, "cannot connect to the repository");
     }
     Advertised advertised;
     const git_remote_head** heads = nullptr;

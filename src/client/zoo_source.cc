@@ -68,7 +68,7 @@ StatusOr<std::string> TrainedZooSources(const proto::TrainedModel& record,
                                    "the trained model holds no copy of it"));
   }
   fmt::print(stderr, "note: model zoo {} cannot be fetched ({}); using the copy in {}\n", at,
-             failed.message(), copy);
+             std::string(failed.message()), copy);
   EDL_RETURN_IF_ERROR(CheckIdentity(copy, record.zoo_identity(), copy));
   return copy;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -145,6 +146,19 @@ bool HasCcFile(const std::string& dir) {
   return false;
 }
 
+// Removes what fetchers that died (killed mid-fetch) left in `git_dir`:
+// work directories untouched for an hour.
+void RemoveAbandonedFetches(const std::string& git_dir) {
+  std::error_code ec;
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (auto it = fs::directory_iterator(git_dir, ec); !ec && it != fs::end(it); it.increment(ec)) {
+    if (it->path().filename().string().rfind(".fetch-", 0) != 0) continue;
+    std::error_code stat_error;
+    if (it->last_write_time(stat_error) < cutoff && !stat_error)
+      fs::remove_all(it->path(), stat_error);
+  }
+}
+
 class Fetcher {
  public:
   Fetcher(const GitZooUrl& url, std::string cache_git)
@@ -152,6 +166,7 @@ class Fetcher {
 
   StatusOr<FetchedGitZoo> Fetch() {
     EDL_RETURN_IF_ERROR(CreateDirectories(git_dir_));
+    RemoveAbandonedFetches(git_dir_);
     std::string tmp_path = git_dir_ + "/.fetch-XXXXXX";
     if (::mkdtemp(tmp_path.data()) == nullptr) {
       return absl::InternalError(StrCat("cannot create ", tmp_path, ": ", std::strerror(errno)));

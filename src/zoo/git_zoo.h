@@ -8,7 +8,8 @@
 // (the sources without the .git metadata). A fetch works in a temporary
 // directory beside it and publishes with rename(): a reader sees no entry or a
 // whole one, concurrent fetchers of one commit (in any process) agree, and a
-// failed fetch leaves nothing behind. No LibTorch.
+// failed fetch leaves nothing behind (a killed one's work directory goes with
+// a later fetch, once an hour old). No LibTorch.
 #ifndef ELASTICDL_ZOO_GIT_ZOO_H_
 #define ELASTICDL_ZOO_GIT_ZOO_H_
 

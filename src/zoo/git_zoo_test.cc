@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -189,6 +190,16 @@ TEST_F(GitZooTest, NoCcFileIsNoZoo) {
   EXPECT_THAT(zoo.status().message(), HasSubstr("holds no .cc file"));
   EXPECT_THAT(zoo.status().message(), HasSubstr(third));
   EXPECT_THAT(CacheEntries(), ElementsAre());
+}
+
+TEST_F(GitZooTest, AbandonedFetchesAreRemoved) {
+  const std::string old = cache_ + "/git/.fetch-old", recent = cache_ + "/git/.fetch-recent";
+  fs::create_directories(old + "/mnist");
+  fs::create_directories(recent);
+  fs::last_write_time(old, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  ASSERT_TRUE(Fetch(url_).ok());
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_TRUE(fs::exists(recent));  // perhaps another process's fetch
 }
 
 TEST_F(GitZooTest, ConcurrentFetchersAgree) {

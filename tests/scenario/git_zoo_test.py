@@ -174,8 +174,10 @@ class GitZooTest(unittest.TestCase):
         cls.first = git_output("rev-parse", "HEAD", cwd=cls.work)
 
         cls.daemon_port = free_port()
+        # git-daemon itself, not `git daemon`: that runs it as a child, which
+        # would outlive a kill.
         cls.daemon = subprocess.Popen(
-            ["git", "daemon", "--reuseaddr", f"--base-path={cls.root}", "--export-all",
+            [os.path.join(git_output("--exec-path"), "git-daemon"), "--reuseaddr", f"--base-path={cls.root}", "--export-all",
              f"--port={cls.daemon_port}", "--listen=127.0.0.1", cls.root],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(cls.daemon_port)

@@ -31,6 +31,9 @@ PACKAGES=(
   # start a PostgreSQL server of their own (initdb, pg_ctl) and use psql and
   # pg_dump
   libsqlite3-dev sqlite3 libpq-dev postgresql
+  # model zoos fetched from Git URLs (--model_zoo=https://.../models.git#v1);
+  # the tests serve repositories with git daemon and git http-backend
+  libgit2-dev
   # the dashboard's tests: a real browser, a real Prometheus server, and
   # protobuf for Python to read TensorBoard's event files back
   chromium fonts-dejavu-core prometheus python3-protobuf

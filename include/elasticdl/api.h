@@ -28,7 +28,8 @@ namespace elasticdl {
 // check them all (ranges, required ones, combinations) before anything
 // starts, with errors that name the flag.
 struct JobArgs {
-  // The model: a zoo directory and the entry `module.path.entry` in it.
+  // The model: a zoo directory (or a Git URL, "https://host/models.git#v1",
+  // fetched into the cache: zoo/git_zoo.h) and the entry `module.path.entry` in it.
   // Other entries: a bare name is looked up in model_def's file, a dotted
   // one names module and entry. Empty: the model's own (seed 003's class
   // defaults, seed 002's input_fn, else the file's dataset_fn, loss,

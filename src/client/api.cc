@@ -12,6 +12,7 @@
 
 #include "client/job_runner.h"
 #include "client/job_settings.h"
+#include "client/zoo_source.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "ps/checkpoint.h"
@@ -156,6 +157,9 @@ StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedM
   std::error_code ec;
   const bool has_zoo = fs::is_directory(zoo, ec);
   if (args.model_zoo.empty()) {
+    if (!record->zoo_commit().empty()) {
+      return client::TrainedZooSources(*record, has_zoo ? zoo : "");
+    }
     if (has_zoo) return zoo;
     return absl::InvalidArgumentError(
         StrCat(args.trained_model, " holds no model zoo (", rpc::kZooDir,
@@ -173,8 +177,8 @@ StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedM
 // The original's way: --model_zoo and --model_def, the parameters of the
 // newest complete checkpoint in --checkpoint_dir_for_init (any number of
 // shards), written as a trained-model directory under `dir`.
-StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const std::string& dir,
-                                          proto::TrainedModel* record) {
+StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const client::ZooSource& source,
+                                          const std::string& dir, proto::TrainedModel* record) {
   EDL_ASSIGN_OR_RETURN(std::vector<proto::ShardCheckpoint> shards,
                        ps::ReadNewestCompleteCheckpoint(args.checkpoint_dir_for_init));
   proto::ModelValues values;
@@ -185,7 +189,7 @@ StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const std::string
   }
   EDL_ASSIGN_OR_RETURN(std::string identity, ZooIdentity(args.model_zoo));
   record->set_zoo_identity(identity);
-  record->set_model_zoo(AbsolutePath(args.model_zoo));
+  client::RecordZooSource(source, record);
   record->set_model_def(args.model_def);
   record->set_model_def_params(args.params);
   record->set_params_filename(rpc::kParametersFile);
@@ -221,12 +225,19 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   proto::TrainedModel record;
   std::string zoo;
   std::string trained_model;
+  // A Git --model_zoo stands for its fetched sources from here on.
+  client::ZooSource source;
+  JobArgs fetched = args;
+  if (!args.model_zoo.empty()) {
+    EDL_ASSIGN_OR_RETURN(source, client::ResolveZooSource(args.model_zoo));
+    fetched.model_zoo = source.dir;
+  }
   if (!args.trained_model.empty()) {
-    EDL_ASSIGN_OR_RETURN(zoo, ModelFromTrainedModel(args, &record));
+    EDL_ASSIGN_OR_RETURN(zoo, ModelFromTrainedModel(fetched, &record));
     trained_model = AbsolutePath(args.trained_model);
   } else {
     trained_model = job_dir + "/model";
-    EDL_ASSIGN_OR_RETURN(zoo, ModelFromCheckpoint(args, trained_model, &record));
+    EDL_ASSIGN_OR_RETURN(zoo, ModelFromCheckpoint(fetched, source, trained_model, &record));
   }
   JobArgs model_args = args;
   model_args.model_def = record.model_def();
@@ -237,6 +248,10 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   model_args.eval_metrics_fn = record.eval_metrics_fn();
   EDL_RETURN_IF_ERROR(PrepareModel(model_args, zoo, &spec));
   spec.mutable_model()->set_trained_model(trained_model);
+  if (!record.zoo_commit().empty()) {
+    spec.mutable_model()->set_model_zoo(record.model_zoo());
+    spec.mutable_model()->set_zoo_commit(record.zoo_commit());
+  }
   // Embedding tables stay on parameter servers: as many as wrote them,
   // initialized from what they wrote.
   const std::string tables = args.trained_model.empty() ? args.checkpoint_dir_for_init
@@ -261,7 +276,9 @@ StatusOr<JobResult> Train(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(std::string job_dir, MakeJobDir(args, "train"));
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
-  EDL_RETURN_IF_ERROR(PrepareModel(args, args.model_zoo, &spec));
+  EDL_ASSIGN_OR_RETURN(client::ZooSource zoo, client::ResolveZooSource(args.model_zoo));
+  EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec));
+  client::RecordZooSource(zoo, spec.mutable_model());
   return Run(args, std::move(spec));
 }
 

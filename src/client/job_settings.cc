@@ -28,7 +28,10 @@ std::vector<JobSetting> MakeSettings() {
   constexpr unsigned kAll = kAllCmds;
   return {
       // The model.
-      {"--model_zoo", &A::model_zoo, "Directory of the model zoo's C++ sources", kAll, kTrain},
+      {"--model_zoo", &A::model_zoo,
+       "The model zoo's C++ sources: a directory, or a Git URL (https, http, git or file) with "
+       "an optional #branch, #tag or #commit",
+       kAll, kTrain},
       {"--model_def", &A::model_def,
        "The model entry, e.g. mnist.mnist_functional_api.custom_model", kAll, kTrain},
       {"--dataset_fn,--input_fn", &A::dataset_fn,

@@ -118,6 +118,7 @@ Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::strin
   record.set_optimizer(spec.model().optimizer());
   record.set_eval_metrics_fn(spec.model().eval_metrics_fn());
   record.set_model_zoo(spec.model().model_zoo());
+  record.set_zoo_commit(spec.model().zoo_commit());
   record.set_model_version(values.version());
   record.set_seed(spec.seed());
   record.set_has_embedding_tables(values.embedding_tables_size() > 0);

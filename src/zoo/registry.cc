@@ -14,6 +14,8 @@ const char* EntryKindName(EntryKind kind) {
       return "optimizer";
     case EntryKind::kEvalMetricsFn:
       return "eval_metrics_fn";
+    case EntryKind::kLearningRateSchedule:
+      return "learning_rate_schedule";
   }
   return "unknown";
 }

@@ -114,6 +114,17 @@ StatusOr<ZooProgram> ZooProgram::Resolve(std::shared_ptr<ZooLibrary> library,
       return metrics.status();
     }
   }
+  if (!names.learning_rate_schedule.empty()) {
+    StatusOr<const ZooEntry*> schedule =
+        FindFlagEntry(lib, "learning_rate_schedule", names.learning_rate_schedule, module,
+                      EntryKind::kLearningRateSchedule);
+    const bool optional = names.learning_rate_schedule == ZooProgramNames().learning_rate_schedule;
+    if (schedule.ok()) {
+      p.learning_rate_schedule_ = *schedule;
+    } else if (!(optional && absl::IsNotFound(schedule.status()))) {
+      return schedule.status();
+    }
+  }
   EDL_ASSIGN_OR_RETURN(p.params_, Params::Parse(params));
   p.library_ = std::move(library);
   return p;
@@ -187,6 +198,16 @@ StatusOr<OptimizerSpec> ZooProgram::Optimizer() const {
   return spec;
 }
 
+StatusOr<std::optional<LearningRateSchedule>> ZooProgram::LearningRateScheduleOf() const {
+  if (learning_rate_schedule_ == nullptr) return std::optional<LearningRateSchedule>();
+  EDL_ASSIGN_OR_RETURN(LearningRateSchedule schedule,
+                       Call(EntryKind::kLearningRateSchedule, "", [&] {
+                         return learning_rate_schedule_->learning_rate_schedule(params_);
+                       }));
+  EDL_RETURN_IF_ERROR(Annotate(schedule.Validate(), EntryKind::kLearningRateSchedule));
+  return std::optional<LearningRateSchedule>(schedule);
+}
+
 StatusOr<std::map<std::string, std::unique_ptr<Metric>>> ZooProgram::MakeMetrics() const {
   std::map<std::string, std::unique_ptr<Metric>> metrics;
   if (eval_metrics_fn_ == nullptr) return metrics;
@@ -231,6 +252,8 @@ const ZooEntry* ZooProgram::Entry(EntryKind kind) const {
       return optimizer_;
     case EntryKind::kEvalMetricsFn:
       return eval_metrics_fn_;
+    case EntryKind::kLearningRateSchedule:
+      return learning_rate_schedule_;
   }
   return nullptr;
 }

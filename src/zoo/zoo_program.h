@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,9 @@ struct ZooProgramNames {
   // Optional under its default name: a zoo file without eval_metrics_fn has
   // no metrics. Any other name must exist.
   std::string eval_metrics_fn = "eval_metrics_fn";
+  // Optional under its default name, like eval_metrics_fn: without it the
+  // learning rate is constant (unless the job's --lr_schedule sets one).
+  std::string learning_rate_schedule = "learning_rate_schedule";
 };
 
 // Copyable; const methods are thread-safe as far as the model file's own
@@ -56,6 +60,8 @@ class ZooProgram {
   StatusOr<torch::Tensor> Loss(const torch::Tensor& labels, const torch::Tensor& predictions) const;
   // optimizer(), validated.
   StatusOr<OptimizerSpec> Optimizer() const;
+  // learning_rate_schedule(), validated; nullopt when the zoo has none.
+  StatusOr<std::optional<LearningRateSchedule>> LearningRateScheduleOf() const;
   // A fresh set of the metrics of eval_metrics_fn (empty without one).
   StatusOr<std::map<std::string, std::unique_ptr<Metric>>> MakeMetrics() const;
   // Update of every metric with one batch.
@@ -90,7 +96,8 @@ class ZooProgram {
   const ZooEntry* dataset_fn_ = nullptr;
   const ZooEntry* loss_ = nullptr;
   const ZooEntry* optimizer_ = nullptr;
-  const ZooEntry* eval_metrics_fn_ = nullptr;  // null: no metrics
+  const ZooEntry* eval_metrics_fn_ = nullptr;         // null: no metrics
+  const ZooEntry* learning_rate_schedule_ = nullptr;  // null: none
 };
 
 }  // namespace elasticdl

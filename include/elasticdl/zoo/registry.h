@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "elasticdl/data/dataset.h"
+#include "elasticdl/zoo/lr_schedule.h"
 #include "elasticdl/zoo/metrics.h"
 #include "elasticdl/zoo/model.h"
 #include "elasticdl/zoo/optimizer.h"
@@ -38,7 +39,14 @@
 
 namespace elasticdl {
 
-enum class EntryKind { kModel, kDatasetFn, kLoss, kOptimizer, kEvalMetricsFn };
+enum class EntryKind {
+  kModel,
+  kDatasetFn,
+  kLoss,
+  kOptimizer,
+  kEvalMetricsFn,
+  kLearningRateSchedule,  // "learning_rate_schedule"
+};
 // "model", "dataset_fn", "loss", "optimizer", "eval_metrics_fn": the name of
 // the kind's command-line flag and default entry.
 const char* EntryKindName(EntryKind kind);
@@ -51,6 +59,7 @@ using LossFn = std::function<torch::Tensor(const torch::Tensor& labels,
                                            const torch::Tensor& predictions, const Params&)>;
 using OptimizerFn = std::function<OptimizerSpec(const Params&)>;
 using EvalMetricsFn = std::function<MetricMap(const Params&)>;
+using LearningRateScheduleFn = std::function<LearningRateSchedule(const Params&)>;
 
 // One registered entry; exactly the member matching `kind` is set.
 struct ZooEntry {
@@ -62,6 +71,7 @@ struct ZooEntry {
   LossFn loss;
   OptimizerFn optimizer;
   EvalMetricsFn eval_metrics_fn;
+  LearningRateScheduleFn learning_rate_schedule;
 };
 
 // The entries of one zoo library.
@@ -76,7 +86,7 @@ class ZooRegistry {
 
 // The version of this registration interface; a zoo library built against
 // another version is refused when loaded.
-inline constexpr int kZooAbiVersion = 2;
+inline constexpr int kZooAbiVersion = 3;
 
 namespace zoo_internal {
 
@@ -125,6 +135,12 @@ ZooEntry MakeEntry(F fn) {
   } else if constexpr (std::is_invocable_r_v<MetricMap, F>) {
     e.kind = EntryKind::kEvalMetricsFn;
     e.eval_metrics_fn = [fn](const Params&) -> MetricMap { return fn(); };
+  } else if constexpr (std::is_invocable_r_v<LearningRateSchedule, F, const Params&>) {
+    e.kind = EntryKind::kLearningRateSchedule;
+    e.learning_rate_schedule = [fn](const Params& p) -> LearningRateSchedule { return fn(p); };
+  } else if constexpr (std::is_invocable_r_v<LearningRateSchedule, F>) {
+    e.kind = EntryKind::kLearningRateSchedule;
+    e.learning_rate_schedule = [fn](const Params&) -> LearningRateSchedule { return fn(); };
   } else {
     static_assert(!std::is_same_v<F, F>,
                   "ELASTICDL_REGISTER: the entry matches none of the signatures "

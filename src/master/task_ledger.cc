@@ -94,7 +94,8 @@ StatusOr<TaskManager> TaskManager::FromLedger(TaskManagerOptions options,
                                               std::vector<Range> validation,
                                               const std::vector<Range>& prediction,
                                               const proto::TaskLedger& ledger) {
-  TaskManager tm(options, std::move(training), std::move(validation), prediction, Empty{});
+  TaskManager tm(std::move(options), std::move(training), std::move(validation), prediction,
+                 Empty{});
   EDL_RETURN_IF_ERROR_WITH_CONTEXT(tm.LoadLedger(ledger), "master journal");
   return tm;
 }

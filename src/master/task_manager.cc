@@ -38,12 +38,12 @@ int64_t RecordsOf(const proto::Task& task) { return task.end() - task.start(); }
 TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training,
                          std::vector<Range> validation, const std::vector<Range>& prediction,
                          Empty /*unused*/)
-    : options_(options),
+    : options_(std::move(options)),
       training_(std::move(training)),
       validation_(std::move(validation)),
-      rng_(options.shuffle_seed),
-      next_evaluation_version_(options.evaluation_steps),
-      early_stopping_(options.early_stopping) {
+      rng_(options_.shuffle_seed),
+      next_evaluation_version_(options_.evaluation_steps),
+      early_stopping_(options_.early_stopping) {
   switch (options_.job_type) {
     case proto::JOB_TRAINING:
       for (const Range& r : training_) records_total_ += r.end - r.start;
@@ -66,7 +66,8 @@ TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training
 
 TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training,
                          std::vector<Range> validation, const std::vector<Range>& prediction)
-    : TaskManager(options, std::move(training), std::move(validation), prediction, Empty{}) {
+    : TaskManager(std::move(options), std::move(training), std::move(validation), prediction,
+                  Empty{}) {
   switch (options_.job_type) {
     case proto::JOB_TRAINING:
       if (options_.num_epochs > 0) DealNextEpoch();

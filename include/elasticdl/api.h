@@ -40,6 +40,12 @@ struct JobArgs {
   std::string loss;
   std::string optimizer;
   std::string eval_metrics_fn;
+  // The zoo's optional learning-rate schedule entry (empty: the model
+  // file's learning_rate_schedule, if it has one); lr_schedule, when set,
+  // replaces it: "warmup=100,cosine=2000,min_lr=0.0001" (see
+  // elasticdl/zoo/lr_schedule.h).
+  std::string learning_rate_schedule;
+  std::string lr_schedule;
   // Handed to the model factory, e.g. "hidden_units=[10, 100, 20, 5], learning_rate=0.01".
   std::string params;
   // evaluate, predict: the model, from a directory written by train --output.
@@ -63,6 +69,11 @@ struct JobArgs {
   int64_t num_minibatches_per_task = 8;
   int64_t num_epochs = 1;
   int64_t evaluation_steps = 0;
+  // train: stop when the model version reaches this (0: no limit).
+  int64_t max_steps = 0;
+  // train: stop when an evaluation metric stops improving, e.g.
+  // "metric=accuracy,mode=max,patience=3,min_delta=0.001" (empty: never).
+  std::string early_stopping;
   // The order of tasks in each epoch; unset: derived from seed.
   std::optional<uint64_t> shuffle_seed;
   // Every random choice of the job derives from it (README: which modes are
@@ -127,6 +138,9 @@ struct JobResult {
   std::string job_dir;
   // Set when the job was submitted detached: how to follow it.
   std::string detached;
+  // Training stopped before its epochs ended (--max_steps,
+  // --early_stopping): why, and with how many records trained.
+  std::string stopped_early;
 };
 
 StatusOr<JobResult> Train(const JobArgs& args);

@@ -9,6 +9,7 @@
 #include "elasticdl/data/example.h"
 #include "elasticdl/status.h"
 #include "elasticdl/zoo/embedding.h"
+#include "elasticdl/zoo/lr_schedule.h"
 #include "elasticdl/zoo/metrics.h"
 #include "elasticdl/zoo/model.h"
 #include "elasticdl/zoo/optimizer.h"

@@ -62,6 +62,7 @@ void PrintResult(JobCommand command, const JobResult& r) {
           "version {}, seed {}\n",
           r.records, r.seconds, r.training_seconds,
           r.training_seconds > 0 ? r.records / r.training_seconds : 0, r.model_version, r.seed);
+      if (!r.stopped_early.empty()) fmt::print("{}\n", r.stopped_early);
       break;
     case JobCommand::kEvaluate:
       fmt::print("evaluated {} records in {:.1f} s\n", r.records, r.seconds);

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <variant>
 
 #include "client/job_runner.h"
 #include "client/job_settings.h"
@@ -19,6 +21,7 @@
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 #include "rpc/trained_model.h"
+#include "zoo/lr_schedule_config.h"
 #include "zoo/zoo_builder.h"
 #include "zoo/zoo_library.h"
 #include "zoo/zoo_program.h"
@@ -65,6 +68,44 @@ Status SnapshotZoo(const std::string& zoo, const std::string& to) {
   return absl::OkStatus();
 }
 
+// The learning-rate schedule: --lr_schedule, else the zoo's entry, else none.
+Status PrepareSchedule(const JobArgs& args, const ZooProgram& program,
+                       const OptimizerSpec& optimizer, proto::ModelSpec* model) {
+  model->set_learning_rate_schedule(program.resolved().learning_rate_schedule);
+  std::optional<LearningRateSchedule> schedule;
+  std::string from;
+  if (!args.lr_schedule.empty()) {
+    from = StrCat("--lr_schedule=", args.lr_schedule);
+    StatusOr<LearningRateSchedule> parsed = LearningRateSchedule::Parse(args.lr_schedule);
+    if (!parsed.ok()) return Annotate(parsed.status(), from);
+    schedule = *parsed;
+  } else {
+    from = program.EntryLocation(EntryKind::kLearningRateSchedule);
+    EDL_ASSIGN_OR_RETURN(schedule, program.LearningRateScheduleOf());
+  }
+  if (!schedule || schedule->is_constant()) return absl::OkStatus();
+  const double base_lr =
+      std::visit([](const auto& o) { return static_cast<double>(o.lr()); }, optimizer);
+  EDL_RETURN_IF_ERROR_WITH_CONTEXT(schedule->ValidateFor(base_lr), from);
+  *model->mutable_optimizer_config()->mutable_lr_schedule() = LrScheduleToProto(*schedule);
+  model->set_lr_schedule_description(schedule->Describe());
+  return absl::OkStatus();
+}
+
+// --early_stopping watches a metric that eval_metrics_fn makes.
+Status CheckEarlyStoppingMetric(const ZooProgram& program, const proto::TaskSpec& tasks) {
+  if (!tasks.has_early_stopping()) return absl::OkStatus();
+  EDL_ASSIGN_OR_RETURN(auto metrics, program.MakeMetrics());
+  const std::string& metric = tasks.early_stopping().metric();
+  if (metrics.count(metric) != 0) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const auto& [name, m] : metrics) names.push_back(name);
+  return absl::InvalidArgumentError(StrCat("--early_stopping: metric '", metric, "' is not one of ",
+                                           program.EntryLocation(EntryKind::kEvalMetricsFn),
+                                           "'s metrics (",
+                                           fmt::format("{}", fmt::join(names, ", ")), ")"));
+}
+
 // Builds and checks the zoo and fills the spec's model fields.
 Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::JobSpec* spec) {
   const std::string snapshot = spec->job_dir() + "/" + rpc::kZooDir;
@@ -88,6 +129,7 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   names.loss = args.loss;
   names.optimizer = args.optimizer;
   names.eval_metrics_fn = args.eval_metrics_fn;
+  names.learning_rate_schedule = args.learning_rate_schedule;
   EDL_ASSIGN_OR_RETURN(ZooProgram program, ZooProgram::Resolve(library, names, args.params));
   EDL_RETURN_IF_ERROR(program.MakeModel().status());
   EDL_ASSIGN_OR_RETURN(OptimizerSpec optimizer, program.Optimizer());
@@ -95,6 +137,8 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
           SerializeOptimizer(optimizer))) {
     return absl::InternalError("cannot encode the optimizer");
   }
+  EDL_RETURN_IF_ERROR(PrepareSchedule(args, program, optimizer, spec->mutable_model()));
+  EDL_RETURN_IF_ERROR(CheckEarlyStoppingMetric(program, spec->tasks()));
   proto::ModelSpec* model = spec->mutable_model();
   model->set_model_zoo(AbsolutePath(zoo_sources));
   model->set_zoo_identity(zoo.identity);
@@ -128,6 +172,7 @@ StatusOr<JobResult> Run(const JobArgs& args, proto::JobSpec spec) {
   result.training_seconds = status.training_seconds();
   result.metrics.insert(status.eval_metrics().begin(), status.eval_metrics().end());
   result.metrics_model_version = status.eval_model_version();
+  if (!status.stop_reason().empty()) result.stopped_early = status.message();
   result.output = spec.output();
   result.job_dir = spec.job_dir();
   result.seed = spec.seed();

@@ -10,10 +10,12 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/stop_settings.h"
 #include "cluster/backends.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/seed.h"
+#include "elasticdl/zoo/lr_schedule.h"
 
 namespace elasticdl::client {
 namespace {
@@ -43,6 +45,13 @@ std::vector<JobSetting> MakeSettings() {
       {"--eval_metrics_fn", &A::eval_metrics_fn,
        "Evaluation metrics entry; default: the model class's default_eval_metrics, else "
        "eval_metrics_fn if the model file has one"},
+      {"--learning_rate_schedule", &A::learning_rate_schedule,
+       "Learning-rate schedule entry (optional; --lr_schedule replaces it)", kTrain},
+      {"--lr_schedule", &A::lr_schedule,
+       "Learning rate by model version: warmup=W, then one of step=N,gamma=G | "
+       "exponential=N,rate=R[,staircase=true] | cosine=T[,min_lr=M], e.g. "
+       "\"warmup=100,cosine=2000,min_lr=0.0001\"",
+       kTrain},
       {"--params", &A::params,
        "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\""},
       {"--trained_model", &A::trained_model, "The model: a directory written by train --output",
@@ -71,6 +80,14 @@ std::vector<JobSetting> MakeSettings() {
       {"--num_epochs", &A::num_epochs, "Passes over the training data", kTrain, 0, 1},
       {"--evaluation_steps", &A::evaluation_steps,
        "Evaluate every this many model versions (0: at the end only)", kTrain, 0, 0, kInt64Max},
+      {"--max_steps", &A::max_steps,
+       "Stop training when the model version reaches this (0: train every epoch)", kTrain, 0, 0,
+       kInt64Max},
+      {"--early_stopping", &A::early_stopping,
+       "Stop training when an evaluation metric stops improving: "
+       "metric=NAME,mode=max|min,patience=N[,min_delta=D] (needs --evaluation_steps and "
+       "--validation_data)",
+       kTrain},
       {"--shuffle_seed", &A::shuffle_seed,
        "Seed of the per-epoch task order (default: derived from --seed)", kTrain},
       {"--seed", &A::seed,
@@ -258,7 +275,11 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
           StrCat("--grads_to_wait=", *args.grads_to_wait,
                  " makes synchronous steps, but --use_async=true: drop one of them"));
     }
-    return absl::OkStatus();
+    if (!args.lr_schedule.empty()) {
+      EDL_RETURN_IF_ERROR_WITH_CONTEXT(LearningRateSchedule::Parse(args.lr_schedule).status(),
+                                       StrCat("--lr_schedule=", args.lr_schedule));
+    }
+    return CheckEarlyStopping(args);
   }
   if (args.trained_model.empty() == args.checkpoint_dir_for_init.empty()) {
     return absl::InvalidArgumentError(
@@ -305,6 +326,13 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   tasks->set_num_minibatches_per_task(args.num_minibatches_per_task);
   tasks->set_num_epochs(args.num_epochs);
   tasks->set_evaluation_steps(args.evaluation_steps);
+  if (command == JobCommand::kTrain) {
+    tasks->set_max_steps(args.max_steps);
+    if (!args.early_stopping.empty()) {
+      EDL_ASSIGN_OR_RETURN(*tasks->mutable_early_stopping(),
+                           ParseEarlyStopping(args.early_stopping));
+    }
+  }
   tasks->set_shuffle_seed(args.shuffle_seed.value_or(job_seeds::TaskOrder(args.seed)));
 
   if (command == JobCommand::kTrain) {

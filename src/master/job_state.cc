@@ -254,10 +254,16 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
     request.clear_error();
     request.set_stopped(true);
   }
+  const bool was_stopped = !tasks_.stop_reason().empty();
   if (!tasks_.Report(request.worker_id(), request)) {
     return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
                                                 " does not hold task ", request.task_id(),
                                                 " (attempt ", request.attempt(), ")"));
+  }
+  if (!was_stopped && !tasks_.stop_reason().empty()) {
+    spdlog::info("training stops: {}", tasks_.stop_reason());
+    Event("training_stopped",
+          {{"reason", tasks_.stop_reason()}, {"model_version", tasks_.model_version()}});
   }
   nlohmann::json fields = {{"task", request.task_id()},
                            {"worker", request.worker_id()},
@@ -269,6 +275,7 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
     fields["loss"] = request.loss_sum() / static_cast<double>(request.minibatches());
     fields["model_version"] = request.model_version();
     fields["records"] = request.records();
+    if (request.learning_rate() > 0) fields["learning_rate"] = request.learning_rate();
   }
   // The worker's calls to the servers since its last report: the known
   // calls, in the dashboard's buckets.
@@ -356,6 +363,12 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
     response->set_message(*failure_);
   } else if (tasks_.failure()) {
     response->set_message(*tasks_.failure());
+  } else if (!tasks_.stop_reason().empty()) {
+    response->set_stop_reason(tasks_.stop_reason());
+    response->set_message(StrCat("training stopped early (", tasks_.stop_reason(), ") after ",
+                                 tasks_.records_done(), " of the ", tasks_.records_total(),
+                                 " records of ", tasks_.num_epochs(), " epoch",
+                                 tasks_.num_epochs() == 1 ? "" : "s"));
   }
   if (!tasks_.evaluations().empty()) {
     const Evaluation& ev = tasks_.evaluations().back();

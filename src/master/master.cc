@@ -123,6 +123,7 @@ Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::strin
   record.set_seed(spec.seed());
   record.set_has_embedding_tables(values.embedding_tables_size() > 0);
   *record.mutable_optimizer_config() = spec.model().optimizer_config();
+  record.set_lr_schedule(spec.model().lr_schedule_description());
   if (values.embedding_tables_size() > 0) {
     // The tables stay where they are big: each server writes its rows.
     const std::string dir = spec.output() + "/" + rpc::kEmbeddingsDir;
@@ -264,6 +265,8 @@ Status Run(const MasterOptions& options) {
   task_options.max_task_retries = spec.fault_tolerance().max_task_retries();
   task_options.evaluation_steps = tasks.evaluation_steps();
   task_options.minibatch_size = tasks.minibatch_size();
+  task_options.max_steps = tasks.max_steps();
+  task_options.early_stopping = tasks.early_stopping();
   if (spec.type() == proto::JOB_EVALUATION) {
     EDL_ASSIGN_OR_RETURN(proto::TrainedModel model,
                          rpc::ReadTrainedModelRecord(spec.model().trained_model()));

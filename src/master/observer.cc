@@ -91,6 +91,10 @@ void Observer::OnEvent(const nlohmann::json& e, bool replayed) {
   if (event == "task_done" && e.contains("loss") && e["loss"].is_number()) {
     tensorboard_->AddScalar("loss", e.value("model_version", int64_t{0}), e["loss"].get<double>(),
                             t);
+    if (e.contains("learning_rate") && e["learning_rate"].is_number()) {
+      tensorboard_->AddScalar("learning_rate", e.value("model_version", int64_t{0}),
+                              e["learning_rate"].get<double>(), t);
+    }
   } else if (event == "evaluation") {
     const int64_t version = e.value("model_version", int64_t{0});
     const nlohmann::json metrics = e.value("metrics", nlohmann::json::object());

@@ -84,6 +84,8 @@ proto::TaskLedger TaskManager::ToLedger() const {
   ledger.set_rng_state(rng.str());
   ledger.set_training_seconds(training_seconds());
   if (failure_) ledger.set_failure(*failure_);
+  ledger.set_stop_reason(stop_reason_);
+  early_stopping_.Save(&ledger);
   return ledger;
 }
 
@@ -92,7 +94,8 @@ StatusOr<TaskManager> TaskManager::FromLedger(TaskManagerOptions options,
                                               std::vector<Range> validation,
                                               const std::vector<Range>& prediction,
                                               const proto::TaskLedger& ledger) {
-  TaskManager tm(options, std::move(training), std::move(validation), prediction, Empty{});
+  TaskManager tm(std::move(options), std::move(training), std::move(validation), prediction,
+                 Empty{});
   EDL_RETURN_IF_ERROR_WITH_CONTEXT(tm.LoadLedger(ledger), "master journal");
   return tm;
 }
@@ -297,6 +300,8 @@ Status TaskManager::LoadCounters(const proto::TaskLedger& ledger) {
   }
   model_version_ = ledger.model_version();
   recent_loss_ = ledger.recent_loss();
+  stop_reason_ = ledger.stop_reason();
+  early_stopping_.Load(ledger);
   std::istringstream rng(ledger.rng_state());
   rng >> rng_;
   if (rng.fail()) return absl::InvalidArgumentError("unreadable shuffle state");

@@ -38,11 +38,12 @@ int64_t RecordsOf(const proto::Task& task) { return task.end() - task.start(); }
 TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training,
                          std::vector<Range> validation, const std::vector<Range>& prediction,
                          Empty /*unused*/)
-    : options_(options),
+    : options_(std::move(options)),
       training_(std::move(training)),
       validation_(std::move(validation)),
-      rng_(options.shuffle_seed),
-      next_evaluation_version_(options.evaluation_steps) {
+      rng_(options_.shuffle_seed),
+      next_evaluation_version_(options_.evaluation_steps),
+      early_stopping_(options_.early_stopping) {
   switch (options_.job_type) {
     case proto::JOB_TRAINING:
       for (const Range& r : training_) records_total_ += r.end - r.start;
@@ -65,7 +66,8 @@ TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training
 
 TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training,
                          std::vector<Range> validation, const std::vector<Range>& prediction)
-    : TaskManager(options, std::move(training), std::move(validation), prediction, Empty{}) {
+    : TaskManager(std::move(options), std::move(training), std::move(validation), prediction,
+                  Empty{}) {
   switch (options_.job_type) {
     case proto::JOB_TRAINING:
       if (options_.num_epochs > 0) DealNextEpoch();
@@ -166,7 +168,7 @@ void TaskManager::StartEvaluation(int64_t model_version) {
 void TaskManager::MaybeStartEvaluation() {
   if (evaluating_ || validation_.empty() || options_.job_type != proto::JOB_TRAINING) return;
   if (options_.evaluation_steps > 0 && model_version_ >= next_evaluation_version_ &&
-      !TrainingFinished()) {
+      stop_reason_.empty() && !TrainingFinished()) {
     StartEvaluation(model_version_);
     next_evaluation_version_ =
         (model_version_ / options_.evaluation_steps + 1) * options_.evaluation_steps;
@@ -180,7 +182,9 @@ void TaskManager::MaybeStartEvaluation() {
 
 bool TaskManager::TrainingFinished() const {
   if (options_.job_type != proto::JOB_TRAINING) return true;
-  if (!training_queue_.empty() || epoch_ + 1 < options_.num_epochs) return false;
+  if (stop_reason_.empty() && (!training_queue_.empty() || epoch_ + 1 < options_.num_epochs)) {
+    return false;
+  }
   return std::none_of(held_.begin(), held_.end(), [](const auto& kv) {
     return kv.second.entry.task.type() == proto::TASK_TRAINING;
   });
@@ -204,7 +208,7 @@ proto::Task TaskManager::Next(WorkerId worker) {
   std::deque<Entry>* queue = nullptr;
   if (!other_queue_.empty()) {
     queue = &other_queue_;
-  } else {
+  } else if (stop_reason_.empty()) {
     if (training_queue_.empty() && epoch_ + 1 < options_.num_epochs &&
         options_.job_type == proto::JOB_TRAINING) {
       DealNextEpoch();
@@ -258,6 +262,13 @@ void TaskManager::FinishEvaluationTask(const proto::Task& task,
     Evaluation ev;
     ev.model_version = evaluation_version_;
     for (const auto& [name, s] : evaluation_states_) ev.metrics[name] = MetricResult(s);
+    // Evaluations during training only: the final one comes after it.
+    if (options_.job_type == proto::JOB_TRAINING && !final_evaluation_started_ &&
+        stop_reason_.empty()) {
+      if (std::optional<std::string> stop = early_stopping_.Observe(ev.model_version, ev.metrics)) {
+        StopTraining(*stop);
+      }
+    }
     evaluations_.push_back(std::move(ev));
     evaluating_ = false;
   }
@@ -315,8 +326,36 @@ bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report
   } else {
     FinishTask(std::move(entry), report);
   }
+  MaybeStopTraining();
   MaybeStartEvaluation();
   return true;
+}
+
+void TaskManager::MaybeStopTraining() {
+  if (options_.job_type != proto::JOB_TRAINING || !stop_reason_.empty()) return;
+  if (options_.max_steps > 0 && model_version_ >= options_.max_steps) {
+    StopTraining(StrCat("max_steps: the model reached version ", options_.max_steps));
+  }
+}
+
+void TaskManager::StopTraining(const std::string& reason) {
+  if (options_.job_type != proto::JOB_TRAINING || !stop_reason_.empty()) return;
+  stop_reason_ = reason;
+}
+
+int64_t TaskManager::records_done() const {
+  if (stop_reason_.empty()) return records_done_;
+  // Tasks that will not be finished: what they trained before training stopped.
+  int64_t partial = 0;
+  for (const Entry& e : training_queue_) {
+    const int64_t records = RecordsOf(e.task);
+    if (e.task.minibatches_done() >= NumMinibatches(e.task)) {
+      partial += records;
+    } else if (options_.minibatch_size > 0) {
+      partial += std::min(records, e.task.minibatches_done() * options_.minibatch_size);
+    }
+  }
+  return records_done_ + partial;
 }
 
 bool TaskManager::Progress(WorkerId worker, TaskId task, int32_t attempt,

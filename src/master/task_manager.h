@@ -48,6 +48,7 @@
 #include "elasticdl/status.h"
 #include "elasticdl/zoo/metric_state.h"
 #include "master/data_source.h"
+#include "master/early_stopping.h"
 
 namespace elasticdl::master {
 
@@ -76,6 +77,12 @@ struct TaskManagerOptions {
   // is counted in these minibatches, so it must be the workers' value.
   // 0 (the default): a task is one minibatch (no partial progress).
   int64_t minibatch_size = 0;
+  // Training stops once a report says the model reached this version (0:
+  // no limit). The parameter servers stop there; see StopTraining.
+  int64_t max_steps = 0;
+  // Training stops when a metric of the evaluations during training stops
+  // improving (patience 0: never).
+  proto::EarlyStopping early_stopping;
 };
 
 // One finished evaluation.
@@ -177,6 +184,17 @@ class TaskManager {
   size_t queued() const { return training_queue_.size() + other_queue_.size(); }
   size_t held() const { return held_.size(); }
 
+  // Ends training before its epochs: no training task is handed out any
+  // more; held ones may still report (their work counts), and the ones
+  // waiting, with what they trained before, stay in the ledger untrained.
+  // The final evaluation follows as after the last epoch. The first reason
+  // wins. Done by Report itself when the model reaches max_steps or early
+  // stopping runs out of patience.
+  void StopTraining(const std::string& reason);
+  // Why training stopped early; empty while it goes on or when it ran its
+  // epochs.
+  const std::string& stop_reason() const { return stop_reason_; }
+
   bool finished() const;
   // Every training task of every epoch has finished (always true for
   // evaluation and prediction jobs). A parameter server's restore may make
@@ -187,7 +205,9 @@ class TaskManager {
 
   int64_t epoch() const { return epoch_; }
   int64_t num_epochs() const { return options_.num_epochs; }
-  int64_t records_done() const { return records_done_; }
+  // Records of finished tasks; once training has stopped early, plus the
+  // minibatches that stopped tasks trained.
+  int64_t records_done() const;
   int64_t records_total() const { return records_total_; }
   int64_t model_version() const { return model_version_; }
   // Mean loss of the most recent training task.
@@ -224,6 +244,8 @@ class TaskManager {
   void MaybeStartEvaluation();
   void StartEvaluation(int64_t model_version);
   bool TrainingFinished() const;
+  // Stops training when a limit is reached (max_steps, early stopping).
+  void MaybeStopTraining();
   // The held task `id` if `worker` holds it at `attempt`.
   Held* FindHeld(WorkerId worker, TaskId id, int32_t attempt);
   // Puts a task back at the front of its queue; evaluation and prediction
@@ -277,6 +299,8 @@ class TaskManager {
 
   std::vector<std::pair<Range, TaskId>> prediction_tasks_;
   std::optional<std::string> failure_;
+  EarlyStopping early_stopping_;
+  std::string stop_reason_;
 };
 
 }  // namespace elasticdl::master

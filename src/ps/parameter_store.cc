@@ -114,7 +114,9 @@ std::string DescribeTable(const proto::EmbeddingTableSpec& spec) {
 ParameterStore::ParameterStore(ParameterStoreOptions options)
     : options_(std::move(options)),
       instance_(PickInstance(options_.instance)),
-      optimizer_config_(OptimizerConfigOf(options_.optimizer)) {}
+      optimizer_config_(OptimizerConfigOf(options_.optimizer)),
+      base_lr_(std::visit([](const auto& o) { return static_cast<double>(o.lr()); },
+                          options_.optimizer)) {}
 
 Status ParameterStore::Init(const proto::ModelValues& values, bool* accepted, int64_t* version) {
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors parameters, rpc::DecodeTensors(values.parameters()));
@@ -374,6 +376,12 @@ Status ParameterStore::StepLocked(const std::map<std::string, torch::Tensor>& gr
     // Parameters without a gradient are skipped by the optimizer.
     p.mutable_grad() = it == gradients.end() ? torch::Tensor() : it->second;
   }
+  if (!options_.lr_schedule.is_constant()) {
+    const double lr = options_.lr_schedule.LearningRate(base_lr_, version_);
+    for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) {
+      group.options().set_lr(lr);
+    }
+  }
   try {
     optimizer_->step();
   } catch (const std::exception& e) {
@@ -566,6 +574,10 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
   if (request.instance() != instance_ && (tagged || request.instance() != 0)) {
     return absl::OkStatus();  // computed on another server instance
   }
+  if (options_.max_version > 0 && version_ >= options_.max_version) {
+    out->set_max_steps_reached(true);
+    return absl::OkStatus();
+  }
   if (request.base_version() > version_) {
     return absl::InvalidArgumentError(StrCat("gradients computed on version ",
                                              request.base_version(), ", newer than the server's ",
@@ -609,6 +621,7 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
   }
   out->set_accepted(true);
   out->set_version(version_);
+  out->set_learning_rate(options_.lr_schedule.LearningRate(base_lr_, version_before));
   if (options_.on_snapshot && options_.snapshot_every > 0 && version_ != version_before &&
       version_ % options_.snapshot_every == 0) {
     *snapshot = SnapshotLocked();
@@ -809,6 +822,11 @@ std::map<int64_t, int64_t> ParameterStore::applied() const {
 int64_t ParameterStore::version() const {
   std::lock_guard<std::mutex> lock(mu_);
   return version_;
+}
+
+double ParameterStore::learning_rate() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return options_.lr_schedule.LearningRate(base_lr_, version_);
 }
 
 bool ParameterStore::initialized() const {

@@ -64,6 +64,7 @@
 
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "elasticdl/zoo/lr_schedule.h"
 #include "elasticdl/zoo/optimizer.h"
 #include "ps/embedding_table.h"
 #include "ps/shard_state.h"
@@ -74,6 +75,13 @@ namespace elasticdl::ps {
 struct ParameterStoreOptions {
   // The update rule, from the zoo's optimizer().
   OptimizerSpec optimizer = torch::optim::SGDOptions(0.1);
+  // The learning rate of each dense step: the step from version v uses
+  // lr_schedule.LearningRate(optimizer's lr, v). Constant by default.
+  // Embedding tables keep their optimizer's lr.
+  LearningRateSchedule lr_schedule;
+  // > 0: no step takes the version beyond this (the job's max_steps); pushes
+  // that would are refused with max_steps_reached. 0: no limit.
+  int64_t max_version = 0;
   // Apply each push at once (true) or average several pushes (false).
   bool use_async = true;
   // Async mode: how many versions old a push's base version may be;
@@ -199,6 +207,8 @@ class ParameterStore {
   std::map<int64_t, int64_t> applied() const;
 
   int64_t version() const;
+  // The learning rate of the next dense step.
+  double learning_rate() const;
   bool initialized() const;
   // Each table's counters (rows, admission, eviction, bytes), by name.
   std::map<std::string, EmbeddingCounters> embedding_counters() const;
@@ -281,6 +291,8 @@ class ParameterStore {
   const ParameterStoreOptions options_;
   const uint64_t instance_;
   const proto::OptimizerConfig optimizer_config_;
+  // The optimizer's own lr, which lr_schedule scales.
+  const double base_lr_;
 
   mutable std::mutex mu_;
   // Notified when the version changes.

@@ -16,6 +16,7 @@
 #include "rpc/grpc_util.h"
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
+#include "zoo/lr_schedule_config.h"
 
 namespace elasticdl::ps {
 namespace {
@@ -155,6 +156,9 @@ StatusOr<ParameterStoreOptions> StoreOptionsOf(const proto::PsSpec& spec,
                                                const proto::OptimizerConfig& optimizer, int ps_id) {
   ParameterStoreOptions o;
   EDL_ASSIGN_OR_RETURN(o.optimizer, ParseOptimizer(optimizer.SerializeAsString()));
+  if (optimizer.has_lr_schedule()) {
+    EDL_ASSIGN_OR_RETURN(o.lr_schedule, LrScheduleFromProto(optimizer.lr_schedule()));
+  }
   const proto::UpdateRule& update = spec.update();
   switch (update.mode()) {
     case proto::UpdateRule::ASYNC:
@@ -194,6 +198,11 @@ Status RunPsServer(const PsServerOptions& options) {
   const proto::PsSpec& spec = job.ps();
   EDL_ASSIGN_OR_RETURN(ParameterStoreOptions store_options,
                        StoreOptionsOf(spec, job.model().optimizer_config(), options.ps_id));
+  store_options.max_version = std::max<int64_t>(job.tasks().max_steps(), 0);
+  if (!store_options.lr_schedule.is_constant()) {
+    spdlog::info("learning-rate schedule {} over the optimizer's {}",
+                 store_options.lr_schedule.Describe(), DescribeOptimizer(store_options.optimizer));
+  }
   const std::string checkpoint_dir = CheckpointDirOf(spec, options.job_dir);
   CheckpointWriterOptions writer_options;
   writer_options.dir = checkpoint_dir;

@@ -352,14 +352,25 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     }
     EDL_RETURN_IF_ERROR(pushed);
     std::vector<int> refused;
+    bool max_steps_reached = false;
     for (int i : pending) {
       if (responses[i].accepted()) {
-        if (!responses[i].duplicate()) model_->PushAccepted(i);
+        if (!responses[i].duplicate()) {
+          model_->PushAccepted(i);
+          learning_rate_ = responses[i].learning_rate();
+        }
         awaiting_step_[i] = responses[i].step_pending();
         pushed_version_ = std::max(pushed_version_, responses[i].version());
       } else {
+        max_steps_reached = max_steps_reached || responses[i].max_steps_reached();
+        pushed_version_ = std::max(pushed_version_, responses[i].version());
         refused.push_back(i);
       }
+    }
+    if (max_steps_reached) {
+      model_->RestoreBuffers();
+      return absl::OutOfRangeError(
+          StrCat("the model reached the job's max_steps at version ", pushed_version_));
     }
     pending = std::move(refused);
   }
@@ -418,6 +429,13 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
       report->set_stopped(true);  // stopped while waiting for a step
       break;
     }
+    if (absl::IsOutOfRange(trained)) {
+      // The servers take no more steps: the rest of the task is not trained.
+      spdlog::info("task {}: {}; stopping at minibatch {}", task.task_id(),
+                   std::string(trained.message()), minibatch);
+      report->set_stopped(true);
+      break;
+    }
     EDL_RETURN_IF_ERROR(trained);
     ++minibatch;
     minibatches_done_ = minibatch;
@@ -427,6 +445,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     report->set_records(report->records() + (**batch).labels.size(0));
   }
   report->set_model_version(ModelVersion());
+  report->set_learning_rate(learning_rate_);
   return absl::OkStatus();
 }
 

@@ -151,6 +151,7 @@ class Worker {
   // Per shard: a push of ours waits in a step on top of versions_.
   std::vector<bool> awaiting_step_;
   int64_t pushed_version_ = 0;  // the newest version a push of ours produced
+  double learning_rate_ = 0;    // of the last step a push of ours made or joined
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;
 
   // Shared with the heartbeat thread.

@@ -18,6 +18,8 @@ const char* EntryKindName(EntryKind kind) {
       return "input_fn";
     case EntryKind::kColumns:
       return "feature_columns/label_columns";
+    case EntryKind::kLearningRateSchedule:
+      return "learning_rate_schedule";
   }
   return "unknown";
 }

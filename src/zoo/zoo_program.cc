@@ -210,6 +210,22 @@ StatusOr<ZooProgram> ZooProgram::Resolve(std::shared_ptr<ZooLibrary> library,
     }
   }
 
+  // Optional: without one the learning rate is constant (unless the job's
+  // --lr_schedule sets one).
+  if (!names.learning_rate_schedule.empty()) {
+    EDL_ASSIGN_OR_RETURN(p.learning_rate_schedule_,
+                         p.FindEntry("learning_rate_schedule", names.learning_rate_schedule,
+                                     {K::kLearningRateSchedule}));
+  } else {
+    StatusOr<const ZooEntry*> schedule =
+        p.FindEntry("learning_rate_schedule", "learning_rate_schedule", {K::kLearningRateSchedule});
+    if (schedule.ok()) {
+      p.learning_rate_schedule_ = *schedule;
+    } else if (!absl::IsNotFound(schedule.status())) {
+      return schedule.status();
+    }
+  }
+
   auto qualified = [](const ZooEntry* e) {
     return e == nullptr ? std::string() : StrCat(e->module, ".", e->name);
   };
@@ -217,6 +233,7 @@ StatusOr<ZooProgram> ZooProgram::Resolve(std::shared_ptr<ZooLibrary> library,
   p.resolved_.loss = qualified(p.loss_);
   p.resolved_.optimizer = qualified(p.optimizer_);
   p.resolved_.eval_metrics_fn = qualified(p.eval_metrics_fn_);
+  p.resolved_.learning_rate_schedule = qualified(p.learning_rate_schedule_);
   return p;
 }
 
@@ -358,6 +375,16 @@ StatusOr<OptimizerSpec> ZooProgram::Optimizer() const {
   return spec;
 }
 
+StatusOr<std::optional<LearningRateSchedule>> ZooProgram::LearningRateScheduleOf() const {
+  if (learning_rate_schedule_ == nullptr) return std::optional<LearningRateSchedule>();
+  EDL_ASSIGN_OR_RETURN(LearningRateSchedule schedule,
+                       Call(EntryKind::kLearningRateSchedule, "", [&] {
+                         return learning_rate_schedule_->learning_rate_schedule(params_);
+                       }));
+  EDL_RETURN_IF_ERROR(Annotate(schedule.Validate(), EntryKind::kLearningRateSchedule));
+  return std::optional<LearningRateSchedule>(schedule);
+}
+
 StatusOr<std::map<std::string, std::unique_ptr<Metric>>> ZooProgram::MakeMetrics() const {
   std::map<std::string, std::unique_ptr<Metric>> metrics;
   if (eval_metrics_fn_ == nullptr) return metrics;
@@ -406,6 +433,8 @@ const ZooEntry* ZooProgram::Entry(EntryKind kind) const {
       return dataset_fn_;
     case EntryKind::kColumns:
       return feature_columns_;
+    case EntryKind::kLearningRateSchedule:
+      return learning_rate_schedule_;
   }
   return nullptr;
 }

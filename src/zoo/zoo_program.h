@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,9 @@ struct ZooProgramNames {
   std::string loss;
   std::string optimizer;
   std::string eval_metrics_fn;
+  // Optional: without one the learning rate is constant (unless the job's
+  // --lr_schedule sets one).
+  std::string learning_rate_schedule;
 };
 
 // Copyable; const methods are thread-safe as far as the model file's own
@@ -71,6 +75,8 @@ class ZooProgram {
   StatusOr<torch::Tensor> Loss(const torch::Tensor& labels, const torch::Tensor& predictions) const;
   // optimizer(), validated.
   StatusOr<OptimizerSpec> Optimizer() const;
+  // learning_rate_schedule(), validated; nullopt when the zoo has none.
+  StatusOr<std::optional<LearningRateSchedule>> LearningRateScheduleOf() const;
   // A fresh set of the metrics of eval_metrics_fn (empty without one).
   StatusOr<std::map<std::string, std::unique_ptr<Metric>>> MakeMetrics() const;
   // Update of every metric with one batch.
@@ -134,7 +140,8 @@ class ZooProgram {
   bool loss_takes_output_first_ = false;
   const ZooEntry* loss_ = nullptr;
   const ZooEntry* optimizer_ = nullptr;
-  const ZooEntry* eval_metrics_fn_ = nullptr;  // null: no metrics
+  const ZooEntry* eval_metrics_fn_ = nullptr;         // null: no metrics
+  const ZooEntry* learning_rate_schedule_ = nullptr;  // null: none
 };
 
 }  // namespace elasticdl

@@ -80,6 +80,11 @@ MetricMap throwing_metrics() {
            }}};
 }
 
+LearningRateSchedule warmup_cosine(const Params& params) {
+  return LearningRateSchedule::Cosine(params.get<int64_t>("total", 100), 1e-4).WithWarmup(10);
+}
+LearningRateSchedule bad_schedule() { return LearningRateSchedule::Step(0, 0.5); }
+
 // A zoo of one file, testzoo/program.cc, with eval_metrics_fn unless told
 // otherwise. Each Zoo() call makes a fresh registry.
 class ZooProgramTest : public ::testing::Test {
@@ -105,6 +110,8 @@ class ZooProgramTest : public ::testing::Test {
     add("scaled_loss", MakeEntry(scaled_loss));
     add("tuned_optimizer", MakeEntry(tuned_optimizer));
     add("named_metrics", MakeEntry(named_metrics));
+    add("warmup_cosine", MakeEntry(warmup_cosine));
+    add("bad_schedule", MakeEntry(bad_schedule));
     if (with_metrics) add("eval_metrics_fn", MakeEntry(eval_metrics_fn));
     return *ZooLibrary::FromRegistry(&registry, "testzoo");
   }
@@ -279,6 +286,27 @@ TEST_F(ZooProgramTest, ResolveErrorsNameTheFlag) {
   EXPECT_THAT(std::string(resolve(names).message()),
               StartsWith("--eval_metrics_fn: testzoo/program.cc has no entry"));
   EXPECT_THAT(std::string(resolve(Names(), "width=").message()), StartsWith("--params: "));
+}
+
+TEST_F(ZooProgramTest, LearningRateScheduleIsOptionalUnderItsDefaultName) {
+  auto none = Resolve(Names()).LearningRateScheduleOf();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+
+  ZooProgramNames names = Names();
+  names.learning_rate_schedule = "warmup_cosine";
+  auto schedule = Resolve(names, "total=500").LearningRateScheduleOf();
+  ASSERT_TRUE(schedule.ok()) << schedule.status();
+  ASSERT_TRUE(schedule->has_value());
+  EXPECT_EQ(**schedule, LearningRateSchedule::Cosine(500, 1e-4).WithWarmup(10));
+
+  names.learning_rate_schedule = "bad_schedule";
+  EXPECT_EQ(Resolve(names).LearningRateScheduleOf().status().message(),
+            "testzoo/program.cc: bad_schedule: learning-rate schedule: step=0 must be >= 1");
+  names.learning_rate_schedule = "no_such_schedule";
+  auto missing = ZooProgram::Resolve(Zoo(), names, "");
+  EXPECT_THAT(std::string(missing.status().message()),
+              StartsWith("--learning_rate_schedule: testzoo/program.cc has no entry"));
 }
 
 TEST_F(ZooProgramTest, DefaultEvalMetricsFnIsOptional) {

@@ -50,6 +50,7 @@
 
 #include "elasticdl/data/dataset.h"
 #include "elasticdl/zoo/columns.h"
+#include "elasticdl/zoo/lr_schedule.h"
 #include "elasticdl/zoo/metrics.h"
 #include "elasticdl/zoo/model.h"
 #include "elasticdl/zoo/optimizer.h"
@@ -69,10 +70,11 @@ enum class EntryKind {
   kEvalMetricsFn,
   kInputFn,  // seed 002
   kColumns,  // seed 002's feature_columns and label_columns
+  kLearningRateSchedule,
 };
 // "model", "dataset_fn", "loss", "optimizer", "eval_metrics_fn", "input_fn",
-// "columns": the name of the kind's command-line flag and default entry
-// (but for "columns").
+// "columns", "learning_rate_schedule": the name of the kind's command-line
+// flag and default entry (but for "columns").
 const char* EntryKindName(EntryKind kind);
 
 using ModelFactory = std::function<std::shared_ptr<Model>(const Params&)>;
@@ -86,6 +88,7 @@ using EvalMetricsFn = std::function<MetricMap(const Params&)>;
 using InputFn =
     std::function<InputFnResult(const std::vector<Features>& records, Mode, const Params&)>;
 using ColumnsFn = std::function<std::vector<NumericColumn>(const Params&)>;
+using LearningRateScheduleFn = std::function<LearningRateSchedule(const Params&)>;
 
 // One registered entry; exactly the member matching `kind` is set.
 struct ZooEntry {
@@ -102,6 +105,7 @@ struct ZooEntry {
   // A model class's defaults (seed 003), named "Class.default_loss" and so
   // on, of kinds kLoss, kOptimizer, kDatasetFn and kEvalMetricsFn.
   std::vector<ZooEntry> class_defaults;
+  LearningRateScheduleFn learning_rate_schedule;
 };
 
 // The entries of one zoo library.
@@ -127,7 +131,7 @@ class ZooRegistry {
 
 // The version of this registration interface; a zoo library built against
 // another version is refused when loaded.
-inline constexpr int kZooAbiVersion = 3;
+inline constexpr int kZooAbiVersion = 4;
 
 namespace zoo_internal {
 
@@ -203,6 +207,12 @@ ZooEntry MakeEntry(F fn) {
   } else if constexpr (std::is_invocable_r_v<std::vector<NumericColumn>, F>) {
     e.kind = EntryKind::kColumns;
     e.columns = [fn](const Params&) -> std::vector<NumericColumn> { return fn(); };
+  } else if constexpr (std::is_invocable_r_v<LearningRateSchedule, F, const Params&>) {
+    e.kind = EntryKind::kLearningRateSchedule;
+    e.learning_rate_schedule = [fn](const Params& p) -> LearningRateSchedule { return fn(p); };
+  } else if constexpr (std::is_invocable_r_v<LearningRateSchedule, F>) {
+    e.kind = EntryKind::kLearningRateSchedule;
+    e.learning_rate_schedule = [fn](const Params&) -> LearningRateSchedule { return fn(); };
   } else {
     static_assert(!std::is_same_v<F, F>,
                   "ELASTICDL_REGISTER: the entry matches none of the signatures "

@@ -137,6 +137,13 @@ OptimizerSpec unit_step_optimizer() {
 }
 ELASTICDL_REGISTER(unit_step_optimizer);
 
+// Not under the default name: only jobs that ask for it
+// (--learning_rate_schedule=warmup_step_schedule) follow it.
+LearningRateSchedule warmup_step_schedule() {
+  return LearningRateSchedule::Step(/*every=*/10, /*gamma=*/0.5).WithWarmup(4);
+}
+ELASTICDL_REGISTER(warmup_step_schedule);
+
 MetricMap eval_metrics_fn() {
   auto power = [](int p) {
     return [p](const torch::Tensor& labels, const torch::Tensor& /*predictions*/) {

@@ -1,0 +1,118 @@
+// A learning rate that follows the model version. A zoo declares one with an
+// optional entry (or the job with --lr_schedule, which wins):
+//
+//   LearningRateSchedule learning_rate_schedule() {
+//     return LearningRateSchedule::Cosine(/*total=*/2000, /*min_lr=*/1e-4).WithWarmup(100);
+//   }
+//   ELASTICDL_REGISTER(learning_rate_schedule);
+//
+// The parameter servers apply it: the step that takes the model from version
+// v to v + 1 uses LearningRate(lr0, v), lr0 being the optimizer's lr. The
+// version is checkpointed with the model, so the schedule carries on through
+// restarts of the master and of the parameter servers.
+//
+// With a warm-up of W versions the rate climbs linearly, lr0 * (v + 1) / W,
+// for v < W; the decay then runs on v - W:
+//   Step(every, gamma)                 lr0 * gamma^floor(v / every)
+//   Exponential(every, rate)           lr0 * rate^(v / every)
+//   Exponential(every, rate, true)     lr0 * rate^floor(v / every)   (staircase)
+//   Cosine(total, min_lr)              min_lr + (lr0 - min_lr) * (1 + cos(pi * min(v, total) /
+//   total)) / 2 Constant()                         lr0
+//
+// The text form (--lr_schedule, Describe, Parse) is comma-separated
+// key=value: "warmup=100,cosine=2000,min_lr=0.0001", "step=1000,gamma=0.5",
+// "exponential=1000,rate=0.96,staircase=true", "warmup=50" (warm-up alone).
+// A plain value type; no LibTorch.
+#ifndef ELASTICDL_ZOO_LR_SCHEDULE_H_
+#define ELASTICDL_ZOO_LR_SCHEDULE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl {
+
+class LearningRateSchedule {
+ public:
+  enum class Decay { kConstant, kStep, kExponential, kCosine };
+
+  // The builders do not check their arguments; Validate() does (the client
+  // calls it before the job starts).
+  static LearningRateSchedule Constant() { return LearningRateSchedule(); }
+  static LearningRateSchedule Step(int64_t every, double gamma) {
+    LearningRateSchedule s;
+    s.decay_ = Decay::kStep;
+    s.every_ = every;
+    s.factor_ = gamma;
+    return s;
+  }
+  static LearningRateSchedule Exponential(int64_t every, double rate, bool staircase = false) {
+    LearningRateSchedule s;
+    s.decay_ = Decay::kExponential;
+    s.every_ = every;
+    s.factor_ = rate;
+    s.staircase_ = staircase;
+    return s;
+  }
+  static LearningRateSchedule Cosine(int64_t total, double min_lr = 0) {
+    LearningRateSchedule s;
+    s.decay_ = Decay::kCosine;
+    s.every_ = total;
+    s.min_lr_ = min_lr;
+    return s;
+  }
+  // The same decay after a linear warm-up over `versions` versions (0: none).
+  LearningRateSchedule WithWarmup(int64_t versions) const {
+    LearningRateSchedule s = *this;
+    s.warmup_ = versions;
+    return s;
+  }
+
+  Decay decay() const { return decay_; }
+  int64_t warmup() const { return warmup_; }
+  // Step and Exponential: versions per decay; Cosine: its total versions.
+  int64_t every() const { return every_; }
+  // Step: gamma; Exponential: the rate.
+  double factor() const { return factor_; }
+  bool staircase() const { return staircase_; }
+  double min_lr() const { return min_lr_; }
+  bool is_constant() const { return decay_ == Decay::kConstant && warmup_ == 0; }
+
+  // INVALID_ARGUMENT naming the bad part: a negative warm-up, a period
+  // (every, total) below 1, gamma or rate outside (0, 1], a negative min_lr,
+  // or anything not finite.
+  Status Validate() const;
+  // INVALID_ARGUMENT when min_lr exceeds the optimizer's `base_lr`.
+  Status ValidateFor(double base_lr) const;
+
+  // The learning rate of the step from model version `version` (>= 0) for the
+  // optimizer's `base_lr`.
+  double LearningRate(double base_lr, int64_t version) const;
+
+  // The text form, e.g. "warmup=100,cosine=2000,min_lr=0.0001"; "constant"
+  // for Constant(). Parse(Describe()) gives the schedule back.
+  std::string Describe() const;
+  // The text form back; INVALID_ARGUMENT naming the bad part ("unknown key
+  // 'cosin'", "'step=x': not an integer", two decays, a key that belongs to
+  // another decay), validated.
+  static StatusOr<LearningRateSchedule> Parse(std::string_view text);
+
+  bool operator==(const LearningRateSchedule& o) const {
+    return decay_ == o.decay_ && warmup_ == o.warmup_ && every_ == o.every_ &&
+           factor_ == o.factor_ && staircase_ == o.staircase_ && min_lr_ == o.min_lr_;
+  }
+
+ private:
+  Decay decay_ = Decay::kConstant;
+  int64_t warmup_ = 0;
+  int64_t every_ = 0;
+  double factor_ = 1;
+  bool staircase_ = false;
+  double min_lr_ = 0;
+};
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_ZOO_LR_SCHEDULE_H_

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "data/cifar10_import.h"
 #include "data/convert.h"
 #include "data/criteo_import.h"
 #include "data/criteo_synth.h"
@@ -153,6 +154,40 @@ void AddMnist(CLI::App* data, int* exit_code) {
       MnistImportOptions options = flags->options;
       if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
       auto result = ImportMnist(options);
+      if (!result.ok()) return Fail(result.status());
+      fmt::print("wrote {} training and {} test examples from {} into {} files under {}\n",
+                 result->train_records, result->test_records, options.source_dir,
+                 result->outputs.size(), options.output_dir);
+      return kExitOk;
+    }();
+  });
+}
+
+void AddCifar10(CLI::App* data, int* exit_code) {
+  struct Flags {
+    Cifar10ImportOptions options;
+    WriterFlags writer;
+  };
+  auto flags = std::make_shared<Flags>();
+  flags->writer.records_per_shard = flags->options.records_per_shard;
+  CLI::App* cmd = data->add_subcommand(
+      "cifar10",
+      "Convert CIFAR-10's binary files into shards of tf.train.Example records "
+      "(image float[32,32,3] 0-255 in HWC order, label int64[1])");
+  cmd->add_option("--output", flags->options.output_dir,
+                  "Output directory; gets train/ and test/ shards")
+      ->required();
+  cmd->add_option("--source,--input", flags->options.source_dir,
+                  "Directory with data_batch_1.bin ... data_batch_5.bin and test_batch.bin")
+      ->required();
+  cmd->add_option("--limit", flags->options.limit, "Only the first N images of each split (0: all)")
+      ->capture_default_str();
+  AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
+  cmd->callback([flags, exit_code] {
+    *exit_code = [&]() -> int {
+      Cifar10ImportOptions options = flags->options;
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
+      auto result = ImportCifar10(options);
       if (!result.ok()) return Fail(result.status());
       fmt::print("wrote {} training and {} test examples from {} into {} files under {}\n",
                  result->train_records, result->test_records, options.source_dir,
@@ -356,6 +391,7 @@ void AddDataCommand(CLI::App* app, int* exit_code) {
   data->require_subcommand(1);
   AddConvert(data, exit_code);
   AddMnist(data, exit_code);
+  AddCifar10(data, exit_code);
   AddCriteo(data, exit_code);
   AddCriteoSynth(data, exit_code);
   AddSql(data, exit_code);

@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import unittest
 
+import cifar10_data
+
 BIN = os.environ.get("ELASTICDL_BIN", "build/bin/elasticdl")
 MNIST = "/usr/share/datasets/fashion-mnist"
 
@@ -50,6 +52,74 @@ class DataCliTest(unittest.TestCase):
         self.assertIn("image: float_list[784]", report)
         self.assertIn("label: int64_list[1]", report)
         self.assertIn("max 255", report)
+
+    def inspected_images(self, path, count):
+        """(label, image values) of the first `count` records of a file, read by `data inspect`."""
+        report = run("data", "inspect", path, f"--records={count}", "--max_values=3072").stdout
+        found = re.findall(r"^  image: float_list\[3072\] \{([^}]*)\}\n  label: int64_list\[1\] "
+                           r"\{(\d+)\}$", report, re.M)
+        self.assertEqual(len(found), count, report[:2000])
+        return [(int(label), [int(float(v)) for v in values.split(", ")])
+                for values, label in found]
+
+    def test_cifar10_import_writes_hwc_images_and_labels(self):
+        src, out = self.path("cifar-10-batches-bin"), self.path("cifar10")
+        written = cifar10_data.write_binary(src, train_per_file=6, test_records=5, seed=1)
+        proc = run("data", "cifar10", "--source", src, "--output", out,
+                   "--records_per_shard=8")
+        self.assertIn(f"wrote 30 training and 5 test examples from {src} into 5 files under {out}",
+                      proc.stdout)
+        self.assertEqual(sorted(os.listdir(os.path.join(out, "train"))),
+                         [f"data-0000{i}-of-00004.recordio" for i in range(4)])
+        self.assertEqual(os.listdir(os.path.join(out, "test")), ["data-00000-of-00001.recordio"])
+        # The training files in order: shard 2 starts with record 16, the 5th of data_batch_3.
+        train = self.inspected_images(
+            os.path.join(out, "train", "data-00002-of-00004.recordio"), 8)
+        test = self.inspected_images(os.path.join(out, "test", "data-00000-of-00001.recordio"), 5)
+        expected_train = written["data_batch_3.bin"][4:] + written["data_batch_4.bin"][:2]
+        pairs = list(zip(train, expected_train)) + list(zip(test, written["test_batch.bin"]))
+        for (label, image), raw in pairs:
+            self.assertEqual(label, raw[0])
+            self.assertEqual(image, cifar10_data.hwc(raw))
+        # HWC spelled out: (row 3, column 5) of the first test image is at 3 * 96 + 5 * 3.
+        raw = written["test_batch.bin"][0]
+        self.assertEqual(test[0][1][3 * 96 + 5 * 3:3 * 96 + 5 * 3 + 3],
+                         [raw[1 + 3 * 32 + 5], raw[1 + 1024 + 3 * 32 + 5],
+                          raw[1 + 2048 + 3 * 32 + 5]])
+
+        # --input is --source's other name; --limit takes the first records of each split.
+        proc = run("data", "cifar10", "--input", src, "--output", self.path("few"), "--limit=7",
+                   "--records_per_shard=0", "--to=tfrecord")
+        self.assertIn("wrote 7 training and 5 test examples", proc.stdout)
+        self.assertEqual(os.listdir(os.path.join(self.path("few"), "train")), ["data.tfrecord"])
+
+    def test_cifar10_errors_name_the_file_and_record(self):
+        src = self.path("src")
+        written = cifar10_data.write_binary(src, train_per_file=3, test_records=3)
+
+        def fails(*fragments):
+            out = self.path("out")
+            proc = run("data", "cifar10", "--source", src, "--output", out, check=False)
+            self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+            for fragment in fragments:
+                self.assertIn(fragment, proc.stderr)
+            self.assertFalse(any(files for _, _, files in os.walk(out)), "output left behind")
+
+        bad = bytearray(written["data_batch_2.bin"][1])
+        bad[0] = 12
+        with open(os.path.join(src, "data_batch_2.bin"), "r+b") as f:
+            f.seek(3073)
+            f.write(bad)
+        fails(f"error: {src}/data_batch_2.bin: record 1 (byte offset 3073): label 12 is not in 0..9")
+
+        with open(os.path.join(src, "test_batch.bin"), "ab") as f:
+            f.write(b"\x01" * 100)
+        fails(f"error: {src}/test_batch.bin: truncated: 9319 bytes is not a whole number of "
+              "3073-byte records; record 3 has only 100 bytes")
+
+        os.remove(os.path.join(src, "data_batch_5.bin"))
+        os.remove(os.path.join(src, "test_batch.bin"))
+        fails(f"error: {src}: missing data_batch_5.bin, test_batch.bin")
 
     def test_convert_round_trip_is_byte_identical(self):
         out = self.mnist_subset(limit=300, per_shard=0)

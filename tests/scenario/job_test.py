@@ -305,6 +305,10 @@ class JobTest(JobTestCase):
         with open(os.path.join(model, "trained_model.pbtxt")) as f:
             record = f.read()
         self.assertIn(f'model_def: "{FUNCTIONAL}"', record)
+        # The entries used, by their full names: seed 001's defaults of the model's file.
+        for field, entry in (("input_function", "dataset_fn"), ("loss", "loss"),
+                             ("optimizer", "optimizer"), ("eval_metrics_fn", "eval_metrics_fn")):
+            self.assertIn(f'{field}: "mnist.mnist_functional_api.{entry}"', record)
         self.assertRegex(record, r'zoo_identity: "sha256:[0-9a-f]{64}"')
         self.assertGreater(os.path.getsize(os.path.join(model, "parameters.pb")), 9216 * 10 * 4)
         for name in ("mnist_functional_api.cc", "mnist_subclass.cc"):

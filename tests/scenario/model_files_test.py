@@ -1,8 +1,8 @@
 """Scenario tests for the seeds' three ways to write a model file.
 
 Each example of model_zoo/ is trained, evaluated and used for prediction
-through the real binary with --model_def alone:
-  seed 001  mnist.mnist_functional_api.custom_model (dataset_fn, loss(labels, predictions))
+through the real binary with --model_def alone (seed 001's
+mnist.mnist_functional_api.custom_model is job_test.py's main subject):
   seed 002  mnist.mnist_input_fn.model (input_fn, feature_columns, label_columns,
             loss(output, labels), optimizer(lr=0.1)), and the structured-data
             iris.iris_input_fn.model on Fisher's Iris
@@ -24,12 +24,6 @@ IRIS_CLASSES = ["setosa", "versicolor", "virginica"]
 
 # model_def -> what the trained model must record as the entries it used.
 CONTRACTS = {
-    "mnist.mnist_functional_api.custom_model": {
-        "input_function": "mnist.mnist_functional_api.dataset_fn",
-        "loss": "mnist.mnist_functional_api.loss",
-        "optimizer": "mnist.mnist_functional_api.optimizer",
-        "eval_metrics_fn": "mnist.mnist_functional_api.eval_metrics_fn",
-    },
     "mnist.mnist_input_fn.model": {
         "input_function": "mnist.mnist_input_fn.input_fn",
         "loss": "mnist.mnist_input_fn.loss",

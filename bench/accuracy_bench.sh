@@ -41,9 +41,8 @@ ROWS=${ROWS:-a b c d e}
 SEEDS=${SEEDS:-1 2 3 4 5}
 EPOCHS=${EPOCHS:-1}
 WORK=${WORK:-$(mktemp -d -t accuracy_bench.XXXXXX)}
-for b in elasticdl accuracy_bench; do
-  [[ -x $BIN/$b ]] || { echo "missing $BIN/$b: cmake --build $BUILD --target $b" >&2; exit 1; }
-done
+# Benchmarks are not part of the default build: build (or bring up to date) what runs.
+cmake --build "$BUILD" --target elasticdl accuracy_bench >&2
 DATA=${DATA:-$WORK/mnist}
 [[ -d $DATA/train ]] || "$BIN/elasticdl" data mnist --output "$DATA" >/dev/null
 LOG=$WORK/log

@@ -96,10 +96,12 @@ class ModelFilesTest(JobTestCase):
 
     def test_flags_replace_a_model_classes_defaults(self):
         """Seed 003: --input_fn and --optimizer win over default_input and
-        default_optimizer; the record says which were used; predict uses them again."""
+        default_optimizer; the record says which were used; predict uses them again. Three
+        workers, a dataset_fn that shuffles, a model with dropout."""
         accuracy, eval_accuracy, predicted, record = self.train_evaluate_predict(
             "overridden", "mnist.mnist_class_defaults.MnistModel",
-            train_flags=["--input_fn=shuffled_input", "--optimizer=sgd_optimizer"])
+            train_flags=["--input_fn=shuffled_input", "--optimizer=sgd_optimizer"],
+            num_workers=3)
         self.assertGreater(accuracy, MIN_ACCURACY)
         self.assertAlmostEqual(eval_accuracy, accuracy, delta=1e-6)
         self.assertAlmostEqual(predicted, eval_accuracy, delta=0.005)

@@ -34,6 +34,8 @@ PACKAGES=(
   # model zoos fetched from Git URLs (--model_zoo=https://.../models.git#v1);
   # the tests serve repositories with git daemon and git http-backend
   libgit2-dev
+  # experiment configuration files
+  libyaml-cpp-dev
   # the dashboard's tests: a real browser, a real Prometheus server, and
   # protobuf for Python to read TensorBoard's event files back
   chromium fonts-dejavu-core prometheus python3-protobuf

@@ -117,6 +117,9 @@ struct JobArgs {
   std::string partition;
   bool detach = false;
   bool progress = true;
+  // Where the job's output goes (the client's lines and every process's),
+  // appended; empty: stderr.
+  std::string log_file;
   // Set (e.g. by a signal handler) to stop the job; polled. Not owned.
   const std::atomic<bool>* cancel = nullptr;
 };

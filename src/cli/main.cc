@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/data_command.h"
+#include "cli/experiment_command.h"
 #include "cli/job_commands.h"
 #include "cli/role_commands.h"
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   elasticdl::cli::AddJobCommands(&app, &exit_code);
   elasticdl::cli::AddDataCommand(&app, &exit_code);
+  elasticdl::cli::AddExperimentCommand(&app, &exit_code);
   elasticdl::cli::AddRoleCommands(&app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;

@@ -154,29 +154,21 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   return absl::OkStatus();
 }
 
-StatusOr<JobResult> Run(const JobArgs& args, proto::JobSpec spec) {
-  auto start = std::chrono::steady_clock::now();
-  EDL_RETURN_IF_ERROR(rpc::WriteJobSpec(spec, spec.job_dir()));
-  EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
+// Runs the job written in `job_dir` as `args` say.
+StatusOr<JobResult> RunWritten(const JobArgs& args, const std::string& job_dir) {
   client::RunJobOptions run;
-  run.job_dir = spec.job_dir();
+  run.job_dir = job_dir;
   run.progress = args.progress;
   run.cancel = args.cancel;
   run.detach = args.detach;
-  EDL_ASSIGN_OR_RETURN(proto::GetJobStatusResponse status, client::RunJob(run));
-  JobResult result;
-  if (args.detach) result.detached = status.message();
-  result.model_version = status.model_version();
-  result.records = status.records_done();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.training_seconds = status.training_seconds();
-  result.metrics.insert(status.eval_metrics().begin(), status.eval_metrics().end());
-  result.metrics_model_version = status.eval_model_version();
-  if (!status.stop_reason().empty()) result.stopped_early = status.message();
-  result.output = spec.output();
-  result.job_dir = spec.job_dir();
-  result.seed = spec.seed();
-  return result;
+  run.log_file = args.log_file;
+  return client::RunJobToResult(run);
+}
+
+StatusOr<JobResult> Run(const JobArgs& args, const proto::JobSpec& spec) {
+  EDL_RETURN_IF_ERROR(rpc::WriteJobSpec(spec, spec.job_dir()));
+  EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
+  return RunWritten(args, spec.job_dir());
 }
 
 // The sources' identity of the zoo directory `zoo` (--model_zoo).
@@ -316,25 +308,36 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
 
 }  // namespace
 
-StatusOr<JobResult> Train(const JobArgs& args) {
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, client::JobSpecOf(args, client::JobCommand::kTrain));
+namespace client {
+
+StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, JobSpecOf(args, JobCommand::kTrain));
   EDL_ASSIGN_OR_RETURN(std::string job_dir, MakeJobDir(args, "train"));
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
-  EDL_ASSIGN_OR_RETURN(client::ZooSource zoo, client::ResolveZooSource(args.model_zoo));
+  EDL_ASSIGN_OR_RETURN(ZooSource zoo, ResolveZooSource(args.model_zoo));
   EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec));
-  client::RecordZooSource(zoo, spec.mutable_model());
-  return Run(args, std::move(spec));
+  RecordZooSource(zoo, spec.mutable_model());
+  EDL_RETURN_IF_ERROR(rpc::WriteJobSpec(spec, spec.job_dir()));
+  EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
+  return spec;
+}
+
+}  // namespace client
+
+StatusOr<JobResult> Train(const JobArgs& args) {
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, client::PrepareTraining(args));
+  return RunWritten(args, spec.job_dir());
 }
 
 StatusOr<JobResult> Evaluate(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecForInference(args, client::JobCommand::kEvaluate));
-  return Run(args, std::move(spec));
+  return Run(args, spec);
 }
 
 StatusOr<JobResult> Predict(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, SpecForInference(args, client::JobCommand::kPredict));
-  return Run(args, std::move(spec));
+  return Run(args, spec);
 }
 
 }  // namespace elasticdl

@@ -16,7 +16,6 @@ namespace elasticdl::client {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::chrono::seconds kTimeout{10};
 
 struct Connection {
   std::unique_ptr<proto::Master::Stub> stub;
@@ -82,19 +81,20 @@ StatusOr<proto::GetJobStatusResponse> ReadFinalStatus(const std::string& job_dir
   return status;
 }
 
-StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir) {
+StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir,
+                                                   std::chrono::milliseconds timeout) {
   if (auto final_status = ReadFinalStatus(job_dir); final_status.ok()) return final_status;
   EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
-  auto context = rpc::MakeContext(kTimeout, c.token);
+  auto context = rpc::MakeContext(timeout, c.token);
   proto::GetJobStatusResponse response;
   grpc::Status s = c.stub->GetJobStatus(context.get(), proto::GetJobStatusRequest(), &response);
   if (!s.ok()) return Unreachable(c, job_dir, s);
   return response;
 }
 
-Status ScaleJob(const std::string& job_dir, int num_workers) {
+Status ScaleJob(const std::string& job_dir, int num_workers, std::chrono::milliseconds timeout) {
   EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
-  auto context = rpc::MakeContext(kTimeout, c.token);
+  auto context = rpc::MakeContext(timeout, c.token);
   proto::ScaleRequest request;
   request.set_num_workers(num_workers);
   proto::ScaleResponse response;

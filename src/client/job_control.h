@@ -3,6 +3,7 @@
 #ifndef ELASTICDL_CLIENT_JOB_CONTROL_H_
 #define ELASTICDL_CLIENT_JOB_CONTROL_H_
 
+#include <chrono>
 #include <string>
 
 #include "elasticdl/proto/elasticdl.pb.h"
@@ -20,12 +21,14 @@ StatusOr<std::string> FindJobDir(const std::string& job);
 StatusOr<proto::GetJobStatusResponse> ReadFinalStatus(const std::string& job_dir);
 
 // The job's status: the final one once it ended, else from its master.
-StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir);
+StatusOr<proto::GetJobStatusResponse> GetJobStatus(
+    const std::string& job_dir, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // Asks the job's master to run `num_workers` workers: new ones start and
 // pull the current model; surplus ones finish their minibatch, hand back
 // the rest of their task and leave.
-Status ScaleJob(const std::string& job_dir, int num_workers);
+Status ScaleJob(const std::string& job_dir, int num_workers,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 }  // namespace elasticdl::client
 

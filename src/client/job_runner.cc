@@ -1,10 +1,14 @@
 #include "client/job_runner.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -65,7 +69,15 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(job_dir));
 
-  cluster::LogSink sink(stderr);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
+  if (!options.log_file.empty()) {
+    log.reset(std::fopen(options.log_file.c_str(), "a"));
+    if (log == nullptr) {
+      return absl::InternalError(
+          StrCat("cannot open ", options.log_file, ": ", std::strerror(errno)));
+    }
+  }
+  cluster::LogSink sink(log != nullptr ? log.get() : stderr);
   // The master and every process of the job on this machine write here, for
   // as long as the job runs, whichever master started them.
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::OutputRelay> relay,
@@ -176,6 +188,25 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   }
   if (final_status->failed()) return absl::AbortedError(final_status->message());
   return *final_status;
+}
+
+StatusOr<JobResult> RunJobToResult(const RunJobOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::GetJobStatusResponse status, RunJob(options));
+  JobResult result;
+  if (options.detach) result.detached = status.message();
+  result.model_version = status.model_version();
+  result.records = status.records_done();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.training_seconds = status.training_seconds();
+  result.metrics.insert(status.eval_metrics().begin(), status.eval_metrics().end());
+  result.metrics_model_version = status.eval_model_version();
+  if (!status.stop_reason().empty()) result.stopped_early = status.message();
+  result.output = spec.output();
+  result.job_dir = spec.job_dir();
+  result.seed = spec.seed();
+  return result;
 }
 
 }  // namespace elasticdl::client

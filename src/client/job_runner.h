@@ -18,6 +18,7 @@
 #include <atomic>
 #include <string>
 
+#include "elasticdl/api.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 
@@ -32,6 +33,9 @@ struct RunJobOptions {
   const std::atomic<bool>* cancel = nullptr;
   // Return once the master is started.
   bool detach = false;
+  // Where the job's output (the client's lines and every process's) goes,
+  // appended; empty: stderr.
+  std::string log_file;
 };
 
 // Runs the job to its end and returns its final status. The status is an
@@ -40,6 +44,15 @@ struct RunJobOptions {
 // Detached, the status is empty but for `message`, which says how to follow
 // the job.
 StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options);
+
+// RunJob, its final status summed up as the library API reports it.
+StatusOr<JobResult> RunJobToResult(const RunJobOptions& options);
+
+// Train's preparation: checks `args`, creates the job directory, snapshots
+// and builds the zoo, checks the model's entries and writes the job spec
+// and token. RunJob then runs it (again, on the same directory, after the
+// client died: the master resumes from its journal).
+StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args);
 
 }  // namespace elasticdl::client
 

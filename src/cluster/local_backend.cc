@@ -49,13 +49,21 @@ void LocalBackend::ReapOrphans() {
   std::unique_lock<std::mutex> lock(mu_);
   while (
       !stop_reaping_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) {
+    // Only this backend's masters' groups: another job run from this
+    // process has children of its own to wait for.
+    const std::vector<pid_t> groups = master_groups_;
     lock.unlock();
-    for (;;) {
-      siginfo_t info{};
-      if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
-      // The master is the group's to reap, with its exit status.
-      if (group_.pid(RoleLabel(Role::kMaster, 0)) == info.si_pid) break;
-      ::waitpid(info.si_pid, nullptr, WNOHANG);
+    for (pid_t pgid : groups) {
+      for (;;) {
+        siginfo_t info{};
+        if (::waitid(P_PGID, pgid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
+          break;
+        }
+        // The master (the group's leader) is group_'s to reap, with its
+        // exit status.
+        if (info.si_pid == pgid) break;
+        ::waitpid(info.si_pid, nullptr, WNOHANG);
+      }
     }
     lock.lock();
   }
@@ -155,8 +163,15 @@ void LocalBackend::StopAll(std::chrono::milliseconds grace) {
   }
   if (groups.empty()) return;
   for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
-  // Reap them; give up after a second.
-  for (int i = 0; i < 100 && ::waitpid(-1, nullptr, WNOHANG) >= 0; ++i) {
+  // Reap them (theirs only: not another job's); give up after a second.
+  for (int i = 0; i < 100; ++i) {
+    bool left = false;
+    for (pid_t pgid : groups) {
+      while (::waitpid(-pgid, nullptr, WNOHANG) > 0) {
+      }
+      left = left || ::kill(-pgid, 0) == 0;
+    }
+    if (!left) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

@@ -55,7 +55,8 @@ class LocalBackend : public ClusterBackend {
  private:
   StatusOr<ProcessHandle> Start(Role role, int id, std::vector<std::string> extra_args);
   std::string Binary() const;
-  // Reaps children that are not in group_ until stopped.
+  // Reaps the children of its masters' groups that are not in group_
+  // (orphans of a master that died) until stopped.
   void ReapOrphans();
 
   const LocalBackendOptions options_;

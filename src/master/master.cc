@@ -418,6 +418,13 @@ Status Run(const MasterOptions& options) {
   if (outcome.ok()) {
     flush_servers();
     LogEvaluations(state.get(), &events, &evaluations_logged);
+    if (spec.type() == proto::JOB_TRAINING && spec.ps().checkpoint_steps() > 0) {
+      // The last version among the checkpoints: a later job starts from it.
+      rpc::PsClient ps(state->ps_addresses(), token);
+      std::vector<proto::FlushResponse> flushed;
+      Status s = ps.Flush(&flushed, /*checkpoint=*/true);
+      if (!s.ok()) outcome = Annotate(s, "writing the last checkpoint");
+    }
     if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
       Status s = WriteOutputModel(spec, state->ps_addresses(), token);
       if (s.ok() && observer.ok()) s = (*observer)->CopyEventFiles(spec.output());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include "common/strings.h"
 #include "ps/checkpoint.h"
 
 namespace elasticdl::ps {
@@ -41,6 +42,23 @@ bool CheckpointWriter::Offer(ShardSnapshot snapshot) {
 void CheckpointWriter::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return !writing_ && !queued_.has_value(); });
+}
+
+Status CheckpointWriter::WriteNow(ShardSnapshot snapshot) {
+  const int64_t version = snapshot.version;
+  Flush();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (last_written_ == version) return absl::OkStatus();
+  }
+  Offer(std::move(snapshot));
+  Flush();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (last_written_ == version) return absl::OkStatus();
+  if (!last_status_.ok()) return last_status_;
+  return absl::InternalError(StrCat("parameter server ", options_.ps_id,
+                                    ": the checkpoint of version ", version,
+                                    " was not written (an older version was offered?)"));
 }
 
 Status CheckpointWriter::last_status() const {

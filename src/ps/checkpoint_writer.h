@@ -54,6 +54,10 @@ class CheckpointWriter {
   // Waits until nothing is queued or being written.
   void Flush();
 
+  // Writes `snapshot` (unless its version is written already) and waits
+  // for it: the write's status.
+  Status WriteNow(ShardSnapshot snapshot);
+
   // The outcome of the last write (OK before any), and its version (-1
   // before any succeeded).
   Status last_status() const;

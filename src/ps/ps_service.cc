@@ -38,13 +38,15 @@ grpc::Status PsService::Push(grpc::ServerContext* context, const proto::PushRequ
                           [&] { return store_->Push(*request, response); });
 }
 
-grpc::Status PsService::Flush(grpc::ServerContext* context, const proto::FlushRequest*,
+grpc::Status PsService::Flush(grpc::ServerContext* context, const proto::FlushRequest* request,
                               proto::FlushResponse* response) {
-  return rpc::GuardedCall(*context, token_, "Flush", [&] {
+  return rpc::GuardedCall(*context, token_, "Flush", [&]() -> Status {
     int64_t version = 0;
-    Status s = store_->Flush(&version);
+    EDL_RETURN_IF_ERROR(store_->Flush(&version));
     response->set_version(version);
-    return s;
+    if (!request->checkpoint() || checkpoints_ == nullptr) return absl::OkStatus();
+    EDL_ASSIGN_OR_RETURN(ShardSnapshot snapshot, store_->Snapshot());
+    return checkpoints_->WriteNow(std::move(snapshot));
   });
 }
 

@@ -19,7 +19,7 @@ class PsService final : public proto::ParameterServer::Service {
   // `store` (and `checkpoints`, whose figures Stats reports, if any) must
   // outlive the service. Every call must carry `token` (see
   // rpc/job_token.h); an empty token accepts every call (in-process tests).
-  PsService(ParameterStore* store, std::string token, const CheckpointWriter* checkpoints = nullptr)
+  PsService(ParameterStore* store, std::string token, CheckpointWriter* checkpoints = nullptr)
       : store_(store), token_(std::move(token)), checkpoints_(checkpoints) {}
 
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
@@ -42,7 +42,7 @@ class PsService final : public proto::ParameterServer::Service {
  private:
   ParameterStore* const store_;
   const std::string token_;
-  const CheckpointWriter* const checkpoints_;
+  CheckpointWriter* const checkpoints_;
 };
 
 }  // namespace elasticdl::ps

@@ -91,8 +91,9 @@ Status PsClient::Init(const std::vector<proto::InitRequest>& requests,
   return CallAll("init", &proto::ParameterServer::Stub::Init, requests, responses, {});
 }
 
-Status PsClient::Flush(std::vector<proto::FlushResponse>* responses) {
+Status PsClient::Flush(std::vector<proto::FlushResponse>* responses, bool checkpoint) {
   std::vector<proto::FlushRequest> requests(stubs_.size());
+  for (proto::FlushRequest& r : requests) r.set_checkpoint(checkpoint);
   return CallAll("flush", &proto::ParameterServer::Stub::Flush, requests, responses, {});
 }
 

@@ -36,8 +36,9 @@ class PsClient {
               std::vector<proto::InitResponse>* responses);
   Status Push(const std::vector<proto::PushRequest>& requests,
               std::vector<proto::PushResponse>* responses, const std::vector<int>& shards = {});
-  // Sync mode, at the end of training: every shard applies what waits.
-  Status Flush(std::vector<proto::FlushResponse>* responses);
+  // At the end of training: every shard applies what waits (sync mode) and,
+  // with `checkpoint`, writes a checkpoint of the result before answering.
+  Status Flush(std::vector<proto::FlushResponse>* responses, bool checkpoint = false);
   // Every shard writes its whole state as a checkpoint under
   // `dir`/version-`version` (0: each under its own version).
   Status Export(const std::string& dir, int64_t version,

@@ -13,10 +13,11 @@ echo "lint: clang-format clean (${#files[@]} files)"
 
 mapfile -t units < <(git ls-files 'src/common/*.cc' 'src/data/*.cc' 'src/cli/*.cc' \
   'src/master/*.cc' 'src/rpc/*.cc' 'src/cluster/*.cc' 'src/client/*.cc' 'src/dashboard/*.cc' 'src/sql/*.cc' \
+  'src/experiment/*.cc' \
   src/zoo/metric_state.cc src/zoo/zoo_sources.cc src/zoo/zoo_builder.cc src/zoo/git_zoo.cc |
   grep -v '_test.cc$' |
   grep -v -e example_parser.cc -e dataset.cc -e role_commands.cc -e tensor_codec.cc \
-    -e client/api.cc)
+    -e client/api.cc -e experiment/trial_check.cc)
 # One clang-tidy per few units, as many at a time as there are cores.
 printf '%s\n' "${units[@]}" |
   xargs -P "$(nproc)" -n 4 clang-tidy -p "$BUILD_DIR" --quiet 2>/dev/null

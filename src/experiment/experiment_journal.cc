@@ -61,7 +61,7 @@ ExperimentJournal::~ExperimentJournal() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status ExperimentJournal::Append(const std::string& event, nlohmann::json fields) {
+Status ExperimentJournal::Append(const std::string& event, const nlohmann::json& fields) {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   nlohmann::json line = {{"t", now}, {"event", event}};

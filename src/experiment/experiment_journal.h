@@ -33,7 +33,7 @@ class ExperimentJournal {
   ~ExperimentJournal();
 
   // Appends {"t": now, "event": event, ...fields} and syncs it to disk.
-  Status Append(const std::string& event, nlohmann::json fields = nlohmann::json::object());
+  Status Append(const std::string& event, const nlohmann::json& fields = nlohmann::json::object());
 
  private:
   ExperimentJournal(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}

@@ -175,11 +175,30 @@ class ExperimentTest(unittest.TestCase):
         self.assertEqual(status.returncode, 0, status.stderr)
         self.assertIn("interrupted", status.stdout)
         self.assertIn("running", status.stdout)
+        # Resumed, then stopped with `stop` while trials run, then resumed again.
+        with open(os.path.join(self.dir, "killed-resumed.log"), "w") as log:
+            env = dict(os.environ, ELASTICDL_CACHE_DIR=CACHE_DIR)
+            proc = subprocess.Popen([BIN, "experiment", f"--config={path}", "resume"],
+                                    cwd=self.dir, env=env, stdout=log, stderr=subprocess.STDOUT)
+            seen = len(journal(exp_dir))
+
+            def rung_running_again():
+                events = journal(exp_dir)[seen:]
+                return any(e["event"] == "rung_started" for e in events) or \
+                    any(e["event"] == "rung_finished" for e in events)
+            self.wait_for(rung_running_again, "the resumed experiment running a rung", proc)
+            stop = self.experiment(path, "stop")
+            self.assertEqual(stop.returncode, 0, stop.stderr)
+            self.assertEqual(proc.wait(timeout=TIMEOUT), 130)
+        with open(os.path.join(self.dir, "killed-resumed.log")) as f:
+            self.assertIn("[experiment] resuming trial", f.read())
+        self.assertIn("stopped", self.experiment(path, "status").stdout)
         resumed = self.experiment(path, "resume")
         self.assertEqual(resumed.returncode, 0, resumed.stdout + resumed.stderr)
-        self.assertIn("[experiment] resuming trial", resumed.stdout)
         self.check_finished(exp_dir, resumed.stdout)
-        self.assertEqual([e["event"] for e in journal(exp_dir)].count("resumed"), 1)
+        events = [e["event"] for e in journal(exp_dir)]
+        self.assertEqual(events.count("resumed"), 2)
+        self.assertEqual(events.count("stopped"), 1)
         # A finished experiment is not resumed again.
         again = self.experiment(path, "resume")
         self.assertNotEqual(again.returncode, 0)

@@ -15,7 +15,7 @@ mapfile -t units < <(git ls-files 'src/common/*.cc' 'src/data/*.cc' 'src/cli/*.c
   'src/master/*.cc' 'src/rpc/*.cc' 'src/cluster/*.cc' 'src/client/*.cc' 'src/dashboard/*.cc' 'src/sql/*.cc' \
   src/zoo/metric_state.cc src/zoo/zoo_sources.cc src/zoo/zoo_builder.cc src/zoo/git_zoo.cc |
   grep -v '_test.cc$' |
-  grep -v -e example_parser.cc -e dataset.cc -e role_commands.cc -e tensor_codec.cc \
+  grep -v -e example_parser.cc -e dataset.cc -e process_map.cc -e role_commands.cc -e tensor_codec.cc \
     -e client/api.cc)
 # One clang-tidy per few units, as many at a time as there are cores.
 printf '%s\n' "${units[@]}" |

@@ -1,5 +1,5 @@
 // Everything a model-zoo file uses: LibTorch, the tf.train.Example parser,
-// datasets, the zoo entry types and their registration.
+// datasets, the zoo entry types and their registration, trials.
 #ifndef ELASTICDL_ELASTICDL_H_
 #define ELASTICDL_ELASTICDL_H_
 
@@ -16,5 +16,6 @@
 #include "elasticdl/zoo/params.h"
 #include "elasticdl/zoo/preprocessing.h"
 #include "elasticdl/zoo/registry.h"
+#include "elasticdl/zoo/trial.h"
 
 #endif  // ELASTICDL_ELASTICDL_H_

@@ -14,6 +14,7 @@
 
 #include "client/job_runner.h"
 #include "client/job_settings.h"
+#include "client/stop_settings.h"
 #include "client/zoo_source.h"
 #include "common/file.h"
 #include "common/strings.h"
@@ -92,6 +93,25 @@ Status PrepareSchedule(const JobArgs& args, const ZooProgram& program,
   return absl::OkStatus();
 }
 
+// A trial's EarlyStopping and MaxStepsStopping callbacks (seed 004) set
+// what --early_stopping and --max_steps set, unless those are given. (Its
+// LearningRateScheduler is the program's schedule: PrepareSchedule.)
+Status ApplyTrialCallbacks(const JobArgs& args, const ZooProgram& program, proto::TaskSpec* tasks) {
+  const TrialCallbacks& callbacks = program.trial_callbacks();
+  client::DeclaredStopping declared;
+  if (callbacks.early_stopping) {
+    const EarlyStopping& e = *callbacks.early_stopping;
+    proto::EarlyStopping& spec = declared.early_stopping.emplace();
+    spec.set_metric(e.metric);
+    spec.set_maximize(e.mode == EarlyStopping::kMax);
+    spec.set_patience(e.patience);
+    spec.set_min_delta(e.min_delta);
+  }
+  declared.max_steps = callbacks.max_steps;
+  return client::ApplyDeclaredStopping(
+      args, declared, program.EntryLocation(EntryKind::kLearningRateSchedule), tasks);
+}
+
 // --early_stopping watches a metric that eval_metrics_fn makes.
 Status CheckEarlyStoppingMetric(const ZooProgram& program, const proto::TaskSpec& tasks) {
   if (!tasks.has_early_stopping()) return absl::OkStatus();
@@ -131,6 +151,9 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   names.eval_metrics_fn = args.eval_metrics_fn;
   names.learning_rate_schedule = args.learning_rate_schedule;
   EDL_ASSIGN_OR_RETURN(ZooProgram program, ZooProgram::Resolve(library, names, args.params));
+  if (spec->type() == proto::JOB_TRAINING) {
+    EDL_RETURN_IF_ERROR(ApplyTrialCallbacks(args, program, spec->mutable_tasks()));
+  }
   EDL_RETURN_IF_ERROR(program.MakeModel().status());
   EDL_ASSIGN_OR_RETURN(OptimizerSpec optimizer, program.Optimizer());
   if (!spec->mutable_model()->mutable_optimizer_config()->ParseFromString(

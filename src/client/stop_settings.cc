@@ -86,4 +86,23 @@ Status CheckEarlyStopping(const JobArgs& args) {
   return absl::OkStatus();
 }
 
+Status ApplyDeclaredStopping(const JobArgs& args, const DeclaredStopping& declared,
+                             std::string_view from, proto::TaskSpec* tasks) {
+  if (declared.early_stopping && args.early_stopping.empty()) {
+    if (args.validation_data.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat(from, ": EarlyStopping needs --validation_data to evaluate on"));
+    }
+    if (args.evaluation_steps <= 0) {
+      return absl::InvalidArgumentError(
+          StrCat(from,
+                 ": EarlyStopping needs --evaluation_steps > 0: it watches the evaluations "
+                 "during training"));
+    }
+    *tasks->mutable_early_stopping() = *declared.early_stopping;
+  }
+  if (declared.max_steps && args.max_steps == 0) tasks->set_max_steps(*declared.max_steps);
+  return absl::OkStatus();
+}
+
 }  // namespace elasticdl::client

@@ -98,5 +98,48 @@ TEST(StopSettingsTest, MaxStepsTravelsInTheTaskSpec) {
   EXPECT_FALSE(spec->tasks().has_early_stopping());
 }
 
+TEST(StopSettingsTest, DeclaredStoppingAppliesUnlessTheFlagsAreGiven) {
+  DeclaredStopping declared;
+  declared.early_stopping.emplace();
+  declared.early_stopping->set_metric("accuracy");
+  declared.early_stopping->set_maximize(true);
+  declared.early_stopping->set_patience(2);
+  declared.max_steps = 300;
+  const char* from = "mnist/mnist_trial.cc: MnistTrial: callbacks";
+
+  JobArgs a = TrainArgs();
+  a.validation_data = "data/validation";
+  a.evaluation_steps = 10;
+  StatusOr<proto::JobSpec> spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(ApplyDeclaredStopping(a, declared, from, spec->mutable_tasks()).ok());
+  EXPECT_EQ(spec->tasks().max_steps(), 300);
+  EXPECT_EQ(spec->tasks().early_stopping().metric(), "accuracy");
+  EXPECT_EQ(spec->tasks().early_stopping().patience(), 2);
+
+  // The flags win.
+  a.max_steps = 50;
+  a.early_stopping = "metric=accuracy,patience=5";
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(ApplyDeclaredStopping(a, declared, from, spec->mutable_tasks()).ok());
+  EXPECT_EQ(spec->tasks().max_steps(), 50);
+  EXPECT_EQ(spec->tasks().early_stopping().patience(), 5);
+
+  // Early stopping watches evaluations during training.
+  a = TrainArgs();
+  proto::TaskSpec tasks;
+  EXPECT_EQ(ApplyDeclaredStopping(a, declared, from, &tasks).message(),
+            "mnist/mnist_trial.cc: MnistTrial: callbacks: EarlyStopping needs --validation_data "
+            "to evaluate on");
+  a.validation_data = "data/validation";
+  EXPECT_EQ(ApplyDeclaredStopping(a, declared, from, &tasks).message(),
+            "mnist/mnist_trial.cc: MnistTrial: callbacks: EarlyStopping needs "
+            "--evaluation_steps > 0: it watches the evaluations during training");
+  declared.early_stopping.reset();
+  EXPECT_TRUE(ApplyDeclaredStopping(a, declared, from, &tasks).ok());
+  EXPECT_EQ(tasks.max_steps(), 300);
+}
+
 }  // namespace
 }  // namespace elasticdl::client

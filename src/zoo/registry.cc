@@ -20,6 +20,8 @@ const char* EntryKindName(EntryKind kind) {
       return "feature_columns/label_columns";
     case EntryKind::kLearningRateSchedule:
       return "learning_rate_schedule";
+    case EntryKind::kTrial:
+      return "trial";
   }
   return "unknown";
 }

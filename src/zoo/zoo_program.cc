@@ -11,10 +11,8 @@
 #include "zoo/input_columns.h"
 
 namespace elasticdl {
-namespace {
 
-// The first lines of an exception's message, without c10's backtrace.
-std::string ShortWhat(const std::exception& e) {
+std::string zoo_internal::ShortWhat(const std::exception& e) {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   std::string_view what = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
   std::string_view head = what;
@@ -33,6 +31,8 @@ std::string ShortWhat(const std::exception& e) {
   }
   return std::string(head);
 }
+
+namespace {
 
 // Keeps the zoo library loaded while a dataset made by its dataset_fn lives:
 // the pipeline's stages run the library's code. Members are destroyed in
@@ -157,12 +157,17 @@ StatusOr<ZooProgram> ZooProgram::Resolve(std::shared_ptr<ZooLibrary> library,
   StatusOr<EntryRef> model_ref = ParseModelDef(names.model_def);
   if (!model_ref.ok()) return elasticdl::Annotate(model_ref.status(), "--model_def");
   const ZooLibrary& lib = *library;
-  StatusOr<const ZooEntry*> model = lib.Find(*model_ref, EntryKind::kModel);
+  StatusOr<const ZooEntry*> model =
+      lib.Find(model_ref->module, model_ref->name, {EntryKind::kModel, EntryKind::kTrial});
   if (!model.ok()) return elasticdl::Annotate(model.status(), "--model_def");
   p.model_ = *model;
   p.library_ = std::move(library);
   p.resolved_.model_def = p.model_def();
   EDL_ASSIGN_OR_RETURN(p.params_, Params::Parse(params));
+  if (p.model_->kind == EntryKind::kTrial) {
+    EDL_RETURN_IF_ERROR(p.ResolveTrial(names));
+    return p;
+  }
   EDL_ASSIGN_OR_RETURN(const bool seed002, IsSeed002File(lib, p.model_->module));
 
   using K = EntryKind;
@@ -268,27 +273,21 @@ std::string ZooProgram::Who(const ZooEntry* entry, std::string_view action) cons
 }
 
 template <typename F>
-auto ZooProgram::CallEntry(const ZooEntry* entry, std::string_view action, F&& fn) const
-    -> StatusOr<decltype(fn())> {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(StrCat(Who(entry, action), " threw: ", ShortWhat(e)));
-  } catch (...) {
-    return absl::InvalidArgumentError(
-        StrCat(Who(entry, action), " threw a non-standard exception"));
-  }
-}
-
-template <typename F>
 auto ZooProgram::Call(EntryKind kind, std::string_view action, F&& fn) const
     -> StatusOr<decltype(fn())> {
+  if (trial_ != nullptr && action.empty()) action = TrialPart(kind);
   return CallEntry(Entry(kind), action, std::forward<F>(fn));
 }
 
 StatusOr<std::shared_ptr<Model>> ZooProgram::MakeModel() const {
-  EDL_ASSIGN_OR_RETURN(std::shared_ptr<Model> model,
-                       Call(EntryKind::kModel, "", [&] { return model_->model(params_); }));
+  std::shared_ptr<Model> model;
+  if (trial_ != nullptr) {
+    EDL_ASSIGN_OR_RETURN(CompiledModel compiled, BuildTrialModel());
+    model = compiled.model();
+  } else {
+    EDL_ASSIGN_OR_RETURN(model,
+                         Call(EntryKind::kModel, "", [&] { return model_->model(params_); }));
+  }
   if (model == nullptr) {
     return absl::InvalidArgumentError(StrCat(EntryLocation(EntryKind::kModel), ": returned null"));
   }
@@ -296,6 +295,14 @@ StatusOr<std::shared_ptr<Model>> ZooProgram::MakeModel() const {
 }
 
 StatusOr<Dataset<Example>> ZooProgram::MakeDataset(Dataset<Record> records, Mode mode) const {
+  if (trial_ != nullptr) {
+    const DataAdapter& loader =
+        mode == Mode::TRAINING ? trial_->loaders.training : trial_->loaders.validation;
+    EDL_ASSIGN_OR_RETURN(Dataset<Example> dataset, Call(EntryKind::kDatasetFn, "", [&] {
+                           return loader.Apply(std::move(records), mode);
+                         }));
+    return Dataset<Example>(std::make_shared<LibraryBoundSource>(library_, dataset.source()));
+  }
   if (dataset_fn_->kind == EntryKind::kInputFn) {
     return absl::FailedPreconditionError(
         StrCat(EntryLocation(EntryKind::kDatasetFn), " works on minibatches: use MakeBatches"));
@@ -308,7 +315,7 @@ StatusOr<Dataset<Example>> ZooProgram::MakeDataset(Dataset<Record> records, Mode
 
 StatusOr<Dataset<Example>> ZooProgram::MakeBatches(Dataset<Record> records, Mode mode,
                                                    size_t minibatch_size) const {
-  if (dataset_fn_->kind != EntryKind::kInputFn) {
+  if (trial_ != nullptr || dataset_fn_->kind != EntryKind::kInputFn) {
     EDL_ASSIGN_OR_RETURN(Dataset<Example> examples, MakeDataset(std::move(records), mode));
     return examples.batch(minibatch_size);
   }
@@ -353,6 +360,7 @@ StatusOr<torch::Tensor> ZooProgram::Forward(Model& model, const FeatureMap& feat
 StatusOr<torch::Tensor> ZooProgram::Loss(const torch::Tensor& labels,
                                          const torch::Tensor& predictions) const {
   EDL_ASSIGN_OR_RETURN(torch::Tensor loss, Call(EntryKind::kLoss, "", [&] {
+                         if (trial_ != nullptr) return trial_->loss(labels, predictions);
                          return loss_takes_output_first_
                                     ? loss_->loss(predictions, labels, params_)
                                     : loss_->loss(labels, predictions, params_);
@@ -369,6 +377,7 @@ StatusOr<torch::Tensor> ZooProgram::Loss(const torch::Tensor& labels,
 }
 
 StatusOr<OptimizerSpec> ZooProgram::Optimizer() const {
+  if (trial_ != nullptr) return *trial_->optimizer;  // validated by Resolve
   EDL_ASSIGN_OR_RETURN(OptimizerSpec spec, Call(EntryKind::kOptimizer, "",
                                                 [&] { return optimizer_->optimizer(params_); }));
   EDL_RETURN_IF_ERROR(Annotate(ValidateOptimizer(spec), EntryKind::kOptimizer));
@@ -376,6 +385,7 @@ StatusOr<OptimizerSpec> ZooProgram::Optimizer() const {
 }
 
 StatusOr<std::optional<LearningRateSchedule>> ZooProgram::LearningRateScheduleOf() const {
+  if (trial_ != nullptr) return trial_->callbacks.learning_rate_schedule;  // validated
   if (learning_rate_schedule_ == nullptr) return std::optional<LearningRateSchedule>();
   EDL_ASSIGN_OR_RETURN(LearningRateSchedule schedule,
                        Call(EntryKind::kLearningRateSchedule, "", [&] {
@@ -387,10 +397,15 @@ StatusOr<std::optional<LearningRateSchedule>> ZooProgram::LearningRateScheduleOf
 
 StatusOr<std::map<std::string, std::unique_ptr<Metric>>> ZooProgram::MakeMetrics() const {
   std::map<std::string, std::unique_ptr<Metric>> metrics;
-  if (eval_metrics_fn_ == nullptr) return metrics;
-  EDL_ASSIGN_OR_RETURN(MetricMap specs, Call(EntryKind::kEvalMetricsFn, "", [&] {
-                         return eval_metrics_fn_->eval_metrics_fn(params_);
-                       }));
+  MetricMap specs;
+  if (trial_ != nullptr) {
+    specs = trial_->metrics;
+  } else if (eval_metrics_fn_ == nullptr) {
+    return metrics;
+  } else {
+    EDL_ASSIGN_OR_RETURN(specs, Call(EntryKind::kEvalMetricsFn, "",
+                                     [&] { return eval_metrics_fn_->eval_metrics_fn(params_); }));
+  }
   for (const auto& [name, spec] : specs) {
     const std::string action = StrCat("making metric '", name, "'");
     EDL_ASSIGN_OR_RETURN(std::unique_ptr<Metric> metric,
@@ -418,6 +433,7 @@ Status ZooProgram::UpdateMetrics(std::map<std::string, std::unique_ptr<Metric>>&
 }
 
 const ZooEntry* ZooProgram::Entry(EntryKind kind) const {
+  if (trial_ != nullptr) return model_;  // the trial stands for every entry
   switch (kind) {
     case EntryKind::kModel:
       return model_;
@@ -435,6 +451,8 @@ const ZooEntry* ZooProgram::Entry(EntryKind kind) const {
       return feature_columns_;
     case EntryKind::kLearningRateSchedule:
       return learning_rate_schedule_;
+    case EntryKind::kTrial:
+      return nullptr;
   }
   return nullptr;
 }
@@ -442,7 +460,7 @@ const ZooEntry* ZooProgram::Entry(EntryKind kind) const {
 std::string ZooProgram::EntryLocation(EntryKind kind) const {
   const ZooEntry* e = Entry(kind);
   if (e == nullptr) return StrCat("(no ", EntryKindName(kind), ")");
-  return Who(e, "");
+  return Who(e, trial_ != nullptr ? TrialPart(kind) : "");
 }
 
 Status ZooProgram::Annotate(const Status& status, EntryKind kind) const {

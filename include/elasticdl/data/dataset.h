@@ -330,6 +330,13 @@ class Dataset {
 
   const std::shared_ptr<internal::Source<T>>& source() const { return source_; }
 
+  // The seeds map() gives a stage built on this one: the seed its
+  // function's generators derive from (with the element's position; random
+  // when unseeded), and the stage's own. For map stages built outside this
+  // class that must make map()'s random choices (a map over processes).
+  uint64_t MapFunctionSeed() const { return SeedFor(internal::StageKind::kMap); }
+  std::optional<uint64_t> MapStageSeed() const { return Derive(internal::StageKind::kMap); }
+
  private:
   // The seed of a stage of `kind` built on this one; a random one when
   // unseeded (a random seed is not passed on: later stages stay unseeded).

@@ -36,6 +36,13 @@
 // They are used unless --loss, --optimizer, --input_fn / --dataset_fn or
 // --eval_metrics_fn name another entry, and are named
 // `<model_def>.default_loss` and so on in the trained model's record.
+//
+// Seed 004's trials register a class with build_model(hparams),
+// make_data_loaders(hparams) and callbacks(hparams) (elasticdl/zoo/trial.h),
+// which define the whole program; no other entry flag goes with them:
+//
+//   ELASTICDL_REGISTER_TRIAL(MnistTrial); // a Trial subclass, constructed from
+//                                         // (const Hparams&) or by default
 #ifndef ELASTICDL_ZOO_REGISTRY_H_
 #define ELASTICDL_ZOO_REGISTRY_H_
 
@@ -71,10 +78,11 @@ enum class EntryKind {
   kInputFn,  // seed 002
   kColumns,  // seed 002's feature_columns and label_columns
   kLearningRateSchedule,
+  kTrial,  // seed 004
 };
 // "model", "dataset_fn", "loss", "optimizer", "eval_metrics_fn", "input_fn",
-// "columns", "learning_rate_schedule": the name of the kind's command-line
-// flag and default entry (but for "columns").
+// "columns", "learning_rate_schedule", "trial": the name of the kind's
+// command-line flag and default entry (but for "columns" and "trial").
 const char* EntryKindName(EntryKind kind);
 
 using ModelFactory = std::function<std::shared_ptr<Model>(const Params&)>;
@@ -89,6 +97,9 @@ using InputFn =
     std::function<InputFnResult(const std::vector<Features>& records, Mode, const Params&)>;
 using ColumnsFn = std::function<std::vector<NumericColumn>(const Params&)>;
 using LearningRateScheduleFn = std::function<LearningRateSchedule(const Params&)>;
+class Trial;  // elasticdl/zoo/trial.h
+// A new trial built from the job's hyperparameters.
+using TrialFactory = std::function<std::shared_ptr<Trial>(const Params&)>;
 
 // One registered entry; exactly the member matching `kind` is set.
 struct ZooEntry {
@@ -106,6 +117,7 @@ struct ZooEntry {
   // on, of kinds kLoss, kOptimizer, kDatasetFn and kEvalMetricsFn.
   std::vector<ZooEntry> class_defaults;
   LearningRateScheduleFn learning_rate_schedule;
+  TrialFactory trial;
 };
 
 // The entries of one zoo library.
@@ -131,7 +143,7 @@ class ZooRegistry {
 
 // The version of this registration interface; a zoo library built against
 // another version is refused when loaded.
-inline constexpr int kZooAbiVersion = 4;
+inline constexpr int kZooAbiVersion = 5;
 
 namespace zoo_internal {
 

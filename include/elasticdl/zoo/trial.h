@@ -124,8 +124,9 @@ inline CompiledModel Compile(std::shared_ptr<Model> model) {
 // every attempt of a task, whatever `workers` and `use_multiprocessing` say.
 // The worker batches the examples (--minibatch_size).
 //
-// An error status or a throw fails the task with an error naming the record;
-// a record's bytes are DATA_LOSS errors of the data, not of the function.
+// An error status or a throw fails the task with an error naming the record
+// and the trial; a DATA_LOSS status (ParseExample's for malformed bytes) is
+// reported as the data's fault instead.
 class DataAdapter {
  public:
   // No sequence: refused when the trial is resolved.

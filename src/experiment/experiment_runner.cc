@@ -19,6 +19,7 @@
 #include "common/strings.h"
 #include "experiment/experiment_journal.h"
 #include "experiment/trial_check.h"
+#include "ps/checkpoint.h"
 
 namespace elasticdl::experiment {
 namespace {
@@ -199,15 +200,29 @@ Status Runner::Start(const RungRun& run, bool journal) {
   Say(StrCat(prepared ? "resuming" : "starting", " trial ", run.trial, " rung ", run.rung, " (",
              args.num_epochs, " epoch(s), ", workers, " worker(s)): ", args.params, "; log ",
              r.log_file));
-  r.thread = std::thread([&r, args = std::move(args), prepared] {
+  r.thread = std::thread([&r, args = std::move(args), was_prepared = prepared] {
+    bool prepared = was_prepared;
+    if (prepared && !ps::FindNewestCompleteCheckpoint(r.job_dir + "/checkpoints").ok()) {
+      // Stopped before its first checkpoint: nothing of it can be restored
+      // (a parameter server that ended took its progress), so it starts over.
+      std::error_code ec;
+      fs::remove_all(r.job_dir, ec);
+      prepared = false;
+    }
     if (prepared) {
       // A rung the last client left: its final status if it ended, else
       // its master again, resuming from the job's journal.
       if (auto final_status = client::ReadFinalStatus(r.job_dir); final_status.ok()) {
-        r.final_status = *final_status;
-        if (final_status->failed()) r.status = absl::AbortedError(final_status->message());
-        r.done = true;
-        return;
+        if (final_status->cancelled()) {
+          // Stopped by `experiment stop`: its master goes on with it.
+          std::error_code ec;
+          fs::remove(r.job_dir + "/status.pbtxt", ec);
+        } else {
+          r.final_status = *final_status;
+          if (final_status->failed()) r.status = absl::AbortedError(final_status->message());
+          r.done = true;
+          return;
+        }
       }
     } else {
       StatusOr<proto::JobSpec> spec = client::PrepareTraining(args);

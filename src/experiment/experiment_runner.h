@@ -12,8 +12,10 @@
 // is acted on. When the client dies, its trials' masters follow it; the
 // jobs' checkpoints and journals stay. `resume` rebuilds the state from the
 // journal and runs every interrupted rung on in its own job directory (its
-// master resumes from the job's journal), then goes on searching. A second
-// client on the same experiment is refused.
+// master resumes from the job's journal and its parameter servers from their
+// checkpoints; a rung interrupted before its first checkpoint starts over),
+// then goes on searching. `stop` cancels the running rungs the same way. A
+// second client on the same experiment is refused.
 #ifndef ELASTICDL_EXPERIMENT_EXPERIMENT_RUNNER_H_
 #define ELASTICDL_EXPERIMENT_EXPERIMENT_RUNNER_H_
 

@@ -450,6 +450,7 @@ Status Run(const MasterOptions& options) {
   if (!outcome.ok()) {
     final_status.set_failed(true);
     final_status.set_message(std::string(outcome.message()));
+    final_status.set_cancelled(outcome.code() == absl::StatusCode::kCancelled);
   }
   final_status.set_finished(true);
   WriteStatus(options.job_dir, final_status).IgnoreError();

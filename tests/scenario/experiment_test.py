@@ -83,7 +83,8 @@ class ExperimentTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        if not os.environ.get("KEEP"):
+            shutil.rmtree(cls.dir, ignore_errors=True)
 
     def write_config(self, name, text):
         path = os.path.join(self.dir, name + ".yaml")
@@ -206,7 +207,7 @@ class ExperimentTest(unittest.TestCase):
 
     def test_trial_worker_killed(self):
         exp_dir = os.path.join(self.dir, "worker")
-        path = self.write_config("worker", config(exp_dir, sleep_ms=40))
+        path = self.write_config("worker", config(exp_dir, sleep_ms=100))
         killed = []
         with open(os.path.join(self.dir, "worker.log"), "w") as log:
             proc = self.start(path, log)
@@ -221,7 +222,7 @@ class ExperimentTest(unittest.TestCase):
                     if not done:
                         continue
                     for pid, argv in job_processes(job_dir).items():
-                        if b"worker" in argv[1:2]:
+                        if argv[1:2] == ["worker"]:
                             os.kill(pid, signal.SIGKILL)
                             killed.append((job_dir, pid))
                             return True

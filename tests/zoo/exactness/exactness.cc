@@ -101,15 +101,17 @@ class EmbeddingExactness : public Model {
 };
 ELASTICDL_REGISTER_MODEL(EmbeddingExactness);
 
+StatusOr<Example> ParseId(const Record& record) {
+  EDL_ASSIGN_OR_RETURN(Features r,
+                       ParseExample(record.data, {{"id", FixedLenFeature({1}, torch::kInt64)}}));
+  Example example;
+  example.features = {{"id", r["id"]}};
+  example.labels = r["id"];
+  return example;
+}
+
 Dataset<Example> Parse(Dataset<Record> dataset, Mode mode, size_t shuffle_buffer) {
-  auto parsed = dataset.map([](const Record& record) -> StatusOr<Example> {
-    EDL_ASSIGN_OR_RETURN(Features r,
-                         ParseExample(record.data, {{"id", FixedLenFeature({1}, torch::kInt64)}}));
-    Example example;
-    example.features = {{"id", r["id"]}};
-    example.labels = r["id"];
-    return example;
-  });
+  auto parsed = dataset.map(ParseId);
   return mode == Mode::PREDICTION ? parsed : parsed.shuffle(shuffle_buffer);
 }
 
@@ -161,5 +163,34 @@ MetricMap eval_metrics_fn() {
   };
 }
 ELASTICDL_REGISTER(eval_metrics_fn);
+
+// The exactness model as a seed 004 trial, for experiments
+// (tests/scenario/experiment_test.py). Hyperparameters: num_records and
+// sleep_ms as Exactness's --params, and `quality` (required), which the
+// metric "quality" of every evaluation reports exactly, so that a test
+// knows how a searcher must rank the trials. unit_step_optimizer keeps the
+// rows exact in every update mode; the training loader shuffles through 64
+// records on 2 threads, as dataset_fn does on one.
+class ExactnessTrial : public Trial {
+ public:
+  CompiledModel build_model(const Hparams& hparams) override {
+    const double quality = hparams.get<double>("quality");
+    MetricMap metrics = eval_metrics_fn();
+    metrics.emplace("quality",
+                    [quality](const torch::Tensor& labels, const torch::Tensor& /*predictions*/) {
+                      return torch::full({labels.size(0)}, quality, torch::kFloat64);
+                    });
+    return Compile(std::make_shared<Exactness>(hparams))
+        .optimizer(unit_step_optimizer())
+        .loss(loss)
+        .metrics(std::move(metrics));
+  }
+
+  DataLoaders make_data_loaders(const Hparams& /*hparams*/) override {
+    auto parse = [](const Record& record, Mode /*mode*/) { return ParseId(record); };
+    return {DataAdapter(parse).workers(2).shuffle(64), DataAdapter(parse).workers(0)};
+  }
+};
+ELASTICDL_REGISTER_TRIAL(ExactnessTrial);
 
 }  // namespace

@@ -18,7 +18,7 @@ mapfile -t units < <(git ls-files 'src/common/*.cc' 'src/data/*.cc' 'src/cli/*.c
   grep -v '_test.cc$' |
   grep -v -e example_parser.cc -e dataset.cc -e process_map.cc -e role_commands.cc -e tensor_codec.cc \
     -e client/api.cc -e experiment/trial_check.cc)
-# One clang-tidy per few units, as many at a time as there are cores.
-printf '%s\n' "${units[@]}" |
-  xargs -P "$(nproc)" -n 4 clang-tidy -p "$BUILD_DIR" --quiet 2>/dev/null
+# A directory's units together (scripts/lint_tidy.py), as many at a time as
+# there are cores.
+/usr/bin/python3 scripts/lint_tidy.py "$BUILD_DIR" "${units[@]}"
 echo "lint: clang-tidy clean (${#units[@]} translation units)"

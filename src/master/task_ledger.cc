@@ -9,6 +9,7 @@
 
 #include "common/strings.h"
 #include "master/task_manager.h"
+#include "rpc/metric_state_codec.h"
 
 namespace elasticdl::master {
 namespace {
@@ -25,21 +26,6 @@ std::string Describe(const proto::Task& t) {
 Status DataChanged(const proto::Task& t, const char* kind) {
   return absl::FailedPreconditionError(
       StrCat(Describe(t), " is not a ", kind, " range of this job; did the data change?"));
-}
-
-proto::MetricState ToProto(const std::string& name, const MetricState& s) {
-  proto::MetricState m;
-  m.set_name(name);
-  m.set_kind(s.kind == MetricKind::kAuc ? proto::METRIC_AUC : proto::METRIC_MEAN);
-  for (double v : s.values) m.add_values(v);
-  return m;
-}
-
-MetricState FromProto(const proto::MetricState& m) {
-  MetricState s;
-  s.kind = m.kind() == proto::METRIC_AUC ? MetricKind::kAuc : MetricKind::kMean;
-  s.values.assign(m.values().begin(), m.values().end());
-  return s;
 }
 
 }  // namespace
@@ -69,7 +55,7 @@ proto::TaskLedger TaskManager::ToLedger() const {
   ledger.set_evaluation_version(evaluation_version_);
   ledger.set_evaluation_tasks_left(evaluation_tasks_left_);
   for (const auto& [name, s] : evaluation_states_) {
-    *ledger.add_evaluation_states() = ToProto(name, s);
+    *ledger.add_evaluation_states() = rpc::MetricStateToProto(name, s);
   }
   ledger.set_next_evaluation_version(next_evaluation_version_);
   ledger.set_final_evaluation_started(final_evaluation_started_);
@@ -227,7 +213,7 @@ Status TaskManager::LoadEvaluation(const proto::TaskLedger& ledger) {
   next_evaluation_version_ = ledger.next_evaluation_version();
   final_evaluation_started_ = ledger.final_evaluation_started();
   for (const proto::MetricState& m : ledger.evaluation_states()) {
-    if (!evaluation_states_.emplace(m.name(), FromProto(m)).second) {
+    if (!evaluation_states_.emplace(m.name(), rpc::MetricStateFromProto(m)).second) {
       return absl::InvalidArgumentError(StrCat("metric ", m.name(), " is listed twice"));
     }
   }

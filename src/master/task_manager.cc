@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "rpc/metric_state_codec.h"
 
 namespace elasticdl::master {
 
@@ -23,13 +24,6 @@ const char* TaskTypeName(proto::TaskType type) {
 }
 
 namespace {
-
-MetricState FromProto(const proto::MetricState& m) {
-  MetricState s;
-  s.kind = m.kind() == proto::METRIC_AUC ? MetricKind::kAuc : MetricKind::kMean;
-  s.values.assign(m.values().begin(), m.values().end());
-  return s;
-}
 
 int64_t RecordsOf(const proto::Task& task) { return task.end() - task.start(); }
 
@@ -252,7 +246,8 @@ void TaskManager::FinishEvaluationTask(const proto::Task& task,
                                        const proto::ReportTaskRequest& report) {
   if (options_.job_type == proto::JOB_EVALUATION) records_done_ += RecordsOf(task);
   MetricStates states;
-  for (const proto::MetricState& m : report.metrics()) states[m.name()] = FromProto(m);
+  for (const proto::MetricState& m : report.metrics())
+    states[m.name()] = rpc::MetricStateFromProto(m);
   Status merged = MergeMetricStates(states, &evaluation_states_);
   if (!merged.ok()) {
     failure_ = StrCat("evaluation task ", task.task_id(), ": ", merged.message());

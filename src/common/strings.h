@@ -38,6 +38,17 @@ inline bool HasSuffix(std::string_view s, std::string_view suffix) {
 // "0x0123abcd".
 inline std::string Hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 
+// A CSV field: quoted (RFC 4180) when it holds a comma, a quote or a newline.
+inline std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 }  // namespace elasticdl
 
 #endif  // ELASTICDL_COMMON_STRINGS_H_

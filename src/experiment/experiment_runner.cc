@@ -437,8 +437,10 @@ StatusOr<ExperimentReport> Runner::Run() {
 StatusOr<ExperimentConfig> ConfigOf(const ExperimentOptions& options) {
   EDL_ASSIGN_OR_RETURN(ExperimentConfig config, LoadExperimentConfig(options.config));
   if (!options.experiment_dir.empty()) {
+    // The best model follows the directory, unless the file names its place.
+    const bool default_output = config.output == config.experiment_dir + "/best_model";
     config.experiment_dir = AbsolutePath(options.experiment_dir);
-    config.output = config.experiment_dir + "/best_model";
+    if (default_output) config.output = config.experiment_dir + "/best_model";
   }
   return config;
 }

@@ -147,17 +147,6 @@ std::vector<std::vector<std::string>> Rows(const ExperimentState& state, const s
   return rows;
 }
 
-// A CSV field, quoted when it must be (RFC 4180).
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 std::string TrialsTable(const ExperimentState& state, const std::string& metric) {

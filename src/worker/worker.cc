@@ -42,16 +42,6 @@ proto::MetricKind ToProto(MetricKind kind) {
   return kind == MetricKind::kAuc ? proto::METRIC_AUC : proto::METRIC_MEAN;
 }
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 Status Worker::DatasetError(const Status& status) const {

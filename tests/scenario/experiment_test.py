@@ -200,6 +200,19 @@ class ExperimentTest(unittest.TestCase):
         events = [e["event"] for e in journal(exp_dir)]
         self.assertEqual(events.count("resumed"), 2)
         self.assertEqual(events.count("stopped"), 1)
+        # The best model is an ordinary trained model: predict takes it, and
+        # the exactness model predicts rows[id] = -4 (two rungs, 4 epochs).
+        predictions = os.path.join(self.dir, "best.csv")
+        env = dict(os.environ, ELASTICDL_CACHE_DIR=CACHE_DIR)
+        predicted = subprocess.run(
+            [BIN, "predict", f"--trained_model={os.path.join(exp_dir, 'best_model')}",
+             "--prediction_data=validation.rio", f"--output={predictions}", "--no_progress"],
+            cwd=self.dir, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual(predicted.returncode, 0, predicted.stderr)
+        with open(predictions) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), NUM_VALIDATION)
+        self.assertEqual({float(r["output_0"]) for r in rows}, {-4.0})
         # A finished experiment is not resumed again.
         again = self.experiment(path, "resume")
         self.assertNotEqual(again.returncode, 0)

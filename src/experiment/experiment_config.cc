@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/job_settings.h"
 #include "common/file.h"
 #include "common/strings.h"
@@ -107,16 +109,11 @@ std::string Resolve(const std::string& base, const std::string& path) {
 
 // Several comma-separated paths, each resolved.
 std::string ResolveList(const std::string& base, const std::string& paths) {
-  std::string out;
-  size_t start = 0;
-  while (start <= paths.size()) {
-    size_t end = paths.find(',', start);
-    if (end == std::string::npos) end = paths.size();
-    if (!out.empty()) out += ",";
-    out += Resolve(base, paths.substr(start, end - start));
-    start = end + 1;
+  std::vector<std::string> resolved;
+  for (absl::string_view p : absl::StrSplit(paths, ',', absl::SkipEmpty())) {
+    resolved.push_back(Resolve(base, std::string(p)));
   }
-  return out;
+  return absl::StrJoin(resolved, ",");
 }
 
 StatusOr<Hyperparameter> ReadHyperparameter(const Reader& r, const std::string& name,

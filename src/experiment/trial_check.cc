@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "absl/strings/str_split.h"
 #include "client/zoo_source.h"
 #include "common/strings.h"
 #include "master/data_source.h"
@@ -13,16 +14,11 @@ namespace elasticdl::experiment {
 
 StatusOr<int64_t> CountRecords(const std::string& data, const std::string& key) {
   int64_t records = 0;
-  size_t start = 0;
-  while (start <= data.size()) {
-    size_t end = data.find(',', start);
-    if (end == std::string::npos) end = data.size();
-    const std::string path = data.substr(start, end - start);
-    StatusOr<std::vector<std::string>> files = master::ExpandDataPath(path);
+  for (absl::string_view path : absl::StrSplit(data, ',', absl::SkipEmpty())) {
+    StatusOr<std::vector<std::string>> files = master::ExpandDataPath(std::string(path));
     if (!files.ok()) return Annotate(files.status(), key);
     EDL_ASSIGN_OR_RETURN(std::vector<master::Shard> shards, master::OpenShards(*files, key));
     for (const master::Shard& s : shards) records += s.num_records;
-    start = end + 1;
   }
   return records;
 }

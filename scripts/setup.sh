@@ -48,6 +48,9 @@ PACKAGES=(
   # --cluster=slurm and its tests (scripts/slurm_cluster.sh starts a cluster
   # on this machine); network namespaces for the tests of external workers
   slurmctld slurmd slurm-client munge iproute2
+  # --cluster=kubernetes's tests: the API's object model checks the manifests
+  # and the official client checks the tests' fake API server
+  python3-kubernetes python3-yaml
 )
 
 missing=()

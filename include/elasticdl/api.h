@@ -109,13 +109,39 @@ struct JobArgs {
 
   // The job and where it runs: cluster "local" (processes on this
   // machine), "slurm" (a Slurm cluster, found as Slurm's own commands find
-  // it) or "external" (workers join with `elasticdl worker`).
+  // it), "kubernetes" (pods, through the API server $KUBECONFIG or
+  // ~/.kube/config names) or "external" (workers join with
+  // `elasticdl worker`).
   std::string job_dir;
   std::string job_name;
   std::string cluster = "local";
   std::string master_addr;
   std::string partition;
   bool detach = false;
+
+  // Kubernetes (seed 003's flags): the image every pod runs, the namespace
+  // (default: the kubeconfig context's), resources "cpu=1,memory=4096Mi"
+  // per role, volumes "host_path=/data,mount_path=/data" or
+  // "claim_name=NAME,mount_path=/data" (';' between several), the image
+  // pull policy, the master pod's restart policy, environment "K=V,K2=V2",
+  // a --cluster_spec YAML file of patches to every pod and service, a
+  // priority class for worker pods, and --yaml: write the manifests to this
+  // file instead of submitting them.
+  std::string image_name;
+  std::string k8s_namespace;
+  std::string master_resource_request;
+  std::string master_resource_limit;
+  std::string ps_resource_request;
+  std::string ps_resource_limit;
+  std::string worker_resource_request;
+  std::string worker_resource_limit;
+  std::string volume;
+  std::string image_pull_policy = "Always";
+  std::string restart_policy = "Never";
+  std::string envs;
+  std::string cluster_spec;
+  std::string worker_pod_priority;
+  std::string yaml;
   bool progress = true;
   // Where the job's output goes (the client's lines and every process's),
   // appended; empty: stderr.

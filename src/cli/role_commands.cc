@@ -58,6 +58,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   m->group("");  // hidden from help: started by the system
   m->add_option("--job_dir", master_options->job_dir)->required();
   m->add_option("--port", master_options->port);
+  m->add_option("--host", master_options->host, "Address to bind and advertise");
   m->callback([master_options, exit_code] {
     spdlog::set_pattern("[master] %v");
     auto signals = WatchSignals(&g_stop);

@@ -16,6 +16,7 @@
 #include "client/job_settings.h"
 #include "client/stop_settings.h"
 #include "client/zoo_source.h"
+#include "cluster/kubernetes/pod_manifests.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "ps/checkpoint.h"
@@ -179,6 +180,18 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
 
 // Runs the job written in `job_dir` as `args` say.
 StatusOr<JobResult> RunWritten(const JobArgs& args, const std::string& job_dir) {
+  if (!args.yaml.empty()) {
+    EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(job_dir));
+    EDL_ASSIGN_OR_RETURN(
+        std::string manifests,
+        cluster::MasterManifestsYaml(spec.cluster().kubernetes(), spec.job_name(), job_dir));
+    EDL_RETURN_IF_ERROR(WriteFileAtomically(AbsolutePath(args.yaml), manifests));
+    JobResult result;
+    result.detached =
+        StrCat("nothing submitted; the master's pod and service are in ", args.yaml,
+               ": `kubectl apply -f ", args.yaml, "` starts the job (job directory ", job_dir, ")");
+    return result;
+  }
   client::RunJobOptions run;
   run.job_dir = job_dir;
   run.progress = args.progress;
@@ -326,6 +339,17 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
     fmt::print(stderr, "note: model zoo rebuilt for this ElasticDL ({} -> {})\n",
                record.zoo_identity(), spec.model().zoo_identity());
   }
+  proto::KubernetesSpec* k8s = spec.mutable_cluster()->mutable_kubernetes();
+  if (spec.cluster().kind() == "kubernetes" && k8s->image().empty()) {
+    // Seed 003: the image the model was trained with holds its zoo.
+    if (record.image().empty()) {
+      return absl::InvalidArgumentError(
+          "--image_name is required: the trained model records no image (it was not trained "
+          "on Kubernetes)");
+    }
+    k8s->set_image(record.image());
+  }
+  EDL_RETURN_IF_ERROR(client::CheckPodPaths(spec));
   return spec;
 }
 
@@ -338,6 +362,7 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(std::string job_dir, MakeJobDir(args, "train"));
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
+  EDL_RETURN_IF_ERROR(client::CheckPodPaths(spec));
   EDL_ASSIGN_OR_RETURN(ZooSource zoo, ResolveZooSource(args.model_zoo));
   EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec));
   RecordZooSource(zoo, spec.mutable_model());

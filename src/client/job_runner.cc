@@ -90,6 +90,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   config.job_dir = job_dir;
   config.job_name = spec.job_name();
   config.partition = spec.cluster().partition();
+  config.kubernetes = spec.cluster().kubernetes();
   config.output_fd = relay->write_fd();
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::ClusterBackend> backend,
                        cluster::MakeBackend(config, [&](const cluster::ProcessExit& e) {

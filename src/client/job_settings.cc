@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <regex>
 #include <thread>
 #include <type_traits>
 
@@ -12,6 +13,8 @@
 #include "absl/strings/str_split.h"
 #include "client/stop_settings.h"
 #include "cluster/backends.h"
+#include "cluster/kubernetes/kube_config.h"
+#include "cluster/kubernetes/pod_manifests.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/seed.h"
@@ -142,12 +145,51 @@ std::vector<JobSetting> MakeSettings() {
       {"--job_name", &A::job_name, "Name of the job"},
       {"--cluster", &A::cluster,
        "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
-       "/etc/slurm/slurm.conf) or external (workers join with `elasticdl worker "
+       "/etc/slurm/slurm.conf), kubernetes (pods: $KUBECONFIG, else ~/.kube/config, else the "
+       "pod's service account) or external (workers join with `elasticdl worker "
        "--master=HOST:PORT --token_file=FILE`)"},
       {"--master_addr", &A::master_addr,
        "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's name "
        "under Slurm; port 0: any free one)"},
       {"--partition", &A::partition, "Slurm partition (default: the cluster's)"},
+
+      // Kubernetes.
+      {"--image_name", &A::image_name,
+       "Kubernetes: the image every pod runs (elasticdl on its PATH; `elasticdl zoo build` "
+       "makes one holding the model zoo)"},
+      {"--namespace", &A::k8s_namespace,
+       "Kubernetes: the namespace of the job's pods (default: the kubeconfig context's, else "
+       "default)"},
+      {"--master_resource_request", &A::master_resource_request,
+       "Kubernetes: the master pod's resource requests, e.g. cpu=1,memory=2048Mi"},
+      {"--master_resource_limit", &A::master_resource_limit,
+       "Kubernetes: the master pod's resource limits"},
+      {"--ps_resource_request", &A::ps_resource_request,
+       "Kubernetes: each parameter-server pod's resource requests"},
+      {"--ps_resource_limit", &A::ps_resource_limit,
+       "Kubernetes: each parameter-server pod's resource limits"},
+      {"--worker_resource_request", &A::worker_resource_request,
+       "Kubernetes: each worker pod's resource requests, e.g. cpu=2,memory=4096Mi,gpu=1"},
+      {"--worker_resource_limit", &A::worker_resource_limit,
+       "Kubernetes: each worker pod's resource limits"},
+      {"--volume", &A::volume,
+       "Kubernetes: volumes every pod mounts, host_path=/data,mount_path=/data or "
+       "claim_name=PVC,mount_path=/data[,read_only=true] (several: ';'-separated); the job "
+       "directory, data and outputs must be on them"},
+      {"--image_pull_policy", &A::image_pull_policy, "Kubernetes: Always, IfNotPresent or Never"},
+      {"--restart_policy", &A::restart_policy,
+       "Kubernetes: the master pod's restart policy, Never (the client starts a new master pod) "
+       "or OnFailure (the kubelet also restarts a crashed master in place)"},
+      {"--envs", &A::envs, "Kubernetes: environment of every pod, e.g. \"K1=v1,K2=v2\""},
+      {"--cluster_spec", &A::cluster_spec,
+       "Kubernetes: a YAML file {pod: {...}, service: {...}} of merge patches applied to every "
+       "pod and service (node selectors, tolerations, a service account, labels)"},
+      {"--worker_pod_priority", &A::worker_pod_priority,
+       "Kubernetes: the priority class of worker pods (a low one lets the cluster preempt "
+       "them; a preempted worker hands its task back)"},
+      {"--yaml", &A::yaml,
+       "Kubernetes: write the master's pod and service to this file (for kubectl apply) "
+       "instead of submitting them"},
       {"--detach", &A::detach,
        "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll, 0, 0,
        0, /*is_switch=*/true},
@@ -192,6 +234,150 @@ Status CheckMasterAddr(const std::string& addr) {
 }
 
 int32_t Int32(int64_t checked) { return static_cast<int32_t>(checked); }
+
+// "K1=v1,K2=v2" -> names and values, in order.
+StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvs(const std::string& envs) {
+  static const std::regex kName("^[A-Za-z_][A-Za-z0-9_]*$");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (absl::string_view item : absl::StrSplit(envs, ',', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (!std::regex_match(kv.first, kName) || item.find('=') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          StrCat("--envs=", envs, ": '", std::string(item), "' is not NAME=VALUE"));
+    }
+    out.push_back(kv);
+  }
+  return out;
+}
+
+// The Kubernetes flags: given only with --cluster=kubernetes, and valid.
+Status CheckKubernetesArgs(const JobArgs& args, JobCommand command) {
+  const std::pair<const char*, const std::string*> only_kubernetes[] = {
+      {"--image_name", &args.image_name},
+      {"--namespace", &args.k8s_namespace},
+      {"--master_resource_request", &args.master_resource_request},
+      {"--master_resource_limit", &args.master_resource_limit},
+      {"--ps_resource_request", &args.ps_resource_request},
+      {"--ps_resource_limit", &args.ps_resource_limit},
+      {"--worker_resource_request", &args.worker_resource_request},
+      {"--worker_resource_limit", &args.worker_resource_limit},
+      {"--volume", &args.volume},
+      {"--envs", &args.envs},
+      {"--cluster_spec", &args.cluster_spec},
+      {"--worker_pod_priority", &args.worker_pod_priority},
+      {"--yaml", &args.yaml}};
+  if (args.cluster != "kubernetes") {
+    for (const auto& [flag, value] : only_kubernetes) {
+      if (!value->empty())
+        return absl::InvalidArgumentError(StrCat(flag, " needs --cluster=kubernetes"));
+    }
+    return absl::OkStatus();
+  }
+  if (args.image_name.empty() && (command == JobCommand::kTrain || args.trained_model.empty())) {
+    return absl::InvalidArgumentError(
+        "--cluster=kubernetes needs --image_name (an image with elasticdl on its PATH; "
+        "`elasticdl zoo build` makes one; evaluate and predict default to the trained model's)");
+  }
+  if (!args.master_addr.empty()) {
+    return absl::InvalidArgumentError(
+        "--master_addr: on Kubernetes the master binds its pod's address");
+  }
+  static const std::regex kDnsLabel("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+  const std::string name =
+      !args.job_name.empty()
+          ? args.job_name
+          : (args.job_dir.empty() ? "train"
+                                  : fs::path(AbsolutePath(args.job_dir)).filename().string());
+  if (!std::regex_match(name, kDnsLabel) || name.size() > 40) {
+    return absl::InvalidArgumentError(StrCat(
+        args.job_name.empty() ? "the job's name (the job directory's): '" : "--job_name=", name,
+        args.job_name.empty() ? "'" : "",
+        ": on Kubernetes it names pods and services: lower-case letters, digits and '-', "
+        "at most 40 characters"));
+  }
+  if (!args.k8s_namespace.empty() && !std::regex_match(args.k8s_namespace, kDnsLabel)) {
+    return absl::InvalidArgumentError(
+        StrCat("--namespace=", args.k8s_namespace, ": not a namespace name"));
+  }
+  if (args.image_pull_policy != "Always" && args.image_pull_policy != "IfNotPresent" &&
+      args.image_pull_policy != "Never") {
+    return absl::InvalidArgumentError(StrCat("--image_pull_policy=", args.image_pull_policy,
+                                             ": expected Always, IfNotPresent or Never"));
+  }
+  if (args.restart_policy != "Never" && args.restart_policy != "OnFailure") {
+    return absl::InvalidArgumentError(
+        StrCat("--restart_policy=", args.restart_policy,
+               ": expected Never or OnFailure (the master pod's; the master relaunches its "
+               "parameter servers and workers itself)"));
+  }
+  if (args.volume.empty()) {
+    return absl::InvalidArgumentError(
+        "--cluster=kubernetes needs --volume: the job directory, the data and the outputs must "
+        "be on storage every pod mounts at the path this machine sees them "
+        "(host_path=/data,mount_path=/data or claim_name=PVC,mount_path=/data)");
+  }
+  EDL_RETURN_IF_ERROR(cluster::ParseVolumes(args.volume).status());
+  EDL_RETURN_IF_ERROR(ParseEnvs(args.envs).status());
+  const std::pair<const char*, const std::string*> resources[] = {
+      {"--master_resource_request", &args.master_resource_request},
+      {"--master_resource_limit", &args.master_resource_limit},
+      {"--ps_resource_request", &args.ps_resource_request},
+      {"--ps_resource_limit", &args.ps_resource_limit},
+      {"--worker_resource_request", &args.worker_resource_request},
+      {"--worker_resource_limit", &args.worker_resource_limit}};
+  for (const auto& [flag, value] : resources) {
+    EDL_RETURN_IF_ERROR(cluster::ParseResources(*value, flag).status());
+  }
+  if (!args.cluster_spec.empty()) {
+    EDL_RETURN_IF_ERROR(cluster::ReadClusterSpecOverlay(args.cluster_spec).status());
+  }
+  return absl::OkStatus();
+}
+
+// The pods' side of a Kubernetes job (the flags are checked).
+StatusOr<proto::KubernetesSpec> KubernetesSpecOf(const JobArgs& args) {
+  proto::KubernetesSpec k8s;
+  std::string ns = args.k8s_namespace;
+  if (ns.empty()) {
+    // The context's, as kubectl's; without a configuration (writing
+    // --yaml elsewhere) the default.
+    StatusOr<cluster::KubeConfig> config = cluster::KubeConfigFromEnvironment();
+    ns = config.ok() ? config->ns : "default";
+  }
+  k8s.set_namespace_(ns);
+  k8s.set_image(args.image_name);
+  k8s.set_image_pull_policy(args.image_pull_policy);
+  k8s.set_restart_policy(args.restart_policy);
+  auto resources = [](const std::string& request, const std::string& limit, const char* role,
+                      proto::PodResources* out) -> Status {
+    EDL_ASSIGN_OR_RETURN(auto requests,
+                         cluster::ParseResources(request, StrCat("--", role, "_resource_request")));
+    EDL_ASSIGN_OR_RETURN(auto limits,
+                         cluster::ParseResources(limit, StrCat("--", role, "_resource_limit")));
+    out->mutable_requests()->insert(requests.begin(), requests.end());
+    out->mutable_limits()->insert(limits.begin(), limits.end());
+    return absl::OkStatus();
+  };
+  EDL_RETURN_IF_ERROR(resources(args.master_resource_request, args.master_resource_limit, "master",
+                                k8s.mutable_master_resources()));
+  EDL_RETURN_IF_ERROR(resources(args.ps_resource_request, args.ps_resource_limit, "ps",
+                                k8s.mutable_ps_resources()));
+  EDL_RETURN_IF_ERROR(resources(args.worker_resource_request, args.worker_resource_limit, "worker",
+                                k8s.mutable_worker_resources()));
+  EDL_ASSIGN_OR_RETURN(std::vector<proto::PodVolume> volumes, cluster::ParseVolumes(args.volume));
+  for (const proto::PodVolume& v : volumes) *k8s.add_volumes() = v;
+  EDL_ASSIGN_OR_RETURN(auto envs, ParseEnvs(args.envs));
+  for (const auto& [name, value] : envs) {
+    k8s.add_env_names(name);
+    k8s.add_env_values(value);
+  }
+  k8s.set_worker_priority_class(args.worker_pod_priority);
+  if (!args.cluster_spec.empty()) {
+    EDL_ASSIGN_OR_RETURN(std::string overlay, cluster::ReadClusterSpecOverlay(args.cluster_spec));
+    k8s.set_overlay_json(overlay);
+  }
+  return k8s;
+}
 
 proto::UpdateRule UpdateRuleOf(const JobArgs& args) {
   proto::UpdateRule rule;
@@ -265,10 +451,12 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
   if (!args.partition.empty() && args.cluster != "slurm") {
     return absl::InvalidArgumentError("--partition needs --cluster=slurm");
   }
-  if (args.detach && args.cluster != "slurm") {
+  if (args.detach && args.cluster != "slurm" && args.cluster != "kubernetes") {
     return absl::InvalidArgumentError(
-        "--detach needs --cluster=slurm (a local job's master runs under its client)");
+        "--detach needs --cluster=slurm or kubernetes (a local job's master runs under its "
+        "client)");
   }
+  EDL_RETURN_IF_ERROR(CheckKubernetesArgs(args, command));
   if (command == JobCommand::kTrain) {
     if (args.use_async && args.grads_to_wait.value_or(0) > 0) {
       return absl::InvalidArgumentError(
@@ -365,9 +553,50 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   cluster->set_kind(args.cluster);
   cluster->set_master_addr(args.master_addr);
   cluster->set_partition(args.partition);
+  if (args.cluster == "kubernetes") {
+    EDL_ASSIGN_OR_RETURN(*cluster->mutable_kubernetes(), KubernetesSpecOf(args));
+  }
   std::error_code ec;
   cluster->set_binary(fs::read_symlink("/proc/self/exe", ec).string());
   return spec;
+}
+
+}  // namespace elasticdl::client
+
+namespace elasticdl::client {
+
+Status CheckPodPaths(const proto::JobSpec& spec) {
+  if (spec.cluster().kind() != "kubernetes") return absl::OkStatus();
+  const auto& volumes = spec.cluster().kubernetes().volumes();
+  auto mounted = [&volumes](const std::string& path) {
+    for (const proto::PodVolume& v : volumes) {
+      const fs::path relative = fs::path(path).lexically_relative(v.mount_path());
+      if (!relative.empty() && *relative.begin() != "..") return true;
+    }
+    return false;
+  };
+  std::vector<std::pair<std::string, std::string>> paths = {
+      {"--job_dir", spec.job_dir()},
+      {"--output", spec.output()},
+      {"--checkpoint_dir", spec.ps().checkpoint_dir()},
+      {"--checkpoint_dir_for_init", spec.ps().checkpoint_dir_for_init()},
+      {"--trained_model", spec.model().trained_model()}};
+  for (const std::string& p : spec.tasks().training_data())
+    paths.emplace_back("--training_data", p);
+  for (const std::string& p : spec.tasks().validation_data()) {
+    paths.emplace_back("--validation_data", p);
+  }
+  for (const std::string& p : spec.tasks().prediction_data()) {
+    paths.emplace_back("--prediction_data", p);
+  }
+  for (const auto& [flag, path] : paths) {
+    if (path.empty() || path.find("://") != std::string::npos || mounted(path)) continue;
+    return absl::InvalidArgumentError(
+        StrCat(flag, "=", path,
+               ": the job's pods would not see it: put it under a --volume mount_path (the "
+               "pods mount it where this machine sees it)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace elasticdl::client

@@ -69,6 +69,11 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command);
 // (num_threads 0: the machine's cores divided among the workers).
 StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command);
 
+// Kubernetes: every path the job's pods read or write (the job directory,
+// data, outputs, checkpoints, a trained model) lies under a volume's
+// mount_path; the error names the flag.
+Status CheckPodPaths(const proto::JobSpec& spec);
+
 }  // namespace elasticdl::client
 
 #endif  // ELASTICDL_CLIENT_JOB_SETTINGS_H_

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "cluster/kubernetes/kubernetes_backend.h"
 #include "cluster/local_backend.h"
 #include "cluster/slurm_backend.h"
 #include "common/strings.h"
@@ -45,7 +46,7 @@ std::string HostOf(const std::string& address) {
 }  // namespace
 
 const std::vector<std::string>& ClusterKinds() {
-  static const std::vector<std::string> kinds = {"local", "slurm", "external"};
+  static const std::vector<std::string> kinds = {"local", "slurm", "kubernetes", "external"};
   return kinds;
 }
 
@@ -81,8 +82,21 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
     return std::unique_ptr<ClusterBackend>(
         std::make_unique<SlurmBackend>(std::move(slurm), std::move(on_exit)));
   }
+  if (config.kind == "kubernetes") {
+    EDL_ASSIGN_OR_RETURN(KubeConfig kube, KubeConfigFromEnvironment());
+    EDL_ASSIGN_OR_RETURN(std::unique_ptr<KubeClient> client, KubeClient::Create(std::move(kube)));
+    KubernetesBackendOptions options;
+    options.spec = config.kubernetes;
+    options.job_name = config.job_name;
+    options.job_dir = config.job_dir;
+    options.master_address = config.master_address;
+    EDL_ASSIGN_OR_RETURN(
+        std::unique_ptr<KubernetesBackend> backend,
+        KubernetesBackend::Create(std::move(options), std::move(client), std::move(on_exit)));
+    return std::unique_ptr<ClusterBackend>(std::move(backend));
+  }
   return absl::InvalidArgumentError(
-      StrCat("unknown cluster '", config.kind, "': expected local, slurm or external"));
+      StrCat("unknown cluster '", config.kind, "': expected local, slurm, kubernetes or external"));
 }
 
 }  // namespace elasticdl::cluster

@@ -1,5 +1,5 @@
 // Picks the job's cluster backend, once, from the kind the user chose
-// (`--cluster=local|slurm|external`).
+// (`--cluster=local|slurm|kubernetes|external`).
 #ifndef ELASTICDL_CLUSTER_BACKENDS_H_
 #define ELASTICDL_CLUSTER_BACKENDS_H_
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster/cluster_backend.h"
+#include "elasticdl/proto/elasticdl.pb.h"
 
 namespace elasticdl::cluster {
 
@@ -15,7 +16,7 @@ namespace elasticdl::cluster {
 const std::vector<std::string>& ClusterKinds();
 
 struct BackendConfig {
-  // "local", "slurm" or "external".
+  // "local", "slurm", "kubernetes" or "external".
   std::string kind = "local";
   // The elasticdl binary; empty: the running one.
   std::string binary;
@@ -25,6 +26,9 @@ struct BackendConfig {
   std::string master_address;
   // Slurm: the partition; empty: the cluster's default.
   std::string partition;
+  // Kubernetes: the pods' shape. The API server and credentials come from
+  // the environment ($KUBECONFIG, the pod's service account, ~/.kube/config).
+  proto::KubernetesSpec kubernetes;
   // LibTorch threads of each worker (the CPUs it asks a scheduler for).
   int worker_threads = 1;
   // Where processes on this machine write (cluster/output_relay.h); -1:

@@ -46,12 +46,12 @@ struct PsLaunch {
 };
 
 // Where the job's processes run: `local` (processes on the master's
-// machine), `slurm` (Slurm jobs on the nodes Slurm picks) and `external`
+// machine), `slurm` (Slurm jobs on the nodes Slurm picks), `kubernetes`
+// (a pod per process, exits from a watch on pod events) and `external`
 // (parameter servers on the master's machine; workers started by someone
 // else join by themselves). The master holds one, chosen by the job's
 // ClusterSpec (cluster/backends.h), and never asks which kind it is: a new
-// engine (Kubernetes: a pod per process, a watch on pod events for exits,
-// a priority class for preemptible workers) is one more implementation.
+// engine is one more implementation.
 //
 // Processes started by a backend outlive the master that asked for them, so
 // that a restarted master can carry on with them (Adopt). Exits are

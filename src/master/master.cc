@@ -119,6 +119,7 @@ Status WriteOutputModel(const proto::JobSpec& spec, const std::vector<std::strin
   record.set_eval_metrics_fn(spec.model().eval_metrics_fn());
   record.set_model_zoo(spec.model().model_zoo());
   record.set_zoo_commit(spec.model().zoo_commit());
+  record.set_image(spec.cluster().kubernetes().image());
   record.set_model_version(values.version());
   record.set_seed(spec.seed());
   record.set_has_embedding_tables(values.embedding_tables_size() > 0);
@@ -301,6 +302,7 @@ Status Run(const MasterOptions& options) {
   backend_config.job_name = spec.job_name();
   backend_config.master_address = address;
   backend_config.partition = spec.cluster().partition();
+  backend_config.kubernetes = spec.cluster().kubernetes();
   backend_config.worker_threads = spec.workers().threads();
   EDL_ASSIGN_OR_RETURN(
       std::unique_ptr<cluster::ClusterBackend> backend,

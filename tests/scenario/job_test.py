@@ -111,14 +111,15 @@ def argv_flag(argv, name):
 class Job:
     """One run of the binary; stdout and stderr are collected as they come."""
 
-    def __init__(self, args, prefix=()):
-        """prefix: a command that runs the binary (`ip netns exec NS`)."""
+    def __init__(self, args, prefix=(), env=None):
+        """prefix: a command that runs the binary (`ip netns exec NS`); env: more
+        environment variables."""
         self.args = args
         self.started = time.monotonic()
         self.elapsed = None
         self.proc = subprocess.Popen(
             [*prefix, BIN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, ELASTICDL_CACHE_DIR=CACHE_DIR))
+            env=dict(os.environ, ELASTICDL_CACHE_DIR=CACHE_DIR, **(env or {})))
         self._out, self._err = [], []
         self._pumps = [threading.Thread(target=self._pump, args=(s, lines), daemon=True)
                        for s, lines in ((self.proc.stdout, self._out),

@@ -1,0 +1,63 @@
+#include "cli/zoo_command.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "client/zoo_image.h"
+
+namespace elasticdl::cli {
+namespace {
+
+int Fail(const Status& status) {
+  fmt::print(stderr, "error: {}\n", std::string(status.message()));
+  return 1;
+}
+
+}  // namespace
+
+void AddZooCommand(CLI::App* app, int* exit_code) {
+  CLI::App* zoo = app->add_subcommand("zoo", "The model zoo's container image (Kubernetes jobs)");
+  zoo->require_subcommand(1);
+  auto options = std::make_shared<client::ZooImageOptions>();
+
+  CLI::App* build = zoo->add_subcommand(
+      "build",
+      "Compile the zoo and build an image of it on --base_image with docker, podman or buildah");
+  build->add_option("--model_zoo", options->model_zoo, "The zoo: a directory or a Git URL")
+      ->required();
+  build->add_option("--image", options->image, "The image's name, e.g. registry/team/zoo:v1")
+      ->required();
+  build
+      ->add_option("--base_image", options->base_image,
+                   "An image with elasticdl on its PATH (and its libraries)")
+      ->required();
+  build->add_option("--context_dir", options->context_dir,
+                    "Where the build context goes (default: a directory under $TMPDIR)");
+  build->add_option("--builder", options->builder,
+                    "docker, podman or buildah (default: the first on PATH)");
+  build->callback([options, exit_code] {
+    Status s = client::BuildZooImage(*options);
+    if (!s.ok()) {
+      *exit_code = Fail(s);
+      return;
+    }
+    fmt::print("built {}; push it with `elasticdl zoo push --image={}`\n", options->image,
+               options->image);
+  });
+
+  CLI::App* push = zoo->add_subcommand("push", "Push the zoo's image to its registry");
+  push->add_option("--image", options->image, "The image's name")->required();
+  push->add_option("--builder", options->builder,
+                   "docker, podman or buildah (default: the first on PATH)");
+  push->callback([options, exit_code] {
+    Status s = client::PushZooImage(*options);
+    if (!s.ok()) {
+      *exit_code = Fail(s);
+      return;
+    }
+    fmt::print("pushed {}\n", options->image);
+  });
+}
+
+}  // namespace elasticdl::cli

@@ -1,0 +1,13 @@
+// `elasticdl zoo build|push`: the model zoo's container image.
+#ifndef ELASTICDL_CLI_ZOO_COMMAND_H_
+#define ELASTICDL_CLI_ZOO_COMMAND_H_
+
+#include <CLI/CLI.hpp>
+
+namespace elasticdl::cli {
+
+void AddZooCommand(CLI::App* app, int* exit_code);
+
+}  // namespace elasticdl::cli
+
+#endif  // ELASTICDL_CLI_ZOO_COMMAND_H_

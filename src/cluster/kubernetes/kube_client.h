@@ -1,0 +1,77 @@
+// A client of the Kubernetes REST API (cpp-httplib over OpenSSL): JSON
+// objects in and out, and watches streamed event by event.
+//
+// TLS: the server's certificate is verified against the configuration's
+// certificate authority (or the system's) and its host name, unless the
+// kubeconfig says insecure-skip-tls-verify. Every request uses a
+// connection of its own, so calls from several threads never wait for each
+// other, and a long watch does not hold up a create.
+//
+// Errors: the HTTP status becomes a status code (401 UNAUTHENTICATED, 403
+// PERMISSION_DENIED, 404 NOT_FOUND, 409 ALREADY_EXISTS, 410 OUT_OF_RANGE,
+// 422 and 400 INVALID_ARGUMENT, others and unreachable servers UNAVAILABLE)
+// whose message carries the API's own (a v1 Status's message).
+#ifndef ELASTICDL_CLUSTER_KUBERNETES_KUBE_CLIENT_H_
+#define ELASTICDL_CLUSTER_KUBERNETES_KUBE_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "cluster/kubernetes/kube_config.h"
+#include "elasticdl/status.h"
+
+namespace httplib {
+class ClientImpl;
+}  // namespace httplib
+
+namespace elasticdl::cluster {
+
+class KubeClient {
+ public:
+  // Checks the configuration's certificates and key; an error names the
+  // configuration they came from.
+  static StatusOr<std::unique_ptr<KubeClient>> Create(KubeConfig config);
+  ~KubeClient();
+
+  const KubeConfig& config() const { return config_; }
+
+  // `path` is the API path with its query, e.g.
+  // "/api/v1/namespaces/ns/pods?labelSelector=a%3Db".
+  StatusOr<nlohmann::json> Get(const std::string& path);
+  StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
+  // DELETE with DeleteOptions (`body`, may be null).
+  StatusOr<nlohmann::json> Delete(const std::string& path, const nlohmann::json& body);
+
+  // GETs `path` (a watch URL) and calls `on_event` with each event object
+  // ({"type": ..., "object": ...}) as it arrives, until the server ends
+  // the stream (OK), `on_event` returns false (OK), Cancel() is called
+  // (CANCELLED) or the request fails. Blocks.
+  using EventCallback = std::function<bool(const nlohmann::json& event)>;
+  Status Watch(const std::string& path, const EventCallback& on_event);
+  // Ends the watches in progress, now and for good (for shutting down).
+  void Cancel();
+
+ private:
+  explicit KubeClient(KubeConfig config);
+  StatusOr<std::unique_ptr<httplib::ClientImpl>> Connect(int read_timeout_s) const;
+
+  const KubeConfig config_;
+  std::string host_;
+  int port_ = 0;
+  bool tls_ = false;
+
+  std::mutex mu_;
+  bool cancelled_ = false;
+  std::set<httplib::ClientImpl*> watches_;
+};
+
+// "a=b,c=d" URL-encoded for a labelSelector query.
+std::string UrlEncode(const std::string& s);
+
+}  // namespace elasticdl::cluster
+
+#endif  // ELASTICDL_CLUSTER_KUBERNETES_KUBE_CLIENT_H_

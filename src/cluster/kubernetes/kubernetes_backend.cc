@@ -1,0 +1,410 @@
+#include "cluster/kubernetes/kubernetes_backend.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+#include "cluster/kubernetes/pod_manifests.h"
+#include "common/strings.h"
+
+namespace elasticdl::cluster {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// How long an object that holds a name we need may take to go.
+constexpr auto kReplaceDeadline = std::chrono::seconds(90);
+// Pods that ended before they were watched, kept for Track().
+constexpr size_t kMaxEarlyExits = 1024;
+
+std::string StringAt(const json& object, const json::json_pointer& at) {
+  return object.contains(at) && object[at].is_string() ? object[at].get<std::string>() : "";
+}
+
+std::string NameOf(const json& object) { return StringAt(object, "/metadata/name"_json_pointer); }
+std::string UidOf(const json& object) { return StringAt(object, "/metadata/uid"_json_pointer); }
+bool Terminating(const json& object) {
+  return object.contains("/metadata/deletionTimestamp"_json_pointer) &&
+         !object["/metadata/deletionTimestamp"_json_pointer].is_null();
+}
+
+// The uid of the object's controlling owner, if any.
+std::string OwnerUid(const json& object) {
+  const json::json_pointer at("/metadata/ownerReferences");
+  if (!object.contains(at) || !object[at].is_array()) return {};
+  for (const json& ref : object[at]) {
+    if (ref.is_object() && ref.value("uid", json()).is_string()) return ref["uid"];
+  }
+  return {};
+}
+
+}  // namespace
+
+bool PodFinished(const json& pod) {
+  const std::string phase = StringAt(pod, "/status/phase"_json_pointer);
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+ProcessExit PodExit(const json& pod, bool deleted) {
+  ProcessExit e;
+  RoleOfLabels(pod.value("/metadata/labels"_json_pointer, json()), &e.role, &e.id);
+  const json status = pod.value("status", json::object());
+  json terminated;
+  if (status.contains("containerStatuses") && status["containerStatuses"].is_array() &&
+      !status["containerStatuses"].empty()) {
+    const json& container = status["containerStatuses"][0];
+    terminated = container.value("/state/terminated"_json_pointer, json());
+    if (terminated.is_null()) {
+      terminated = container.value("/lastState/terminated"_json_pointer, json());
+    }
+  }
+  std::string how;
+  if (terminated.is_object()) {
+    const int code = terminated.value("exitCode", -1);
+    const int signal = terminated.value("signal", 0);
+    e.ok = code == 0;
+    how = signal > 0 ? StrCat("killed by signal ", signal) : StrCat("exit code ", code);
+    if (const std::string reason = terminated.value("reason", ""); !reason.empty()) {
+      how += StrCat(" (", reason, ")");
+    }
+  } else {
+    how = deleted ? "its container never ended" : "its container never ran";
+  }
+  if (const std::string reason = status.value("reason", ""); !reason.empty()) {
+    how += StrCat("; ", reason, ": ", status.value("message", ""));
+  }
+  e.description = StrCat("pod ", NameOf(pod), deleted ? " deleted, " : " ", how);
+  return e;
+}
+
+KubernetesBackend::KubernetesBackend(KubernetesBackendOptions options,
+                                     std::unique_ptr<KubeClient> client, ExitCallback on_exit)
+    : options_(std::move(options)), client_(std::move(client)), on_exit_(std::move(on_exit)) {}
+
+StatusOr<std::unique_ptr<KubernetesBackend>> KubernetesBackend::Create(
+    KubernetesBackendOptions options, std::unique_ptr<KubeClient> client, ExitCallback on_exit) {
+  std::unique_ptr<KubernetesBackend> backend(
+      new KubernetesBackend(std::move(options), std::move(client), std::move(on_exit)));
+  if (!backend->options_.master_address.empty()) {
+    // The master: the pods it creates belong to its own pod.
+    const std::string name = PodName(backend->options_.job_name, Role::kMaster, 0);
+    StatusOr<json> pod = backend->client_->Get(backend->PodsPath() + "/" + name);
+    if (!pod.ok()) {
+      return Status(pod.status().code(),
+                    StrCat("the master's own pod ", name, ": ", pod.status().message()));
+    }
+    backend->owner_uid_ = UidOf(*pod);
+    backend->owner_ = OwnerReference(name, backend->owner_uid_);
+  }
+  backend->watcher_ = std::thread([b = backend.get()] { b->WatchLoop(); });
+  return backend;
+}
+
+KubernetesBackend::~KubernetesBackend() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  client_->Cancel();
+  changed_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+std::string KubernetesBackend::PodsPath() const {
+  return StrCat("/api/v1/namespaces/", options_.spec.namespace_(), "/pods");
+}
+
+std::string KubernetesBackend::WatchedSelector() const {
+  // The client watches the master; the master its parameter servers and
+  // workers.
+  return StrCat(JobSelector(options_.job_name), ",elasticdl-replica-type",
+                options_.master_address.empty() ? "=" : "!=", "master");
+}
+
+std::string KubernetesBackend::ServicesPath() const {
+  return StrCat("/api/v1/namespaces/", options_.spec.namespace_(), "/services");
+}
+
+std::string KubernetesBackend::Describe(const ProcessHandle& handle) const {
+  return StrCat("pod ", handle.backend_id.substr(0, handle.backend_id.find('/')));
+}
+
+StatusOr<json> KubernetesBackend::CreateReplacing(const std::string& collection,
+                                                  const json& object) {
+  const std::string name = NameOf(object);
+  const bool is_pod = object.value("kind", "") == "Pod";
+  const std::string path = StrCat(collection, "/", name);
+  const auto deadline = Clock::now() + kReplaceDeadline;
+  while (true) {
+    StatusOr<json> created = client_->Post(collection, object);
+    if (created.ok() || !absl::IsAlreadyExists(created.status())) return created;
+    StatusOr<json> existing = client_->Get(path);
+    if (absl::IsNotFound(existing.status())) continue;
+    if (!existing.ok()) return existing.status();
+    const std::string owner = OwnerUid(*existing);
+    if (!is_pod && !owner_uid_.empty() && owner == owner_uid_) return existing;
+    if (Clock::now() > deadline) {
+      return absl::DeadlineExceededError(StrCat(collection, "/", name, " still exists ",
+                                                std::chrono::seconds(kReplaceDeadline).count(),
+                                                " s after it was deleted"));
+    }
+    if (Terminating(*existing)) {
+      std::this_thread::sleep_for(milliseconds(250));
+      continue;
+    }
+    // A pod still running is another job's (or this master's own) unless
+    // an earlier master of this job owned it.
+    const bool earlier_masters = !owner.empty() && owner != owner_uid_;
+    if (is_pod && !PodFinished(*existing) && !earlier_masters) {
+      return absl::FailedPreconditionError(
+          StrCat("pod ", name, " in namespace ", options_.spec.namespace_(),
+                 " is running: is another job named '", options_.job_name,
+                 "' running? (choose another --job_name, or delete it)"));
+    }
+    spdlog::info("replacing {} {} left by an earlier run", is_pod ? "pod" : "service", name);
+    StatusOr<json> deleted =
+        client_->Delete(path, {{"gracePeriodSeconds", 0}, {"propagationPolicy", "Background"}});
+    if (!deleted.ok() && !absl::IsNotFound(deleted.status())) return deleted.status();
+  }
+}
+
+StatusOr<ProcessHandle> KubernetesBackend::StartPod(Role role, int id,
+                                                    const std::vector<std::string>& args) {
+  EDL_ASSIGN_OR_RETURN(json pod,
+                       PodManifest(options_.spec, options_.job_name, role, id, args, owner_));
+  EDL_ASSIGN_OR_RETURN(json created, CreateReplacing(PodsPath(), pod));
+  const std::string name = NameOf(created);
+  const std::string uid = UidOf(created);
+  Track(uid, Pod{role, id, name});
+  if (role != Role::kWorker) {
+    const int port = role == Role::kMaster ? kMasterPort : kPsPort;
+    EDL_ASSIGN_OR_RETURN(json service, ServiceManifest(options_.spec, options_.job_name, role, id,
+                                                       port, OwnerReference(name, uid)));
+    if (role == Role::kPs) service["metadata"]["ownerReferences"] = json::array({owner_});
+    EDL_RETURN_IF_ERROR(CreateReplacing(ServicesPath(), service).status());
+  }
+  if (role != Role::kMaster) spdlog::info("{} started as pod {}", RoleLabel(role, id), name);
+  ProcessHandle handle;
+  handle.backend_id = StrCat(name, "/", uid);
+  return handle;
+}
+
+StatusOr<ProcessHandle> KubernetesBackend::StartMaster() {
+  return StartPod(Role::kMaster, 0, MasterPodArgs(options_.job_dir));
+}
+
+StatusOr<ProcessHandle> KubernetesBackend::StartPs(int ps_id, const PsLaunch& launch) {
+  std::vector<std::string> args = {"ps",
+                                   "--job_dir=" + options_.job_dir,
+                                   "--master=" + options_.master_address,
+                                   StrCat("--ps_id=", ps_id),
+                                   "--host=$(ELASTICDL_POD_IP)",
+                                   StrCat("--port=", kPsPort)};
+  if (launch.restore) args.emplace_back("--restore");
+  return StartPod(Role::kPs, ps_id, args);
+}
+
+StatusOr<ProcessHandle> KubernetesBackend::StartWorker(int worker_id) {
+  return StartPod(Role::kWorker, worker_id,
+                  {"worker", "--job_dir=" + options_.job_dir, "--master=" + options_.master_address,
+                   StrCat("--worker_id=", worker_id)});
+}
+
+Status KubernetesBackend::Adopt(Role role, int id, const ProcessHandle& handle) {
+  const size_t slash = handle.backend_id.find('/');
+  if (slash == std::string::npos) return absl::NotFoundError("no pod");
+  const std::string name = handle.backend_id.substr(0, slash);
+  const std::string uid = handle.backend_id.substr(slash + 1);
+  EDL_ASSIGN_OR_RETURN(json pod, client_->Get(PodsPath() + "/" + name));
+  if (UidOf(pod) != uid) return absl::NotFoundError(StrCat("pod ", name, " was replaced"));
+  if (Terminating(pod) || PodFinished(pod)) {
+    return absl::NotFoundError(StrCat("pod ", name, " has ended"));
+  }
+  if (OwnerUid(pod) != owner_uid_) {
+    return absl::NotFoundError(StrCat("pod ", name, " belongs to an earlier master's pod"));
+  }
+  Track(uid, Pod{role, id, name});
+  return absl::OkStatus();
+}
+
+Status KubernetesBackend::DeletePod(const std::string& name, int grace_seconds) {
+  json options = {{"propagationPolicy", "Background"}};
+  if (grace_seconds >= 0) options["gracePeriodSeconds"] = grace_seconds;
+  StatusOr<json> deleted = client_->Delete(PodsPath() + "/" + name, options);
+  if (!deleted.ok() && !absl::IsNotFound(deleted.status())) return deleted.status();
+  return absl::OkStatus();
+}
+
+Status KubernetesBackend::Signal(Role role, int id, int signal) {
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [uid, pod] : pods_) {
+      if (pod.role == role && pod.id == id) name = pod.name;
+    }
+  }
+  if (name.empty()) return absl::NotFoundError(StrCat(RoleLabel(role, id), ": no pod"));
+  // SIGTERM: the pod's own grace period.
+  return DeletePod(name, signal == SIGKILL ? 0 : -1);
+}
+
+void KubernetesBackend::StopAll(milliseconds grace) {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [uid, pod] : pods_) names.push_back(pod.name);
+  }
+  const int grace_s = static_cast<int>((grace.count() + 999) / 1000);
+  for (const std::string& name : names) {
+    Status s = DeletePod(name, grace_s);
+    if (!s.ok()) spdlog::warn("deleting pod {}: {}", name, std::string(s.message()));
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!changed_.wait_for(lock, grace + std::chrono::seconds(30),
+                         [this] { return pods_.empty(); })) {
+    spdlog::warn("{} pod(s) of the job have not ended yet", pods_.size());
+  }
+}
+
+void KubernetesBackend::Track(const std::string& uid, Pod pod) {
+  std::vector<ProcessExit> exits;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto early = early_exits_.find(uid);
+    if (early != early_exits_.end()) {
+      ProcessExit e = early->second;
+      e.role = pod.role;
+      e.id = pod.id;
+      exits.push_back(e);
+      early_exits_.erase(early);
+    } else {
+      pods_[uid] = std::move(pod);
+    }
+  }
+  Report(exits);
+}
+
+void KubernetesBackend::Observe(const json& pod, bool deleted) {
+  if (!deleted && !PodFinished(pod)) return;
+  const std::string uid = UidOf(pod);
+  ProcessExit e = PodExit(pod, deleted);
+  std::vector<ProcessExit> exits;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pods_.find(uid);
+    if (it != pods_.end()) {
+      e.role = it->second.role;
+      e.id = it->second.id;
+      exits.push_back(e);
+      pods_.erase(it);
+    } else if (!uid.empty()) {
+      if (early_exits_.size() >= kMaxEarlyExits) early_exits_.erase(early_exits_.begin());
+      early_exits_.emplace(uid, e);
+    }
+  }
+  Report(exits);
+}
+
+void KubernetesBackend::Report(const std::vector<ProcessExit>& exits) {
+  if (exits.empty()) return;
+  for (const ProcessExit& e : exits) {
+    if (on_exit_) on_exit_(e);
+  }
+  changed_.notify_all();
+}
+
+StatusOr<std::string> KubernetesBackend::Relist() {
+  EDL_ASSIGN_OR_RETURN(
+      json list, client_->Get(StrCat(PodsPath(), "?labelSelector=", UrlEncode(WatchedSelector()))));
+  std::set<std::string> listed;
+  for (const json& pod : list.value("items", json::array())) {
+    listed.insert(UidOf(pod));
+    Observe(pod, false);
+  }
+  // Watched pods the list lacks: created after it was taken, or gone.
+  std::vector<std::pair<std::string, Pod>> missing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [uid, pod] : pods_) {
+      if (listed.count(uid) == 0) missing.emplace_back(uid, pod);
+    }
+  }
+  for (const auto& [uid, pod] : missing) {
+    StatusOr<json> now = client_->Get(PodsPath() + "/" + pod.name);
+    if (now.ok() && UidOf(*now) == uid) {
+      Observe(*now, false);
+      continue;
+    }
+    if (!now.ok() && !absl::IsNotFound(now.status())) return now.status();
+    json gone = {{"metadata", {{"name", pod.name}, {"uid", uid}}}};
+    Observe(gone, /*deleted=*/true);
+  }
+  return StringAt(list, "/metadata/resourceVersion"_json_pointer);
+}
+
+void KubernetesBackend::WatchLoop() {
+  std::string version;
+  bool failing = false;
+  auto wait_retry = [this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, options_.retry, [this] { return stopping_; });
+  };
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    if (version.empty()) {
+      StatusOr<std::string> listed = Relist();
+      if (!listed.ok()) {
+        if (!failing)
+          spdlog::warn("listing the job's pods: {}", std::string(listed.status().message()));
+        failing = true;
+        wait_retry();
+        continue;
+      }
+      failing = false;
+      version = *listed;
+    }
+    bool expired = false;
+    Status s = client_->Watch(
+        StrCat(PodsPath(),
+               "?watch=true&allowWatchBookmarks=true&labelSelector=", UrlEncode(WatchedSelector()),
+               "&resourceVersion=", version, "&timeoutSeconds=", options_.watch_timeout_s),
+        [&](const json& event) {
+          const std::string type = event.value("type", "");
+          const json& object = event.contains("object") ? event["object"] : json();
+          if (type == "ERROR") {
+            // 410 Gone: the version is older than the server keeps.
+            expired = object.is_object() && object.value("code", 0) == 410;
+            if (!expired) spdlog::warn("watching the job's pods: {}", object.dump());
+            version.clear();
+            return false;
+          }
+          if (std::string v = StringAt(object, "/metadata/resourceVersion"_json_pointer);
+              !v.empty()) {
+            version = v;
+          }
+          if (type != "BOOKMARK") Observe(object, type == "DELETED");
+          return true;
+        });
+    if (absl::IsCancelled(s)) return;
+    if (expired || absl::IsOutOfRange(s)) {
+      spdlog::info("the pods' watch expired at resource version {}; listing them again",
+                   version.empty() ? "?" : version);
+      version.clear();
+      continue;
+    }
+    if (!s.ok()) {
+      if (!failing) spdlog::warn("watching the job's pods: {}", std::string(s.message()));
+      failing = true;
+      wait_retry();
+      continue;
+    }
+    failing = false;
+  }
+}
+
+}  // namespace elasticdl::cluster

@@ -84,6 +84,57 @@ TEST(JobSettingsTest, NumbersOutOfRangeNameTheFlag) {
   EXPECT_EQ(Error(p, JobCommand::kPredict), "OK");
 }
 
+TEST(JobSettingsTest, KubernetesFlags) {
+  JobArgs a = TrainArgs();
+  a.yaml = "job.yaml";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--yaml needs --cluster=kubernetes");
+  a.cluster = "kubernetes";
+  EXPECT_NE(Error(a, JobCommand::kTrain).find("--cluster=kubernetes needs --image_name"),
+            std::string::npos);
+  a.image_name = "zoo:1";
+  EXPECT_NE(Error(a, JobCommand::kTrain).find("--cluster=kubernetes needs --volume"),
+            std::string::npos);
+  a.volume = "host_path=/data,mount_path=/data";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
+  a.job_name = "My_Job";
+  EXPECT_NE(Error(a, JobCommand::kTrain).find("--job_name=My_Job: on Kubernetes it names pods"),
+            std::string::npos);
+  a.job_name = "my-job";
+  a.master_addr = "10.0.0.1:7000";
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--master_addr: on Kubernetes the master binds its pod's address");
+  a.master_addr.clear();
+  a.envs = "A=1,2B=x";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--envs=A=1,2B=x: '2B=x' is not NAME=VALUE");
+  a.envs = "A=1";
+  a.image_pull_policy = "Sometimes";
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--image_pull_policy=Sometimes: expected Always, IfNotPresent or Never");
+  a.image_pull_policy = "Never";
+  a.master_resource_limit = "memory=1Gi";
+  auto spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const proto::KubernetesSpec& k8s = spec->cluster().kubernetes();
+  EXPECT_EQ(k8s.image(), "zoo:1");
+  EXPECT_EQ(k8s.master_resources().limits().at("memory"), "1Gi");
+  EXPECT_EQ(k8s.env_names(0), "A");
+  EXPECT_EQ(k8s.volumes(0).mount_path(), "/data");
+
+  // Every path the pods use must be on a volume.
+  proto::JobSpec s = *spec;
+  s.set_job_dir("/data/jobs/j1");
+  s.set_output("/data/models/m1");
+  s.mutable_tasks()->clear_training_data();
+  s.mutable_tasks()->add_training_data("/data/train/*.recordio");
+  EXPECT_TRUE(CheckPodPaths(s).ok());
+  s.set_output("/home/me/model");
+  EXPECT_NE(std::string(CheckPodPaths(s).message())
+                .find("--output=/home/me/model: the job's pods would not see it"),
+            std::string::npos);
+  s.set_output("/database");  // not under /data
+  EXPECT_FALSE(CheckPodPaths(s).ok());
+}
+
 TEST(JobSettingsTest, CombinationsAreChecked) {
   JobArgs a = TrainArgs();
   a.use_async = true;
@@ -96,7 +147,8 @@ TEST(JobSettingsTest, CombinationsAreChecked) {
   a.cluster = "slurm";
   EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
   a.cluster = "yarn";
-  EXPECT_EQ(Error(a, JobCommand::kTrain), "--cluster=yarn: expected local, slurm, external");
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--cluster=yarn: expected local, slurm, kubernetes, external");
   a = TrainArgs();
   a.master_addr = "host";
   EXPECT_EQ(Error(a, JobCommand::kTrain),

@@ -343,6 +343,10 @@ StatusOr<proto::KubernetesSpec> KubernetesSpecOf(const JobArgs& args) {
     // --yaml elsewhere) the default.
     StatusOr<cluster::KubeConfig> config = cluster::KubeConfigFromEnvironment();
     ns = config.ok() ? config->ns : "default";
+    if (!config.ok()) {
+      fmt::print(stderr, "note: namespace \"default\" (no --namespace, and {})\n",
+                 std::string(config.status().message()));
+    }
   }
   k8s.set_namespace_(ns);
   k8s.set_image(args.image_name);

@@ -3,7 +3,11 @@
 #include <httplib.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <regex>
 
 #include "common/strings.h"
@@ -25,20 +29,27 @@ Bio MemoryBio(const std::string& pem) {
   return Bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }
 
-// Every certificate in `pem`, in a new store; null when there is none.
-X509_STORE* CertificateStore(const std::string& pem) {
+bool HoldsCertificate(const std::string& pem) {
   Bio bio = MemoryBio(pem);
-  X509_STORE* store = X509_STORE_new();
-  int added = 0;
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-    added += X509_STORE_add_cert(store, cert) == 1 ? 1 : 0;
-    X509_free(cert);
+  X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
+  X509_free(cert);
+  return cert != nullptr;
+}
+
+// `contents` in a new file only this user can read; returns its path.
+StatusOr<std::string> WritePrivateFile(const std::string& contents) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = StrCat(tmp != nullptr ? tmp : "/tmp", "/elasticdl-kube-ca-XXXXXX");
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) return absl::InternalError(StrCat("mkstemp ", path, ": ", std::strerror(errno)));
+  const bool written =
+      ::write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
+  ::close(fd);
+  if (!written) {
+    ::unlink(path.c_str());
+    return absl::InternalError(StrCat("writing ", path, ": ", std::strerror(errno)));
   }
-  if (added == 0) {
-    X509_STORE_free(store);
-    return nullptr;
-  }
-  return store;
+  return path;
 }
 
 absl::StatusCode CodeOf(int http_status) {
@@ -115,7 +126,9 @@ std::string UrlEncode(const std::string& s) {
 
 KubeClient::KubeClient(KubeConfig config) : config_(std::move(config)) {}
 
-KubeClient::~KubeClient() = default;
+KubeClient::~KubeClient() {
+  if (!ca_file_.empty()) ::unlink(ca_file_.c_str());
+}
 
 StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config) {
   static const std::regex kUrl(R"(^(https?)://(\[[^\]]+\]|[^:/]+)(:(\d+))?/?$)");
@@ -132,12 +145,13 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config) {
   client->port_ = m[4].matched ? std::stoi(m[4]) : (client->tls_ ? 443 : 80);
   const KubeConfig& c = client->config_;
   if (!c.ca_pem.empty()) {
-    X509_STORE* store = CertificateStore(c.ca_pem);
-    if (store == nullptr) {
+    if (!HoldsCertificate(c.ca_pem)) {
       return absl::InvalidArgumentError(
           StrCat(c.source, ": the certificate authority holds no PEM certificate"));
     }
-    X509_STORE_free(store);
+    // The TLS library trusts the system's authorities as well unless the
+    // configuration's come from a file: only they may vouch for the server.
+    EDL_ASSIGN_OR_RETURN(client->ca_file_, WritePrivateFile(c.ca_pem));
   }
   if (!c.client_cert_pem.empty()) {
     Bio cert_bio = MemoryBio(c.client_cert_pem);
@@ -146,14 +160,19 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config) {
       return absl::InvalidArgumentError(
           StrCat(c.source, ": the client certificate is not a PEM certificate"));
     }
-    X509_free(cert);
     Bio key_bio = MemoryBio(c.client_key_pem);
     EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr);
+    const bool matches = key != nullptr && X509_check_private_key(cert, key) == 1;
+    X509_free(cert);
+    EVP_PKEY_free(key);
     if (key == nullptr) {
       return absl::InvalidArgumentError(
           StrCat(c.source, ": the client key is not a PEM private key"));
     }
-    EVP_PKEY_free(key);
+    if (!matches) {
+      return absl::InvalidArgumentError(
+          StrCat(c.source, ": the client key does not belong to the client certificate"));
+    }
   }
   if (!client->tls_ && (!c.client_cert_pem.empty() || !c.token.empty())) {
     return absl::InvalidArgumentError(
@@ -178,15 +197,24 @@ StatusOr<std::unique_ptr<httplib::ClientImpl>> KubeClient::Connect(int read_time
     } else {
       ssl = std::make_unique<httplib::SSLClient>(host_, port_);
     }
-    if (!ssl->is_valid()) return absl::InternalError("cannot set up a TLS context");
+    if (!ssl->is_valid()) {
+      return absl::InternalError(
+          StrCat(config_.source, ": cannot set up a TLS context with its client certificate"));
+    }
     ssl->enable_server_certificate_verification(!config_.insecure_skip_tls_verify);
-    // The context owns the store from here on.
-    if (!config_.ca_pem.empty()) ssl->set_ca_cert_store(CertificateStore(config_.ca_pem));
+    if (!ca_file_.empty()) ssl->set_ca_cert_path(ca_file_);
     client = std::move(ssl);
   } else {
     client = std::make_unique<httplib::ClientImpl>(host_, port_);
   }
-  if (!config_.token.empty()) client->set_bearer_token_auth(config_.token);
+  std::string token = config_.token;
+  if (!config_.token_file.empty()) {
+    // A rotated token replaces the one read at start.
+    if (StatusOr<std::string> now = ReadToken(config_.token_file); now.ok() && !now->empty()) {
+      token = *now;
+    }
+  }
+  if (!token.empty()) client->set_bearer_token_auth(token);
   client->set_connection_timeout(5);
   client->set_read_timeout(read_timeout_s);
   client->set_write_timeout(kRequestTimeoutS);
@@ -227,9 +255,10 @@ Status KubeClient::Watch(const std::string& path, const EventCallback& on_event)
       path, httplib::Headers{},
       [&](const httplib::Response& response) {
         http_status = response.status;
-        return true;
+        return !cancelled_.load();
       },
       [&](const char* data, size_t length) {
+        if (cancelled_.load()) return false;
         pending.append(data, length);
         if (http_status != 200) return true;
         for (size_t end; (end = pending.find('\n')) != std::string::npos;) {

@@ -14,6 +14,7 @@
 #ifndef ELASTICDL_CLUSTER_KUBERNETES_KUBE_CLIENT_H_
 #define ELASTICDL_CLUSTER_KUBERNETES_KUBE_CLIENT_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -64,8 +65,12 @@ class KubeClient {
   int port_ = 0;
   bool tls_ = false;
 
+  // The configuration's certificate authorities, in a file of their own
+  // (removed with the client).
+  std::string ca_file_;
+
   std::mutex mu_;
-  bool cancelled_ = false;
+  std::atomic<bool> cancelled_{false};
   std::set<httplib::ClientImpl*> watches_;
 };
 

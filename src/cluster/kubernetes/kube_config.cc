@@ -15,18 +15,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+std::string Scalar(const YAML::Node& map, const char* key) {
+  if (!map.IsMap() || !map[key] || !map[key].IsScalar()) return {};
+  return map[key].as<std::string>();
+}
+
 // The entry of `list` (clusters, users, contexts) named `name`.
 YAML::Node Named(const YAML::Node& list, const std::string& name) {
   if (!list.IsSequence()) return YAML::Node();
   for (const YAML::Node& entry : list) {
-    if (entry.IsMap() && entry["name"] && entry["name"].as<std::string>() == name) return entry;
+    if (entry.IsMap() && Scalar(entry, "name") == name) return entry;
   }
   return YAML::Node();
-}
-
-std::string Scalar(const YAML::Node& map, const char* key) {
-  if (!map.IsMap() || !map[key] || !map[key].IsScalar()) return {};
-  return map[key].as<std::string>();
 }
 
 // A certificate or key given inline (`<key>-data`, base64) or as a file.
@@ -51,6 +51,11 @@ StatusOr<std::string> Material(const YAML::Node& map, const std::string& key, co
 }
 
 }  // namespace
+
+StatusOr<std::string> ReadToken(const std::string& path) {
+  EDL_ASSIGN_OR_RETURN(std::string token, ReadFileToString(path));
+  return std::string(absl::StripAsciiWhitespace(token));
+}
 
 StatusOr<KubeConfig> LoadKubeConfig(const std::string& path, const std::string& context) {
   YAML::Node root;
@@ -117,12 +122,13 @@ StatusOr<KubeConfig> LoadKubeConfig(const std::string& path, const std::string& 
   }
   config.token = Scalar(user, "token");
   if (std::string file = Scalar(user, "tokenFile"); config.token.empty() && !file.empty()) {
-    StatusOr<std::string> token = ReadFileToString(file);
+    config.token_file = fs::path(file).is_absolute() ? file : (dir / file).string();
+    StatusOr<std::string> token = ReadToken(config.token_file);
     if (!token.ok()) {
       return absl::InvalidArgumentError(
-          StrCat(user_where, ": tokenFile ", file, ": ", token.status().message()));
+          StrCat(user_where, ": tokenFile ", config.token_file, ": ", token.status().message()));
     }
-    config.token = std::string(absl::StripAsciiWhitespace(*token));
+    config.token = *token;
   }
   return config;
 }
@@ -131,14 +137,14 @@ StatusOr<KubeConfig> LoadInClusterConfig(const std::string& host, const std::str
                                          const std::string& sa_dir) {
   KubeConfig config;
   config.source = StrCat("service account ", sa_dir);
-  const std::string token_file = sa_dir + "/token";
-  StatusOr<std::string> token = ReadFileToString(token_file);
+  config.token_file = sa_dir + "/token";
+  StatusOr<std::string> token = ReadToken(config.token_file);
   if (!token.ok()) {
     return absl::FailedPreconditionError(
-        StrCat("in-cluster configuration: ", token_file, ": ", token.status().message(),
+        StrCat("in-cluster configuration: ", config.token_file, ": ", token.status().message(),
                " (does the pod mount its service account token?)"));
   }
-  config.token = std::string(absl::StripAsciiWhitespace(*token));
+  config.token = *token;
   StatusOr<std::string> ca = ReadFileToString(sa_dir + "/ca.crt");
   if (!ca.ok()) {
     return absl::FailedPreconditionError(

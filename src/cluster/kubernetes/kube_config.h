@@ -24,6 +24,9 @@ struct KubeConfig {
   std::string client_cert_pem;
   std::string client_key_pem;
   std::string token;
+  // Where the token came from (a service account's, a kubeconfig's
+  // tokenFile): read again for each request, since such tokens rotate.
+  std::string token_file;
   // The context's namespace, else the service account's, else "default".
   std::string ns = "default";
   // For messages: "kubeconfig /home/u/.kube/config, context kind-dev".
@@ -42,6 +45,9 @@ StatusOr<KubeConfig> LoadKubeConfig(const std::string& path, const std::string& 
 // the API server at https://`host`:`port` (KUBERNETES_SERVICE_HOST/_PORT).
 StatusOr<KubeConfig> LoadInClusterConfig(const std::string& host, const std::string& port,
                                          const std::string& sa_dir = kServiceAccountDir);
+
+// A token file's token (surrounding whitespace dropped).
+StatusOr<std::string> ReadToken(const std::string& path);
 
 // What the process's environment points at, as client libraries choose:
 // $KUBECONFIG (the first file of the list), else the in-cluster service

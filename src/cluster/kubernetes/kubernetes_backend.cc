@@ -19,61 +19,118 @@ constexpr auto kReplaceDeadline = std::chrono::seconds(90);
 // Pods that ended before they were watched, kept for Track().
 constexpr size_t kMaxEarlyExits = 1024;
 
+// Typed reads of API objects: a missing or mistyped field is absent, never
+// an exception.
+const json& At(const json& object, const json::json_pointer& at) {
+  static const json kNull;
+  return object.is_object() && object.contains(at) ? object[at] : kNull;
+}
 std::string StringAt(const json& object, const json::json_pointer& at) {
-  return object.contains(at) && object[at].is_string() ? object[at].get<std::string>() : "";
+  const json& v = At(object, at);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+int64_t IntAt(const json& object, const json::json_pointer& at, int64_t absent) {
+  const json& v = At(object, at);
+  return v.is_number_integer() ? v.get<int64_t>() : absent;
 }
 
 std::string NameOf(const json& object) { return StringAt(object, "/metadata/name"_json_pointer); }
 std::string UidOf(const json& object) { return StringAt(object, "/metadata/uid"_json_pointer); }
 bool Terminating(const json& object) {
-  return object.contains("/metadata/deletionTimestamp"_json_pointer) &&
-         !object["/metadata/deletionTimestamp"_json_pointer].is_null();
+  return !At(object, "/metadata/deletionTimestamp"_json_pointer).is_null();
 }
 
-// The uid of the object's controlling owner, if any.
+// The uid of the object's first owner, if any.
 std::string OwnerUid(const json& object) {
-  const json::json_pointer at("/metadata/ownerReferences");
-  if (!object.contains(at) || !object[at].is_array()) return {};
-  for (const json& ref : object[at]) {
-    if (ref.is_object() && ref.value("uid", json()).is_string()) return ref["uid"];
+  const json& refs = At(object, "/metadata/ownerReferences"_json_pointer);
+  if (!refs.is_array()) return {};
+  for (const json& ref : refs) {
+    if (std::string uid = StringAt(ref, "/uid"_json_pointer); !uid.empty()) return uid;
   }
   return {};
+}
+
+// The status of the job's container ("elasticdl"; sidecars a cluster
+// injects may sort before it), else the first.
+const json& MainContainerStatus(const json& pod) {
+  static const json kNull;
+  const json& statuses = At(pod, "/status/containerStatuses"_json_pointer);
+  if (!statuses.is_array() || statuses.empty()) return kNull;
+  for (const json& status : statuses) {
+    if (StringAt(status, "/name"_json_pointer) == "elasticdl") return status;
+  }
+  return statuses[0];
+}
+
+// Waiting reasons after which the container will not run without someone
+// changing the pod or the cluster.
+bool HopelessWait(const std::string& reason) {
+  return reason == "ImagePullBackOff" || reason == "InvalidImageName" ||
+         reason == "CreateContainerConfigError" || reason == "CreateContainerError" ||
+         reason == "ErrImageNeverPull";
+}
+
+// Crash-looping restarts in place before a pod counts as lost.
+constexpr int64_t kMaxRestartsInPlace = 3;
+
+// What `f` returns, or DATA_LOSS when an answer of the API did not have
+// the shape it should (nlohmann::json throws on some misuse of one).
+template <typename F>
+auto Guarded(F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const json::exception& e) {
+    return absl::DataLossError(StrCat("a malformed answer of the Kubernetes API: ", e.what()));
+  }
 }
 
 }  // namespace
 
 bool PodFinished(const json& pod) {
   const std::string phase = StringAt(pod, "/status/phase"_json_pointer);
-  return phase == "Succeeded" || phase == "Failed";
+  if (phase == "Succeeded" || phase == "Failed") return true;
+  // Sidecars keep a pod Running after the job's container has ended.
+  const json& terminated = At(MainContainerStatus(pod), "/state/terminated"_json_pointer);
+  if (!terminated.is_object()) return false;
+  const std::string restart = StringAt(pod, "/spec/restartPolicy"_json_pointer);
+  return restart == "Never" ||
+         (restart == "OnFailure" && IntAt(terminated, "/exitCode"_json_pointer, -1) == 0);
+}
+
+std::string CannotRun(const json& pod) {
+  const json& container = MainContainerStatus(pod);
+  const std::string reason = StringAt(container, "/state/waiting/reason"_json_pointer);
+  const std::string message = StringAt(container, "/state/waiting/message"_json_pointer);
+  if (HopelessWait(reason) ||
+      (reason == "CrashLoopBackOff" &&
+       IntAt(container, "/restartCount"_json_pointer, 0) >= kMaxRestartsInPlace)) {
+    return message.empty() ? reason : StrCat(reason, ": ", message);
+  }
+  return {};
 }
 
 ProcessExit PodExit(const json& pod, bool deleted) {
   ProcessExit e;
-  RoleOfLabels(pod.value("/metadata/labels"_json_pointer, json()), &e.role, &e.id);
-  const json status = pod.value("status", json::object());
-  json terminated;
-  if (status.contains("containerStatuses") && status["containerStatuses"].is_array() &&
-      !status["containerStatuses"].empty()) {
-    const json& container = status["containerStatuses"][0];
-    terminated = container.value("/state/terminated"_json_pointer, json());
-    if (terminated.is_null()) {
-      terminated = container.value("/lastState/terminated"_json_pointer, json());
-    }
-  }
+  RoleOfLabels(At(pod, "/metadata/labels"_json_pointer), &e.role, &e.id);
+  const json& container = MainContainerStatus(pod);
+  const json* terminated = &At(container, "/state/terminated"_json_pointer);
+  if (!terminated->is_object()) terminated = &At(container, "/lastState/terminated"_json_pointer);
   std::string how;
-  if (terminated.is_object()) {
-    const int code = terminated.value("exitCode", -1);
-    const int signal = terminated.value("signal", 0);
+  if (terminated->is_object()) {
+    const int64_t code = IntAt(*terminated, "/exitCode"_json_pointer, -1);
+    const int64_t signal = IntAt(*terminated, "/signal"_json_pointer, 0);
     e.ok = code == 0;
     how = signal > 0 ? StrCat("killed by signal ", signal) : StrCat("exit code ", code);
-    if (const std::string reason = terminated.value("reason", ""); !reason.empty()) {
+    if (std::string reason = StringAt(*terminated, "/reason"_json_pointer); !reason.empty()) {
       how += StrCat(" (", reason, ")");
     }
+  } else if (std::string why = CannotRun(pod); !why.empty()) {
+    how = StrCat("cannot run: ", why);
   } else {
     how = deleted ? "its container never ended" : "its container never ran";
   }
-  if (const std::string reason = status.value("reason", ""); !reason.empty()) {
-    how += StrCat("; ", reason, ": ", status.value("message", ""));
+  if (std::string reason = StringAt(pod, "/status/reason"_json_pointer); !reason.empty()) {
+    how += StrCat("; ", reason, ": ", StringAt(pod, "/status/message"_json_pointer));
   }
   e.description = StrCat("pod ", NameOf(pod), deleted ? " deleted, " : " ", how);
   return e;
@@ -140,16 +197,19 @@ StatusOr<json> KubernetesBackend::CreateReplacing(const std::string& collection,
   while (true) {
     StatusOr<json> created = client_->Post(collection, object);
     if (created.ok() || !absl::IsAlreadyExists(created.status())) return created;
-    StatusOr<json> existing = client_->Get(path);
-    if (absl::IsNotFound(existing.status())) continue;
-    if (!existing.ok()) return existing.status();
-    const std::string owner = OwnerUid(*existing);
-    if (!is_pod && !owner_uid_.empty() && owner == owner_uid_) return existing;
     if (Clock::now() > deadline) {
-      return absl::DeadlineExceededError(StrCat(collection, "/", name, " still exists ",
+      return absl::DeadlineExceededError(StrCat(path, " still exists ",
                                                 std::chrono::seconds(kReplaceDeadline).count(),
                                                 " s after it was deleted"));
     }
+    StatusOr<json> existing = client_->Get(path);
+    if (absl::IsNotFound(existing.status())) {
+      std::this_thread::sleep_for(milliseconds(250));
+      continue;
+    }
+    if (!existing.ok()) return existing.status();
+    const std::string owner = OwnerUid(*existing);
+    if (!is_pod && !owner_uid_.empty() && owner == owner_uid_) return existing;
     if (Terminating(*existing)) {
       std::this_thread::sleep_for(milliseconds(250));
       continue;
@@ -164,8 +224,10 @@ StatusOr<json> KubernetesBackend::CreateReplacing(const std::string& collection,
                  "' running? (choose another --job_name, or delete it)"));
     }
     spdlog::info("replacing {} {} left by an earlier run", is_pod ? "pod" : "service", name);
+    // A finished pod goes at once; a running one is ended by its kubelet.
+    const int grace = is_pod && !PodFinished(*existing) ? 1 : 0;
     StatusOr<json> deleted =
-        client_->Delete(path, {{"gracePeriodSeconds", 0}, {"propagationPolicy", "Background"}});
+        client_->Delete(path, {{"gracePeriodSeconds", grace}, {"propagationPolicy", "Background"}});
     if (!deleted.ok() && !absl::IsNotFound(deleted.status())) return deleted.status();
   }
 }
@@ -183,7 +245,10 @@ StatusOr<ProcessHandle> KubernetesBackend::StartPod(Role role, int id,
     EDL_ASSIGN_OR_RETURN(json service, ServiceManifest(options_.spec, options_.job_name, role, id,
                                                        port, OwnerReference(name, uid)));
     if (role == Role::kPs) service["metadata"]["ownerReferences"] = json::array({owner_});
-    EDL_RETURN_IF_ERROR(CreateReplacing(ServicesPath(), service).status());
+    if (Status s = CreateReplacing(ServicesPath(), service).status(); !s.ok()) {
+      DeletePod(name, 1).IgnoreError();
+      return s;
+    }
   }
   if (role != Role::kMaster) spdlog::info("{} started as pod {}", RoleLabel(role, id), name);
   ProcessHandle handle;
@@ -246,8 +311,10 @@ Status KubernetesBackend::Signal(Role role, int id, int signal) {
     }
   }
   if (name.empty()) return absl::NotFoundError(StrCat(RoleLabel(role, id), ": no pod"));
-  // SIGTERM: the pod's own grace period.
-  return DeletePod(name, signal == SIGKILL ? 0 : -1);
+  // SIGTERM: the pod's own grace period. SIGKILL: the shortest one that
+  // still waits for the kubelet to end the container (0 would remove the
+  // object while the process may run on).
+  return DeletePod(name, signal == SIGKILL ? 1 : -1);
 }
 
 void KubernetesBackend::StopAll(milliseconds grace) {
@@ -287,9 +354,11 @@ void KubernetesBackend::Track(const std::string& uid, Pod pod) {
 }
 
 void KubernetesBackend::Observe(const json& pod, bool deleted) {
-  if (!deleted && !PodFinished(pod)) return;
+  const bool hopeless = !deleted && !PodFinished(pod) && !CannotRun(pod).empty();
+  if (!deleted && !PodFinished(pod) && !hopeless) return;
   const std::string uid = UidOf(pod);
   ProcessExit e = PodExit(pod, deleted);
+  if (hopeless) e.ok = false;
   std::vector<ProcessExit> exits;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -305,6 +374,11 @@ void KubernetesBackend::Observe(const json& pod, bool deleted) {
     }
   }
   Report(exits);
+  // It would wait there for good; a relaunch is a new pod.
+  if (hopeless && !exits.empty()) {
+    Status s = DeletePod(NameOf(pod), 0);
+    if (!s.ok()) spdlog::warn("deleting pod {}: {}", NameOf(pod), std::string(s.message()));
+  }
 }
 
 void KubernetesBackend::Report(const std::vector<ProcessExit>& exits) {
@@ -319,7 +393,8 @@ StatusOr<std::string> KubernetesBackend::Relist() {
   EDL_ASSIGN_OR_RETURN(
       json list, client_->Get(StrCat(PodsPath(), "?labelSelector=", UrlEncode(WatchedSelector()))));
   std::set<std::string> listed;
-  for (const json& pod : list.value("items", json::array())) {
+  const json& items = At(list, "/items"_json_pointer);
+  for (const json& pod : items.is_array() ? items : json::array()) {
     listed.insert(UidOf(pod));
     Observe(pod, false);
   }
@@ -357,7 +432,7 @@ void KubernetesBackend::WatchLoop() {
       if (stopping_) return;
     }
     if (version.empty()) {
-      StatusOr<std::string> listed = Relist();
+      StatusOr<std::string> listed = Guarded([this] { return Relist(); });
       if (!listed.ok()) {
         if (!failing)
           spdlog::warn("listing the job's pods: {}", std::string(listed.status().message()));
@@ -369,27 +444,31 @@ void KubernetesBackend::WatchLoop() {
       version = *listed;
     }
     bool expired = false;
-    Status s = client_->Watch(
-        StrCat(PodsPath(),
-               "?watch=true&allowWatchBookmarks=true&labelSelector=", UrlEncode(WatchedSelector()),
-               "&resourceVersion=", version, "&timeoutSeconds=", options_.watch_timeout_s),
-        [&](const json& event) {
-          const std::string type = event.value("type", "");
-          const json& object = event.contains("object") ? event["object"] : json();
-          if (type == "ERROR") {
-            // 410 Gone: the version is older than the server keeps.
-            expired = object.is_object() && object.value("code", 0) == 410;
-            if (!expired) spdlog::warn("watching the job's pods: {}", object.dump());
-            version.clear();
-            return false;
-          }
-          if (std::string v = StringAt(object, "/metadata/resourceVersion"_json_pointer);
-              !v.empty()) {
-            version = v;
-          }
-          if (type != "BOOKMARK") Observe(object, type == "DELETED");
-          return true;
-        });
+    bool failed = false;
+    Status s = Guarded([&]() -> Status {
+      return client_->Watch(
+          StrCat(PodsPath(), "?watch=true&allowWatchBookmarks=true&labelSelector=",
+                 UrlEncode(WatchedSelector()), "&resourceVersion=", version,
+                 "&timeoutSeconds=", options_.watch_timeout_s),
+          [&](const json& event) {
+            const std::string type = StringAt(event, "/type"_json_pointer);
+            const json& object = At(event, "/object"_json_pointer);
+            if (type == "ERROR") {
+              // 410 Gone: the version is older than the server keeps.
+              expired = IntAt(object, "/code"_json_pointer, 0) == 410;
+              failed = !expired;
+              if (failed) spdlog::warn("watching the job's pods: {}", object.dump());
+              version.clear();
+              return false;
+            }
+            if (std::string v = StringAt(object, "/metadata/resourceVersion"_json_pointer);
+                !v.empty()) {
+              version = v;
+            }
+            if (type != "BOOKMARK") Observe(object, type == "DELETED");
+            return true;
+          });
+    });
     if (absl::IsCancelled(s)) return;
     if (expired || absl::IsOutOfRange(s)) {
       spdlog::info("the pods' watch expired at resource version {}; listing them again",
@@ -397,8 +476,10 @@ void KubernetesBackend::WatchLoop() {
       version.clear();
       continue;
     }
-    if (!s.ok()) {
-      if (!failing) spdlog::warn("watching the job's pods: {}", std::string(s.message()));
+    if (!s.ok() || failed) {
+      if (!failing && !s.ok()) {
+        spdlog::warn("watching the job's pods: {}", std::string(s.message()));
+      }
       failing = true;
       wait_retry();
       continue;

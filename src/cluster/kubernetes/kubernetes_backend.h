@@ -53,7 +53,9 @@ class KubernetesBackend : public ClusterBackend {
   static StatusOr<std::unique_ptr<KubernetesBackend>> Create(KubernetesBackendOptions options,
                                                              std::unique_ptr<KubeClient> client,
                                                              ExitCallback on_exit);
-  // Stops watching; the pods go on (a restarted master adopts them).
+  // Stops watching; the pods go on (a master the kubelet restarts in its
+  // pod adopts them; a new master pod starts its own, since the old one's
+  // go with it).
   ~KubernetesBackend() override;
 
   std::string Describe(const ProcessHandle& handle) const override;
@@ -121,8 +123,13 @@ class KubernetesBackend : public ClusterBackend {
 // How a pod that ended ended, from its status: "exit code 1 (Error)",
 // "killed by SIGKILL", "evicted: The node was low on resource: memory".
 ProcessExit PodExit(const nlohmann::json& pod, bool deleted);
-// Whether a pod is in phase Succeeded or Failed.
+// Whether a pod has ended: phase Succeeded or Failed, or its elasticdl
+// container ended for good (sidecars may keep the pod Running).
 bool PodFinished(const nlohmann::json& pod);
+// Why a pod that has not ended never will run its container
+// ("ImagePullBackOff: ...", a master crash-looping in place); empty when
+// nothing says so. Such a pod counts as ended (not cleanly) and is deleted.
+std::string CannotRun(const nlohmann::json& pod);
 
 }  // namespace elasticdl::cluster
 

@@ -98,8 +98,12 @@ json ToJson(const YAML::Node& node) {
       if (s == "true" || s == "false") return s == "true";
       static const std::regex kInt(R"(^-?[0-9]+$)");
       static const std::regex kFloat(R"(^-?[0-9]*\.[0-9]+([eE][-+]?[0-9]+)?$)");
-      if (std::regex_match(s, kInt)) return std::stoll(s);
-      if (std::regex_match(s, kFloat)) return std::stod(s);
+      try {
+        if (std::regex_match(s, kInt)) return std::stoll(s);
+        if (std::regex_match(s, kFloat)) return std::stod(s);
+      } catch (const std::out_of_range&) {
+        // Too large for a number: the server reads the text.
+      }
       return s;
     }
     default:
@@ -156,8 +160,12 @@ std::string JobSelector(const std::string& job_name) {
 
 bool RoleOfLabels(const json& labels, Role* role, int* id) {
   if (!labels.is_object()) return false;
-  const std::string type = labels.value("elasticdl-replica-type", "");
-  const std::string index = labels.value("elasticdl-replica-index", "");
+  auto label = [&labels](const char* key) -> std::string {
+    auto it = labels.find(key);
+    return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+  };
+  const std::string type = label("elasticdl-replica-type");
+  const std::string index = label("elasticdl-replica-index");
   if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos ||
       index.size() > 9) {
     return false;

@@ -143,5 +143,42 @@ TEST(PodManifestsTest, PodStatusAsAnExit) {
   EXPECT_FALSE(PodExit(json{{"metadata", {{"name", "p"}}}}, true).ok);
 }
 
+TEST(PodManifestsTest, PodsThatEndedOrNeverWillRun) {
+  // A sidecar sorted first keeps the pod Running after the job's container ended.
+  json pod = json::parse(R"({
+    "metadata": {"name": "w0"}, "spec": {"restartPolicy": "Never"},
+    "status": {"phase": "Running", "containerStatuses": [
+      {"name": "istio-proxy", "state": {"running": {}}},
+      {"name": "elasticdl", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}})");
+  EXPECT_TRUE(PodFinished(pod));
+  EXPECT_TRUE(PodExit(pod, false).ok);
+  pod["spec"]["restartPolicy"] = "OnFailure";
+  pod["status"]["containerStatuses"][1]["state"]["terminated"]["exitCode"] = 3;
+  EXPECT_FALSE(PodFinished(pod));  // the kubelet restarts it
+
+  json pending = json::parse(R"({
+    "metadata": {"name": "m"}, "status": {"phase": "Pending", "containerStatuses": [
+      {"name": "elasticdl", "restartCount": 0, "state": {"waiting": {
+        "reason": "ImagePullBackOff", "message": "Back-off pulling image \"zoo:1\""}}}]}})");
+  EXPECT_FALSE(PodFinished(pending));
+  EXPECT_EQ(CannotRun(pending), "ImagePullBackOff: Back-off pulling image \"zoo:1\"");
+  EXPECT_EQ(PodExit(pending, false).description,
+            "pod m cannot run: ImagePullBackOff: Back-off pulling image \"zoo:1\"");
+  pending["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] = "CrashLoopBackOff";
+  EXPECT_EQ(CannotRun(pending), "");  // not yet: the kubelet restarts it in place
+  pending["status"]["containerStatuses"][0]["restartCount"] = 3;
+  EXPECT_NE(CannotRun(pending), "");
+  pending["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] = "ContainerCreating";
+  EXPECT_EQ(CannotRun(pending), "");
+
+  // Malformed answers read as absent fields, never as exceptions.
+  json odd = json::parse(R"({"metadata": {"name": 5, "labels": {"elasticdl-replica-type": 1}},
+                             "status": {"phase": 2, "containerStatuses": "x", "reason": []}})");
+  EXPECT_FALSE(PodFinished(odd));
+  EXPECT_EQ(CannotRun(odd), "");
+  EXPECT_EQ(PodExit(odd, true).description, "pod  deleted, its container never ended");
+  EXPECT_EQ(PodExit(json::array(), true).description, "pod  deleted, its container never ended");
+}
+
 }  // namespace
 }  // namespace elasticdl::cluster

@@ -84,7 +84,8 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
   }
   if (config.kind == "kubernetes") {
     EDL_ASSIGN_OR_RETURN(KubeConfig kube, KubeConfigFromEnvironment());
-    EDL_ASSIGN_OR_RETURN(std::unique_ptr<KubeClient> client, KubeClient::Create(std::move(kube)));
+    EDL_ASSIGN_OR_RETURN(std::unique_ptr<HttpKubeClient> client,
+                         HttpKubeClient::Create(std::move(kube)));
     KubernetesBackendOptions options;
     options.spec = config.kubernetes;
     options.job_name = config.job_name;

@@ -124,20 +124,20 @@ std::string UrlEncode(const std::string& s) {
   return out;
 }
 
-KubeClient::KubeClient(KubeConfig config) : config_(std::move(config)) {}
+HttpKubeClient::HttpKubeClient(KubeConfig config) : config_(std::move(config)) {}
 
-KubeClient::~KubeClient() {
+HttpKubeClient::~HttpKubeClient() {
   if (!ca_file_.empty()) ::unlink(ca_file_.c_str());
 }
 
-StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config) {
+StatusOr<std::unique_ptr<HttpKubeClient>> HttpKubeClient::Create(KubeConfig config) {
   static const std::regex kUrl(R"(^(https?)://(\[[^\]]+\]|[^:/]+)(:(\d+))?/?$)");
   std::smatch m;
   if (!std::regex_match(config.server, m, kUrl)) {
     return absl::InvalidArgumentError(
         StrCat(config.source, ": server '", config.server, "' is not http(s)://HOST[:PORT]"));
   }
-  std::unique_ptr<KubeClient> client(new KubeClient(std::move(config)));
+  std::unique_ptr<HttpKubeClient> client(new HttpKubeClient(std::move(config)));
   client->tls_ = m[1] == "https";
   client->host_ = m[2];
   if (client->host_.front() == '[')
@@ -181,7 +181,7 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config) {
   return client;
 }
 
-StatusOr<std::unique_ptr<httplib::ClientImpl>> KubeClient::Connect(int read_timeout_s) const {
+StatusOr<std::unique_ptr<httplib::ClientImpl>> HttpKubeClient::Connect(int read_timeout_s) const {
   std::unique_ptr<httplib::ClientImpl> client;
   if (tls_) {
     std::unique_ptr<httplib::SSLClient> ssl;
@@ -221,17 +221,17 @@ StatusOr<std::unique_ptr<httplib::ClientImpl>> KubeClient::Connect(int read_time
   return client;
 }
 
-StatusOr<json> KubeClient::Get(const std::string& path) {
+StatusOr<json> HttpKubeClient::Get(const std::string& path) {
   EDL_ASSIGN_OR_RETURN(auto client, Connect(kRequestTimeoutS));
   return Answer("GET", path, client->Get(path), config_);
 }
 
-StatusOr<json> KubeClient::Post(const std::string& path, const json& body) {
+StatusOr<json> HttpKubeClient::Post(const std::string& path, const json& body) {
   EDL_ASSIGN_OR_RETURN(auto client, Connect(kRequestTimeoutS));
   return Answer("POST", path, client->Post(path, body.dump(), "application/json"), config_);
 }
 
-StatusOr<json> KubeClient::Delete(const std::string& path, const json& body) {
+StatusOr<json> HttpKubeClient::Delete(const std::string& path, const json& body) {
   EDL_ASSIGN_OR_RETURN(auto client, Connect(kRequestTimeoutS));
   return Answer("DELETE", path,
                 client->Delete(path, body.is_null() ? "" : body.dump(),
@@ -239,7 +239,7 @@ StatusOr<json> KubeClient::Delete(const std::string& path, const json& body) {
                 config_);
 }
 
-Status KubeClient::Watch(const std::string& path, const EventCallback& on_event) {
+Status HttpKubeClient::Watch(const std::string& path, const EventCallback& on_event) {
   // The server ends a watch after its timeoutSeconds; a silent connection
   // is dead after this long.
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<httplib::ClientImpl> client, Connect(15 * 60));
@@ -289,7 +289,7 @@ Status KubeClient::Watch(const std::string& path, const EventCallback& on_event)
   return absl::OkStatus();
 }
 
-void KubeClient::Cancel() {
+void HttpKubeClient::Cancel() {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = true;
   for (httplib::ClientImpl* client : watches_) client->stop();

@@ -31,33 +31,44 @@ class ClientImpl;
 
 namespace elasticdl::cluster {
 
+// The API as the backend uses it; tests give the backend a fake.
 class KubeClient {
  public:
-  // Checks the configuration's certificates and key; an error names the
-  // configuration they came from.
-  static StatusOr<std::unique_ptr<KubeClient>> Create(KubeConfig config);
-  ~KubeClient();
-
-  const KubeConfig& config() const { return config_; }
+  virtual ~KubeClient() = default;
 
   // `path` is the API path with its query, e.g.
   // "/api/v1/namespaces/ns/pods?labelSelector=a%3Db".
-  StatusOr<nlohmann::json> Get(const std::string& path);
-  StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
+  virtual StatusOr<nlohmann::json> Get(const std::string& path) = 0;
+  virtual StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body) = 0;
   // DELETE with DeleteOptions (`body`, may be null).
-  StatusOr<nlohmann::json> Delete(const std::string& path, const nlohmann::json& body);
+  virtual StatusOr<nlohmann::json> Delete(const std::string& path, const nlohmann::json& body) = 0;
 
   // GETs `path` (a watch URL) and calls `on_event` with each event object
   // ({"type": ..., "object": ...}) as it arrives, until the server ends
   // the stream (OK), `on_event` returns false (OK), Cancel() is called
   // (CANCELLED) or the request fails. Blocks.
   using EventCallback = std::function<bool(const nlohmann::json& event)>;
-  Status Watch(const std::string& path, const EventCallback& on_event);
+  virtual Status Watch(const std::string& path, const EventCallback& on_event) = 0;
   // Ends the watches in progress, now and for good (for shutting down).
-  void Cancel();
+  virtual void Cancel() = 0;
+};
+
+// The REST API over HTTP(S).
+class HttpKubeClient : public KubeClient {
+ public:
+  // Checks the configuration's certificates and key; an error names the
+  // configuration they came from.
+  static StatusOr<std::unique_ptr<HttpKubeClient>> Create(KubeConfig config);
+  ~HttpKubeClient() override;
+
+  StatusOr<nlohmann::json> Get(const std::string& path) override;
+  StatusOr<nlohmann::json> Post(const std::string& path, const nlohmann::json& body) override;
+  StatusOr<nlohmann::json> Delete(const std::string& path, const nlohmann::json& body) override;
+  Status Watch(const std::string& path, const EventCallback& on_event) override;
+  void Cancel() override;
 
  private:
-  explicit KubeClient(KubeConfig config);
+  explicit HttpKubeClient(KubeConfig config);
   StatusOr<std::unique_ptr<httplib::ClientImpl>> Connect(int read_timeout_s) const;
 
   const KubeConfig config_;

@@ -117,20 +117,20 @@ TEST_F(KubeConfigTest, ClientRefusesBadMaterialAndClearText) {
   config.source = "test";
   config.server = "https://127.0.0.1:1";
   config.ca_pem = "not a certificate";
-  EXPECT_NE(
-      std::string(KubeClient::Create(config).status().message()).find("holds no PEM certificate"),
-      std::string::npos);
+  EXPECT_NE(std::string(HttpKubeClient::Create(config).status().message())
+                .find("holds no PEM certificate"),
+            std::string::npos);
   config.ca_pem.clear();
   config.server = "http://127.0.0.1:1";
   config.token = "secret";
-  EXPECT_NE(std::string(KubeClient::Create(config).status().message()).find("clear text"),
+  EXPECT_NE(std::string(HttpKubeClient::Create(config).status().message()).find("clear text"),
             std::string::npos);
   config.server = "ftp://x";
-  EXPECT_EQ(KubeClient::Create(config).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(HttpKubeClient::Create(config).status().code(), absl::StatusCode::kInvalidArgument);
   // Nothing listens there: UNAVAILABLE, naming the server.
   config.server = "http://127.0.0.1:1";
   config.token.clear();
-  auto client = KubeClient::Create(config);
+  auto client = HttpKubeClient::Create(config);
   ASSERT_TRUE(client.ok());
   auto got = (*client)->Get("/api/v1/namespaces/default/pods");
   EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable);

@@ -16,34 +16,13 @@
 #include <vector>
 
 #include "common/file.h"
+#include "testing/backend_exits.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::cluster {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Exits reported by a backend.
-class Exits {
- public:
-  ClusterBackend::ExitCallback Callback() {
-    return [this](const ProcessExit& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      exits_.push_back(e);
-      changed_.notify_all();
-    };
-  }
-  std::optional<ProcessExit> WaitForOne() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!changed_.wait_for(lock, 10s, [this] { return !exits_.empty(); })) return std::nullopt;
-    return exits_.front();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::vector<ProcessExit> exits_;
-};
 
 // Whether `pid` is gone for good (reaped): no /proc entry.
 bool Reaped(pid_t pid) {
@@ -83,7 +62,7 @@ class LocalBackendTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  Exits exits_;
+  testing::BackendExits exits_;
 };
 
 TEST_F(LocalBackendTest, ReportsTheMastersExit) {

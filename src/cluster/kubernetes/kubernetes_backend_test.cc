@@ -15,6 +15,7 @@
 
 #include "cluster/kubernetes/pod_manifests.h"
 #include "common/strings.h"
+#include "testing/backend_exits.h"
 
 namespace elasticdl::cluster {
 namespace {
@@ -170,28 +171,6 @@ class FakeKubeClient : public KubeClient {
   int watches_ = 0;
 };
 
-// Exits a backend reported.
-class Exits {
- public:
-  ClusterBackend::ExitCallback Callback() {
-    return [this](const ProcessExit& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      exits_.push_back(e);
-      changed_.notify_all();
-    };
-  }
-  std::vector<ProcessExit> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, 5s, [&] { return exits_.size() >= n; });
-    return exits_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::vector<ProcessExit> exits_;
-};
-
 class KubernetesBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -225,7 +204,7 @@ class KubernetesBackendTest : public ::testing::Test {
 
   FakeKubeClient* api_ = nullptr;
   std::unique_ptr<KubeClient> client_;
-  Exits exits_;
+  testing::BackendExits exits_;
 };
 
 TEST_F(KubernetesBackendTest, PodsOwnedByTheMasterAndTheirExits) {

@@ -91,13 +91,17 @@ StatusOr<ProcessHandle> LocalBackend::StartMaster() {
   } else {
     spec.inherit_output = true;
   }
-  EDL_RETURN_IF_ERROR(group_.Start(spec));
-  ProcessHandle handle;
-  if (std::optional<pid_t> pid = group_.pid(spec.label)) {
-    handle.pid = *pid;
-    handle.start_time = ProcessStartTime(*pid).value_or(0);
+  // The group's id even when the master has ended already: what it left
+  // behind is still ours to reap.
+  EDL_ASSIGN_OR_RETURN(pid_t pid, group_.Start(spec));
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    master_groups_.push_back(*pid);
+    master_groups_.push_back(pid);
+  }
+  ProcessHandle handle;
+  if (group_.pid(spec.label)) {
+    handle.pid = pid;
+    handle.start_time = ProcessStartTime(pid).value_or(0);
   }
   return handle;
 }
@@ -125,7 +129,7 @@ StatusOr<ProcessHandle> LocalBackend::Start(Role role, int id,
   // instead, unless the user chose otherwise.
   if (std::getenv("OMP_WAIT_POLICY") == nullptr)
     spec.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
-  EDL_RETURN_IF_ERROR(group_.Start(spec));
+  EDL_RETURN_IF_ERROR(group_.Start(spec).status());
   // A process that has already ended has no pid or start time here; its
   // exit is reported anyway.
   ProcessHandle handle;

@@ -22,7 +22,7 @@ constexpr int kPollIntervalMs = 20;
 // A Start() call from another thread, answered by the watcher.
 struct ProcessGroup::StartRequest {
   const ProcessSpec* spec;
-  std::optional<Status> result;  // set under mu_ by the watcher
+  std::optional<StatusOr<pid_t>> result;  // set under mu_ by the watcher
 };
 
 ProcessGroup::ProcessGroup(LogSink* sink, ExitCallback on_exit)
@@ -42,7 +42,7 @@ ProcessGroup::~ProcessGroup() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-Status ProcessGroup::Start(const ProcessSpec& spec) {
+StatusOr<pid_t> ProcessGroup::Start(const ProcessSpec& spec) {
   if (OnWatcher()) return StartHere(spec);
   StartRequest request{&spec, std::nullopt};
   std::unique_lock<std::mutex> lock(mu_);
@@ -56,7 +56,7 @@ Status ProcessGroup::Start(const ProcessSpec& spec) {
   return *request.result;
 }
 
-Status ProcessGroup::StartHere(const ProcessSpec& spec) {
+StatusOr<pid_t> ProcessGroup::StartHere(const ProcessSpec& spec) {
   // Holding the lock across the fork keeps StopAll() from missing a child.
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
@@ -68,8 +68,9 @@ Status ProcessGroup::StartHere(const ProcessSpec& spec) {
         StrCat("cannot start ", spec.label, ": a process of that label is running"));
   }
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<Process> process, Process::Start(spec, sink_));
+  const pid_t pid = process->pid();
   children_.emplace(spec.label, std::move(process));
-  return absl::OkStatus();
+  return pid;
 }
 
 Status ProcessGroup::Adopt(const std::string& label, pid_t pid, uint64_t start_time) {
@@ -148,7 +149,7 @@ void ProcessGroup::Watch() {
       quit = quit_;
     }
     for (StartRequest* request : requests) {
-      Status status = StartHere(*request->spec);
+      StatusOr<pid_t> status = StartHere(*request->spec);
       std::lock_guard<std::mutex> lock(mu_);
       request->result = std::move(status);
     }

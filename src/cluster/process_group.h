@@ -48,7 +48,9 @@ class ProcessGroup {
   // Starts a child (see Process::Start). Fails with ALREADY_EXISTS while a
   // child with the same label runs, FAILED_PRECONDITION once StopAll() has
   // begun, or with the start error. Blocks until the exec succeeded.
-  Status Start(const ProcessSpec& spec);
+  // Returns the child's pid (it may have ended already: a short-lived
+  // child is no longer in pid()).
+  StatusOr<pid_t> Start(const ProcessSpec& spec);
 
   // Watches a process that is not our child under `label` (see
   // Process::Adopt); its exit is reported like a child's, with the status
@@ -77,7 +79,7 @@ class ProcessGroup {
   // until quit_.
   void Watch();
   // Starts one child on the watcher thread.
-  Status StartHere(const ProcessSpec& spec);
+  StatusOr<pid_t> StartHere(const ProcessSpec& spec);
   // Reports every exited child to the callback and forgets it.
   void ReportExits();
   void Wake();

@@ -123,7 +123,7 @@ TEST_F(ProcessGroupTest, LabelsAreUniqueAndReusableAfterExit) {
   sleeper.label = "sleeper";
   sleeper.argv = {"/bin/sleep", "30"};
   ASSERT_TRUE(group.Start(sleeper).ok());
-  EXPECT_EQ(group.Start(sleeper).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(group.Start(sleeper).status().code(), StatusCode::kAlreadyExists);
 
   ASSERT_TRUE(group.Start(Shell("flaky", "exit 3")).ok());
   auto exits = log.WaitFor(2);
@@ -135,7 +135,7 @@ TEST_F(ProcessGroupTest, LabelsAreUniqueAndReusableAfterExit) {
   ProcessSpec missing;
   missing.label = "missing";
   missing.argv = {"/nonexistent/elasticdl"};
-  Status status = group.Start(missing);
+  Status status = group.Start(missing).status();
   EXPECT_EQ(status.code(), StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr("cannot start missing"));
   EXPECT_EQ(group.running(), 1u);
@@ -164,7 +164,7 @@ TEST_F(ProcessGroupTest, StopAllKillsWhatIgnoresSigtermAfterGrace) {
   for (const auto& exit : exits_.WaitFor(0)) statuses[exit.label] = exit.status.ToString();
   EXPECT_EQ(statuses["polite"], "killed by SIGTERM");
   EXPECT_EQ(statuses["stubborn"], "killed by SIGKILL");
-  EXPECT_EQ(group.Start(polite).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(group.Start(polite).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ProcessGroupTest, DestructorStopsEveryChild) {

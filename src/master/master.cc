@@ -36,6 +36,10 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
+// How long the results may fail to be written for want of a parameter
+// server that is registered but does not answer, before the job fails.
+constexpr std::chrono::seconds kResultsPatience{60};
+
 StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<std::string>& specs,
                                        const char* flag, int64_t records_per_task) {
   std::vector<Shard> shards;
@@ -167,6 +171,31 @@ Status MergePredictions(const proto::JobSpec& spec,
   std::string header = "file,index";
   for (size_t i = 0; i < columns; ++i) header += StrCat(",output_", i);
   return WriteFileAtomically(out_path, header + "\n" + body);
+}
+
+// The results of a job whose tasks are done: the last checkpoint (a later
+// job starts from it), the trained model, the merged predictions.
+// UNAVAILABLE when a parameter server cannot be reached.
+Status WriteResults(const proto::JobSpec& spec, JobState* state, const std::string& token,
+                    Observer* observer) {
+  if (spec.type() == proto::JOB_TRAINING && spec.ps().checkpoint_steps() > 0) {
+    rpc::PsClient ps(state->ps_addresses(), token);
+    std::vector<proto::FlushResponse> flushed;
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(ps.Flush(&flushed, /*checkpoint=*/true),
+                                     "writing the last checkpoint");
+  }
+  if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
+    Status s = WriteOutputModel(spec, state->ps_addresses(), token);
+    if (s.ok() && observer != nullptr) s = observer->CopyEventFiles(spec.output());
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(s, "writing the trained model");
+    spdlog::info("trained model written to {}", spec.output());
+  }
+  if (spec.type() == proto::JOB_PREDICTION) {
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(MergePredictions(spec, state->prediction_tasks()),
+                                     "writing predictions");
+    spdlog::info("predictions written to {}", spec.output());
+  }
+  return absl::OkStatus();
 }
 
 std::string Describe(const Evaluation& ev) {
@@ -398,7 +427,12 @@ Status Run(const MasterOptions& options) {
   // A resumed job's earlier evaluations are in the log already.
   size_t evaluations_logged = journal ? state->evaluations().size() : 0;
   auto last_journal_write = std::chrono::steady_clock::now();
-  while (outcome.ok() && !state->finished()) {
+  // Runs until the results are written: a parameter server that ends after
+  // the last task (before the model is read) is relaunched like any other,
+  // and its restore may reopen tasks, so the job trains on until it can be
+  // read whole.
+  std::optional<std::chrono::steady_clock::time_point> results_failing_since;
+  while (outcome.ok()) {
     if (options.cancel != nullptr && options.cancel->load()) {
       fail(absl::CancelledError("job cancelled"));
       break;
@@ -413,36 +447,24 @@ Status Run(const MasterOptions& options) {
       state->FlushJournal().IgnoreError();
       last_journal_write = std::chrono::steady_clock::now();
     }
+    if (outcome.ok() && state->failure()) outcome = absl::AbortedError(*state->failure());
+    if (!outcome.ok()) break;
+    if (state->finished() && state->all_ps_registered() && !state->NeedsFlush()) {
+      Status written =
+          WriteResults(spec, state.get(), token, observer.ok() ? observer->get() : nullptr);
+      if (written.ok()) break;
+      const auto now = std::chrono::steady_clock::now();
+      if (!results_failing_since) results_failing_since = now;
+      if (!rpc::IsUnreachable(written) || now - *results_failing_since > kResultsPatience) {
+        fail(written);
+        break;
+      }
+      spdlog::warn("{}; trying again", std::string(written.message()));
+      std::this_thread::sleep_for(milliseconds(500));
+    }
     std::this_thread::sleep_for(milliseconds(10));
   }
-  if (outcome.ok() && state->failure()) outcome = absl::AbortedError(*state->failure());
-
-  if (outcome.ok()) {
-    flush_servers();
-    LogEvaluations(state.get(), &events, &evaluations_logged);
-    if (spec.type() == proto::JOB_TRAINING && spec.ps().checkpoint_steps() > 0) {
-      // The last version among the checkpoints: a later job starts from it.
-      rpc::PsClient ps(state->ps_addresses(), token);
-      std::vector<proto::FlushResponse> flushed;
-      Status s = ps.Flush(&flushed, /*checkpoint=*/true);
-      if (!s.ok()) outcome = Annotate(s, "writing the last checkpoint");
-    }
-    if (spec.type() == proto::JOB_TRAINING && !spec.output().empty()) {
-      Status s = WriteOutputModel(spec, state->ps_addresses(), token);
-      if (s.ok() && observer.ok()) s = (*observer)->CopyEventFiles(spec.output());
-      if (s.ok())
-        spdlog::info("trained model written to {}", spec.output());
-      else
-        outcome = Annotate(s, "writing the trained model");
-    }
-    if (spec.type() == proto::JOB_PREDICTION) {
-      Status s = MergePredictions(spec, state->prediction_tasks());
-      if (s.ok())
-        spdlog::info("predictions written to {}", spec.output());
-      else
-        outcome = Annotate(s, "writing predictions");
-    }
-  }
+  LogEvaluations(state.get(), &events, &evaluations_logged);
   // Workers see the end of the job and leave by themselves; give them a
   // moment, then stop everyone.
   backend->StopAll(milliseconds(outcome.ok() ? 3000 : 1000));

@@ -86,7 +86,7 @@ Status Supervisor::StartWorker(bool relaunch) {
 
 Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
   if (exit.role == cluster::Role::kPs) {
-    if (state_->finished()) return absl::OkStatus();
+    // Also after the last task: the model is still to be read from it.
     spdlog::warn("parameter server {} ended: {}", exit.id, exit.description);
     state_->PsLost(exit.id, exit.description);
     return RelaunchPs(exit.id);

@@ -142,6 +142,50 @@ TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRest
   EXPECT_EQ(backend2.ps_started, (std::vector<std::pair<int, bool>>{{0, false}, {0, true}}));
 }
 
+// The model is read from the servers after the last task: one that ends in
+// between is relaunched, and its restore reopens the work it lost.
+TEST(SupervisorTest, RelaunchesAServerLostAfterTheLastTask) {
+  JobState state(StateOptions(1), Tasks(), nullptr);
+  FakeBackend backend;
+  ExitQueue exits;
+  Supervisor supervisor(Options(), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.StartNew().ok());
+  RegisterPs(&state);
+  ASSERT_TRUE(supervisor.Tick().ok());  // worker 0
+  proto::RegisterWorkerRequest join;
+  join.set_worker_id(0);
+  proto::RegisterWorkerResponse joined;
+  ASSERT_TRUE(state.RegisterWorker(join, &joined).ok());
+  while (!state.finished()) {
+    proto::GetTaskRequest ask;
+    ask.set_worker_id(0);
+    proto::GetTaskResponse task;
+    ASSERT_TRUE(state.GetTask(ask, &task).ok());
+    ASSERT_EQ(task.task().type(), proto::TASK_TRAINING);
+    proto::ReportTaskRequest done;
+    done.set_worker_id(0);
+    done.set_task_id(task.task().task_id());
+    done.set_attempt(task.task().attempt());
+    done.set_minibatches_done(2);
+    done.set_minibatches(2);
+    ASSERT_TRUE(state.ReportTask(done).ok());
+  }
+  exits.Push(Exit(cluster::Role::kWorker, 0, true));  // told there is no more
+  exits.Push(Exit(cluster::Role::kPs, 0, false));
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_EQ(backend.ps_started, (std::vector<std::pair<int, bool>>{{0, false}, {0, true}}));
+  EXPECT_FALSE(state.all_ps_registered());
+  // A checkpoint older than every task: all of them are trained again.
+  proto::RegisterPsRequest restored;
+  restored.set_ps_id(0);
+  restored.set_address("127.0.0.1:2");
+  restored.set_restored(true);
+  ASSERT_TRUE(state.RegisterPs(restored).ok());
+  EXPECT_FALSE(state.finished());
+  ASSERT_TRUE(supervisor.Tick().ok());
+  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+}
+
 TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
   JobState state(StateOptions(1), Tasks(), nullptr);
   FakeBackend backend;

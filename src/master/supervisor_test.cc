@@ -76,10 +76,12 @@ JobStateOptions StateOptions(int workers) {
   return options;
 }
 
-void RegisterPs(JobState* state) {
+// `restored`: relaunched, from a checkpoint older than every task.
+void RegisterPs(JobState* state, bool restored = false) {
   proto::RegisterPsRequest request;
   request.set_ps_id(0);
   request.set_address("127.0.0.1:1");
+  request.set_restored(restored);
   ASSERT_TRUE(state->RegisterPs(request).ok());
 }
 
@@ -175,12 +177,8 @@ TEST(SupervisorTest, RelaunchesAServerLostAfterTheLastTask) {
   ASSERT_TRUE(supervisor.Tick().ok());
   EXPECT_EQ(backend.ps_started, (std::vector<std::pair<int, bool>>{{0, false}, {0, true}}));
   EXPECT_FALSE(state.all_ps_registered());
-  // A checkpoint older than every task: all of them are trained again.
-  proto::RegisterPsRequest restored;
-  restored.set_ps_id(0);
-  restored.set_address("127.0.0.1:2");
-  restored.set_restored(true);
-  ASSERT_TRUE(state.RegisterPs(restored).ok());
+  // Its checkpoint is older than every task: all of them are trained again.
+  RegisterPs(&state, /*restored=*/true);
   EXPECT_FALSE(state.finished());
   ASSERT_TRUE(supervisor.Tick().ok());
   EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));

@@ -20,6 +20,7 @@
 #include "common/file.h"
 #include "common/strings.h"
 #include "ps/checkpoint.h"
+#include "python/python_zoo.h"
 #include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 #include "rpc/trained_model.h"
@@ -60,7 +61,7 @@ Status SnapshotZoo(const std::string& zoo, const std::string& to) {
        it.increment(ec)) {
     if (!it->is_regular_file()) continue;
     std::string ext = it->path().extension().string();
-    if (ext != ".cc" && ext != ".h" && ext != ".md") continue;
+    if (ext != ".cc" && ext != ".h" && ext != ".py" && ext != ".md") continue;
     fs::path rel = fs::relative(it->path(), zoo);
     fs::create_directories((fs::path(to) / rel).parent_path(), ec);
     fs::copy_file(it->path(), fs::path(to) / rel, fs::copy_options::overwrite_existing, ec);
@@ -143,7 +144,8 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
     return Status(built.status().code(), message);
   }
   BuiltZoo zoo = std::move(*built);
-  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(zoo.library_path));
+  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,
+                       python::OpenZoo(zoo.library_path, zoo.python_dir));
   ZooProgramNames names;
   names.model_def = args.model_def;
   names.dataset_fn = args.dataset_fn;
@@ -167,6 +169,7 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   model->set_model_zoo(AbsolutePath(zoo_sources));
   model->set_zoo_identity(zoo.identity);
   model->set_zoo_library(zoo.library_path);
+  model->set_zoo_python_dir(zoo.python_dir);
   model->set_model_def(args.model_def);
   model->set_params(args.params);
   // The entries in use, defaults resolved: what the trained model records.

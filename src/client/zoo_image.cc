@@ -79,26 +79,39 @@ StatusOr<std::string> WriteZooImageContext(const ZooImageOptions& options) {
   std::error_code ec;
   fs::remove_all(fs::path(dir) / "model_zoo", ec);
   fs::remove_all(fs::path(dir) / "zoo_library", ec);
+  fs::remove_all(fs::path(dir) / "zoo_python", ec);
   EDL_RETURN_IF_ERROR(CreateDirectories(dir + "/zoo_library"));
   fs::copy(source.dir, fs::path(dir) / "model_zoo",
            fs::copy_options::recursive | fs::copy_options::skip_symlinks, ec);
-  if (!ec) {
+  if (!ec && !zoo.library_path.empty()) {
     fs::copy_file(zoo.library_path,
                   fs::path(dir) / "zoo_library" / fs::path(zoo.library_path).filename(), ec);
   }
+  if (!ec && !zoo.python_dir.empty()) {
+    fs::copy(zoo.python_dir, fs::path(dir) / "zoo_python", fs::copy_options::recursive, ec);
+  }
   if (ec) return absl::InternalError(StrCat("writing the build context ", dir, ": ", ec.message()));
   fs::remove_all(fs::path(dir) / "model_zoo" / ".git", ec);
-  const std::string dockerfile = fmt::format(
+  std::string dockerfile = fmt::format(
       "# The model zoo {zoo} on ElasticDL (elasticdl zoo build).\n"
       "FROM {base}\n"
       "LABEL org.elasticdl.zoo.identity=\"{identity}\"\n"
-      "COPY model_zoo /model_zoo\n"
-      "# Where a job's spec names the compiled zoo.\n"
-      "COPY zoo_library/{library} {path}\n",
+      "COPY model_zoo /model_zoo\n",
       fmt::arg("zoo", options.model_zoo), fmt::arg("base", options.base_image),
-      fmt::arg("identity", zoo.identity),
-      fmt::arg("library", fs::path(zoo.library_path).filename().string()),
-      fmt::arg("path", zoo.library_path));
+      fmt::arg("identity", zoo.identity));
+  if (!zoo.library_path.empty()) {
+    dockerfile += fmt::format(
+        "# Where a job's spec names the compiled zoo.\n"
+        "COPY zoo_library/{library} {path}\n",
+        fmt::arg("library", fs::path(zoo.library_path).filename().string()),
+        fmt::arg("path", zoo.library_path));
+  }
+  if (!zoo.python_dir.empty()) {
+    dockerfile += fmt::format(
+        "# Where a job's spec names the zoo's Python files.\n"
+        "COPY zoo_python {path}\n",
+        fmt::arg("path", zoo.python_dir));
+  }
   EDL_RETURN_IF_ERROR(WriteFileAtomically(dir + "/Dockerfile", dockerfile));
   return dir;
 }

@@ -6,6 +6,7 @@
 #include "client/zoo_source.h"
 #include "common/strings.h"
 #include "master/data_source.h"
+#include "python/python_zoo.h"
 #include "zoo/zoo_builder.h"
 #include "zoo/zoo_library.h"
 #include "zoo/zoo_program.h"
@@ -40,7 +41,8 @@ Status CheckTrials(const ExperimentConfig& config, const std::vector<Params>& tr
   build.zoo_dir = source->dir;
   StatusOr<BuiltZoo> built = BuildZoo(build);
   if (!built.ok()) return Annotate(built.status(), StrCat(file, ": model_zoo"));
-  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(built->library_path));
+  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,
+                       python::OpenZoo(built->library_path, built->python_dir));
   ZooProgramNames names;
   names.model_def = config.trial;
   const std::string defined = fmt::format("{}", fmt::join(config.hyperparameters.names(), ", "));

@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "rpc/placement.h"
 #include "rpc/tensor_codec.h"
+#include "zoo/mirrored_module.h"
 
 namespace elasticdl::worker {
 namespace {
@@ -33,6 +34,10 @@ std::optional<RunningStats> RunningStatsOf(torch::nn::Module& module) {
 }
 
 std::optional<RunningStats> RunningStatsOf(torch::nn::Module& module) {
+  if (auto* mirror = module.as<MirroredModule>()) {
+    if (!mirror->running_stats) return std::nullopt;
+    return RunningStats{mirror->running_stats->momentum};
+  }
   for (auto* of :
        {&RunningStatsOf<torch::nn::BatchNorm1dImpl>, &RunningStatsOf<torch::nn::BatchNorm2dImpl>,
         &RunningStatsOf<torch::nn::BatchNorm3dImpl>, &RunningStatsOf<torch::nn::InstanceNorm1dImpl>,

@@ -12,6 +12,7 @@
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/seed.h"
+#include "python/python_zoo.h"
 #include "rpc/grpc_util.h"
 #include "rpc/histogram_codec.h"
 #include "rpc/job_spec.h"
@@ -67,7 +68,8 @@ StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
   const proto::ModelSpec& model = spec.model();
-  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library, ZooLibrary::Load(model.zoo_library()));
+  EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,
+                       python::OpenZoo(model.zoo_library(), model.zoo_python_dir()));
   ZooProgramNames names;
   names.model_def = model.model_def();
   names.dataset_fn = model.dataset_fn();

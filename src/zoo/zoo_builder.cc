@@ -224,6 +224,50 @@ Status Build(const ZooSources& sources, const ZooBuildOptions& options,
   return Status();
 }
 
+// Makes `product` (a file or directory under entry_dir) with `make` unless
+// it exists. One maker per entry at a time: the others wait for its lock,
+// then find it made. Returns whether this call made it.
+template <typename Make>
+StatusOr<bool> MakeOnce(const std::string& entry_dir, const std::string& product, Make make) {
+  if (fs::exists(product)) return false;
+  EDL_RETURN_IF_ERROR(CreateDirectories(fs::path(entry_dir).parent_path().string()));
+  const std::string lock_path = entry_dir + ".lock";
+  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (lock.get() < 0) return ErrnoError("cannot open", lock_path);
+  while (::flock(lock.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) return ErrnoError("cannot lock", lock_path);
+  }
+  if (fs::exists(product)) return false;
+  EDL_RETURN_IF_ERROR(make());
+  return true;
+}
+
+// Copies the zoo's .py files into a fresh directory beside `python_dir`
+// and renames it into place. The caller holds the lock of entry_dir.
+Status CopyPythonFiles(const ZooSources& sources, const std::string& entry_dir,
+                       const std::string& python_dir) {
+  EDL_RETURN_IF_ERROR(CreateDirectories(entry_dir));
+  std::string work = python_dir + ".copy-XXXXXX";
+  if (::mkdtemp(work.data()) == nullptr) return ErrnoError("cannot create", work);
+  for (const std::string& file : sources.PythonFiles()) {
+    const fs::path to = fs::path(work) / file;
+    std::error_code ec;
+    fs::create_directories(to.parent_path(), ec);
+    if (!ec) fs::copy_file(fs::path(sources.dir) / file, to, ec);
+    if (ec) {
+      fs::remove_all(work, ec);
+      return absl::InternalError(StrCat("copying ", file, " of model zoo ", sources.dir,
+                                        " into the cache: ", ec.message()));
+    }
+  }
+  if (::rename(work.c_str(), python_dir.c_str()) != 0) {
+    std::error_code ec;
+    fs::remove_all(work, ec);
+    return ErrnoError("cannot publish", python_dir);
+  }
+  return Status();
+}
+
 }  // namespace
 
 std::string DefaultZooCacheDir() {
@@ -245,32 +289,35 @@ std::string DefaultPackageDir() {
 
 StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options) {
   EDL_ASSIGN_OR_RETURN(ZooSources sources, ScanZooSources(options.zoo_dir));
-  const std::string package_dir =
-      options.package_dir.empty() ? DefaultPackageDir() : options.package_dir;
-  EDL_ASSIGN_OR_RETURN(std::string stamp, PackageStamp(package_dir));
-
-  const std::string key =
-      Sha256().Update(StrCat(sources.identity, "\n", options.build_type, "\n", stamp)).HexDigest();
   const std::string cache = options.cache_dir.empty() ? DefaultZooCacheDir() : options.cache_dir;
-  const std::string entry_dir = StrCat(cache, "/zoo/", key);
-
   BuiltZoo zoo;
-  zoo.library_path = entry_dir + "/libzoo.so";
   zoo.identity = sources.identity;
   zoo.sources = sources.files;
-  zoo.cached = fs::exists(zoo.library_path);
-  if (zoo.cached) return zoo;
-
-  // One builder per key at a time; the others wait, then find it built.
-  EDL_RETURN_IF_ERROR(CreateDirectories(cache + "/zoo"));
-  const std::string lock_path = entry_dir + ".lock";
-  Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (lock.get() < 0) return ErrnoError("cannot open", lock_path);
-  while (::flock(lock.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) return ErrnoError("cannot lock", lock_path);
+  zoo.cached = true;
+  if (!sources.CompiledFiles().empty()) {
+    const std::string package_dir =
+        options.package_dir.empty() ? DefaultPackageDir() : options.package_dir;
+    EDL_ASSIGN_OR_RETURN(std::string stamp, PackageStamp(package_dir));
+    const std::string key =
+        Sha256()
+            .Update(StrCat(sources.compiled_identity, "\n", options.build_type, "\n", stamp))
+            .HexDigest();
+    const std::string entry_dir = StrCat(cache, "/zoo/", key);
+    zoo.library_path = entry_dir + "/libzoo.so";
+    EDL_ASSIGN_OR_RETURN(bool made, MakeOnce(entry_dir, zoo.library_path, [&] {
+                           return Build(sources, options, package_dir, entry_dir);
+                         }));
+    zoo.cached = !made;
   }
-  zoo.cached = fs::exists(zoo.library_path);
-  if (!zoo.cached) EDL_RETURN_IF_ERROR(Build(sources, options, package_dir, entry_dir));
+  if (!sources.PythonFiles().empty()) {
+    const std::string hex = sources.python_identity.substr(sources.python_identity.find(':') + 1);
+    const std::string entry_dir = StrCat(cache, "/python/", hex);
+    zoo.python_dir = entry_dir + "/zoo";
+    EDL_ASSIGN_OR_RETURN(bool made, MakeOnce(entry_dir, zoo.python_dir, [&] {
+                           return CopyPythonFiles(sources, entry_dir, zoo.python_dir);
+                         }));
+    zoo.cached = zoo.cached && !made;
+  }
   return zoo;
 }
 

@@ -1,15 +1,17 @@
 // Compiling a model-zoo directory into a shared library against the
-// ElasticDL CMake package, with a cache keyed by the zoo's sources:
+// ElasticDL CMake package, and keeping its Python files, with a cache keyed
+// by the zoo's sources:
 //
 //   ZooBuildOptions options;
 //   options.zoo_dir = "model_zoo";
 //   EDL_ASSIGN_OR_RETURN(BuiltZoo zoo, BuildZoo(options));
-//   EDL_ASSIGN_OR_RETURN(auto library, ZooLibrary::Load(zoo.library_path));
+//   EDL_ASSIGN_OR_RETURN(auto library, python::OpenZoo(zoo.library_path, zoo.python_dir));
 //
 // Every .cc file under the directory is compiled with ELASTICDL_ZOO_MODULE
 // set to its module ("mnist.mnist_functional_api" for
 // mnist/mnist_functional_api.cc), together with the package's
 // zoo_registry.cc. The build runs `cmake` (from PATH) in a child process.
+// The .py files are copied as they are: they are imported where the job runs.
 #ifndef ELASTICDL_ZOO_ZOO_BUILDER_H_
 #define ELASTICDL_ZOO_ZOO_BUILDER_H_
 
@@ -35,25 +37,32 @@ struct ZooBuildOptions {
 };
 
 struct BuiltZoo {
-  // The zoo library, in the cache; load it with ZooLibrary::Load.
+  // The zoo library, in the cache; load it with ZooLibrary::Load. Empty
+  // when the zoo has no .cc file.
   std::string library_path;
+  // The zoo's .py files (and only those), in the cache, under their paths
+  // in the zoo: the root its Python modules are imported from. Empty when
+  // the zoo has none.
+  std::string python_dir;
   // "sha256:<hex>" of the zoo's sources (see ZooSources): what a trained
   // model records as the zoo it came from.
   std::string identity;
-  // The zoo's .cc and .h files, relative to its directory.
+  // The zoo's .cc, .h and .py files, relative to its directory.
   std::vector<std::string> sources;
-  // True when the library came from the cache without compiling.
+  // True when nothing had to be compiled or copied: all came from the cache.
   bool cached = false;
 };
 
-// Returns the cached library for the zoo's sources, this ElasticDL package
-// (its headers and libraries, by size and time) and build type, or builds
-// it. Concurrent builders of the same zoo, in any process, wait for one
-// another (a lock file) and publish atomically, so none sees a partial
-// library. Errors: a bad zoo directory (see ScanZooSources); a missing
-// package (FAILED_PRECONDITION); sources that fail to compile
-// (INVALID_ARGUMENT "model zoo DIR failed to compile:" followed by the
-// compiler's error lines and the path of the full log).
+// Returns the cached library for the zoo's compiled sources, this ElasticDL
+// package (its headers and libraries, by size and time) and build type, or
+// builds it; and the cached copy of its Python files, or makes it. A zoo
+// without .cc files needs no package and compiles nothing. Concurrent
+// builders of the same zoo, in any process, wait for one another (a lock
+// file) and publish atomically, so none sees a partial library or copy.
+// Errors: a bad zoo directory (see ScanZooSources); a missing package
+// (FAILED_PRECONDITION); sources that fail to compile (INVALID_ARGUMENT
+// "model zoo DIR failed to compile:" followed by the compiler's error lines
+// and the path of the full log).
 StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options);
 
 // $ELASTICDL_CACHE_DIR, else $XDG_CACHE_HOME/elasticdl, else

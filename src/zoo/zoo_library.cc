@@ -59,7 +59,13 @@ StatusOr<EntryRef> ResolveEntry(std::string_view flag_value, std::string_view mo
   return ref;
 }
 
-StatusOr<std::shared_ptr<ZooLibrary>> ZooLibrary::Load(const std::string& path) {
+StatusOr<std::shared_ptr<ZooLibrary>> ZooLibrary::Load(const std::string& path,
+                                                       std::unique_ptr<ZooModules> modules) {
+  if (path.empty()) {
+    static const ZooRegistry kNoEntries;
+    return std::shared_ptr<ZooLibrary>(
+        new ZooLibrary("(no compiled files)", nullptr, &kNoEntries, std::move(modules)));
+  }
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     return absl::InvalidArgumentError(
@@ -80,14 +86,14 @@ StatusOr<std::shared_ptr<ZooLibrary>> ZooLibrary::Load(const std::string& path) 
         StrCat("model zoo library ", path, " was built for zoo ABI version ", abi_version,
                ", this ElasticDL has version ", kZooAbiVersion, "; rebuild the zoo"));
   }
-  std::shared_ptr<ZooLibrary> library(new ZooLibrary(path, handle, registry));
+  std::shared_ptr<ZooLibrary> library(new ZooLibrary(path, handle, registry, std::move(modules)));
   EDL_RETURN_IF_ERROR(library->CheckUniqueNames());
   return library;
 }
 
 StatusOr<std::shared_ptr<ZooLibrary>> ZooLibrary::FromRegistry(const ZooRegistry* registry,
                                                                std::string name) {
-  std::shared_ptr<ZooLibrary> library(new ZooLibrary(std::move(name), nullptr, registry));
+  std::shared_ptr<ZooLibrary> library(new ZooLibrary(std::move(name), nullptr, registry, nullptr));
   EDL_RETURN_IF_ERROR(library->CheckUniqueNames());
   return library;
 }
@@ -110,7 +116,18 @@ Status ZooLibrary::CheckUniqueNames() const {
 std::vector<std::string> ZooLibrary::Files() const {
   std::set<std::string> files;
   for (const ZooEntry& e : entries()) files.insert(ModuleFile(e.module));
+  if (modules_ != nullptr) {
+    for (std::string& f : modules_->Files()) files.insert(std::move(f));
+  }
   return {files.begin(), files.end()};
+}
+
+std::string ZooLibrary::FileOf(const std::string& module) const {
+  if (modules_ != nullptr && ModuleEntries(module).empty()) {
+    std::string file = modules_->FileOf(module);
+    if (!file.empty()) return file;
+  }
+  return ModuleFile(module);
 }
 
 StatusOr<const ZooEntry*> ZooLibrary::Find(const std::string& module, const std::string& name,
@@ -130,8 +147,13 @@ StatusOr<const ZooEntry*> ZooLibrary::Find(const std::string& module, const std:
                                            std::initializer_list<EntryKind> kinds) const {
   const std::string file = ModuleFile(module);
   std::vector<const ZooEntry*> in_module = ModuleEntries(module);
+  if (in_module.empty() && modules_ != nullptr && !modules_->FileOf(module).empty()) {
+    return modules_->Find(module, name, kinds);
+  }
   if (in_module.empty()) {
-    return absl::NotFoundError(fmt::format("model zoo has no file {} (module {}); files: {}", file,
+    const std::string files =
+        modules_ == nullptr ? file : StrCat(file, " or ", file.substr(0, file.size() - 3), ".py");
+    return absl::NotFoundError(fmt::format("model zoo has no file {} (module {}); files: {}", files,
                                            module, fmt::join(Files(), ", ")));
   }
   for (const ZooEntry* e : in_module) {

@@ -1,5 +1,6 @@
-// A loaded model zoo: the entries its sources registered, looked up by the
-// names of the command line (`--model_def=mnist.mnist_functional_api.custom_model`).
+// A loaded model zoo: the entries its compiled sources registered and those
+// of its Python modules, looked up by the names of the command line
+// (`--model_def=mnist.mnist_functional_api.custom_model`).
 #ifndef ELASTICDL_ZOO_ZOO_LIBRARY_H_
 #define ELASTICDL_ZOO_ZOO_LIBRARY_H_
 
@@ -22,8 +23,29 @@ struct EntryRef {
   std::string file;
 };
 
-// "mnist/mnist_functional_api.cc" for module "mnist.mnist_functional_api".
+// "mnist/mnist_functional_api.cc" for module "mnist.mnist_functional_api":
+// the file of a compiled module.
 std::string ModuleFile(std::string_view module);
+
+// Modules whose entries are found by name when first looked up, rather than
+// registered when the zoo is loaded: a zoo's Python files
+// (python/python_zoo.h). A Python function has no signature to tell its kind
+// by, so an entry takes the kind its lookup asks for, and what it returns is
+// checked when it is called. Thread-safe.
+class ZooModules {
+ public:
+  virtual ~ZooModules() = default;
+  // The file of `module` relative to the zoo ("mnist/mnist_functional_api.py"),
+  // or "" when these modules have none of that name.
+  virtual std::string FileOf(const std::string& module) const = 0;
+  // Every module file, sorted.
+  virtual std::vector<std::string> Files() const = 0;
+  // `name` of `module` as an entry of one of `kinds`. Errors as
+  // ZooLibrary::Find's, and INVALID_ARGUMENT when the module cannot be
+  // imported (with the traceback). The entry lives as long as this object.
+  virtual StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
+                                         std::initializer_list<EntryKind> kinds) const = 0;
+};
 
 // Splits --model_def: everything before the last dot is the module. Fewer
 // than two dotted parts, or an empty part, is INVALID_ARGUMENT.
@@ -37,14 +59,18 @@ StatusOr<EntryRef> ResolveEntry(std::string_view flag_value, std::string_view mo
 // The entries of one zoo. A library loaded from a file stays loaded while
 // any shared_ptr to it is alive; whatever holds code from it (a model, a
 // dataset, a metric made by its entries) must hold one too (ZooProgram sees
-// to that). Immutable after Load: thread-safe.
+// to that). Immutable after Load but for the modules' entries made on
+// lookup: thread-safe.
 class ZooLibrary {
  public:
-  // dlopens a zoo library (RTLD_NOW | RTLD_LOCAL) and reads its registry.
-  // INVALID_ARGUMENT if it cannot be loaded (with dlerror's reason), is not
-  // a zoo library, or registers a name twice in one file; FAILED_PRECONDITION
-  // if it was built against another zoo ABI version.
-  static StatusOr<std::shared_ptr<ZooLibrary>> Load(const std::string& path);
+  // dlopens a zoo library (RTLD_NOW | RTLD_LOCAL) and reads its registry;
+  // `modules` (may be null) are the zoo's Python modules. An empty `path`
+  // is a zoo without compiled files. INVALID_ARGUMENT if the library cannot
+  // be loaded (with dlerror's reason), is not a zoo library, or registers a
+  // name twice in one file; FAILED_PRECONDITION if it was built against
+  // another zoo ABI version.
+  static StatusOr<std::shared_ptr<ZooLibrary>> Load(const std::string& path,
+                                                    std::unique_ptr<ZooModules> modules = nullptr);
 
   // The entries of a registry linked into the process (tests, built-in
   // zoos); `name` stands for the path in messages. `registry` must outlive
@@ -56,9 +82,10 @@ class ZooLibrary {
   ZooLibrary(const ZooLibrary&) = delete;
   ZooLibrary& operator=(const ZooLibrary&) = delete;
 
-  // The entry `name` of `module`, which must be of `kind`. NOT_FOUND naming
-  // the files (or the file's entries) there are when the file or the entry is
-  // missing; INVALID_ARGUMENT when the entry is of another kind.
+  // The entry `name` of `module`, which must be of `kind`: registered by the
+  // compiled module, or made from the Python module's `name`. NOT_FOUND
+  // naming the files (or the file's entries) there are when the file or the
+  // entry is missing; INVALID_ARGUMENT when the entry is of another kind.
   StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
                                  EntryKind kind) const;
   StatusOr<const ZooEntry*> Find(const EntryRef& ref, EntryKind kind) const {
@@ -68,22 +95,34 @@ class ZooLibrary {
   // messages).
   StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
                                  std::initializer_list<EntryKind> kinds) const;
-  // The entries `module` registers, in registration order.
+  // The entries compiled module `module` registers, in registration order
+  // (none for a Python module).
   std::vector<const ZooEntry*> ModuleEntries(const std::string& module) const;
 
+  // The compiled modules' entries.
   const std::vector<ZooEntry>& entries() const { return registry_->entries(); }
-  // The source files that registered entries, sorted.
+  // The compiled files that registered entries and the Python module files,
+  // sorted.
   std::vector<std::string> Files() const;
+  // The file of `module`: its .py file when it is a Python module, else
+  // ModuleFile(module).
+  std::string FileOf(const std::string& module) const;
   const std::string& path() const { return path_; }
 
  private:
-  ZooLibrary(std::string path, void* handle, const ZooRegistry* registry)
-      : path_(std::move(path)), handle_(handle), registry_(registry) {}
+  ZooLibrary(std::string path, void* handle, const ZooRegistry* registry,
+             std::unique_ptr<ZooModules> modules)
+      : path_(std::move(path)),
+        handle_(handle),
+        registry_(registry),
+        modules_(std::move(modules)) {}
   Status CheckUniqueNames() const;
 
   std::string path_;
-  void* handle_;  // from dlopen; null for FromRegistry
+  void* handle_;  // from dlopen; null for FromRegistry and a zoo without one
   const ZooRegistry* registry_;
+  // Declared after handle_: destroyed first.
+  std::unique_ptr<ZooModules> modules_;
 };
 
 }  // namespace elasticdl

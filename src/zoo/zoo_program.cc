@@ -9,10 +9,18 @@
 
 #include "common/strings.h"
 #include "zoo/input_columns.h"
+#include "zoo/zoo_code_error.h"
 
 namespace elasticdl {
 
 std::string zoo_internal::ShortWhat(const std::exception& e) {
+  if (dynamic_cast<const ZooCodeError*>(&e) != nullptr) {
+    std::string whole = e.what();
+    while (!whole.empty() && std::isspace(static_cast<unsigned char>(whole.back()))) {
+      whole.pop_back();
+    }
+    return whole;
+  }
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   std::string_view what = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
   std::string_view head = what;
@@ -96,7 +104,7 @@ StatusOr<bool> IsSeed002File(const ZooLibrary& library, const std::string& modul
     return absl::InvalidArgumentError(fmt::format(
         "{} mixes two model-file contracts: {} (seed 001) and {} (seed 002); a file registers "
         "either dataset_fn, or input_fn with feature_columns and label_columns",
-        ModuleFile(module), fmt::join(seed001, ", "), fmt::join(seed002, ", ")));
+        library.FileOf(module), fmt::join(seed001, ", "), fmt::join(seed002, ", ")));
   }
   return !seed002.empty();
 }
@@ -249,7 +257,7 @@ Status ZooProgram::ResolveColumns() {
     StatusOr<const ZooEntry*> entry = library_->Find(module, name, EntryKind::kColumns);
     if (!entry.ok()) {
       return absl::InvalidArgumentError(
-          StrCat(ModuleFile(module), " registers input_fn but no ", name,
+          StrCat(library_->FileOf(module), " registers input_fn but no ", name,
                  ": seed 002's model files declare the schema of input_fn's outputs with "
                  "feature_columns() and label_columns() (",
                  entry.status().message(), ")"));
@@ -268,7 +276,7 @@ Status ZooProgram::ResolveColumns() {
 }
 
 std::string ZooProgram::Who(const ZooEntry* entry, std::string_view action) const {
-  const std::string where = StrCat(ModuleFile(entry->module), ": ", entry->name);
+  const std::string where = StrCat(library_->FileOf(entry->module), ": ", entry->name);
   return action.empty() ? where : StrCat(where, ": ", action);
 }
 

@@ -208,7 +208,8 @@ class ZooProgram {
 };
 
 namespace zoo_internal {
-// The first lines of an exception's message, without c10's backtrace.
+// The first lines of an exception's message, without c10's backtrace; the
+// whole message of a ZooCodeError.
 std::string ShortWhat(const std::exception& e);
 }  // namespace zoo_internal
 

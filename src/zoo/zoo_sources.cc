@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
 
 #include "common/file.h"
 #include "common/strings.h"
@@ -21,7 +22,11 @@ bool IsIdentifier(std::string_view s) {
   });
 }
 
-// Every directory and the stem of "a/b/c.cc" are identifiers.
+bool IsModuleFile(std::string_view file) {
+  return HasSuffix(file, ".cc") || HasSuffix(file, ".py");
+}
+
+// Every directory and the stem of "a/b/c.cc" (or .py) are identifiers.
 bool IsModulePath(std::string_view relative_path) {
   std::string_view rest = relative_path.substr(0, relative_path.size() - 3);  // drop ".cc"
   while (true) {
@@ -66,6 +71,14 @@ std::vector<std::string> ZooSources::CompiledFiles() const {
   return out;
 }
 
+std::vector<std::string> ZooSources::PythonFiles() const {
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    if (HasSuffix(f, ".py")) out.push_back(f);
+  }
+  return out;
+}
+
 StatusOr<ZooSources> ScanZooSources(const std::string& zoo_dir) {
   std::error_code ec;
   if (!fs::is_directory(zoo_dir, ec)) {
@@ -82,7 +95,10 @@ StatusOr<ZooSources> ScanZooSources(const std::string& zoo_dir) {
       if (it->is_directory(ec)) it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file(ec) || !(HasSuffix(name, ".cc") || HasSuffix(name, ".h"))) continue;
+    if (!it->is_regular_file(ec) ||
+        !(HasSuffix(name, ".cc") || HasSuffix(name, ".h") || HasSuffix(name, ".py"))) {
+      continue;
+    }
     sources.files.push_back(fs::relative(it->path(), sources.dir).string());
   }
   if (ec) {
@@ -90,21 +106,38 @@ StatusOr<ZooSources> ScanZooSources(const std::string& zoo_dir) {
   }
   std::sort(sources.files.begin(), sources.files.end());
 
-  if (sources.CompiledFiles().empty()) {
-    return absl::InvalidArgumentError(StrCat("model zoo ", sources.dir, " has no .cc files"));
+  if (sources.CompiledFiles().empty() && sources.PythonFiles().empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("model zoo ", sources.dir, " has no model files (.cc or .py)"));
   }
-  Sha256 hash;
+  std::map<std::string, std::string> module_files;
+  Sha256 hash, compiled, python;
+  bool any_compiled = false, any_python = false;
   for (const std::string& file : sources.files) {
-    if (HasSuffix(file, ".cc") && !IsModulePath(file)) {
-      return absl::InvalidArgumentError(
-          StrCat("model zoo file ", file,
-                 " cannot be named by a module path: its directories and name (without .cc) "
-                 "must be identifiers"));
+    if (IsModuleFile(file)) {
+      if (!IsModulePath(file)) {
+        return absl::InvalidArgumentError(
+            StrCat("model zoo file ", file,
+                   " cannot be named by a module path: its directories and name (without ",
+                   file.substr(file.size() - 3), ") must be identifiers"));
+      }
+      auto [other, inserted] = module_files.emplace(SourceModule(file), file);
+      if (!inserted) {
+        return absl::InvalidArgumentError(StrCat("model zoo files ", other->second, " and ", file,
+                                                 " define the same module ", other->first,
+                                                 ": a module is one file; rename one of them"));
+      }
     }
     EDL_ASSIGN_OR_RETURN(std::string contents, ReadFileToString(sources.dir + "/" + file));
     // Length-prefixed, so no two different zoos hash the same bytes.
-    hash.Update(StrCat(file.size(), ":", file, contents.size(), ":")).Update(contents);
+    const std::string header = StrCat(file.size(), ":", file, contents.size(), ":");
+    hash.Update(header).Update(contents);
+    const bool is_python = HasSuffix(file, ".py");
+    (is_python ? python : compiled).Update(header).Update(contents);
+    (is_python ? any_python : any_compiled) = true;
   }
+  if (any_compiled) sources.compiled_identity = "sha256:" + compiled.HexDigest();
+  if (any_python) sources.python_identity = "sha256:" + python.HexDigest();
   sources.identity = "sha256:" + hash.HexDigest();
   return sources;
 }

@@ -53,10 +53,45 @@ TEST(ZooSourcesTest, RejectsWhatCannotBeAZoo) {
               HasSubstr("nope is not a directory"));
   Write(dir.File("only.h"), "");
   EXPECT_THAT(std::string(ScanZooSources(dir.path()).status().message()),
-              HasSubstr("has no .cc files"));
+              HasSubstr("has no model files (.cc or .py)"));
   Write(dir.File("my-models/a.cc"), "");
   EXPECT_THAT(std::string(ScanZooSources(dir.path()).status().message()),
               HasSubstr("model zoo file my-models/a.cc cannot be named by a module path"));
+  std::filesystem::remove_all(dir.File("my-models"));
+  Write(dir.File("2fast.py"), "");
+  EXPECT_THAT(std::string(ScanZooSources(dir.path()).status().message()),
+              HasSubstr("model zoo file 2fast.py cannot be named by a module path: its "
+                        "directories and name (without .py) must be identifiers"));
+  std::filesystem::remove(dir.File("2fast.py"));
+  Write(dir.File("mnist/model.cc"), "");
+  Write(dir.File("mnist/model.py"), "");
+  EXPECT_THAT(std::string(ScanZooSources(dir.path()).status().message()),
+              HasSubstr("model zoo files mnist/model.cc and mnist/model.py define the same "
+                        "module mnist.model: a module is one file"));
+}
+
+TEST(ZooSourcesTest, PythonFilesAreSourcesWithAnIdentityOfTheirOwn) {
+  testing::TempDir dir;
+  Write(dir.File("mnist/model.py"), "import torch");
+  auto python_only = ScanZooSources(dir.path());
+  ASSERT_TRUE(python_only.ok()) << python_only.status();
+  EXPECT_EQ(python_only->PythonFiles(), std::vector<std::string>{"mnist/model.py"});
+  EXPECT_TRUE(python_only->CompiledFiles().empty());
+  EXPECT_TRUE(python_only->compiled_identity.empty());
+  EXPECT_THAT(python_only->python_identity, StartsWith("sha256:"));
+
+  Write(dir.File("cc/model.cc"), "int x;");
+  auto mixed = ScanZooSources(dir.path());
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ(mixed->files, (std::vector<std::string>{"cc/model.cc", "mnist/model.py"}));
+  // The zoo's identity covers both; each half's, only its own files.
+  EXPECT_NE(mixed->identity, python_only->identity);
+  EXPECT_EQ(mixed->python_identity, python_only->python_identity);
+  const std::string compiled = mixed->compiled_identity;
+  Write(dir.File("mnist/model.py"), "import torch  # changed");
+  auto changed = ScanZooSources(dir.path());
+  EXPECT_EQ(changed->compiled_identity, compiled);
+  EXPECT_NE(changed->python_identity, mixed->python_identity);
 }
 
 TEST(ZooSourcesTest, Sha256KnownAnswer) {

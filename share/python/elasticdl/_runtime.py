@@ -1,0 +1,360 @@
+"""What ElasticDL's C++ runtime calls to run a zoo's Python entries. Not for model
+files: the entries see only the elasticdl module."""
+import functools
+import importlib
+import inspect
+import os
+import sys
+import traceback
+
+import torch
+
+import elasticdl
+from elasticdl.dataset import Dataset
+
+# The zoo roots whose modules may be imported, newest first.
+_roots = []
+# The elasticdl package's frames (this glue, the Dataset's stages, thin wrappers) and the
+# import machinery's are left out of the tracebacks shown to users.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _hidden(filename):
+    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen importlib")
+
+
+def activate(root):
+    """Makes `root` the zoo that `import` reads: first on sys.path, and the modules
+    imported from another zoo root forgotten (their objects stay alive), so that a
+    process that opens a second zoo gets its modules, not the first's."""
+    if _roots and _roots[0] == root:
+        return
+    others = [r for r in _roots if r != root]
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        search = list(getattr(module, "__path__", None) or [])
+        if any(path.startswith(r + "/") or any(p.startswith(r) for p in search) for r in others):
+            del sys.modules[name]
+    for r in _roots:
+        while r in sys.path:
+            sys.path.remove(r)
+    if root in _roots:
+        _roots.remove(root)
+    _roots.insert(0, root)
+    sys.path.insert(0, root)
+    importlib.invalidate_caches()
+
+
+def import_module(root, module):
+    activate(root)
+    return importlib.import_module(module)
+
+
+def public_names(module):
+    """'name (kind)' of the module's own functions and classes, for messages."""
+    names = []
+    for name, value in vars(module).items():
+        if name.startswith("_") or getattr(value, "__module__", None) != module.__name__:
+            continue
+        if inspect.isclass(value):
+            kind = "model class" if issubclass(value, torch.nn.Module) else "class"
+        elif callable(value):
+            kind = "function"
+        else:
+            continue
+        names.append(f"{name} ({kind})")
+    return sorted(names)
+
+
+def describe_value(value):
+    if inspect.isclass(value):
+        return f"the class {value.__module__}.{value.__qualname__}"
+    if isinstance(value, torch.nn.Module):
+        return f"a {type(value).__name__} instance"
+    return f"a {type(value).__name__}"
+
+
+def _relative(path):
+    for root in _roots:
+        if path.startswith(root + "/"):
+            return path[len(root) + 1:]
+    return path
+
+
+def describe_exception(exc, tb=None):
+    """'Type: message' on the first line, then the traceback (exc's, else tb), with the
+    zoo's files named relative to the zoo and the runtime's own frames left out."""
+    if exc.__traceback__ is None and tb is not None:
+        exc = exc.with_traceback(tb)
+    te = traceback.TracebackException.from_exception(exc)
+    for t in _chain(te):
+        frames = [f for f in t.stack if not _hidden(f.filename)]
+        for f in frames:
+            f.filename = _relative(f.filename)
+        t.stack = traceback.StackSummary.from_list(frames)
+        if t.exc_type is not None and issubclass(t.exc_type, SyntaxError) and t.filename:
+            t.filename = _relative(t.filename)
+    summary = "".join(te.format_exception_only()).strip().splitlines()
+    head = summary[-1] if summary else type(exc).__name__
+    return head + "\n" + "".join(te.format()).rstrip()
+
+
+def _chain(te):
+    seen = set()
+    while te is not None and id(te) not in seen:
+        seen.add(id(te))
+        yield te
+        for linked in (te.__cause__, te.__context__):
+            if linked is not None:
+                yield from _chain(linked)
+        te = None
+
+
+def origin_of(exc):
+    """The record position an exception of a dataset stage was marked with, or None."""
+    return getattr(exc, "_elasticdl_origin", None)
+
+
+# -- models ------------------------------------------------------------------
+
+def make_model(factory, kwargs, where):
+    """The nn.Module of a model entry: a torch.nn.Module subclass constructed with the
+    job's --params as keyword arguments, or a function called with them."""
+    if isinstance(factory, torch.nn.Module):
+        raise TypeError(f"{where} is {describe_value(factory)}: name a torch.nn.Module class "
+                        "or a function that builds one (every worker builds its own, seeded "
+                        "by --seed)")
+    if not callable(factory):
+        raise TypeError(f"{where} is {describe_value(factory)}, not a torch.nn.Module class "
+                        "nor a function that builds one")
+    model = factory(**kwargs)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"{where} returned {describe_value(model)}, expected a torch.nn.Module")
+    return model
+
+
+def mirror(model):
+    """What the C++ worker mirrors of a model: one tuple per submodule (the model first),
+    parents before children: (qualified name, class name, [(name, parameter)],
+    [(name, buffer)], running statistics (None, or (momentum,) with None for a
+    cumulative average), the EmbeddingTable of an elasticdl.nn.Embedding or None).
+    A tensor shared by several modules appears once, under its first name, as in
+    model.named_parameters()."""
+    seen = set()
+    out = []
+    for qualified, module in model.named_modules():
+        params, buffers = [], []
+        for name, p in module.named_parameters(recurse=False):
+            if id(p) not in seen:
+                seen.add(id(p))
+                params.append((name, p))
+        non_persistent = getattr(module, "_non_persistent_buffers_set", set())
+        for name, b in module.named_buffers(recurse=False):
+            if name not in non_persistent and id(b) not in seen:
+                seen.add(id(b))
+                buffers.append((name, b))
+        stats = None
+        if (isinstance(module, torch.nn.modules.batchnorm._NormBase) and
+                module.track_running_stats):
+            stats = (module.momentum,)
+        table = module.table if isinstance(module, elasticdl.nn.Embedding) else None
+        kind = f"{type(module).__module__}.{type(module).__qualname__}"
+        out.append((qualified, kind, params, buffers, stats, table))
+    return out
+
+
+def forward(model, features):
+    """model(features): a dict of one feature as that tensor alone."""
+    arg = next(iter(features.values())) if len(features) == 1 else features
+    out = model(arg)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"forward returned {describe_value(out)}, expected a torch.Tensor of "
+                        "predictions")
+    return out
+
+
+def set_training(model, on):
+    model.train(on)
+
+
+# -- data ----------------------------------------------------------------------
+
+class Records:
+    """The records of a task as dataset_fn receives them: (position, bytes) pairs
+    pulled from the C++ reader. A record file that cannot be read raises
+    elasticdl.DataError."""
+
+    def __init__(self, next_record):
+        self._next = next_record
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self._next()
+        if item is None:
+            raise StopIteration
+        return item
+
+
+def _to_tensor(value, what):
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (bytes, str)) or (isinstance(value, list) and value and
+                                           isinstance(value[0], (bytes, str))):
+        raise TypeError(f"{what} holds bytes: map them to numbers in dataset_fn "
+                        "(elasticdl.hash_bucket, a vocabulary)")
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise TypeError(f"{what} is {describe_value(value)}, not a tensor") from e
+
+
+def _example(element, prediction):
+    """(features dict, labels or None) of one element of a dataset_fn's dataset."""
+    if isinstance(element, tuple) and len(element) == 2:
+        features, labels = element
+    elif prediction and not isinstance(element, tuple):
+        features, labels = element, None
+    else:
+        raise TypeError(
+            "dataset_fn's dataset yielded " + describe_value(element) + (
+                " of " + str(len(element)) + " items" if isinstance(element, tuple) else "") +
+            ": expected (features, labels)" + (", or features alone" if prediction else ""))
+    if isinstance(features, dict):
+        if not features:
+            raise TypeError("dataset_fn's dataset yielded no features (an empty dict)")
+        features = {str(k): _to_tensor(v, f"feature {k!r}") for k, v in features.items()}
+    else:
+        features = {"features": _to_tensor(features, "the features")}
+    if labels is not None:
+        labels = _to_tensor(labels, "the labels")
+    return features, None if prediction else labels
+
+
+def examples(dataset, mode_name):
+    """(origin, features, labels) of each element of a dataset_fn's result; a result
+    that is not a Dataset raises at once."""
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"dataset_fn returned {describe_value(dataset)}: return the "
+                        "elasticdl.Dataset it was given, transformed with map, filter and "
+                        "shuffle")
+    return _examples(dataset, mode_name == "PREDICTION")
+
+
+def _examples(dataset, prediction):
+    for origin, element in dataset._tagged_elements():
+        try:
+            features, labels = _example(element, prediction)
+        except Exception as e:
+            e._elasticdl_origin = origin
+            raise
+        yield origin, features, labels
+
+
+def pipeline(dataset_fn, next_record, mode_name, seed):
+    """dataset_fn(records, mode) over a task's records, as examples(); seed: the task's
+    (None: unseeded)."""
+    records = Dataset(Records(next_record), seed)
+    return examples(dataset_fn(records, elasticdl.Mode[mode_name]), mode_name)
+
+
+def input_pipeline(default_input, next_record, mode_name, seed):
+    """A model class's default_input(record, mode), one record to one example."""
+    mode = elasticdl.Mode[mode_name]
+    records = Dataset(Records(next_record), seed)
+    return examples(records.map(lambda record: default_input(record, mode)), mode_name)
+
+
+# -- optimizers and metrics ----------------------------------------------------
+
+def describe_optimizer(value, where="optimizer()"):
+    """(class name, {argument: value}) of an optimizer factory: a
+    functools.partial of a torch.optim (or elasticdl.optim) class, or the class
+    itself; every argument of the class's constructor but `params`, with its default
+    unless given."""
+    cls, args, kwargs = value, (), {}
+    if isinstance(value, functools.partial):
+        cls, args, kwargs = value.func, value.args, dict(value.keywords)
+    if not inspect.isclass(cls) or not (issubclass(cls, torch.optim.Optimizer) or
+                                        cls is elasticdl.optim.Ftrl):
+        raise TypeError(f"{where} returned {describe_value(value)}: expected a factory of a "
+                        "torch.optim optimizer, e.g. functools.partial(torch.optim.SGD, lr=0.1)")
+    if args:
+        raise TypeError(f"{where}: functools.partial({cls.__name__}, ...) has positional "
+                        "arguments; give the optimizer's arguments by keyword "
+                        f"(functools.partial(torch.optim.{cls.__name__}, lr=...))")
+    signature = inspect.signature(cls)
+    parameters = [p for p in signature.parameters.values() if p.name != "params"]
+    unknown = sorted(set(kwargs) - {p.name for p in parameters})
+    if unknown:
+        raise TypeError(f"{where}: torch.optim.{cls.__name__} has no argument "
+                        f"{unknown[0]!r}")
+    out = {}
+    for p in parameters:
+        if p.name in kwargs:
+            out[p.name] = kwargs[p.name]
+        elif p.default is not p.empty:
+            out[p.name] = p.default
+        elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        else:
+            raise TypeError(f"{where}: torch.optim.{cls.__name__} needs {p.name!r}: "
+                            f"functools.partial(torch.optim.{cls.__name__}, {p.name}=...)")
+    for name, v in list(out.items()):
+        if isinstance(v, torch.Tensor):
+            out[name] = v.tolist()
+        elif hasattr(v, "__float__") and not isinstance(v, (bool, int, float)):
+            out[name] = float(v)
+    return cls.__name__, out
+
+
+def metric_kind(value):
+    """('auc', num_thresholds), ('accuracy', 0), ... for a built-in metric; ('mean', 0)
+    for a per-example function."""
+    builtin = getattr(value, "_elasticdl_metric", None)
+    if builtin is not None and not inspect.isclass(value):
+        return builtin()
+    if inspect.isclass(value) and issubclass(value, elasticdl.metrics._Builtin):
+        return value()._elasticdl_metric()
+    if callable(value):
+        return ("mean", 0)
+    raise TypeError(f"is {describe_value(value)}: a metric is a function of (labels, "
+                    "predictions) giving one value per example, or an elasticdl.metrics one")
+
+
+def metrics_of(value):
+    """(name, kind, num_thresholds, metric) of each metric eval_metrics_fn returned."""
+    if not isinstance(value, dict):
+        raise TypeError(f"returned {describe_value(value)}, expected a dict of {{name: metric}}")
+    out = []
+    for name, metric in value.items():
+        try:
+            kind, thresholds = metric_kind(metric)
+        except TypeError as e:
+            raise TypeError(f"metric {name!r} {e}") from None
+        out.append((str(name), kind, thresholds, metric))
+    return out
+
+
+def metric_values(fn, labels, predictions):
+    values = fn(labels, predictions)
+    if not isinstance(values, torch.Tensor):
+        values = torch.as_tensor(values)
+    return values
+
+
+def loss(fn, labels, predictions):
+    value = fn(labels, predictions)
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"returned {describe_value(value)}, expected a torch.Tensor holding one "
+                        "floating-point value")
+    return value
+
+
+def call_returning(fn, kinds, what):
+    """fn(), which must return one of `kinds`."""
+    value = fn()
+    if not isinstance(value, kinds):
+        raise TypeError(f"returned {describe_value(value)}, expected {what}")
+    return value

@@ -5,6 +5,7 @@
 
 #include "cli/data_command.h"
 #include "cli/experiment_command.h"
+#include "cli/export_command.h"
 #include "cli/job_commands.h"
 #include "cli/role_commands.h"
 #include "cli/zoo_command.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   elasticdl::cli::AddJobCommands(&app, &exit_code);
   elasticdl::cli::AddDataCommand(&app, &exit_code);
   elasticdl::cli::AddExperimentCommand(&app, &exit_code);
+  elasticdl::cli::AddExportCommand(&app, &exit_code);
   elasticdl::cli::AddRoleCommands(&app, &exit_code);
   elasticdl::cli::AddZooCommand(&app, &exit_code);
   CLI11_PARSE(app, argc, argv);

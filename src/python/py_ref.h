@@ -5,7 +5,10 @@
 #ifndef ELASTICDL_PYTHON_PY_REF_H_
 #define ELASTICDL_PYTHON_PY_REF_H_
 
-#include <pybind11/pybind11.h>
+// pybind11 with LibTorch's casters (torch.Tensor <-> at::Tensor): every unit
+// that casts tensors must see them, or it instantiates pybind11's generic
+// caster for at::Tensor under the same name.
+#include <torch/csrc/utils/pybind.h>
 
 #include <memory>
 #include <utility>

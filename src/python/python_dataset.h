@@ -10,7 +10,7 @@
 #ifndef ELASTICDL_PYTHON_PYTHON_DATASET_H_
 #define ELASTICDL_PYTHON_PYTHON_DATASET_H_
 
-#include <pybind11/pybind11.h>
+#include <torch/csrc/utils/pybind.h>  // pybind11 with LibTorch's tensor casters
 
 #include "elasticdl/data/dataset.h"
 #include "elasticdl/zoo/model.h"

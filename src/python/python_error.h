@@ -4,7 +4,7 @@
 #ifndef ELASTICDL_PYTHON_PYTHON_ERROR_H_
 #define ELASTICDL_PYTHON_PYTHON_ERROR_H_
 
-#include <pybind11/pybind11.h>
+#include <torch/csrc/utils/pybind.h>  // pybind11 with LibTorch's tensor casters
 
 #include <string>
 

@@ -11,7 +11,7 @@
 #ifndef ELASTICDL_PYTHON_PYTHON_MODEL_H_
 #define ELASTICDL_PYTHON_PYTHON_MODEL_H_
 
-#include <pybind11/pybind11.h>
+#include <torch/csrc/utils/pybind.h>  // pybind11 with LibTorch's tensor casters
 
 #include <memory>
 

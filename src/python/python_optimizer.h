@@ -6,7 +6,7 @@
 #ifndef ELASTICDL_PYTHON_PYTHON_OPTIMIZER_H_
 #define ELASTICDL_PYTHON_PYTHON_OPTIMIZER_H_
 
-#include <pybind11/pybind11.h>
+#include <torch/csrc/utils/pybind.h>  // pybind11 with LibTorch's tensor casters
 
 #include <string>
 

@@ -8,6 +8,7 @@ import sys
 import traceback
 
 import torch
+from torch.optim.optimizer import required as _REQUIRED  # SGD's lr=<required parameter>
 
 import elasticdl
 from elasticdl.dataset import Dataset
@@ -294,7 +295,7 @@ def describe_optimizer(value, where="optimizer()"):
     for p in parameters:
         if p.name in kwargs:
             out[p.name] = kwargs[p.name]
-        elif p.default is not p.empty:
+        elif p.default is not p.empty and p.default is not _REQUIRED:
             out[p.name] = p.default
         elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
@@ -358,3 +359,35 @@ def call_returning(fn, kinds, what):
     if not isinstance(value, kinds):
         raise TypeError(f"returned {describe_value(value)}, expected {what}")
     return value
+
+
+# -- export --------------------------------------------------------------------
+
+def forward_argument(features):
+    """What forward receives for a batch's features: a dict of one feature as that tensor
+    alone."""
+    return next(iter(features.values())) if len(features) == 1 else dict(features)
+
+
+def to_torchscript(model, example, path):
+    """Writes `model` (in eval mode) to `path` as TorchScript: torch.jit.script, or
+    torch.jit.trace on `example` (forward's argument for a batch; None: none) where
+    scripting fails. Returns (method, why scripting failed, or "")."""
+    model.eval()
+    why = ""
+    try:
+        module = torch.jit.script(model)
+        method = "torch.jit.script"
+    except Exception as e:  # scripting fails in many ways (unsupported Python, types)
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if example is None:
+            raise RuntimeError(
+                f"torch.jit.script failed ({why}); give --data=FILE, a record file of the "
+                "model's input, to trace the model on its first records instead") from None
+        with torch.no_grad():
+            module = torch.jit.trace(model, (example,), strict=False)
+        method = "torch.jit.trace"
+    partial = path + ".partial"
+    module.save(partial)
+    os.replace(partial, path)
+    return method, why

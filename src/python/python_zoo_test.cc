@@ -1,0 +1,581 @@
+// A zoo's Python files through ZooProgram, in this process's embedded
+// interpreter: what the worker and the client do with them.
+#include "python/python_zoo.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "data/example_wire.h"
+#include "data/process_map.h"
+#include "python/interpreter.h"
+#include "python/python_model.h"
+#include "testing/temp_dir.h"
+#include "zoo/embedding_spec.h"
+#include "zoo/mirrored_module.h"
+#include "zoo/zoo_program.h"
+
+namespace elasticdl::python {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// The seed's model file, small: a model with BatchNorm and Dropout, a
+// dataset_fn that parses and shuffles, and the other entries.
+constexpr char kSeedFile[] = R"(
+import functools
+import torch
+from torch import nn
+import elasticdl
+from elasticdl import Mode
+
+def custom_model(width=4):
+    return nn.Sequential(nn.Linear(4, width), nn.BatchNorm1d(width, momentum=0.3),
+                         nn.ReLU(), nn.Dropout(0.5), nn.Linear(width, 3))
+
+def dataset_fn(dataset, mode):
+    def _parse(record):
+        spec = {"x": elasticdl.FixedLenFeature([4], torch.float32)}
+        if mode != Mode.PREDICTION:
+            spec["label"] = elasticdl.FixedLenFeature([1], torch.int64)
+        r = elasticdl.parse_example(record, spec)
+        if mode == Mode.PREDICTION:
+            return {"x": r["x"]}
+        return {"x": r["x"]}, r["label"]
+    dataset = dataset.map(_parse)
+    return dataset if mode == Mode.PREDICTION else dataset.shuffle(4)
+
+def with_noise(dataset, mode):
+    return dataset_fn(dataset, mode).map(
+        lambda e, generator: ({"x": e[0]["x"] + torch.rand(4, generator=generator)}, e[1]))
+
+def odd_labels_only(dataset, mode):
+    return dataset_fn(dataset, mode).filter(lambda e: int(e[1]) % 2 == 1)
+
+def loss(labels, predictions):
+    return nn.functional.cross_entropy(predictions, labels.flatten())
+
+def optimizer():
+    return functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9, nesterov=True)
+
+def eval_metrics_fn():
+    return {"accuracy": lambda labels, predictions: predictions.argmax(1) == labels.flatten(),
+            "builtin_accuracy": elasticdl.metrics.Accuracy()}
+)";
+
+void Write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+Record MakeRecord(const std::vector<float>& x, int64_t label, uint64_t index = 0) {
+  Record r;
+  example::ExampleEncoder e(&r.data);
+  e.AddFloats("x", x);
+  if (label >= 0) e.AddInt64("label", label);
+  e.Finish();
+  r.file = std::make_shared<const std::string>("data.recordio");
+  r.index = index;
+  return r;
+}
+
+std::vector<Record> Records(int n) {
+  std::vector<Record> records;
+  for (int i = 0; i < n; ++i) {
+    records.push_back(MakeRecord({float(i), 1, 2, 3}, i % 3, static_cast<uint64_t>(i)));
+  }
+  return records;
+}
+
+class PythonZooTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Write(zoo_.File("seed/model.py"), kSeedFile); }
+
+  std::shared_ptr<ZooLibrary> Open() {
+    auto library = OpenZoo("", zoo_.path());
+    EXPECT_TRUE(library.ok()) << library.status();
+    return library.ok() ? *library : nullptr;
+  }
+
+  StatusOr<ZooProgram> Resolve(const std::string& model_def, const std::string& params = "",
+                               ZooProgramNames names = {}) {
+    names.model_def = model_def;
+    return ZooProgram::Resolve(Open(), names, params);
+  }
+
+  // The examples of the program's dataset_fn over `records`, with a seed.
+  static std::vector<Example> Run(const ZooProgram& program, std::vector<Record> records, Mode mode,
+                                  uint64_t seed) {
+    auto dataset =
+        program.MakeDataset(Dataset<Record>::FromVector(std::move(records)).with_seed(seed), mode);
+    EXPECT_TRUE(dataset.ok()) << dataset.status();
+    std::vector<Example> out;
+    while (true) {
+      StatusOr<std::optional<Example>> next = dataset->Next();
+      EXPECT_TRUE(next.ok()) << next.status();
+      if (!next.ok() || !next->has_value()) return out;
+      out.push_back(std::move(**next));
+    }
+  }
+
+  testing::TempDir zoo_;
+};
+
+TEST_F(PythonZooTest, RunsTheModelFilesEntriesAsTheWorkerDoes) {
+  StatusOr<ZooProgram> program = Resolve("seed.model.custom_model", "width=5");
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->resolved().dataset_fn, "seed.model.dataset_fn");
+  EXPECT_EQ(program->resolved().eval_metrics_fn, "seed.model.eval_metrics_fn");
+  EXPECT_EQ(program->EntryLocation(EntryKind::kLoss), "seed/model.py: loss");
+
+  StatusOr<std::shared_ptr<Model>> made = program->MakeModel();
+  ASSERT_TRUE(made.ok()) << made.status();
+  Model& model = **made;
+  // The state_dict's names, the same tensors.
+  std::vector<std::string> names;
+  for (const auto& p : model.named_parameters()) names.push_back(p.key());
+  EXPECT_THAT(names, ElementsAre("0.weight", "0.bias", "1.weight", "1.bias", "4.weight", "4.bias"));
+  EXPECT_EQ(model.named_parameters()["1.weight"].size(0), 5);  // --params width=5
+  std::vector<std::string> buffers;
+  for (const auto& b : model.named_buffers()) buffers.push_back(b.key());
+  EXPECT_THAT(buffers, ElementsAre("1.running_mean", "1.running_var", "1.num_batches_tracked"));
+  auto* norm = model.named_children()["1"]->as<MirroredModule>();
+  ASSERT_NE(norm, nullptr);
+  ASSERT_TRUE(norm->running_stats.has_value());
+  EXPECT_DOUBLE_EQ(*norm->running_stats->momentum, 0.3);
+  EXPECT_FALSE(model.named_children()["0"]->as<MirroredModule>()->running_stats.has_value());
+
+  auto batches = program->MakeBatches(Dataset<Record>::FromVector(Records(10)).with_seed(1),
+                                      Mode::TRAINING, 4);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  StatusOr<std::optional<Example>> batch = batches->Next();
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_TRUE(batch->has_value());
+  EXPECT_EQ((**batch).features.at("x").sizes(), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ((**batch).origins.size(), 4u);
+
+  // Forward in training mode moves the running mean (a Python buffer, seen here);
+  // backward from C++ fills the gradients of the same tensors.
+  torch::Tensor mean_before = model.named_buffers()["1.running_mean"].clone();
+  StatusOr<torch::Tensor> out = program->Forward(model, (**batch).features, true);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->sizes(), (std::vector<int64_t>{4, 3}));
+  EXPECT_FALSE(torch::equal(mean_before, model.named_buffers()["1.running_mean"]));
+  StatusOr<torch::Tensor> loss = program->Loss((**batch).labels, *out);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  loss->backward();
+  EXPECT_TRUE(model.named_parameters()["4.weight"].grad().defined());
+  // Values written into the C++ tensors are the Python module's.
+  {
+    torch::NoGradGuard no_grad;
+    model.named_parameters()["0.bias"].fill_(0.5);
+  }
+  auto* python_model = dynamic_cast<PythonModel*>(&model);
+  ASSERT_NE(python_model, nullptr);
+  {
+    pybind11::gil_scoped_acquire gil;
+    pybind11::object bias = python_model->module().get().attr("__getitem__")(0).attr("bias");
+    EXPECT_TRUE(torch::all(bias.cast<torch::Tensor>() == 0.5).item<bool>());
+  }
+
+  StatusOr<OptimizerSpec> optimizer = program->Optimizer();
+  ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+  EXPECT_EQ(DescribeOptimizer(*optimizer), "SGD(lr=0.1, momentum=0.9, nesterov=true)");
+
+  auto metrics = program->MakeMetrics();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_EQ(metrics->size(), 2u);
+  ASSERT_TRUE(
+      program
+          ->UpdateMetrics(*metrics, torch::tensor({0, 1}), torch::tensor({{2.0, 1.0}, {3.0, 0.0}}))
+          .ok());
+  MetricState accuracy = metrics->at("accuracy")->state();
+  EXPECT_EQ(accuracy.values, (std::vector<double>{1, 2}));
+  EXPECT_EQ(metrics->at("builtin_accuracy")->state().values, accuracy.values);
+}
+
+TEST_F(PythonZooTest, PipelinesAreSeededPerTaskAndNameTheirRecords) {
+  StatusOr<ZooProgram> program = Resolve("seed.model.custom_model");
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto order = [](const std::vector<Example>& examples) {
+    std::vector<uint64_t> indices;
+    for (const Example& e : examples) indices.push_back(e.origins.at(0).index);
+    return indices;
+  };
+  // The same seed, the same order (a task's every attempt); another, another.
+  const auto first = order(Run(*program, Records(12), Mode::TRAINING, 7));
+  EXPECT_EQ(first.size(), 12u);
+  EXPECT_EQ(order(Run(*program, Records(12), Mode::TRAINING, 7)), first);
+  EXPECT_NE(order(Run(*program, Records(12), Mode::TRAINING, 8)), first);
+  // Prediction keeps the records' order and yields no labels.
+  std::vector<Example> predicted = Run(*program, Records(5), Mode::PREDICTION, 7);
+  EXPECT_THAT(order(predicted), ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_FALSE(predicted[0].labels.defined());
+
+  // A map function of (element, generator) draws from a generator seeded by the
+  // pipeline and the element: the same noise for the same seed.
+  ZooProgramNames noisy;
+  noisy.dataset_fn = "with_noise";
+  StatusOr<ZooProgram> with_noise = Resolve("seed.model.custom_model", "", noisy);
+  ASSERT_TRUE(with_noise.ok()) << with_noise.status();
+  const auto a = Run(*with_noise, Records(6), Mode::TRAINING, 3);
+  const auto b = Run(*with_noise, Records(6), Mode::TRAINING, 3);
+  const auto c = Run(*with_noise, Records(6), Mode::TRAINING, 4);
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_TRUE(torch::equal(a[0].features.at("x"), b[0].features.at("x")));
+  EXPECT_FALSE(torch::equal(a[0].features.at("x"), c[0].features.at("x")));
+
+  ZooProgramNames filtered;
+  filtered.dataset_fn = "odd_labels_only";
+  StatusOr<ZooProgram> odd = Resolve("seed.model.custom_model", "", filtered);
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  for (const Example& e : Run(*odd, Records(9), Mode::TRAINING, 1)) {
+    EXPECT_EQ(e.labels.item<int64_t>(), 1);
+  }
+
+  // A record that does not parse: its file and index, the exception and the line.
+  std::vector<Record> records = Records(3);
+  records.push_back(MakeRecord({1, 2}, 0, 3));  // 2 values where 4 are due
+  auto dataset = program->MakeDataset(Dataset<Record>::FromVector(records), Mode::EVALUATION);
+  ASSERT_TRUE(dataset.ok());
+  Status failed;
+  while (failed.ok()) {
+    StatusOr<std::optional<Example>> next = dataset->Next();
+    failed = next.status();
+    if (next.ok() && !next->has_value()) break;
+  }
+  EXPECT_THAT(std::string(failed.message()),
+              StartsWith("data.recordio: record 3: ValueError: feature 'x'"));
+  EXPECT_THAT(std::string(failed.message()), HasSubstr("File \"seed/model.py\", line "));
+  EXPECT_THAT(std::string(failed.message()), HasSubstr("in _parse"));
+}
+
+// A record source that fails as a damaged file does.
+class DamagedSource final : public internal::Source<Record> {
+ public:
+  StatusOr<std::optional<Record>> Next() override {
+    if (served_++ == 0) return std::optional<Record>(MakeRecord({1, 2, 3, 4}, 0));
+    return absl::DataLossError("data.recordio: chunk 0: checksum mismatch");
+  }
+
+ private:
+  int served_ = 0;
+};
+
+TEST_F(PythonZooTest, DamagedRecordsAreTheDatasFaultNotTheModelFiles) {
+  StatusOr<ZooProgram> program = Resolve("seed.model.custom_model");
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto dataset =
+      program->MakeDataset(Dataset<Record>(std::make_shared<DamagedSource>()), Mode::PREDICTION);
+  ASSERT_TRUE(dataset.ok());
+  ASSERT_TRUE(dataset->Next().ok());
+  StatusOr<std::optional<Example>> next = dataset->Next();
+  EXPECT_EQ(next.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(next.status().message(), "data.recordio: chunk 0: checksum mismatch");
+}
+
+TEST_F(PythonZooTest, OptimizersArePyTorchsIdiom) {
+  Write(zoo_.File("opt/choices.py"), R"(
+import functools
+import torch
+import elasticdl
+def model(): return torch.nn.Linear(2, 1)
+def adam(): return functools.partial(torch.optim.Adam, lr=0.01, betas=(0.5, 0.9), amsgrad=True)
+def adagrad(): return functools.partial(torch.optim.Adagrad, lr=0.2, foreach=True)
+def rmsprop(): return functools.partial(torch.optim.RMSprop, lr=0.01, centered=True)
+def adam_class(): return torch.optim.Adam
+def sgd_without_lr(): return torch.optim.SGD
+def maximize(): return functools.partial(torch.optim.SGD, lr=0.1, maximize=True)
+def adamw(): return functools.partial(torch.optim.AdamW, lr=0.1)
+def positional(): return functools.partial(torch.optim.SGD, None, 0.1)
+def typo(): return functools.partial(torch.optim.SGD, lr=0.1, momentun=0.9)
+def string_lr(): return functools.partial(torch.optim.SGD, lr="0.1")
+def ftrl(): return functools.partial(elasticdl.optim.Ftrl, lr=0.1)
+def not_an_optimizer(): return 0.1
+)");
+  auto optimizer = [&](const std::string& name) -> StatusOr<std::string> {
+    ZooProgramNames names;
+    names.optimizer = name;
+    names.loss = "seed.model.loss";
+    names.dataset_fn = "seed.model.dataset_fn";
+    EDL_ASSIGN_OR_RETURN(ZooProgram program, Resolve("opt.choices.model", "", names));
+    EDL_ASSIGN_OR_RETURN(OptimizerSpec spec, program.Optimizer());
+    return DescribeOptimizer(spec);
+  };
+  EXPECT_EQ(*optimizer("adam"), "Adam(lr=0.01, beta1=0.5, beta2=0.9, amsgrad=true)");
+  EXPECT_THAT(*optimizer("adagrad"), StartsWith("Adagrad(lr=0.2"));
+  EXPECT_THAT(*optimizer("rmsprop"), HasSubstr("centered=true"));
+  EXPECT_EQ(*optimizer("adam_class"), "Adam(lr=0.001)");
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {"sgd_without_lr",
+       "opt/choices.py: sgd_without_lr threw: TypeError: optimizer(): "
+       "torch.optim.SGD needs 'lr': functools.partial(torch.optim.SGD, lr=...)"},
+      {"maximize",
+       "opt/choices.py: maximize threw: torch.optim.SGD(maximize=True): the "
+       "parameter servers cannot apply 'maximize'"},
+      {"adamw",
+       "opt/choices.py: adamw threw: torch.optim.AdamW: the parameter servers apply "
+       "torch.optim.SGD, Adam, Adagrad and RMSprop"},
+      {"positional", "give the optimizer's arguments by keyword"},
+      {"typo", "torch.optim.SGD has no argument 'momentun'"},
+      {"string_lr", "torch.optim.SGD(lr='0.1'): expected a number"},
+      {"ftrl", "elasticdl.optim.Ftrl updates embedding tables only"},
+      {"not_an_optimizer",
+       "optimizer() returned a float: expected a factory of a torch.optim "
+       "optimizer"},
+  };
+  for (const auto& [name, message] : errors) {
+    StatusOr<std::string> got = optimizer(name);
+    EXPECT_THAT(std::string(got.status().message()), HasSubstr(message)) << name;
+  }
+}
+
+TEST_F(PythonZooTest, BadFilesAndEntriesAreNamedWithTheirTraceback) {
+  Write(zoo_.File("bad/syntax.py"), "import torch\ndef custom_model(:\n    pass\n");
+  Write(zoo_.File("bad/imports.py"), "import torch\nimport no_such_module\n");
+  Write(zoo_.File("bad/entries.py"), R"(
+import torch
+instance = torch.nn.Linear(2, 1)
+number = 3
+class NotAModule:
+    pass
+def returns_a_number():
+    return 3
+def throws():
+    raise ValueError("cannot build it")
+def dataset_fn(dataset, mode):
+    return [1, 2]
+)");
+  auto resolve_error = [&](const std::string& model_def) {
+    StatusOr<ZooProgram> program = Resolve(model_def);
+    return program.ok() ? std::string("resolved") : std::string(program.status().message());
+  };
+  EXPECT_THAT(resolve_error("bad.syntax.custom_model"),
+              StartsWith("--model_def: bad/syntax.py cannot be imported: SyntaxError: invalid "
+                         "syntax"));
+  EXPECT_THAT(resolve_error("bad.syntax.custom_model"),
+              HasSubstr("File \"bad/syntax.py\", line 2"));
+  EXPECT_THAT(resolve_error("bad.imports.model"),
+              StartsWith("--model_def: bad/imports.py cannot be imported: ModuleNotFoundError: "
+                         "No module named 'no_such_module'"));
+  EXPECT_THAT(resolve_error("bad.imports.model"),
+              HasSubstr("File \"bad/imports.py\", line 2, in <module>"));
+  EXPECT_THAT(resolve_error("seed.model.custom_modle"),
+              StartsWith("--model_def: seed/model.py has no entry 'custom_modle'; entries: "
+                         "custom_model (function), dataset_fn (function)"));
+  EXPECT_THAT(resolve_error("seed.nope.model"),
+              HasSubstr("model zoo has no file seed/nope.cc or seed/nope.py"));
+  EXPECT_THAT(resolve_error("bad.entries.instance"),
+              HasSubstr("bad/entries.py: 'instance' is a Linear instance: name a torch.nn.Module "
+                        "class or a function that builds one"));
+  EXPECT_THAT(resolve_error("bad.entries.number"),
+              HasSubstr("'number' is a int, not a torch.nn.Module subclass nor a function"));
+  EXPECT_THAT(resolve_error("bad.entries.NotAModule"),
+              HasSubstr("is the class bad.entries.NotAModule, not a torch.nn.Module subclass"));
+
+  ZooProgramNames names;
+  names.dataset_fn = "seed.model.dataset_fn";
+  names.loss = "seed.model.loss";
+  names.optimizer = "seed.model.optimizer";
+  auto make_error = [&](const std::string& model_def) {
+    StatusOr<ZooProgram> program = Resolve(model_def, "", names);
+    if (!program.ok()) return std::string(program.status().message());
+    return std::string(program->MakeModel().status().message());
+  };
+  EXPECT_THAT(make_error("bad.entries.returns_a_number"),
+              StartsWith("bad/entries.py: returns_a_number threw: TypeError: returns_a_number "
+                         "returned a int, expected a torch.nn.Module"));
+  const std::string threw = make_error("bad.entries.throws");
+  EXPECT_THAT(threw, StartsWith("bad/entries.py: throws threw: ValueError: cannot build it\n"
+                                "Traceback (most recent call last):\n"));
+  EXPECT_THAT(threw, HasSubstr("File \"bad/entries.py\", line 10, in throws"));
+  // An unknown keyword of --params: Python's own message.
+  EXPECT_THAT(
+      std::string(Resolve("seed.model.custom_model", "depth=3")->MakeModel().status().message()),
+      HasSubstr("custom_model() got an unexpected keyword argument 'depth'"));
+
+  names.dataset_fn = "bad.entries.dataset_fn";
+  StatusOr<ZooProgram> program = Resolve("seed.model.custom_model", "", names);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto dataset = program->MakeDataset(Dataset<Record>::FromVector(Records(2)), Mode::TRAINING);
+  EXPECT_THAT(std::string(dataset.status().message()),
+              HasSubstr("bad/entries.py: dataset_fn threw: TypeError: dataset_fn returned a list: "
+                        "return the elasticdl.Dataset it was given"));
+}
+
+TEST_F(PythonZooTest, ModelClassesCarryDefaultsAndTakeParamsAsKeywords) {
+  Write(zoo_.File("defaults/classy.py"), R"(
+import functools
+import torch
+import elasticdl
+from elasticdl import Mode
+
+class Regressor(torch.nn.Module):
+    def __init__(self, hidden_units=(8,), learning_rate=0.1):
+        super().__init__()
+        self.hidden_units = list(hidden_units)
+        self.learning_rate = learning_rate
+        layers, width = [], 4
+        for units in hidden_units:
+            layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
+            width = units
+        self.layers = torch.nn.Sequential(*layers, torch.nn.Linear(width, 1))
+
+    def forward(self, x):
+        return self.layers(x)
+
+    @staticmethod
+    def default_loss(labels, predictions):
+        return torch.nn.functional.mse_loss(predictions.flatten(), labels.flatten().float())
+
+    @staticmethod
+    def default_optimizer():
+        return functools.partial(torch.optim.Adam, lr=1e-3)
+
+    @staticmethod
+    def default_input(record, mode):
+        r = elasticdl.parse_example(record, {"x": elasticdl.FixedLenFeature([4], torch.float32),
+                                             "label": elasticdl.FixedLenFeature([1], torch.int64)})
+        return {"x": r["x"]} if mode == Mode.PREDICTION else ({"x": r["x"]}, r["label"])
+
+    @staticmethod
+    def default_eval_metrics():
+        return {"mse": elasticdl.metrics.MeanSquaredError()}
+
+def doubled_input(dataset, mode):
+    return dataset.map(lambda r: Regressor.default_input(r, mode)).map(
+        lambda e: ({"x": e[0]["x"] * 2}, e[1]))
+)");
+  StatusOr<ZooProgram> program =
+      Resolve("defaults.classy.Regressor", "hidden_units=[10, 100, 20, 5], learning_rate=0.01");
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->resolved().dataset_fn, "defaults.classy.Regressor.default_input");
+  EXPECT_EQ(program->resolved().loss, "defaults.classy.Regressor.default_loss");
+  EXPECT_EQ(program->resolved().optimizer, "defaults.classy.Regressor.default_optimizer");
+  EXPECT_EQ(program->resolved().eval_metrics_fn, "defaults.classy.Regressor.default_eval_metrics");
+  EXPECT_EQ(DescribeOptimizer(*program->Optimizer()), "Adam(lr=0.001)");
+  StatusOr<std::shared_ptr<Model>> model = program->MakeModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((**model).named_parameters()["layers.6.weight"].sizes(), (std::vector<int64_t>{5, 20}));
+  EXPECT_EQ(Run(*program, Records(3), Mode::TRAINING, 1).at(0).features.at("x")[1].item<float>(),
+            1.0f);
+
+  // --input_fn wins over default_input.
+  ZooProgramNames names;
+  names.dataset_fn = "doubled_input";
+  StatusOr<ZooProgram> doubled = Resolve("defaults.classy.Regressor", "", names);
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  EXPECT_EQ(doubled->resolved().dataset_fn, "defaults.classy.doubled_input");
+  EXPECT_EQ(Run(*doubled, Records(3), Mode::TRAINING, 1).at(0).features.at("x")[1].item<float>(),
+            2.0f);
+}
+
+TEST_F(PythonZooTest, EmbeddingTablesAreTheWorkersOwn) {
+  Write(zoo_.File("ctr/tables.py"), R"(
+import functools
+import torch
+import elasticdl
+
+class Ctr(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ids = elasticdl.nn.Embedding(
+            "features", 4, initializer=("normal", 0, 0.01), combiner="mean", num_rows=100,
+            optimizer=functools.partial(elasticdl.optim.Ftrl, lr=0.05, l1=1.0))
+        self.dense = torch.nn.Linear(4, 1)
+
+    def forward(self, ids):
+        return self.dense(self.ids(ids))
+
+class BadTable(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ids = elasticdl.nn.Embedding("t", 4, initializer=("gaussian", 0, 1))
+)");
+  ZooProgramNames names;
+  names.dataset_fn = "seed.model.dataset_fn";
+  names.loss = "seed.model.loss";
+  names.optimizer = "seed.model.optimizer";
+  StatusOr<ZooProgram> program = Resolve("ctr.tables.Ctr", "", names);
+  ASSERT_TRUE(program.ok()) << program.status();
+  StatusOr<std::shared_ptr<Model>> model = program->MakeModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  StatusOr<std::vector<EmbeddingImpl*>> tables = EmbeddingsOf(**model);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  ASSERT_EQ(tables->size(), 1u);
+  const EmbeddingOptions& options = (*tables)[0]->options();
+  EXPECT_EQ(options.name(), "features");
+  EXPECT_EQ(options.dim(), 4);
+  EXPECT_EQ(options.num_rows(), 100);
+  EXPECT_EQ(options.combiner(), Combiner::kMean);
+  ASSERT_TRUE(options.optimizer().has_value());
+  EXPECT_DOUBLE_EQ(std::get<FtrlOptions>(*options.optimizer()).l1, 1.0);
+  proto::EmbeddingTableSpec spec = TableSpecOf(options, 1);
+  EXPECT_EQ(spec.initializer().kind(), proto::EmbeddingInitializer::NORMAL);
+  // Only the dense layer's tensors are parameters; the rows live on servers.
+  std::vector<std::string> names_seen;
+  for (const auto& p : (**model).named_parameters()) names_seen.push_back(p.key());
+  EXPECT_THAT(names_seen, ElementsAre("dense.weight", "dense.bias"));
+  // The worker's training flag reaches the table.
+  (**model).train(false);
+  EXPECT_FALSE((*tables)[0]->is_training());
+
+  // Without servers (here) a lookup says where the rows are.
+  StatusOr<torch::Tensor> out =
+      program->Forward(**model, {{"ids", torch::zeros({2, 3}, torch::kInt64)}}, false);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("Embedding 'features' has no rows here: its table lives on the parameter "
+                        "servers of a job"));
+
+  StatusOr<ZooProgram> bad = Resolve("ctr.tables.BadTable", "", names);
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_THAT(std::string(bad->MakeModel().status().message()),
+              HasSubstr("ValueError: Embedding 't': initializer ('gaussian', 0, 1), expected"));
+}
+
+// Forked data loaders (process maps) in a process with Python: a child keeps
+// only the forking thread and runs C++ alone, even while another thread
+// holds the GIL and runs Python.
+TEST_F(PythonZooTest, ProcessMapsForkBesidePython) {
+  StatusOr<ZooProgram> program = Resolve("seed.model.custom_model");
+  ASSERT_TRUE(program.ok()) << program.status();
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop) {
+      pybind11::gil_scoped_acquire gil;
+      pybind11::module_::import("builtins")
+          .attr("sum")(pybind11::module_::import("builtins").attr("range")(100000));
+    }
+  });
+  ProcessMapOptions options;
+  options.processes = 2;
+  auto source = MakeProcessMapSource(
+      Dataset<Record>::FromVector(Records(40)).source(),
+      [](Record record, uint64_t position) -> StatusOr<Example> {
+        Example e;
+        e.features["x"] = torch::full({1}, static_cast<double>(position));
+        return e;
+      },
+      options);
+  int n = 0;
+  while (true) {
+    StatusOr<std::optional<Example>> next = source->Next();
+    ASSERT_TRUE(next.ok()) << next.status();
+    if (!next->has_value()) break;
+    EXPECT_EQ((**next).features.at("x").item<double>(), n);
+    ++n;
+  }
+  stop = true;
+  busy.join();
+  EXPECT_EQ(n, 40);
+}
+
+}  // namespace
+}  // namespace elasticdl::python

@@ -92,7 +92,8 @@ def is_process_of(pid, role, job_dir):
     return pid in job_test.job_processes(job_dir) and role in argv[1:2]
 
 
-class ChaosTest(ExactJobCase):
+class ChaosCase(ExactJobCase):
+    """The chaos scenarios' data, fault helpers and scenario bodies."""
     TRAIN_RECORDS = TRAIN_RECORDS
     VALIDATION_RECORDS = VALIDATION_RECORDS
     MINIBATCH = MINIBATCH
@@ -165,33 +166,7 @@ class ChaosTest(ExactJobCase):
                         f"{self.describe(job, log)}")
         return again
 
-    # -- scenarios -------------------------------------------------------------
-
-    def test_baseline(self):
-        def scenario(run):
-            epochs = 2
-            job, job_dir, output, log = self.start(f"baseline-{run}", num_epochs=epochs,
-                                                   num_ps_pods=2)
-            self.assertExact(job, job_dir, output, log, epochs)
-            if not log.events:
-                return  # the event log is not implemented yet
-            describe = self.describe(job, log)
-            self.assertEqual([e["resumed"] for e in log.of("master_started")], [False], describe)
-            self.assertEqual(len(log.of("ps_started")), 2, describe)
-            self.assertEqual(len(log.of("worker_started")), 2, describe)
-            for kind in ("worker_lost", "ps_lost"):
-                self.assertEqual(log.of(kind), [], describe)
-            self.assertEqual([e for e in log.of("task_dispatched") if e.get("redispatch")], [],
-                             describe)
-            self.assertEqual(log.training_done(), TASKS_PER_EPOCH * epochs, describe)
-        self.repeat(scenario)
-
-    def test_repeated_worker_sigkills(self):
-        self.repeated_worker_sigkills("sigkill")
-
-    def test_repeated_worker_sigkills_async(self):
-        self.repeated_worker_sigkills("sigkill-async", use_async="true", optimizer="optimizer",
-                                      dataset_fn="wide_shuffle_dataset_fn", num_workers=3)
+    # -- scenario bodies -------------------------------------------------------
 
     def repeated_worker_sigkills(self, name, **flags):
         kills = 4
@@ -219,6 +194,67 @@ class ChaosTest(ExactJobCase):
                 self.assertRedispatched(job, log, worker, task)
             self.assertEqual(len(log.of("worker_lost")), kills, self.describe(job, log))
         self.repeat(scenario)
+
+    def ps_sigkill(self, name, ps, **flags):
+        num_ps = 2
+        checkpoint_steps = 8
+
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(
+                f"{name}-{run}", num_epochs=epochs, num_ps_pods=num_ps,
+                checkpoint_steps=checkpoint_steps, **flags)
+            # Past this server's first checkpoint after version 0, inside a task. In
+            # synchronous training a version takes one minibatch from every worker, so
+            # the number of finished tasks does not tell where the versions are.
+            self.until(job, log, lambda: newest_checkpoint(job_dir, ps, num_ps) > 0,
+                       f"a checkpoint of parameter server {ps} past version 0")
+            self.holder_inside_task(job, log, min_seconds=self.rng.uniform(0, TASK_SECONDS))
+            pid = self.until(job, log, lambda: log.live_ps().get(ps), f"parameter server {ps}")
+            self.assertTrue(is_process_of(pid, "ps", job_dir), self.describe(job, log))
+            os.kill(pid, signal.SIGKILL)
+            self.wait_event(job, log, lambda e: e.get("event") == "ps_lost" and e.get("ps") == ps,
+                            f"ps_lost of parameter server {ps}")
+            started = self.wait_event(job, log, lambda e: e.get("event") == "ps_started" and
+                                      e.get("ps") == ps and e.get("pid") != pid,
+                                      f"parameter server {ps} relaunched")
+            registered = self.wait_event(
+                job, log, lambda e: e.get("event") == "ps_registered" and e.get("ps") == ps and
+                e["t"] >= started["t"] and e.get("restored"),
+                f"parameter server {ps} registered from its checkpoint")
+            self.assertGreater(registered.get("version", 0), 0, self.describe(job, log))
+            self.assertExact(job, job_dir, output, log, epochs)
+        self.repeat(scenario)
+
+
+class ChaosTest(ChaosCase):
+    """The scenarios, with tests/zoo/exactness/exactness.cc."""
+
+    def test_baseline(self):
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(f"baseline-{run}", num_epochs=epochs,
+                                                   num_ps_pods=2)
+            self.assertExact(job, job_dir, output, log, epochs)
+            if not log.events:
+                return  # the event log is not implemented yet
+            describe = self.describe(job, log)
+            self.assertEqual([e["resumed"] for e in log.of("master_started")], [False], describe)
+            self.assertEqual(len(log.of("ps_started")), 2, describe)
+            self.assertEqual(len(log.of("worker_started")), 2, describe)
+            for kind in ("worker_lost", "ps_lost"):
+                self.assertEqual(log.of(kind), [], describe)
+            self.assertEqual([e for e in log.of("task_dispatched") if e.get("redispatch")], [],
+                             describe)
+            self.assertEqual(log.training_done(), TASKS_PER_EPOCH * epochs, describe)
+        self.repeat(scenario)
+
+    def test_repeated_worker_sigkills(self):
+        self.repeated_worker_sigkills("sigkill")
+
+    def test_repeated_worker_sigkills_async(self):
+        self.repeated_worker_sigkills("sigkill-async", use_async="true", optimizer="optimizer",
+                                      dataset_fn="wide_shuffle_dataset_fn", num_workers=3)
 
     def test_worker_sigterm_mid_task(self):
         def scenario(run):
@@ -300,37 +336,6 @@ class ChaosTest(ExactJobCase):
                                       dataset_fn="wide_shuffle_dataset_fn", num_workers=3,
                                       num_ps_pods=2)
 
-    def ps_sigkill(self, name, ps, **flags):
-        num_ps = 2
-        checkpoint_steps = 8
-
-        def scenario(run):
-            epochs = 2
-            job, job_dir, output, log = self.start(
-                f"{name}-{run}", num_epochs=epochs, num_ps_pods=num_ps,
-                checkpoint_steps=checkpoint_steps, **flags)
-            # Past this server's first checkpoint after version 0, inside a task. In
-            # synchronous training a version takes one minibatch from every worker, so
-            # the number of finished tasks does not tell where the versions are.
-            self.until(job, log, lambda: newest_checkpoint(job_dir, ps, num_ps) > 0,
-                       f"a checkpoint of parameter server {ps} past version 0")
-            self.holder_inside_task(job, log, min_seconds=self.rng.uniform(0, TASK_SECONDS))
-            pid = self.until(job, log, lambda: log.live_ps().get(ps), f"parameter server {ps}")
-            self.assertTrue(is_process_of(pid, "ps", job_dir), self.describe(job, log))
-            os.kill(pid, signal.SIGKILL)
-            self.wait_event(job, log, lambda e: e.get("event") == "ps_lost" and e.get("ps") == ps,
-                            f"ps_lost of parameter server {ps}")
-            started = self.wait_event(job, log, lambda e: e.get("event") == "ps_started" and
-                                      e.get("ps") == ps and e.get("pid") != pid,
-                                      f"parameter server {ps} relaunched")
-            registered = self.wait_event(
-                job, log, lambda e: e.get("event") == "ps_registered" and e.get("ps") == ps and
-                e["t"] >= started["t"] and e.get("restored"),
-                f"parameter server {ps} registered from its checkpoint")
-            self.assertGreater(registered.get("version", 0), 0, self.describe(job, log))
-            self.assertExact(job, job_dir, output, log, epochs)
-        self.repeat(scenario)
-
     def test_master_sigkill_resumes(self):
         def scenario(run):
             epochs = 2
@@ -370,6 +375,30 @@ class ChaosTest(ExactJobCase):
         self.assertEqual(len(rows), TRAIN_RECORDS)
         self.assertEqual(wrong, {}, self.describe(job, log))
         self.assertIn("mean_prediction: -0.500000", job.stdout, self.describe(job, log))
+
+
+class PythonChaosTest(ChaosCase):
+    """The row-exact scenarios with the Python twin of the exactness zoo
+    (tests/zoo/exactness/python_exactness.py): a Python model, a Python dataset_fn that
+    shuffles, three workers, kills inside tasks, a parameter server killed."""
+    FLAGS = {"model_def": "exactness.python_exactness.Exactness"}
+
+    def test_repeated_worker_sigkills(self):
+        self.repeated_worker_sigkills("py-sigkill", num_workers=3)
+
+    def test_repeated_worker_sigkills_async(self):
+        self.repeated_worker_sigkills("py-sigkill-async", use_async="true",
+                                      optimizer="optimizer",
+                                      dataset_fn="wide_shuffle_dataset_fn", num_workers=3)
+
+    def test_ps_sigkill_restores_checkpoint(self):
+        self.ps_sigkill("py-ps-kill", shard_of("rows", 2), num_workers=3)
+
+    def test_embedding_ps_sigkill_restores_rows(self):
+        """elasticdl.nn.Embedding's rows on both servers; one dies and comes back from its
+        checkpoint."""
+        self.ps_sigkill("py-embedding-ps-kill", self.rng.randrange(2), num_workers=3,
+                        model_def="exactness.python_exactness.EmbeddingExactness")
 
 
 if __name__ == "__main__":

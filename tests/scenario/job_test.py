@@ -100,6 +100,12 @@ def kill_leftovers(jobs, job_dirs):
         job.close()
 
 
+def record_fields(model_dir):
+    """The string fields of a trained model's record (trained_model.pbtxt)."""
+    with open(os.path.join(model_dir, "trained_model.pbtxt")) as f:
+        return dict(re.findall(r'^(\w+): "(.*)"$', f.read(), re.M))
+
+
 def argv_flag(argv, name):
     """The value of --name=VALUE in argv, or None."""
     for a in argv:
@@ -273,6 +279,40 @@ class JobTestCase(unittest.TestCase):
                 self.fail(f"ended before any worker ran:\n{job.describe()}")
             time.sleep(0.1)
         self.fail(f"no worker after {timeout} s:\n{job.describe()}")
+
+    def train_evaluate_predict(self, name, model_def, train_flags=(), **overrides):
+        """Trains model_def with --model_def alone (plus train_flags), then evaluates and
+        predicts from the trained model; returns (training accuracy, evaluation accuracy,
+        prediction accuracy, the record's fields)."""
+        model = self.path(name + "-model")
+        args = self.train_args(self.job_dir(name + "-train"), output=model,
+                               model_def=model_def, **overrides) + list(train_flags)
+        train = self.run_job(args)
+        self.assertSucceeded(train)
+        records, _ = self.trained(train)
+        self.assertEqual(records, TRAIN_RECORDS, train.describe())
+        accuracy, _ = self.accuracy(train)
+
+        evaluate = self.run_job(["evaluate", f"--trained_model={model}",
+                                 f"--validation_data={self.validation_file}",
+                                 f"--job_dir={self.job_dir(name + '-evaluate')}", "--no_progress"])
+        self.assertSucceeded(evaluate)
+        eval_accuracy, _ = self.accuracy(evaluate)
+
+        predictions = self.path(name + "-predictions.csv")
+        predict = self.run_job(["predict", f"--trained_model={model}",
+                                f"--prediction_data={self.validation_file}",
+                                f"--output={predictions}",
+                                f"--job_dir={self.job_dir(name + '-predict')}", "--no_progress"])
+        self.assertSucceeded(predict)
+        with open(predictions, newline="") as f:
+            rows = list(csv.reader(f))[1:]
+        self.assertEqual(len(rows), VALIDATION_RECORDS)
+        correct = 0
+        for row, label in zip(rows, self.validation_labels):
+            outputs = [float(x) for x in row[2:]]
+            correct += outputs.index(max(outputs)) == label
+        return accuracy, eval_accuracy, correct / VALIDATION_RECORDS, record_fields(model)
 
     def read_parameters(self, model_dir):
         with open(os.path.join(model_dir, "parameters.pb"), "rb") as f:

@@ -15,10 +15,9 @@ Environment: as job_test.py.
 """
 import csv
 import os
-import re
 import unittest
 
-from job_test import MIN_ACCURACY, TRAIN_RECORDS, VALIDATION_RECORDS, JobTestCase
+from job_test import MIN_ACCURACY, JobTestCase, record_fields
 
 IRIS_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "iris.csv")
 IRIS_CLASSES = ["setosa", "versicolor", "virginica"]
@@ -47,46 +46,7 @@ TRIAL_PARAMS = ("learning_rate=0.001,conv1_channels=16,conv2_channels=32,dropout
                 "optimizer='adam'")
 
 
-def record_fields(model_dir):
-    with open(os.path.join(model_dir, "trained_model.pbtxt")) as f:
-        return dict(re.findall(r'^(\w+): "(.*)"$', f.read(), re.M))
-
-
 class ModelFilesTest(JobTestCase):
-
-    def train_evaluate_predict(self, name, model_def, train_flags=(), **overrides):
-        """Trains model_def with --model_def alone (plus train_flags), then evaluates and
-        predicts from the trained model; returns (training accuracy, evaluation accuracy,
-        prediction accuracy, the record's fields)."""
-        model = self.path(name + "-model")
-        args = self.train_args(self.job_dir(name + "-train"), output=model,
-                               model_def=model_def, **overrides) + list(train_flags)
-        train = self.run_job(args)
-        self.assertSucceeded(train)
-        records, _ = self.trained(train)
-        self.assertEqual(records, TRAIN_RECORDS, train.describe())
-        accuracy, _ = self.accuracy(train)
-
-        evaluate = self.run_job(["evaluate", f"--trained_model={model}",
-                                 f"--validation_data={self.validation_file}",
-                                 f"--job_dir={self.job_dir(name + '-evaluate')}", "--no_progress"])
-        self.assertSucceeded(evaluate)
-        eval_accuracy, _ = self.accuracy(evaluate)
-
-        predictions = self.path(name + "-predictions.csv")
-        predict = self.run_job(["predict", f"--trained_model={model}",
-                                f"--prediction_data={self.validation_file}",
-                                f"--output={predictions}",
-                                f"--job_dir={self.job_dir(name + '-predict')}", "--no_progress"])
-        self.assertSucceeded(predict)
-        with open(predictions, newline="") as f:
-            rows = list(csv.reader(f))[1:]
-        self.assertEqual(len(rows), VALIDATION_RECORDS)
-        correct = 0
-        for row, label in zip(rows, self.validation_labels):
-            outputs = [float(x) for x in row[2:]]
-            correct += outputs.index(max(outputs)) == label
-        return accuracy, eval_accuracy, correct / VALIDATION_RECORDS, record_fields(model)
 
     def test_each_contract_trains_evaluates_and_predicts_with_model_def_alone(self):
         for model_def, entries in CONTRACTS.items():

@@ -1,0 +1,313 @@
+"""Scenario tests for model files in Python: model_zoo/python's twins of the C++ zoo
+through the real binary, and the errors of broken Python files.
+
+  seed 001  mnist.mnist_functional_api.custom_model trains, evaluates, predicts and
+            exports TorchScript, which a separate /usr/bin/python3 loads with
+            torch.jit.load and runs on the test images: the same outputs as predict;
+            mnist.mnist_subclass.CustomModel trains asynchronously
+  seed 003  mnist.mnist_class_defaults.MnistModel with --params as its constructor's
+            keyword arguments and --input_fn replacing default_input, three workers
+  DeepFM    deepfm.deepfm.DeepFM with elasticdl.nn.Embedding tables on two
+            parameter servers, on generated Criteo data
+  errors    a syntax error, an import error, a missing entry, an optimizer the
+            servers cannot apply: before any process starts; an exception in
+            forward or in a dataset_fn: the job fails with the traceback, its
+            workers are not relaunched, and nothing is left running
+  export    a C++ model's state_dict, read by torch.load
+
+Environment: as job_test.py.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+import exactness
+from job_test import (BIN, FUNCTIONAL, MIN_ACCURACY, REPO, TRAIN_RECORDS, VALIDATION_RECORDS,
+                      JobTestCase, logged_events, record_fields)
+
+PYTHON_ZOO = os.path.join(REPO, "model_zoo", "python")
+PYTHON = "/usr/bin/python3"
+SCENARIO_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.reader(f))[1:]
+
+
+class PythonModelTest(JobTestCase):
+
+    def python_args(self, name, **flags):
+        return self.train_args(self.job_dir(name), model_zoo=PYTHON_ZOO, **flags)
+
+    def test_functional_file_trains_evaluates_predicts_and_exports_torchscript(self):
+        accuracy, eval_accuracy, predicted, record = self.train_evaluate_predict(
+            "functional", "mnist.mnist_functional_api.custom_model", model_zoo=PYTHON_ZOO)
+        self.assertGreater(accuracy, MIN_ACCURACY)
+        self.assertAlmostEqual(eval_accuracy, accuracy, delta=1e-6)
+        self.assertAlmostEqual(predicted, eval_accuracy, delta=0.005)
+        self.assertEqual(record["model_def"], "mnist.mnist_functional_api.custom_model")
+        self.assertEqual(record["input_function"], "mnist.mnist_functional_api.dataset_fn")
+        self.assertEqual(record["optimizer"], "mnist.mnist_functional_api.optimizer")
+        model = self.path("functional-model")
+        self.assertTrue(os.path.isfile(os.path.join(model, "zoo", "mnist",
+                                                    "mnist_functional_api.py")))
+
+        exported = self.path("functional.pt")
+        export = self.run_job(["export", f"--trained_model={model}", f"--output={exported}"])
+        self.assertSucceeded(export)
+        self.assertIn(f"as TorchScript (torch.jit.script) to {exported}", export.stdout)
+
+        # Plain PyTorch, in a process of its own, on the same test images.
+        check = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
+            import json, sys
+            import torch
+            sys.path.insert(0, {SCENARIO_DIR!r})
+            import corpus
+            torch.set_num_threads(1)
+            model = torch.jit.load({exported!r})
+            images = [list(p) for p, _ in corpus.read_idx("test", 0, {VALIDATION_RECORDS})]
+            with torch.no_grad():
+                outputs = model(torch.tensor(images, dtype=torch.float32).reshape(-1, 28, 28)
+                                / 255.0)
+            print(json.dumps(outputs.tolist()))
+            """)], capture_output=True, text=True, timeout=300)
+        self.assertEqual(check.returncode, 0, check.stderr)
+        outputs = json.loads(check.stdout)
+        rows = read_csv(self.path("functional-predictions.csv"))
+        self.assertEqual(len(outputs), len(rows))
+        worst = max(abs(float(p) - o) for row, out in zip(rows, outputs)
+                    for p, o in zip(row[2:], out))
+        self.assertLessEqual(worst, 1e-5)
+
+    def test_subclass_file_trains_asynchronously(self):
+        model = self.path("subclass-model")
+        job_dir = self.job_dir("subclass")
+        train = self.run_job(self.python_args(
+            "subclass", model_def="mnist.mnist_subclass.CustomModel", use_async="true",
+            num_ps_pods=2, output=model))
+        self.assertSucceeded(train)
+        self.assertNoProcessesLeft(job_dir)
+        self.assertEqual(self.trained(train)[0], TRAIN_RECORDS)
+        self.assertGreater(self.accuracy(train)[0], MIN_ACCURACY, train.describe())
+        self.assertRegex(train.stderr, r"\[ps-0\] parameter server 0 serving on .* "
+                                       r"\(SGD\(lr=0\.1\), async, max staleness 1")
+
+    def test_seed003_class_with_params_and_input_fn(self):
+        """--params are the class's keyword arguments; --input_fn and --optimizer win over
+        default_input and default_optimizer. Three workers, a dataset_fn that shuffles,
+        dropout."""
+        accuracy, eval_accuracy, predicted, record = self.train_evaluate_predict(
+            "defaults", "mnist.mnist_class_defaults.MnistModel", model_zoo=PYTHON_ZOO,
+            num_workers=3, params="conv1_channels=16, conv2_channels=32, dropout=0.5",
+            train_flags=["--input_fn=shuffled_input", "--optimizer=sgd_optimizer"])
+        self.assertGreater(accuracy, MIN_ACCURACY)
+        self.assertAlmostEqual(eval_accuracy, accuracy, delta=1e-6)
+        self.assertAlmostEqual(predicted, eval_accuracy, delta=0.005)
+        self.assertEqual(record["model_def_params"],
+                         "conv1_channels=16, conv2_channels=32, dropout=0.5")
+        self.assertEqual(record["input_function"], "mnist.mnist_class_defaults.shuffled_input")
+        self.assertEqual(record["optimizer"], "mnist.mnist_class_defaults.sgd_optimizer")
+        self.assertEqual(record["loss"], "mnist.mnist_class_defaults.MnistModel.default_loss")
+        self.assertEqual(record["eval_metrics_fn"],
+                         "mnist.mnist_class_defaults.MnistModel.default_eval_metrics")
+        _, parameters = exactness.read_model_values(
+            os.path.join(self.path("defaults-model"), "parameters.pb"))
+        self.assertEqual(parameters["conv1.weight"][0], [16, 1, 3, 3])
+
+    def test_deepfm_file_trains_and_predicts_on_generated_criteo_data(self):
+        data = self.path("ctr")
+        os.makedirs(data)
+        tsv, test_tsv = os.path.join(data, "train.tsv"), os.path.join(data, "test.tsv")
+        for argv in (["data", "criteo_synth", tsv, "--records=4000", "--seed=3",
+                      "--test_records=1000", f"--test_output={test_tsv}"],
+                     ["data", "criteo", tsv, os.path.join(data, "train")],
+                     ["data", "criteo", test_tsv, os.path.join(data, "test")]):
+            done = subprocess.run([BIN] + argv, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        model = self.path("deepfm")
+        train = self.run_job(self.python_args(
+            "deepfm", model_def="deepfm.deepfm.DeepFM", params="hidden_units=[32, 32]",
+            training_data=os.path.join(data, "train"), validation_data=os.path.join(data, "test"),
+            num_ps_pods=2, num_epochs=3, minibatch_size=128, num_minibatches_per_task=4,
+            output=model))
+        self.assertSucceeded(train)
+        self.assertNoProcessesLeft(self.job_dir("deepfm"))
+        auc = [line for line in train.stdout.splitlines() if line.startswith("auc: ")]
+        self.assertEqual(len(auc), 1, train.describe())
+        self.assertTrue(0 < float(auc[0].split()[1]) <= 1, train.describe())
+        # The tables' rows live on the servers and come back in the trained model.
+        rows = exactness.read_embedding_rows(os.path.join(model, "embeddings"), "factors")
+        self.assertGreater(len(rows), 1000)
+        self.assertEqual({len(r) for r in rows.values()}, {8})
+
+        predictions = self.path("ctr.csv")
+        predict = self.run_job(["predict", f"--trained_model={model}",
+                                f"--prediction_data={os.path.join(data, 'test')}",
+                                f"--output={predictions}", f"--job_dir={self.job_dir('p')}",
+                                "--no_progress"])
+        self.assertSucceeded(predict)
+        rows = read_csv(predictions)
+        self.assertEqual(len(rows), 1000, predict.describe())
+        self.assertTrue(all(0 < float(r[-1]) < 1 for r in rows), rows[:3])
+
+        export = self.run_job(["export", f"--trained_model={model}",
+                               f"--output={self.path('deepfm.pt')}"])
+        self.assertFailedWith(export, "deepfm.deepfm.DeepFM keeps embedding tables on parameter "
+                                      "servers", "TorchScript holds dense models only")
+
+    # -- errors ----------------------------------------------------------------
+
+    def write_zoo(self, files):
+        zoo = self.path("broken-zoo")
+        for name, text in files.items():
+            path = os.path.join(zoo, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(textwrap.dedent(text))
+        return zoo
+
+    def test_broken_files_fail_before_any_process_starts(self):
+        zoo = self.write_zoo({
+            "bad/syntax.py": """\
+                import torch
+                def custom_model(:
+                    return torch.nn.Linear(784, 10)
+                """,
+            "bad/imports.py": """\
+                import torch
+                import tensorflow
+                """,
+            "bad/model.py": """\
+                import functools
+                import torch
+                def custom_model():
+                    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 10))
+                def dataset_fn(dataset, mode):
+                    return dataset
+                def loss(labels, predictions):
+                    return predictions.sum()
+                def optimizer():
+                    return functools.partial(torch.optim.SGD, lr=0.1, maximize=True)
+                def no_lr():
+                    return torch.optim.SGD
+                """,
+        })
+        cases = [
+            ("syntax", {"model_def": "bad.syntax.custom_model"},
+             ["error: --model_def: bad/syntax.py cannot be imported: SyntaxError: invalid syntax",
+              'File "bad/syntax.py", line 2']),
+            ("import", {"model_def": "bad.imports.model"},
+             ["error: --model_def: bad/imports.py cannot be imported: ModuleNotFoundError: No "
+              "module named 'tensorflow'", 'File "bad/imports.py", line 2, in <module>']),
+            ("entry", {"model_def": "bad.model.custom_modle"},
+             ["error: --model_def: bad/model.py has no entry 'custom_modle'; entries: "
+              "custom_model (function), dataset_fn (function), loss (function)"]),
+            ("optimizer", {"model_def": "bad.model.custom_model"},
+             ["error: bad/model.py: optimizer threw: torch.optim.SGD(maximize=True): the "
+              "parameter servers cannot apply 'maximize'"]),
+            ("no-lr", {"model_def": "bad.model.custom_model", "optimizer": "no_lr"},
+             ["error: bad/model.py: no_lr threw: TypeError: optimizer(): torch.optim.SGD needs "
+              "'lr'"]),
+        ]
+        for name, flags, fragments in cases:
+            with self.subTest(name):
+                job_dir = self.job_dir(name)
+                job = self.run_job(self.train_args(job_dir, model_zoo=zoo, **flags))
+                self.assertFailedWith(job, *fragments)
+                self.assertNotIn("master started", job.stderr, job.describe())
+                self.assertNoProcessesLeft(job_dir)
+
+    def test_exceptions_at_run_time_fail_the_job_cleanly(self):
+        """A throw in forward (which the client does not call) or in a dataset_fn's map
+        function: the task's attempts fail, then the job, with the traceback; the workers
+        report the error and are not relaunched, and no process outlives the job."""
+        zoo = self.write_zoo({
+            "bad/runtime.py": """\
+                import functools
+                import torch
+                import elasticdl
+
+                class Model(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.dense = torch.nn.Linear(784, 10)
+
+                    def forward(self, image):
+                        return self.dense(image.reshape(-1, 783))
+
+                def dataset_fn(dataset, mode):
+                    spec = {"image": elasticdl.FixedLenFeature([28, 28], torch.float32),
+                            "label": elasticdl.FixedLenFeature([1], torch.int64)}
+                    def parse(record):
+                        r = elasticdl.parse_example(record, spec)
+                        return {"image": r["image"]}, r["label"]
+                    return dataset.map(parse).shuffle(64)
+
+                def wrong_feature_dataset_fn(dataset, mode):
+                    spec = {"pixels": elasticdl.FixedLenFeature([784], torch.float32)}
+                    return dataset.map(lambda r: elasticdl.parse_example(r, spec))
+
+                def loss(labels, predictions):
+                    return torch.nn.functional.cross_entropy(predictions, labels.flatten())
+
+                def optimizer():
+                    return functools.partial(torch.optim.SGD, lr=0.1)
+                """,
+        })
+        cases = [
+            ("forward", {},
+             ["bad/runtime.py: Model: forward threw: RuntimeError: shape '[-1, 783]' is invalid",
+              'File "bad/runtime.py", line 11, in forward',
+              "return self.dense(image.reshape(-1, 783))"]),
+            ("dataset", {"dataset_fn": "wrong_feature_dataset_fn"},
+             ["bad/runtime.py: wrong_feature_dataset_fn: ",
+              "train.recordio: record ", ": ValueError: feature 'pixels' is missing",
+              'File "bad/runtime.py", line 23, in <lambda>']),
+        ]
+        for name, flags, fragments in cases:
+            with self.subTest(name):
+                job_dir = self.job_dir(name)
+                job = self.run_job(self.train_args(job_dir, model_zoo=zoo,
+                                                   model_def="bad.runtime.Model",
+                                                   max_task_retries=1, **flags))
+                self.assertFailedWith(job, "failed 2 times; last error: ", *fragments,
+                                      within=120)
+                started = [e for e in logged_events(job_dir) if e.get("event") == "worker_started"]
+                self.assertEqual(len(started), 2, job.describe())
+                self.assertNoProcessesLeft(job_dir)
+
+    # -- export ------------------------------------------------------------------
+
+    def test_cxx_model_exports_its_state_dict(self):
+        model = self.path("cxx-model")
+        train = self.run_job(self.train_args(self.job_dir("cxx"), model_def=FUNCTIONAL,
+                                             validation_data=None, output=model))
+        self.assertSucceeded(train)
+        exported = self.path("cxx.pt")
+        export = self.run_job(["export", f"--trained_model={model}", f"--output={exported}"])
+        self.assertSucceeded(export)
+        self.assertIn(f"as state_dict to {exported}", export.stdout)
+        loaded = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
+            import json, torch
+            state = torch.load({exported!r})
+            print(json.dumps({{k: [list(v.shape), v.flatten().tolist()]
+                              for k, v in state.items()}}))
+            """)], capture_output=True, text=True, timeout=120)
+        self.assertEqual(loaded.returncode, 0, loaded.stderr)
+        state = json.loads(loaded.stdout)
+        _, parameters = exactness.read_model_values(os.path.join(model, "parameters.pb"))
+        self.assertGreater(len(parameters), 0)
+        for name, (shape, values) in parameters.items():
+            self.assertIn(name, state)
+            self.assertEqual(state[name][0], shape, name)
+            self.assertEqual(state[name][1], values, name)
+        self.assertTrue(any(k.endswith(".running_mean") for k in state), list(state))  # buffers
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -15,7 +15,9 @@ task resumed by another worker must replay its predecessor's order exactly.
 Jobs train in the default mode (synchronous steps of one minibatch per
 training worker) with the zoo's unit_step_optimizer, which lowers every row
 of a step's records by exactly 1 whatever the step's size; the *_async
-scenarios train asynchronously with plain SGD.
+scenarios train asynchronously with plain SGD. PythonChaosTest runs the
+row-exact scenarios with the zoo's Python twin (python_exactness.py): a
+Python model and a Python dataset_fn that shuffles, three workers.
 
 Environment (besides job_test.py's ELASTICDL_BIN and ELASTICDL_CACHE_DIR):
   CHAOS_REPEAT  run every scenario this many times (default 1)

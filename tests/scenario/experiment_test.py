@@ -22,8 +22,9 @@ import tempfile
 import time
 import unittest
 
+import corpus
 import exactness
-from job_test import BIN, CACHE_DIR, job_processes
+from job_test import BIN, CACHE_DIR, REPO, job_processes
 
 TRIAL = "exactness.exactness.ExactnessTrial"
 NUM_RECORDS = 256
@@ -281,6 +282,51 @@ class ExperimentTest(unittest.TestCase):
                 exp_dir = os.path.join(self.dir, "bad" + str(list(cases).index(name) + 1))
                 self.assertFalse(os.path.exists(os.path.join(exp_dir, "trials")),
                                  "a trial ran anyway")
+
+    def test_python_model_searched_through_its_params(self):
+        """A Python model class (seed 003) as the trial: each trial's hyperparameters are
+        its constructor's keyword arguments; its defaults are the program."""
+        train, validation = (os.path.join(self.dir, f"mnist-{s}.rio") for s in ("train", "val"))
+        corpus.write_subset(train, "train", 0, 512)
+        corpus.write_subset(validation, "test", 0, 256)
+        exp_dir = os.path.join(self.dir, "python")
+        path = self.write_config("python", (
+            "name: python\n"
+            f"model_zoo: {os.path.join(REPO, 'model_zoo', 'python')}\n"
+            "trial: mnist.mnist_class_defaults.MnistModel\n"
+            "data:\n"
+            f"  training_data: {train}\n"
+            f"  validation_data: {validation}\n"
+            "hyperparameters:\n"
+            "  conv1_channels: {type: categorical, vals: [4, 8]}\n"
+            "  conv2_channels: 8\n"
+            "  dropout: 0.25\n"
+            "searcher:\n"
+            "  name: grid\n"
+            "  metric: accuracy\n"
+            "  max_length: {epochs: 1}\n"
+            "  max_concurrent_trials: 2\n"
+            "resources:\n"
+            "  max_workers: 2\n"
+            "job:\n"
+            "  minibatch_size: 64\n"
+            "seed: 3\n"
+            f"experiment_dir: {exp_dir}\n"))
+        done = self.experiment(path)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        rows = trials_csv(exp_dir)
+        self.assertEqual(sorted(int(r["conv1_channels"]) for r in rows.values()), [4, 8], rows)
+        for trial, row in rows.items():
+            self.assertEqual(row["state"], "completed", row)
+            self.assertGreater(float(row["accuracy"]), 0.1, row)
+            models = [os.path.join(root, "parameters.pb")
+                      for root, _, files in os.walk(os.path.join(exp_dir, "trials", str(trial)))
+                      if "parameters.pb" in files and root.endswith("model")]
+            self.assertEqual(len(models), 1, models)
+            _, parameters = exactness.read_model_values(models[0])
+            self.assertEqual(parameters["conv1.weight"][0], [int(row["conv1_channels"]), 1, 3, 3])
+        self.assertTrue(os.path.isfile(os.path.join(exp_dir, "best_model", "parameters.pb")))
+        self.assertFalse(job_processes(exp_dir), "processes of the experiment outlived it")
 
 
 if __name__ == "__main__":

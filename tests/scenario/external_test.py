@@ -39,6 +39,10 @@ def netns(ns):
     return ["ip", "netns", "exec", ns]
 
 
+# The exactness model as a Python model file (tests/zoo/exactness/python_exactness.py).
+PYTHON_MODEL = "exactness.python_exactness.Exactness"
+
+
 class ExternalTest(ExactJobCase):
     FLAGS = {"cluster": "external", "master_addr": f"{MASTER_IP}:0", "num_workers": 3,
              "worker_lease_ms": 2000}
@@ -102,7 +106,14 @@ class ExternalTest(ExactJobCase):
         return self.until(job, log, read, "the master's address")
 
     def test_workers_on_two_hosts_one_host_lost(self):
-        job, job_dir, output, log = self.start_master("two-hosts")
+        self.two_hosts_one_lost("two-hosts")
+
+    def test_python_model_on_two_hosts_one_host_lost(self):
+        """The same with the Python exactness model: its workers import it on their hosts."""
+        self.two_hosts_one_lost("py-two-hosts", model_def=PYTHON_MODEL)
+
+    def two_hosts_one_lost(self, name, **flags):
+        job, job_dir, output, log = self.start_master(name, **flags)
         address = self.master_address(job, job_dir, log)
         self.assertTrue(address.startswith(MASTER_IP + ":"), address)
         token = os.path.join(job_dir, "token")

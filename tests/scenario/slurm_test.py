@@ -268,8 +268,15 @@ class SlurmTest(ExactJobCase):
         self.repeat(scenario)
 
     def test_node_lost_mid_job(self):
+        self.node_lost("node-lost")
+
+    def test_python_model_node_lost_mid_job(self):
+        """The same with the Python exactness model: Slurm's nodes import it."""
+        self.node_lost("py-node-lost", model_def="exactness.python_exactness.Exactness")
+
+    def node_lost(self, label, **flags):
         def scenario(run):
-            job, job_dir, output, log = self.start(f"node-lost-{run}", checkpoint_steps=8)
+            job, job_dir, output, log = self.start(f"{label}-{run}", checkpoint_steps=8, **flags)
             self.until(job, log, lambda: log.training_done() >= 3, "training under way")
             name = os.path.basename(job_dir)
             jobs = slurm_jobs_of(name)

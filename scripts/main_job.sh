@@ -11,20 +11,32 @@
 # workers' minibatches are averaged per step, end one epoch anywhere between
 # 41 % and 85 % (docs/benchmarks.md, "Accuracy").
 #
-#   scripts/main_job.sh [OUT_DIR]      (default: out/main_job)
+# With --python the model file is the same model's Python twin
+# (model_zoo/python/mnist/mnist_functional_api.py: torch.nn layers, the same
+# entries), run by the same workers, parameter servers and master; the
+# trained model is then also exported as TorchScript (model.pt).
+#
+#   scripts/main_job.sh [--python] [OUT_DIR]   (default: out/main_job, out/main_job_python)
 #
 # Environment: NUM_WORKERS (default 2), SEED (default 0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${ELASTICDL_BUILD_DIR:-build}/bin/elasticdl
-OUT=${1:-out/main_job}
+ZOO=model_zoo
+OUT_DEFAULT=out/main_job
+if [[ ${1:-} == --python ]]; then
+  ZOO=model_zoo/python
+  OUT_DEFAULT=out/main_job_python
+  shift
+fi
+OUT=${1:-$OUT_DEFAULT}
 DATA=$OUT/fashion-mnist
 mkdir -p "$OUT"
 
 "$BIN" data mnist --output "$DATA"
 
 "$BIN" train \
-  --model_zoo=model_zoo \
+  --model_zoo="$ZOO" \
   --model_def=mnist.mnist_functional_api.custom_model \
   --training_data="$DATA/train" \
   --validation_data="$DATA/test" \
@@ -46,6 +58,11 @@ mkdir -p "$OUT"
   --prediction_data="$DATA/test" \
   --output="$OUT/predictions.csv" | tee "$OUT/predict.txt"
 
+if [[ $ZOO == model_zoo/python ]]; then
+  "$BIN" export --trained_model="$OUT/trained_model" --output="$OUT/model.pt" |
+    tee "$OUT/export.txt"
+fi
+
 evaluated=$(sed -n 's/^accuracy: \([0-9.]*\).*/\1/p' "$OUT/evaluate.txt")
 predicted=$(/usr/bin/env python3 scripts/prediction_accuracy.py "$OUT/predictions.csv" \
   /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz)
@@ -54,6 +71,7 @@ echo "== summary =="
 sed -n 's/^trained /train:    /p' "$OUT/train.txt"
 echo "evaluate: test accuracy $evaluated"
 echo "predict:  $(($(wc -l < "$OUT/predictions.csv") - 1)) rows in $OUT/predictions.csv; accuracy from them $predicted"
+if [[ -f $OUT/export.txt ]]; then echo "export:   $(sed -n 's/^exported //p' "$OUT/export.txt")"; fi
 /usr/bin/env python3 -c "import sys; e, p = float(sys.argv[1]), float(sys.argv[2]); \
 print(f'predict vs evaluate: {abs(e - p) * 100:.3f} % apart'); \
 sys.exit(0 if abs(e - p) <= 0.005 else 'predict and evaluate disagree by more than 0.5 %')" \

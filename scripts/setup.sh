@@ -41,8 +41,10 @@ PACKAGES=(
   chromium fonts-dejavu-core prometheus python3-protobuf
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 python3-snappy python3-crc32c
-  # the peer the benchmarks compare with (PyTorch, torchrun)
-  python3-torch
+  # model files in Python: CPython embedded with pybind11, running Debian's
+  # PyTorch (the same libtorch as libtorch-dev), which is also the peer the
+  # benchmarks compare with (torchrun)
+  python3-torch python3-dev pybind11-dev
   # the data set of the main job
   dataset-fashion-mnist
   # --cluster=slurm and its tests (scripts/slurm_cluster.sh starts a cluster

@@ -314,6 +314,19 @@ class JobTestCase(unittest.TestCase):
             correct += outputs.index(max(outputs)) == label
         return accuracy, eval_accuracy, correct / VALIDATION_RECORDS, record_fields(model)
 
+    def write_criteo(self, name):
+        """Generated Criteo click logs as records: DIR/train (4000) and DIR/test (1000)."""
+        data = self.path(name)
+        os.makedirs(data)
+        tsv, test_tsv = os.path.join(data, "train.tsv"), os.path.join(data, "test.tsv")
+        for argv in (["data", "criteo_synth", tsv, "--records=4000", "--seed=3",
+                      "--test_records=1000", f"--test_output={test_tsv}"],
+                     ["data", "criteo", tsv, os.path.join(data, "train")],
+                     ["data", "criteo", test_tsv, os.path.join(data, "test")]):
+            done = subprocess.run([BIN] + argv, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        return data
+
     def read_parameters(self, model_dir):
         with open(os.path.join(model_dir, "parameters.pb"), "rb") as f:
             return f.read()
@@ -400,15 +413,7 @@ class JobTest(JobTestCase):
     def test_deepfm_trains_and_predicts_on_generated_criteo_data(self):
         """The README's recommendation job, small: generated Criteo logs, DeepFM with its
         tables on two parameter servers, then predict from the trained model's tables."""
-        data = self.path("ctr")
-        os.makedirs(data)
-        tsv, test_tsv = os.path.join(data, "train.tsv"), os.path.join(data, "test.tsv")
-        for argv in (["data", "criteo_synth", tsv, "--records=4000", "--seed=3",
-                      "--test_records=1000", f"--test_output={test_tsv}"],
-                     ["data", "criteo", tsv, os.path.join(data, "train")],
-                     ["data", "criteo", test_tsv, os.path.join(data, "test")]):
-            done = subprocess.run([BIN] + argv, capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stderr)
+        data = self.write_criteo("ctr")
         model = self.path("deepfm")
         train_dir = self.job_dir("deepfm")
         train = self.run_job(self.train_args(

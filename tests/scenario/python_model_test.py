@@ -21,13 +21,12 @@ import csv
 import json
 import os
 import subprocess
-import sys
 import textwrap
 import unittest
 
 import exactness
-from job_test import (BIN, FUNCTIONAL, MIN_ACCURACY, REPO, TRAIN_RECORDS, VALIDATION_RECORDS,
-                      JobTestCase, logged_events, record_fields)
+from job_test import (FUNCTIONAL, MIN_ACCURACY, REPO, TRAIN_RECORDS, VALIDATION_RECORDS,
+                      JobTestCase, logged_events)
 
 PYTHON_ZOO = os.path.join(REPO, "model_zoo", "python")
 PYTHON = "/usr/bin/python3"
@@ -120,15 +119,7 @@ class PythonModelTest(JobTestCase):
         self.assertEqual(parameters["conv1.weight"][0], [16, 1, 3, 3])
 
     def test_deepfm_file_trains_and_predicts_on_generated_criteo_data(self):
-        data = self.path("ctr")
-        os.makedirs(data)
-        tsv, test_tsv = os.path.join(data, "train.tsv"), os.path.join(data, "test.tsv")
-        for argv in (["data", "criteo_synth", tsv, "--records=4000", "--seed=3",
-                      "--test_records=1000", f"--test_output={test_tsv}"],
-                     ["data", "criteo", tsv, os.path.join(data, "train")],
-                     ["data", "criteo", test_tsv, os.path.join(data, "test")]):
-            done = subprocess.run([BIN] + argv, capture_output=True, text=True)
-            self.assertEqual(done.returncode, 0, done.stderr)
+        data = self.write_criteo("ctr")
         model = self.path("deepfm")
         train = self.run_job(self.python_args(
             "deepfm", model_def="deepfm.deepfm.DeepFM", params="hidden_units=[32, 32]",

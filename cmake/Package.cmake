@@ -15,14 +15,15 @@ include(CMakePackageConfigHelpers)
 set(ELASTICDL_PACKAGE_LIBRARIES edl_model edl_tensor edl_data edl_common edl_proto)
 set(_edl_package_dir lib/cmake/ElasticDL)
 
-# configure_elasticdl_package(DIR PREFIX INCLUDE_DIRS LIBRARY_DIR REGISTRY_SOURCE)
+# configure_elasticdl_package(DIR PREFIX INCLUDE_DIRS LIBRARY_DIR REGISTRY_SOURCE PCH)
 # Writes into DIR ElasticDLConfig.cmake, its version file, and
 # ElasticDLFiles.txt: the files and directories the package is made of, one
 # a line, relative to the prefix where they are under it. The zoo builder
 # stamps cached zoos with their sizes and times, so a rebuilt or reinstalled
 # ElasticDL rebuilds them. PREFIX is how the config refers to the prefix.
-function(configure_elasticdl_package dir prefix include_dirs library_dir registry_source)
+function(configure_elasticdl_package dir prefix include_dirs library_dir registry_source pch)
   set(ELASTICDL_PACKAGE_INCLUDE_DIRS "${include_dirs}")
+  set(ELASTICDL_PACKAGE_PRECOMPILED_HEADER "${pch}")
   set(ELASTICDL_PACKAGE_LIBRARY_DIR "${library_dir}")
   set(ELASTICDL_PACKAGE_REGISTRY_SOURCE "${registry_source}")
   configure_file(${PROJECT_SOURCE_DIR}/cmake/ElasticDLConfig.cmake.in
@@ -52,9 +53,11 @@ configure_elasticdl_package(
   "${PROJECT_BINARY_DIR}"
   "${PROJECT_SOURCE_DIR}/include;${PROJECT_BINARY_DIR}/proto"
   "${CMAKE_LIBRARY_OUTPUT_DIRECTORY}"
-  "${PROJECT_SOURCE_DIR}/share/zoo_registry.cc")
-# The package is usable once its libraries are built.
-add_custom_target(elasticdl_package ALL DEPENDS ${ELASTICDL_PACKAGE_LIBRARIES})
+  "${PROJECT_SOURCE_DIR}/share/zoo_registry.cc"
+  "${CMAKE_BINARY_DIR}/src/zoo/CMakeFiles/edl_zoo_pch.dir/cmake_pch.hxx")
+# The package is usable once its libraries (and the zoos' precompiled header)
+# are built.
+add_custom_target(elasticdl_package ALL DEPENDS ${ELASTICDL_PACKAGE_LIBRARIES} edl_zoo_pch)
 
 # Installed: <prefix>/lib/cmake/ElasticDL.
 set(_edl_install_config ${PROJECT_BINARY_DIR}/package-install)
@@ -63,7 +66,8 @@ configure_elasticdl_package(
   "\${_elasticdl_prefix}"
   "\${_elasticdl_prefix}/include"
   "\${_elasticdl_prefix}/lib"
-  "\${_elasticdl_prefix}/share/elasticdl/zoo_registry.cc")
+  "\${_elasticdl_prefix}/share/elasticdl/zoo_registry.cc"
+  "")
 install(FILES ${_edl_install_config}/ElasticDLConfig.cmake
               ${_edl_install_config}/ElasticDLConfigVersion.cmake
               ${_edl_install_config}/ElasticDLFiles.txt

@@ -131,8 +131,8 @@ struct Advertised {
   }
 };
 
-// Whether `dir` holds a .cc file (outside hidden directories).
-bool HasCcFile(const std::string& dir) {
+// Whether `dir` holds a model file, .cc or .py (outside hidden directories).
+bool HasModelFile(const std::string& dir) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
@@ -141,7 +141,8 @@ bool HasCcFile(const std::string& dir) {
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file() && it->path().extension() == ".cc") return true;
+    const std::string extension = it->path().extension().string();
+    if (it->is_regular_file() && (extension == ".cc" || extension == ".py")) return true;
   }
   return false;
 }
@@ -177,9 +178,9 @@ class Fetcher {
     if (fetched_) {
       std::error_code ec;
       fs::remove_all(tmp.path() + "/.git", ec);
-      if (!HasCcFile(tmp.path())) {
+      if (!HasModelFile(tmp.path())) {
         return absl::InvalidArgumentError(
-            StrCat(url_.url, " at ", commit, " holds no .cc file: it is not a model zoo"));
+            StrCat(url_.url, " at ", commit, " holds no .cc or .py file: it is not a model zoo"));
       }
       // Another fetcher of the commit may have published first: theirs is
       // the same tree, so keep it.

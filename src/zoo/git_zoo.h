@@ -50,7 +50,7 @@ struct FetchedGitZoo {
 // downloaded again. Errors (messages name the URL): the server cannot be
 // reached or refuses (UNAVAILABLE, with libgit2's message); the ref is not
 // on the server (NOT_FOUND, listing some of its branches and tags); the
-// commit holds no .cc file (INVALID_ARGUMENT); the cache cannot be written.
+// commit holds no .cc or .py file (INVALID_ARGUMENT); the cache cannot be written.
 StatusOr<FetchedGitZoo> FetchGitZoo(const GitZooUrl& url, const std::string& cache_dir);
 
 // The cache entry of `commit` (40 hex): <cache_dir>/git/<commit>.

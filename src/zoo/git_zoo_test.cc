@@ -187,7 +187,7 @@ TEST_F(GitZooTest, NoCcFileIsNoZoo) {
   const std::string third = Commit("third");
   StatusOr<FetchedGitZoo> zoo = Fetch(url_);
   ASSERT_EQ(zoo.status().code(), absl::StatusCode::kInvalidArgument) << zoo.status();
-  EXPECT_THAT(zoo.status().message(), HasSubstr("holds no .cc file"));
+  EXPECT_THAT(zoo.status().message(), HasSubstr("holds no .cc or .py file"));
   EXPECT_THAT(zoo.status().message(), HasSubstr(third));
   EXPECT_THAT(CacheEntries(), ElementsAre());
 }

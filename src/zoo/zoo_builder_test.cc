@@ -10,6 +10,7 @@
 #include <future>
 #include <iostream>
 
+#include "common/file.h"
 #include "testing/examples.h"
 #include "testing/temp_dir.h"
 #include "zoo/zoo_program.h"
@@ -18,6 +19,7 @@ namespace elasticdl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -112,6 +114,21 @@ TEST(ZooBuilderTest, BuildsCachesAndLoadsTheMnistZoo) {
   EXPECT_TRUE(again->cached);
   EXPECT_EQ(again->library_path, built->library_path);
   EXPECT_LT(cached_seconds, 2.0);
+
+  // The build tree's package precompiled LibTorch's headers for zoos, and
+  // GCC took them (it says -Winvalid-pch's "not used because ..." where not).
+  StatusOr<std::string> log = ReadFileToString(
+      std::filesystem::path(built->library_path).parent_path().string() + "/build.log");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_THAT(*log, Not(HasSubstr("not used because")));
+  StatusOr<std::string> config = ReadFileToString(DefaultPackageDir() + "/ElasticDLConfig.cmake");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const std::string key = "set(ELASTICDL_PRECOMPILED_HEADER \"";
+  const size_t at = config->find(key);
+  ASSERT_NE(at, std::string::npos) << *config;
+  const std::string header =
+      config->substr(at + key.size(), config->find('"', at + key.size()) - at - key.size());
+  EXPECT_TRUE(std::filesystem::exists(header + ".gch")) << header;
 
   auto zoo = ZooLibrary::Load(built->library_path);
   ASSERT_TRUE(zoo.ok()) << zoo.status();

@@ -382,25 +382,29 @@ class ChaosTest(ChaosCase):
 class PythonChaosTest(ChaosCase):
     """The row-exact scenarios with the Python twin of the exactness zoo
     (tests/zoo/exactness/python_exactness.py): a Python model, a Python dataset_fn that
-    shuffles, three workers, kills inside tasks, a parameter server killed."""
+    shuffles, three workers, kills inside tasks, a parameter server killed; and the Python
+    embedding model beside a C++ dataset_fn whose loaders are forked processes."""
     FLAGS = {"model_def": "exactness.python_exactness.Exactness"}
 
     def test_repeated_worker_sigkills(self):
         self.repeated_worker_sigkills("py-sigkill", num_workers=3)
 
-    def test_repeated_worker_sigkills_async(self):
-        self.repeated_worker_sigkills("py-sigkill-async", use_async="true",
-                                      optimizer="optimizer",
-                                      dataset_fn="wide_shuffle_dataset_fn", num_workers=3)
-
     def test_ps_sigkill_restores_checkpoint(self):
         self.ps_sigkill("py-ps-kill", shard_of("rows", 2), num_workers=3)
 
-    def test_embedding_ps_sigkill_restores_rows(self):
-        """elasticdl.nn.Embedding's rows on both servers; one dies and comes back from its
-        checkpoint."""
-        self.ps_sigkill("py-embedding-ps-kill", self.rng.randrange(2), num_workers=3,
-                        model_def="exactness.python_exactness.EmbeddingExactness")
+    def test_embedding_model_with_forked_loaders(self):
+        """The Python model's counts in an elasticdl.nn.Embedding table on two servers, its
+        records parsed by exactness.cc's forked_dataset_fn (each worker forks two loader
+        processes beside its interpreter); a worker is killed inside a task."""
+        epochs = 2
+        job, job_dir, output, log = self.start(
+            "py-forked", num_epochs=epochs, num_workers=3, num_ps_pods=2,
+            model_def="exactness.python_exactness.EmbeddingExactness",
+            dataset_fn="exactness.exactness.forked_dataset_fn")
+        worker, _, _, _ = self.signal_worker_mid_task(job, job_dir, log, signal.SIGKILL)
+        self.wait_event(job, log, lambda e: e.get("event") == "worker_lost" and
+                        e.get("worker") == worker, f"worker_lost of worker {worker}")
+        self.assertExact(job, job_dir, output, log, epochs)
 
 
 if __name__ == "__main__":

@@ -125,6 +125,20 @@ Dataset<Example> wide_shuffle_dataset_fn(Dataset<Record> dataset, Mode mode) {
 }
 ELASTICDL_REGISTER(wide_shuffle_dataset_fn);
 
+// The records parsed by two forked processes (seed 004's use_multiprocessing
+// loaders), shuffled through 64 as dataset_fn's: with --model_def naming the
+// Python twin (python_exactness.py), a worker forks its loaders beside its
+// Python interpreter.
+Dataset<Example> forked_dataset_fn(Dataset<Record> dataset, Mode mode) {
+  auto parse = [](const Record& record, Mode /*mode*/) { return ParseId(record); };
+  return DataAdapter(parse)
+      .workers(2)
+      .use_multiprocessing(true)
+      .shuffle(mode == Mode::PREDICTION ? 0 : 64)
+      .Apply(std::move(dataset), mode);
+}
+ELASTICDL_REGISTER(forked_dataset_fn);
+
 // Every output's gradient is exactly 1.
 torch::Tensor loss(const torch::Tensor& /*labels*/, const torch::Tensor& predictions) {
   return predictions.sum();

@@ -75,8 +75,9 @@ PY=$ROOT/model_zoo/python
 # Build the C++ zoo (and copy the Python one) outside every timed run.
 WARM=$WORK/warm && rm -rf "$WARM" && mkdir -p "$WARM" && ln -s "$SUBSET/${FILES[0]}" "$WARM/"
 for zoo in "$CXX" "$PY"; do
-  [[ $(ours "$zoo" 1 2 "$LOG/warm" --training_data="$WARM") != "0 0" ]] ||
-    { echo "elasticdl train failed: see $LOG/warm" >&2; exit 1; }
+  warm=$LOG/warm-$(basename "$zoo")
+  [[ $(ours "$zoo" 1 2 "$warm" --training_data="$WARM") != "0 0" ]] ||
+    { echo "elasticdl train failed: see $warm" >&2; exit 1; }
 done
 
 declare -A R

@@ -4,6 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,20 @@ py::dict ParseExampleToDict(const py::bytes& record, const py::dict& features) {
   return out;
 }
 
+// Dataset::shuffle's random choices: mt19937_64 seeded with the stage's
+// seed, an index uniform in [0, n) per element taken from the buffer.
+class ShuffleDraws {
+ public:
+  explicit ShuffleDraws(uint64_t seed) : rng_(seed) {}
+  size_t Pick(size_t n) {
+    if (n == 0) throw py::value_error("ShuffleDraws.pick: n must be at least 1");
+    return std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
 EmbeddingOptions MakeEmbeddingOptions(const std::string& name, int64_t dim,
                                       const py::tuple& initializer, const py::object& optimizer,
                                       const std::string& combiner, int64_t num_rows,
@@ -179,6 +194,11 @@ void DefineModule(py::module_& m) {
       },
       py::arg("value"), py::arg("num_buckets") = 0, py::arg("salt") = 0);
   m.def("seed_mix", [](uint64_t seed, uint64_t value) { return SeedMix(seed, value); });
+  // The draws of Dataset::shuffle (elasticdl/data/dataset.h), so that a Python
+  // pipeline shuffles as the C++ one does from the same seed.
+  py::class_<ShuffleDraws>(m, "ShuffleDraws")
+      .def(py::init<uint64_t>(), py::arg("seed"))
+      .def("pick", &ShuffleDraws::Pick, py::arg("n"));
 
   py::class_<EmbeddingImpl, std::shared_ptr<EmbeddingImpl>>(m, "EmbeddingTable")
       .def(py::init([](const std::string& name, int64_t dim, const py::tuple& initializer,

@@ -266,8 +266,12 @@ StatusOr<std::shared_ptr<const RecordFile>> Worker::OpenFile(const std::string& 
 
 StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode) {
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<const RecordFile> file, OpenFile(task.file()));
+  // The records are read (and their chunks decompressed) a minibatch ahead,
+  // on a thread of their own, while the model computes; the pipeline's seed
+  // is the task's, as without the thread.
   Dataset<Record> records =
       ReadRecords(file, task.start(), task.end())
+          .prefetch(static_cast<size_t>(job_.minibatch_size))
           .with_seed(job_seeds::Pipeline(job_.seed, task.epoch(), task.task_id()));
   return program_.MakeBatches(std::move(records), mode, job_.minibatch_size);
 }

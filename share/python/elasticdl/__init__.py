@@ -40,6 +40,7 @@ servers, which apply optimizer()'s optimizer. Everything but these entries
 ElasticDL's C++ runtime.
 """
 import enum
+import functools
 
 import torch  # noqa: F401  (loads LibTorch's Python bindings before ours)
 
@@ -74,13 +75,22 @@ def FixedLenFeature(shape, dtype, default_value=None):  # noqa: N802 (tf's name)
     """A feature of a fixed shape (tf.io.FixedLenFeature): float32 values from a
     float_list, int64 from an int64_list, bytes from a bytes_list. default_value
     (one value, or one per element) stands in when a record lacks the feature."""
+    if default_value is None:
+        return _spec(tuple(shape), _dtype_name(dtype), True)
     return _elasticdl.FeatureSpec(list(shape), _dtype_name(dtype), True, default_value)
 
 
 def VarLenFeature(dtype):  # noqa: N802 (tf's name)
     """Any number of values (tf.io.VarLenFeature): a 1-D tensor per record (of
     bytes: a list)."""
-    return _elasticdl.FeatureSpec([], _dtype_name(dtype), False, None)
+    return _spec((), _dtype_name(dtype), False)
+
+
+@functools.lru_cache(maxsize=256)
+def _spec(shape, dtype_name, fixed):
+    """A spec without a default, made once: dataset_fns build their feature
+    descriptions per record, as seed 001's does."""
+    return _elasticdl.FeatureSpec(list(shape), dtype_name, fixed, None)
 
 
 def parse_example(record, features):

@@ -213,6 +213,12 @@ def _to_tensor(value, what):
 
 def _example(element, prediction):
     """(features dict, labels or None) of one element of a dataset_fn's dataset."""
+    # The common case, quickly: ({name: tensor, ...}, tensor).
+    if type(element) is tuple and len(element) == 2 and not prediction:
+        features, labels = element
+        if (type(features) is dict and type(labels) is torch.Tensor and features and
+                all(type(k) is str and type(v) is torch.Tensor for k, v in features.items())):
+            return features, labels
     if isinstance(element, tuple) and len(element) == 2:
         features, labels = element
     elif prediction and not isinstance(element, tuple):

@@ -15,7 +15,6 @@ or filter function names the record's file and index.
 """
 import inspect
 import os
-import random
 
 import torch
 
@@ -120,7 +119,8 @@ class Dataset:
         """Shuffles through a buffer of buffer_size elements, as tf.data does: each
         output is drawn at random from the buffer and replaced by the next input. A
         buffer as large as the data gives a uniform shuffle. The order follows the
-        pipeline's seed, or `seed` when given."""
+        pipeline's seed, or `seed` when given, and is the order the C++ Dataset's
+        shuffle gives the same elements from the same seed."""
         buffer_size = int(buffer_size)
         if buffer_size < 1:
             raise ValueError(f"Dataset.shuffle: buffer_size must be at least 1, not {buffer_size}")
@@ -128,19 +128,26 @@ class Dataset:
         chosen = seed if seed is not None else (own if own is not None else _random_seed())
 
         def shuffled(tagged):
-            rng = random.Random(chosen)
+            # Dataset::shuffle's algorithm and draws (elasticdl/data/dataset.h): fill the
+            # buffer, take a random element, put the last in its place; so a Python file
+            # shuffles a task's records as its C++ twin does from the same seed.
+            draws = _elasticdl.ShuffleDraws(chosen)
+            source = iter(tagged)
             buffer = []
-            for item in tagged:
-                if len(buffer) < buffer_size:
-                    buffer.append(item)
-                    continue
-                i = rng.randrange(buffer_size)
-                yield buffer[i]
-                buffer[i] = item
-            while buffer:
-                i = rng.randrange(len(buffer))
-                buffer[i], buffer[-1] = buffer[-1], buffer[i]
-                yield buffer.pop()
+            exhausted = False
+            while True:
+                while not exhausted and len(buffer) < buffer_size:
+                    try:
+                        buffer.append(next(source))
+                    except StopIteration:
+                        exhausted = True
+                if not buffer:
+                    return
+                i = draws.pick(len(buffer))
+                item = buffer[i]
+                buffer[i] = buffer[-1]
+                buffer.pop()
+                yield item
         return Dataset(shuffled(self._tagged), own)
 
     def __iter__(self):

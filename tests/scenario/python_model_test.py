@@ -4,6 +4,8 @@ through the real binary, and the errors of broken Python files.
   seed 001  mnist.mnist_functional_api.custom_model trains, evaluates, predicts and
             exports TorchScript, which a separate /usr/bin/python3 loads with
             torch.jit.load and runs on the test images: the same outputs as predict;
+            its C++ twin trains the very same parameters from the same flags and
+            exports its state_dict, which torch.load reads;
             mnist.mnist_subclass.CustomModel trains asynchronously
   seed 003  mnist.mnist_class_defaults.MnistModel with --params as its constructor's
             keyword arguments and --input_fn replacing default_input, three workers
@@ -13,7 +15,6 @@ through the real binary, and the errors of broken Python files.
             servers cannot apply: before any process starts; an exception in
             forward or in a dataset_fn: the job fails with the traceback, its
             workers are not relaunched, and nothing is left running
-  export    a C++ model's state_dict, read by torch.load
 
 Environment: as job_test.py.
 """
@@ -82,6 +83,43 @@ class PythonModelTest(JobTestCase):
         worst = max(abs(float(p) - o) for row, out in zip(rows, outputs)
                     for p, o in zip(row[2:], out))
         self.assertLessEqual(worst, 1e-5)
+
+        # The C++ twin (model_zoo/mnist) from the same flags: its dataset_fn shuffles
+        # with the same draws and its layers start from the same values, so the two
+        # files train the very same parameters.
+        cxx_model = self.path("cxx-model")
+        cxx = self.run_job(self.train_args(self.job_dir("cxx"), model_def=FUNCTIONAL,
+                                           output=cxx_model))
+        self.assertSucceeded(cxx)
+        _, python_parameters = exactness.read_model_values(
+            os.path.join(model, "parameters.pb"))
+        _, cxx_parameters = exactness.read_model_values(os.path.join(cxx_model, "parameters.pb"))
+        self.assertEqual([v for v in python_parameters.values()],
+                         [v for v in cxx_parameters.values()])
+        self.assertEqual(self.accuracy(cxx)[0], accuracy)
+        self.check_state_dict_export(cxx_model, cxx_parameters)
+
+    def check_state_dict_export(self, model, parameters):
+        """A C++ model exports its state_dict, which torch.load reads: the trained
+        parameters and the buffers."""
+        exported = self.path("cxx.pt")
+        export = self.run_job(["export", f"--trained_model={model}", f"--output={exported}"])
+        self.assertSucceeded(export)
+        self.assertIn(f"as state_dict to {exported}", export.stdout)
+        loaded = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
+            import json, torch
+            state = torch.load({exported!r})
+            print(json.dumps({{k: [list(v.shape), v.flatten().tolist()]
+                              for k, v in state.items()}}))
+            """)], capture_output=True, text=True, timeout=120)
+        self.assertEqual(loaded.returncode, 0, loaded.stderr)
+        state = json.loads(loaded.stdout)
+        self.assertGreater(len(parameters), 0)
+        for name, (shape, values) in parameters.items():
+            self.assertIn(name, state)
+            self.assertEqual(state[name][0], shape, name)
+            self.assertEqual(state[name][1], values, name)
+        self.assertTrue(any(k.endswith(".running_mean") for k in state), list(state))  # buffers
 
     def test_subclass_file_trains_asynchronously(self):
         model = self.path("subclass-model")
@@ -271,33 +309,6 @@ class PythonModelTest(JobTestCase):
                 started = [e for e in logged_events(job_dir) if e.get("event") == "worker_started"]
                 self.assertEqual(len(started), 2, job.describe())
                 self.assertNoProcessesLeft(job_dir)
-
-    # -- export ------------------------------------------------------------------
-
-    def test_cxx_model_exports_its_state_dict(self):
-        model = self.path("cxx-model")
-        train = self.run_job(self.train_args(self.job_dir("cxx"), model_def=FUNCTIONAL,
-                                             validation_data=None, output=model))
-        self.assertSucceeded(train)
-        exported = self.path("cxx.pt")
-        export = self.run_job(["export", f"--trained_model={model}", f"--output={exported}"])
-        self.assertSucceeded(export)
-        self.assertIn(f"as state_dict to {exported}", export.stdout)
-        loaded = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
-            import json, torch
-            state = torch.load({exported!r})
-            print(json.dumps({{k: [list(v.shape), v.flatten().tolist()]
-                              for k, v in state.items()}}))
-            """)], capture_output=True, text=True, timeout=120)
-        self.assertEqual(loaded.returncode, 0, loaded.stderr)
-        state = json.loads(loaded.stdout)
-        _, parameters = exactness.read_model_values(os.path.join(model, "parameters.pb"))
-        self.assertGreater(len(parameters), 0)
-        for name, (shape, values) in parameters.items():
-            self.assertIn(name, state)
-            self.assertEqual(state[name][0], shape, name)
-            self.assertEqual(state[name][1], values, name)
-        self.assertTrue(any(k.endswith(".running_mean") for k in state), list(state))  # buffers
 
 
 if __name__ == "__main__":

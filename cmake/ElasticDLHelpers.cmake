@@ -20,16 +20,24 @@ function(elasticdl_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# elasticdl_test(NAME SOURCES ... DEPS ... [LABELS ...])
+# elasticdl_test(NAME [UNITY] SOURCES ... DEPS ... [LABELS ...])
 # A GoogleTest binary registered with CTest, one CTest entry per binary.
+# UNITY: its files are compiled four to a unit, so that LibTorch's and
+# GoogleTest's templates are instantiated and optimized once per unit instead
+# of once per file (file-local names must then differ between the files; a
+# file that registers zoo entries, which are named after their file, sets
+# SKIP_UNITY_BUILD_INCLUSION).
 function(elasticdl_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "UNITY" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   # -fPIC like the shared libraries, so their precompiled headers can be reused.
   # -O1: a test runs once; most of its compile time is optimizing LibTorch's
   # and GoogleTest's templates, which -O1 does in three quarters of -O2's.
   target_compile_options(${name} PRIVATE ${ELASTICDL_WARNINGS} -fPIC -O1)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  if(ARG_UNITY)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 4)
+  endif()
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "unit;${ARG_LABELS}"
     ENVIRONMENT "ELASTICDL_TEST_SRCDIR=${PROJECT_SOURCE_DIR}")

@@ -16,14 +16,14 @@
 namespace elasticdl::ps {
 namespace {
 
-constexpr int64_t kDim = 8;
+constexpr int64_t kStoreDim = 8;
 
 proto::ModelValues Model() {
   proto::ModelValues v;
   EXPECT_TRUE(rpc::EncodeTensor("w", torch::zeros({2}), v.add_parameters()).ok());
   proto::EmbeddingTableSpec* users = v.add_embedding_tables();
   users->set_name("users");
-  users->set_dim(kDim);
+  users->set_dim(kStoreDim);
   users->set_dtype(proto::DT_FLOAT32);
   users->mutable_initializer()->set_kind(proto::EmbeddingInitializer::NORMAL);
   users->mutable_initializer()->set_b(0.1);
@@ -71,7 +71,7 @@ proto::EmbeddingRows Rows(const std::string& table, const std::vector<int64_t>& 
 }
 
 StatusOr<torch::Tensor> PullRows(ParameterStore& store, const std::string& table,
-                                 const std::vector<int64_t>& ids, int64_t dim = kDim) {
+                                 const std::vector<int64_t>& ids, int64_t dim = kStoreDim) {
   proto::PullRowsRequest request;
   *request.add_tables() = Rows(table, ids);
   proto::PullRowsResponse response;
@@ -102,7 +102,7 @@ TEST(EmbeddingStoreTest, PushedRowsAreAppliedOncePerTag) {
   ASSERT_TRUE(initial.ok()) << initial.status();
   EXPECT_NEAR(initial->std().item<float>(), 0.1, 0.05);
 
-  const torch::Tensor g = torch::ones({3, kDim});
+  const torch::Tensor g = torch::ones({3, kStoreDim});
   proto::PushResponse out;
   proto::PushRequest push = SparsePush(1, 0, 0, store->instance(), Rows("users", ids, g));
   ASSERT_TRUE(store->Push(push, &out).ok());
@@ -123,17 +123,17 @@ TEST(EmbeddingStoreTest, RefusesBadRowsAndChangesNothing) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     return std::string(s.message());
   };
-  EXPECT_EQ(refused(Rows("nope", {1}, torch::ones({1, kDim}))),
+  EXPECT_EQ(refused(Rows("nope", {1}, torch::ones({1, kStoreDim}))),
             "rows of embedding table 'nope', which the model does not have");
-  EXPECT_EQ(refused(Rows("users", {1, 1}, torch::ones({2, kDim}))),
+  EXPECT_EQ(refused(Rows("users", {1, 1}, torch::ones({2, kStoreDim}))),
             "embedding table 'users': id 1 twice in one request");
   EXPECT_EQ(refused(Rows("items", {1000}, torch::ones({1, 2}))),
             "embedding table 'items': id 1000 outside [0, 1000)");
   EXPECT_EQ(refused(Rows("items", {3, -1}, torch::ones({2, 2}))),
             "embedding table 'items': id -1 outside [0, 1000)");
-  EXPECT_EQ(refused(Rows("users", {1, 2}, torch::ones({1, kDim}))),
+  EXPECT_EQ(refused(Rows("users", {1, 2}, torch::ones({1, kStoreDim}))),
             "embedding table 'users': 32 bytes of gradients for 2 rows of 32 bytes");
-  EXPECT_EQ(refused(Rows("users", {1}, torch::full({1, kDim}, NAN))),
+  EXPECT_EQ(refused(Rows("users", {1}, torch::full({1, kStoreDim}, NAN))),
             "the gradient of embedding table 'users' holds non-finite values; nothing applied");
   EXPECT_EQ(store->version(), 0);
   EXPECT_TRUE(store->applied().empty());
@@ -160,14 +160,14 @@ TEST(EmbeddingStoreTest, ASyncStepAveragesTheRowsOfItsPushesInTagOrder) {
   // Worker A trains rows 1 and 2, worker B rows 2 and 3.
   ASSERT_TRUE(store
                   ->Push(SparsePush(7, 0, 0, store->instance(),
-                                    Rows("users", {1, 2}, torch::full({2, kDim}, 2.0))),
+                                    Rows("users", {1, 2}, torch::full({2, kStoreDim}, 2.0))),
                          &out)
                   .ok());
   EXPECT_TRUE(out.step_pending() || out.version() == 0);
   EXPECT_TRUE(torch::equal(*PullRows(*store, "users", {1, 2, 3}), initial));  // not yet
   ASSERT_TRUE(store
                   ->Push(SparsePush(3, 0, 0, store->instance(),
-                                    Rows("users", {3, 2}, torch::full({2, kDim}, 4.0))),
+                                    Rows("users", {3, 2}, torch::full({2, kStoreDim}, 4.0))),
                          &out)
                   .ok());
   EXPECT_EQ(out.version(), 1);
@@ -184,7 +184,7 @@ void Train(std::vector<std::unique_ptr<ParameterStore>>& stores, int64_t task, i
            const std::vector<int64_t>& ids, uint64_t seed) {
   const int n = static_cast<int>(stores.size());
   torch::manual_seed(seed);
-  torch::Tensor gu = torch::randn({static_cast<int64_t>(ids.size()), kDim});
+  torch::Tensor gu = torch::randn({static_cast<int64_t>(ids.size()), kStoreDim});
   torch::Tensor gi = torch::randn({static_cast<int64_t>(ids.size()), 2});
   for (int shard = 0; shard < n; ++shard) {
     std::vector<int64_t> mine;
@@ -248,7 +248,7 @@ TEST(EmbeddingStoreTest, CheckpointOfTwoServersRestoresIntoThreeAndIntoOne) {
     }
     EXPECT_EQ(rows, 600) << n << " servers";
     EXPECT_TRUE(
-        torch::equal(ReadAll(restored, "users", ids, kDim), ReadAll(two, "users", ids, kDim)));
+        torch::equal(ReadAll(restored, "users", ids, kStoreDim), ReadAll(two, "users", ids, kStoreDim)));
     EXPECT_TRUE(torch::equal(ReadAll(restored, "items", ids, 2), ReadAll(two, "items", ids, 2)));
   }
   // Slots and steps came along: one more identical step keeps them equal
@@ -260,7 +260,7 @@ TEST(EmbeddingStoreTest, CheckpointOfTwoServersRestoresIntoThreeAndIntoOne) {
   }
   Train(two, 2, 0, ids, 3);
   Train(three, 2, 0, ids, 3);
-  EXPECT_TRUE(torch::allclose(ReadAll(three, "users", ids, kDim), ReadAll(two, "users", ids, kDim),
+  EXPECT_TRUE(torch::allclose(ReadAll(three, "users", ids, kStoreDim), ReadAll(two, "users", ids, kStoreDim),
                               1e-6, 1e-7));
   EXPECT_TRUE(
       torch::allclose(ReadAll(three, "items", ids, 2), ReadAll(two, "items", ids, 2), 1e-6, 1e-7))
@@ -284,11 +284,11 @@ TEST(EmbeddingStoreTest, RestoredServerHoldsItsRowsAndTheirTags) {
   std::vector<std::unique_ptr<ParameterStore>> view;
   view.push_back(std::make_unique<ParameterStore>(Options()));
   ASSERT_TRUE(view[0]->Restore(checkpoint).ok());
-  EXPECT_TRUE(torch::equal(ReadAll(view, "users", ids, kDim), ReadAll(one, "users", ids, kDim)));
+  EXPECT_TRUE(torch::equal(ReadAll(view, "users", ids, kStoreDim), ReadAll(one, "users", ids, kStoreDim)));
 
   // The model offered afterwards must have the same tables.
   proto::ModelValues other = Model();
-  other.mutable_embedding_tables(0)->set_dim(kDim + 1);
+  other.mutable_embedding_tables(0)->set_dim(kStoreDim + 1);
   bool accepted = true;
   int64_t version = 0;
   Status s = restored.Init(other, &accepted, &version);

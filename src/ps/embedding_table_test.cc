@@ -13,9 +13,9 @@
 namespace elasticdl::ps {
 namespace {
 
-constexpr int64_t kDim = 4;
+constexpr int64_t kTableDim = 4;
 
-proto::EmbeddingTableSpec Spec(const std::string& name = "t", int64_t dim = kDim) {
+proto::EmbeddingTableSpec Spec(const std::string& name = "t", int64_t dim = kTableDim) {
   proto::EmbeddingTableSpec spec;
   spec.set_name(name);
   spec.set_dim(dim);
@@ -65,7 +65,7 @@ TEST_P(AgainstLibTorch, TouchedRowsMatchTheDenseOptimizer) {
   ASSERT_TRUE(optimizer.ok()) << optimizer.status();
   torch::manual_seed(1);
   for (int step = 1; step <= 6; ++step) {
-    torch::Tensor g = torch::randn({static_cast<int64_t>(ids.size()), kDim});
+    torch::Tensor g = torch::randn({static_cast<int64_t>(ids.size()), kTableDim});
     Apply(*table, ids, g, step);
     dense.mutable_grad() = g.clone();
     (*optimizer)->step();
@@ -99,9 +99,9 @@ TEST(EmbeddingTableTest, LazyAdamStepsOnlyTheRowsOfEachGradient) {
   const torch::Tensor initial = Read(*table, {1, 2, 3});
   // Row 1 is trained at versions 1, 2, 3; row 2 only at version 2; row 3 never.
   torch::manual_seed(2);
-  std::vector<torch::Tensor> g1 = {torch::randn({1, kDim}), torch::randn({1, kDim}),
-                                   torch::randn({1, kDim})};
-  torch::Tensor g2 = torch::randn({1, kDim});
+  std::vector<torch::Tensor> g1 = {torch::randn({1, kTableDim}), torch::randn({1, kTableDim}),
+                                   torch::randn({1, kTableDim})};
+  torch::Tensor g2 = torch::randn({1, kTableDim});
   Apply(*table, {1}, g1[0], 1);
   Apply(*table, {1, 2}, torch::cat({g1[1], g2}), 2);
   Apply(*table, {1}, g1[2], 3);
@@ -135,16 +135,16 @@ TEST(EmbeddingTableTest, FtrlFollowsTheProximalUpdate) {
   ftrl.mutable_ftrl()->set_initial_accumulator_value(0.1);
   auto table = Table(Spec(), ftrl);
   const std::vector<int64_t> ids = {5};
-  std::vector<double> w(kDim), n(kDim, 0.1), z(kDim, 0);
+  std::vector<double> w(kTableDim), n(kTableDim, 0.1), z(kTableDim, 0);
   {
     torch::Tensor initial = Read(*table, ids);
-    for (int k = 0; k < kDim; ++k) w[k] = initial[0][k].item<float>();
+    for (int k = 0; k < kTableDim; ++k) w[k] = initial[0][k].item<float>();
   }
   torch::manual_seed(3);
   for (int step = 1; step <= 5; ++step) {
-    torch::Tensor g = torch::randn({1, kDim}) * (step == 3 ? 0.001 : 1.0);
+    torch::Tensor g = torch::randn({1, kTableDim}) * (step == 3 ? 0.001 : 1.0);
     Apply(*table, ids, g, step);
-    for (int k = 0; k < kDim; ++k) {
+    for (int k = 0; k < kTableDim; ++k) {
       const double gk = g[0][k].item<float>();
       const double sigma = (std::sqrt(n[k] + gk * gk) - std::sqrt(n[k])) / 0.1;
       z[k] += gk - sigma * w[k];
@@ -154,7 +154,7 @@ TEST(EmbeddingTableTest, FtrlFollowsTheProximalUpdate) {
                  : -(z[k] - (z[k] > 0 ? 1 : -1) * 0.01) / (std::sqrt(n[k]) / 0.1 + 2 * 0.1);
     }
     torch::Tensor got = Read(*table, ids);
-    for (int k = 0; k < kDim; ++k) {
+    for (int k = 0; k < kTableDim; ++k) {
       EXPECT_NEAR(got[0][k].item<float>(), w[k], 1e-5) << "step " << step << " k " << k;
     }
   }
@@ -165,14 +165,14 @@ TEST(EmbeddingTableTest, DoubleTablesComputeInDoubles) {
   proto::EmbeddingTableSpec spec = Spec();
   spec.set_dtype(proto::DT_FLOAT64);
   auto table = Table(spec, Config(sgd));
-  EXPECT_EQ(table->row_bytes(), kDim * sizeof(double));
+  EXPECT_EQ(table->row_bytes(), kTableDim * sizeof(double));
   const std::vector<int64_t> ids = {8, 9};
-  torch::Tensor out = torch::empty({2, kDim}, torch::kFloat64);
+  torch::Tensor out = torch::empty({2, kTableDim}, torch::kFloat64);
   table->Read(ids.data(), 2, static_cast<char*>(out.data_ptr()));
   torch::Tensor dense = out.clone().requires_grad_(true);
   auto optimizer = MakeOptimizer(sgd, {dense});
   for (int step = 1; step <= 3; ++step) {
-    torch::Tensor g = torch::randn({2, kDim}, torch::kFloat64);
+    torch::Tensor g = torch::randn({2, kTableDim}, torch::kFloat64);
     table->Apply(ids.data(), 2, static_cast<const char*>(g.data_ptr()), 1, step);
     dense.mutable_grad() = g.clone();
     (*optimizer)->step();
@@ -189,7 +189,7 @@ TEST(EmbeddingTableTest, InitialValuesDependOnSeedAndIdAlone) {
   for (int64_t i = 0; i < 5000; ++i) ids.push_back(i * 7919 - 100000);
   torch::Tensor ra = Read(*a, ids);
   // b creates some rows (in another order) before reading: same values.
-  Apply(*b, {ids[10], ids[3]}, torch::zeros({2, kDim}), 1);
+  Apply(*b, {ids[10], ids[3]}, torch::zeros({2, kTableDim}), 1);
   EXPECT_TRUE(torch::equal(ra, Read(*b, ids)));
   EXPECT_GE(ra.min().item<float>(), -0.5f);
   EXPECT_LT(ra.max().item<float>(), 0.5f);
@@ -218,11 +218,11 @@ TEST(EmbeddingTableTest, AdmissionCreatesARowAtItsKthMinibatch) {
   spec.set_admit_after(3);
   spec.set_unadmitted_value(0.5);
   auto table = Table(spec, Config(torch::optim::SGDOptions(1)));
-  const torch::Tensor ones = torch::ones({1, kDim});
-  EXPECT_TRUE(torch::equal(Read(*table, {7}), torch::full({1, kDim}, 0.5)));
+  const torch::Tensor ones = torch::ones({1, kTableDim});
+  EXPECT_TRUE(torch::equal(Read(*table, {7}), torch::full({1, kTableDim}, 0.5)));
   Apply(*table, {7}, ones, 1);
   Apply(*table, {7}, ones, 2);
-  EXPECT_TRUE(torch::equal(Read(*table, {7}), torch::full({1, kDim}, 0.5)));
+  EXPECT_TRUE(torch::equal(Read(*table, {7}), torch::full({1, kTableDim}, 0.5)));
   EXPECT_EQ(table->counters().awaiting_admission, 1);
   EXPECT_EQ(table->counters().dropped_gradients, 2);
   Apply(*table, {7}, ones, 3);  // admitted: initial value, then this gradient
@@ -239,8 +239,8 @@ TEST(EmbeddingTableTest, EvictsRowsNotUpdatedForAWhile) {
   spec.set_evict_after_versions(4);
   auto table = Table(spec, Config(torch::optim::SGDOptions(1)));
   const torch::Tensor initial = Read(*table, {1, 2});
-  Apply(*table, {1, 2}, torch::ones({2, kDim}), 1);
-  for (int64_t v = 2; v <= 8; ++v) Apply(*table, {1}, torch::ones({1, kDim}), v);
+  Apply(*table, {1, 2}, torch::ones({2, kTableDim}), 1);
+  for (int64_t v = 2; v <= 8; ++v) Apply(*table, {1}, torch::ones({1, kTableDim}), v);
   EmbeddingCounters c = table->counters();
   EXPECT_EQ(c.rows, 1);
   EXPECT_EQ(c.evicted_by_age, 1);
@@ -252,7 +252,7 @@ TEST(EmbeddingTableTest, KeepsTheMostRecentlyUpdatedRowsWithinItsBudget) {
   proto::EmbeddingTableSpec spec = Spec();
   spec.set_max_rows(32);
   auto table = Table(spec, Config(torch::optim::SGDOptions(1)));
-  for (int64_t v = 1; v <= 100; ++v) Apply(*table, {v}, torch::ones({1, kDim}), v);
+  for (int64_t v = 1; v <= 100; ++v) Apply(*table, {v}, torch::ones({1, kTableDim}), v);
   EmbeddingCounters c = table->counters();
   EXPECT_LE(c.rows, 32);
   EXPECT_EQ(c.created, 100);
@@ -269,8 +269,8 @@ TEST(EmbeddingTableTest, SnapshotLoadsIntoAnyNumberOfTablesWithSlotsAndSteps) {
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < 50; ++i) ids.push_back(i * 31);
   torch::manual_seed(4);
-  for (int64_t v = 1; v <= 3; ++v) Apply(*table, ids, torch::randn({50, kDim}), v);
-  Apply(*table, {ids[0]}, torch::randn({1, kDim}), 4);  // steps differ per row
+  for (int64_t v = 1; v <= 3; ++v) Apply(*table, ids, torch::randn({50, kTableDim}), v);
+  Apply(*table, {ids[0]}, torch::randn({1, kTableDim}), 4);  // steps differ per row
 
   std::vector<proto::EmbeddingRowBlock> blocks = table->Snapshot(16);
   ASSERT_EQ(blocks.size(), 4u);
@@ -287,7 +287,7 @@ TEST(EmbeddingTableTest, SnapshotLoadsIntoAnyNumberOfTablesWithSlotsAndSteps) {
   }
   EXPECT_EQ(even->counters().rows + odd->counters().rows, 50);
   // Trained further, every row goes on exactly as in the original table.
-  torch::Tensor g = torch::randn({1, kDim});
+  torch::Tensor g = torch::randn({1, kTableDim});
   for (int64_t id : ids) {
     EmbeddingTable& part = id % 2 == 0 ? *even : *odd;
     Apply(*table, {id}, g, 5);

@@ -12,10 +12,10 @@
 namespace elasticdl::ps {
 namespace {
 
-constexpr uint64_t kInstance = 7;
+constexpr uint64_t kScheduleInstance = 7;
 
 // Plain SGD at lr 1, halved every 2 versions; w starts at 0.
-ParameterStoreOptions Options(uint64_t instance = kInstance) {
+ParameterStoreOptions Options(uint64_t instance = kScheduleInstance) {
   ParameterStoreOptions options;
   options.optimizer = torch::optim::SGDOptions(1.0);
   options.lr_schedule = LearningRateSchedule::Step(/*every=*/2, /*gamma=*/0.5);
@@ -36,7 +36,7 @@ std::unique_ptr<ParameterStore> Store(ParameterStoreOptions options) {
 
 // A gradient of 1 computed on `version`, as minibatch `minibatch` of task 1.
 proto::PushResponse Push(ParameterStore& store, int64_t version, int64_t minibatch,
-                         uint64_t instance = kInstance) {
+                         uint64_t instance = kScheduleInstance) {
   proto::PushRequest r;
   r.set_worker_id(1);
   r.set_base_version(version);
@@ -79,12 +79,12 @@ TEST(LearningRateScheduleStepsTest, ARestoredServerGoesOnWithTheSchedule) {
   proto::ShardCheckpoint checkpoint;
   ASSERT_TRUE(EncodeSnapshot(*snapshot, &checkpoint).ok());
 
-  ParameterStore restored(Options(kInstance + 1));
+  ParameterStore restored(Options(kScheduleInstance + 1));
   ASSERT_TRUE(restored.Restore(checkpoint).ok());
   EXPECT_EQ(restored.version(), 3);
   EXPECT_DOUBLE_EQ(restored.learning_rate(), 0.5);
-  EXPECT_DOUBLE_EQ(Push(restored, 3, 3, kInstance + 1).learning_rate(), 0.5);
-  EXPECT_DOUBLE_EQ(Push(restored, 4, 4, kInstance + 1).learning_rate(), 0.25);
+  EXPECT_DOUBLE_EQ(Push(restored, 3, 3, kScheduleInstance + 1).learning_rate(), 0.5);
+  EXPECT_DOUBLE_EQ(Push(restored, 4, 4, kScheduleInstance + 1).learning_rate(), 0.25);
   EXPECT_DOUBLE_EQ(Push(*live, 3, 3).learning_rate(), 0.5);
   EXPECT_DOUBLE_EQ(Push(*live, 4, 4).learning_rate(), 0.25);
   EXPECT_FLOAT_EQ(W(restored), W(*live));
@@ -118,7 +118,7 @@ TEST(LearningRateScheduleStepsTest, SynchronousStepsStopAtMaxVersionToo) {
   ASSERT_TRUE(first.accepted());
   proto::PushRequest second;
   second.set_worker_id(2);
-  second.set_instance(kInstance);
+  second.set_instance(kScheduleInstance);
   second.mutable_tag()->set_task_id(2);
   EXPECT_TRUE(rpc::EncodeTensor("w", torch::ones({1}), second.add_gradients()).ok());
   proto::PushResponse out;

@@ -13,19 +13,19 @@
 namespace elasticdl::ps {
 namespace {
 
-constexpr uint64_t kInstance = 7;
+constexpr uint64_t kStepsInstance = 7;
 
 ParameterStoreOptions Group() {
   ParameterStoreOptions options;
   options.use_async = false;
   options.grads_to_wait = 0;
-  options.instance = kInstance;
+  options.instance = kStepsInstance;
   return options;
 }
 
 std::unique_ptr<ParameterStore> Store(ParameterStoreOptions options, float w = 1,
                                       torch::Tensor mean = torch::zeros({2})) {
-  options.instance = kInstance;
+  options.instance = kStepsInstance;
   auto store = std::make_unique<ParameterStore>(options);
   proto::ModelValues v;
   EXPECT_TRUE(rpc::EncodeTensor("w", torch::full({2}, w), v.add_parameters()).ok());
@@ -40,7 +40,7 @@ proto::PushRequest Grad(int32_t worker, int64_t task, torch::Tensor g, int64_t b
   proto::PushRequest r;
   r.set_worker_id(worker);
   r.set_base_version(base_version);
-  r.set_instance(kInstance);
+  r.set_instance(kStepsInstance);
   r.mutable_tag()->set_task_id(task);
   r.mutable_tag()->set_minibatch(0);
   EXPECT_TRUE(rpc::EncodeTensor("w", g, r.add_gradients()).ok());
@@ -55,7 +55,7 @@ proto::PushRequest Grad(int32_t worker, int64_t task, float g, int64_t base_vers
 proto::PushRequest BufferPush(int32_t worker, int64_t task, float update, double decay) {
   proto::PushRequest r;
   r.set_worker_id(worker);
-  r.set_instance(kInstance);
+  r.set_instance(kStepsInstance);
   r.mutable_tag()->set_task_id(task);
   r.mutable_tag()->set_minibatch(0);
   EXPECT_TRUE(rpc::EncodeTensor("bn.mean", torch::full({2}, update), r.add_buffer_updates()).ok());
@@ -196,7 +196,7 @@ TEST(ParameterStoreGroupTest, APullWaitsForTheStep) {
   ASSERT_TRUE(store->Push(Grad(0, 10, 1), &out).ok());
   proto::PullRequest request;
   request.set_known_version(0);
-  request.set_known_instance(kInstance);
+  request.set_known_instance(kStepsInstance);
   request.set_wait_ms(50);
   proto::PullResponse idle;
   auto start = std::chrono::steady_clock::now();

@@ -16,7 +16,7 @@
 namespace elasticdl::ps {
 namespace {
 
-constexpr uint64_t kInstance = 7;
+constexpr uint64_t kRestoreInstance = 7;
 
 // Deterministic values for parameter `name`.
 torch::Tensor ValueOf(const std::string& name, std::vector<int64_t> shape, int seed) {
@@ -81,7 +81,7 @@ proto::PushRequest PushFor(const Model& m, int ps_id, int num_ps, int step, int6
 }
 
 std::unique_ptr<ParameterStore> NewStore(const OptimizerSpec& optimizer, int ps_id = 0,
-                                         int num_ps = 1, uint64_t instance = kInstance) {
+                                         int num_ps = 1, uint64_t instance = kRestoreInstance) {
   ParameterStoreOptions options;
   options.optimizer = optimizer;
   options.ps_id = ps_id;
@@ -139,7 +139,7 @@ TEST_P(RestoreTest, RestoredStoreContinuesBitForBit) {
   proto::ShardCheckpoint checkpoint = Checkpoint(*live);
   EXPECT_EQ(checkpoint.version(), 6);
 
-  auto restored = NewStore(GetParam(), 0, 1, kInstance + 1);
+  auto restored = NewStore(GetParam(), 0, 1, kRestoreInstance + 1);
   Status s = restored->Restore(checkpoint);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(restored->version(), 6);
@@ -263,7 +263,7 @@ TEST(SnapshotTest, SyncModeLeavesOutPendingPushes) {
   ParameterStoreOptions options;
   options.use_async = false;
   options.grads_to_wait = 2;
-  options.instance = kInstance;
+  options.instance = kRestoreInstance;
   ParameterStore store(options);
   const Model m = SmallModel();
   bool accepted;
@@ -272,7 +272,7 @@ TEST(SnapshotTest, SyncModeLeavesOutPendingPushes) {
   const rpc::NamedTensors initial = Pulled(store);
   const rpc::NamedTensors initial_buffers = Pulled(store, true);
   proto::PushResponse out;
-  ASSERT_TRUE(store.Push(PushFor(m, 0, 1, 0, 0, kInstance), &out).ok());  // task 100, mb 0
+  ASSERT_TRUE(store.Push(PushFor(m, 0, 1, 0, 0, kRestoreInstance), &out).ok());  // task 100, mb 0
   EXPECT_EQ(store.applied(), (std::map<int64_t, int64_t>{{100, 1}}));
   auto pending = store.Snapshot();
   ASSERT_TRUE(pending.ok());
@@ -284,7 +284,7 @@ TEST(SnapshotTest, SyncModeLeavesOutPendingPushes) {
   for (const auto& [name, t] : initial_buffers) {
     EXPECT_TRUE(torch::equal(pending->buffers.at(name), t)) << name;
   }
-  ASSERT_TRUE(store.Push(PushFor(m, 0, 1, 1, 0, kInstance), &out).ok());  // mb 1: a step
+  ASSERT_TRUE(store.Push(PushFor(m, 0, 1, 1, 0, kRestoreInstance), &out).ok());  // mb 1: a step
   EXPECT_EQ(out.version(), 1);
   auto stepped = store.Snapshot();
   ASSERT_TRUE(stepped.ok());
@@ -295,7 +295,7 @@ TEST(SnapshotTest, SyncModeLeavesOutPendingPushes) {
 TEST(SnapshotTest, DeliveredAfterInitAndEveryNVersions) {
   std::vector<int64_t> versions;
   ParameterStoreOptions options;
-  options.instance = kInstance;
+  options.instance = kRestoreInstance;
   options.snapshot_every = 3;
   options.on_snapshot = [&versions](ShardSnapshot s) { versions.push_back(s.version); };
   ParameterStore store(options);

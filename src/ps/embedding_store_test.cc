@@ -247,8 +247,8 @@ TEST(EmbeddingStoreTest, CheckpointOfTwoServersRestoresIntoThreeAndIntoOne) {
       rows += restored.back()->embedding_counters().at("users").rows;
     }
     EXPECT_EQ(rows, 600) << n << " servers";
-    EXPECT_TRUE(
-        torch::equal(ReadAll(restored, "users", ids, kStoreDim), ReadAll(two, "users", ids, kStoreDim)));
+    EXPECT_TRUE(torch::equal(ReadAll(restored, "users", ids, kStoreDim),
+                             ReadAll(two, "users", ids, kStoreDim)));
     EXPECT_TRUE(torch::equal(ReadAll(restored, "items", ids, 2), ReadAll(two, "items", ids, 2)));
   }
   // Slots and steps came along: one more identical step keeps them equal
@@ -260,8 +260,8 @@ TEST(EmbeddingStoreTest, CheckpointOfTwoServersRestoresIntoThreeAndIntoOne) {
   }
   Train(two, 2, 0, ids, 3);
   Train(three, 2, 0, ids, 3);
-  EXPECT_TRUE(torch::allclose(ReadAll(three, "users", ids, kStoreDim), ReadAll(two, "users", ids, kStoreDim),
-                              1e-6, 1e-7));
+  EXPECT_TRUE(torch::allclose(ReadAll(three, "users", ids, kStoreDim),
+                              ReadAll(two, "users", ids, kStoreDim), 1e-6, 1e-7));
   EXPECT_TRUE(
       torch::allclose(ReadAll(three, "items", ids, 2), ReadAll(two, "items", ids, 2), 1e-6, 1e-7))
       << (ReadAll(three, "items", ids, 2) - ReadAll(two, "items", ids, 2)).abs().max();
@@ -284,7 +284,8 @@ TEST(EmbeddingStoreTest, RestoredServerHoldsItsRowsAndTheirTags) {
   std::vector<std::unique_ptr<ParameterStore>> view;
   view.push_back(std::make_unique<ParameterStore>(Options()));
   ASSERT_TRUE(view[0]->Restore(checkpoint).ok());
-  EXPECT_TRUE(torch::equal(ReadAll(view, "users", ids, kStoreDim), ReadAll(one, "users", ids, kStoreDim)));
+  EXPECT_TRUE(
+      torch::equal(ReadAll(view, "users", ids, kStoreDim), ReadAll(one, "users", ids, kStoreDim)));
 
   // The model offered afterwards must have the same tables.
   proto::ModelValues other = Model();

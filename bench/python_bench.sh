@@ -19,7 +19,7 @@
 # freed memory (mallopt at start-up); the bare loop gets the same setting through
 # GLIBC_TUNABLES, and every process the same OMP_WAIT_POLICY and thread count.
 #
-#   bench/python_bench.sh [BUILD_DIR]      # default build; about 25 minutes on 2 cores
+#   bench/python_bench.sh [BUILD_DIR]      # default build; 15-25 minutes on 2 cores
 #
 # Environment: RECORDS (default 30000: 3 of the 6 training files), REPS (default 3),
 # SEEDS (default "1 2 3 4 5"; empty: no accuracy rows), DATA (a folder with train/ and

@@ -9,7 +9,8 @@ unit of a directory. So the units of one directory that share a compile
 command are checked together, as one file that #includes them (in
 BUILD_DIR/lint/): each header is matched once per group, not once per unit.
 A group whose combined file does not compile (two units' file-local helpers
-of one name) is checked unit by unit instead. Diagnostics name the units'
+of one name) is checked unit by unit instead, and the output says so: that
+costs a header pass per unit. Diagnostics name the units'
 own files and lines either way.
 
 Exit status 1 when clang-tidy reports anything, as `clang-tidy` would.
@@ -65,21 +66,34 @@ def main():
                            capture_output=True, text=True)
         return r.returncode, r.stdout
 
-    def run(job):
-        if job[0] == "unit":
-            return tidy(build_dir, job[1])
-        members, path = job[1], job[2]
-        code, out = tidy(lint_dir, [path])
-        if "clang-diagnostic-error" in out:
-            return tidy(build_dir, members)  # does not compile as one: unit by unit
-        return code, out
+    def first_error(out):
+        return next((line for line in out.splitlines() if "clang-diagnostic-error" in line), None)
 
     failed = False
+
+    def report(code, out):
+        nonlocal failed
+        if code != 0 or out.strip():
+            failed = True
+            sys.stdout.write(out)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for code, out in pool.map(run, jobs):
-            if code != 0 or out.strip():
-                failed = True
-                sys.stdout.write(out)
+        # Groups first: they are the longest.
+        groups = [(job, pool.submit(tidy, lint_dir, [job[2]])) for job in jobs if job[0] == "group"]
+        singles = [pool.submit(tidy, build_dir, job[1]) for job in jobs if job[0] == "unit"]
+        for job, future in groups:
+            code, out = future.result()
+            error = first_error(out)
+            if error is None:
+                report(code, out)
+                continue
+            # Does not compile as one file (two units' file-local names
+            # clash): each unit on its own, in parallel, at a unit's cost.
+            print(f"lint: {os.path.dirname(job[1][0])} checked unit by unit, not as one file: {error}",
+                  file=sys.stderr)
+            singles += [pool.submit(tidy, build_dir, [m]) for m in job[1]]
+        for future in singles:
+            report(*future.result())
     return 1 if failed else 0
 
 

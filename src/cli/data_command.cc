@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_support.h"
 #include "data/cifar10_import.h"
 #include "data/convert.h"
 #include "data/criteo_import.h"
@@ -19,16 +20,6 @@
 
 namespace elasticdl::cli {
 namespace {
-
-// Exit codes shared by the data commands.
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-
-int Fail(const Status& status) {
-  fmt::print(stderr, "error: {}\n",
-             std::string_view(status.message().data(), status.message().size()));
-  return kExitFailure;
-}
 
 // Parses an optional --format style flag; empty leaves `*out` unset.
 Status ParseFormatFlag(const std::string& value, std::optional<RecordFormat>* out) {
@@ -105,22 +96,23 @@ void AddConvert(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       ConvertOptions options;
-      if (Status s = ParseFormatFlag(flags->from, &options.from); !s.ok()) return Fail(s);
-      if (Status s = ParseFormatFlag(flags->writer.format, &options.to); !s.ok()) return Fail(s);
+      if (Status s = ParseFormatFlag(flags->from, &options.from); !s.ok()) return ReportError(s);
+      if (Status s = ParseFormatFlag(flags->writer.format, &options.to); !s.ok())
+        return ReportError(s);
       auto compressor = ParseCompressor(flags->writer.compressor);
-      if (!compressor.ok()) return Fail(compressor.status());
+      if (!compressor.ok()) return ReportError(compressor.status());
       options.compressor = *compressor;
       options.max_chunk_bytes = flags->writer.chunk_bytes;
       options.records_per_shard = flags->writer.records_per_shard;
       if (flags->csv_delimiter.size() != 1) {
-        return Fail(absl::InvalidArgumentError("--csv_delimiter must be one character"));
+        return ReportError(absl::InvalidArgumentError("--csv_delimiter must be one character"));
       }
       options.csv.delimiter = flags->csv_delimiter[0];
       auto types = ParseColumnTypes(flags->csv_types);
-      if (!types.ok()) return Fail(Annotate(types.status(), "--csv_types"));
+      if (!types.ok()) return ReportError(Annotate(types.status(), "--csv_types"));
       options.csv.column_types = *types;
       auto result = Convert(flags->src, flags->dst, options);
-      if (!result.ok()) return Fail(result.status());
+      if (!result.ok()) return ReportError(result.status());
       fmt::print("converted {} records from {} into {} file{}\n", result->records, flags->src,
                  result->outputs.size(), result->outputs.size() == 1 ? "" : "s");
       for (const auto& p : result->outputs) fmt::print("  {}\n", p);
@@ -152,9 +144,9 @@ void AddMnist(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       MnistImportOptions options = flags->options;
-      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return ReportError(s);
       auto result = ImportMnist(options);
-      if (!result.ok()) return Fail(result.status());
+      if (!result.ok()) return ReportError(result.status());
       fmt::print("wrote {} training and {} test examples from {} into {} files under {}\n",
                  result->train_records, result->test_records, options.source_dir,
                  result->outputs.size(), options.output_dir);
@@ -186,9 +178,9 @@ void AddCifar10(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       Cifar10ImportOptions options = flags->options;
-      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return ReportError(s);
       auto result = ImportCifar10(options);
-      if (!result.ok()) return Fail(result.status());
+      if (!result.ok()) return ReportError(result.status());
       fmt::print("wrote {} training and {} test examples from {} into {} files under {}\n",
                  result->train_records, result->test_records, options.source_dir,
                  result->outputs.size(), options.output_dir);
@@ -218,9 +210,9 @@ void AddCriteo(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       CriteoImportOptions options = flags->options;
-      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return ReportError(s);
       auto result = ImportCriteo(options);
-      if (!result.ok()) return Fail(result.status());
+      if (!result.ok()) return ReportError(result.status());
       fmt::print("wrote {} examples from {} file{} into {} file{} under {}\n", result->records,
                  result->inputs.size(), result->inputs.size() == 1 ? "" : "s",
                  result->outputs.size(), result->outputs.size() == 1 ? "" : "s",
@@ -261,7 +253,7 @@ void AddCriteoSynth(CLI::App* data, int* exit_code) {
   cmd->callback([options, exit_code] {
     *exit_code = [&]() -> int {
       auto truths = SynthesizeCriteo(*options);
-      if (!truths.ok()) return Fail(truths.status());
+      if (!truths.ok()) return ReportError(truths.status());
       for (const CriteoSynthTruth& t : *truths) {
         fmt::print(
             "wrote {} line{} to {}: click rate {:.4f}, optimum AUC {}, optimum log-loss {:.4f} "
@@ -292,9 +284,10 @@ void AddInspect(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       InspectOptions options = flags->options;
-      if (Status s = ParseFormatFlag(flags->format, &options.format); !s.ok()) return Fail(s);
+      if (Status s = ParseFormatFlag(flags->format, &options.format); !s.ok())
+        return ReportError(s);
       auto report = Inspect(flags->path, options);
-      if (!report.ok()) return Fail(report.status());
+      if (!report.ok()) return ReportError(report.status());
       fmt::print("{}", *report);
       return kExitOk;
     }();
@@ -317,12 +310,13 @@ void AddValidate(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       ValidateOptions options = flags->options;
-      if (Status s = ParseFormatFlag(flags->format, &options.format); !s.ok()) return Fail(s);
+      if (Status s = ParseFormatFlag(flags->format, &options.format); !s.ok())
+        return ReportError(s);
       int code = kExitOk;
       for (const std::string& path : flags->paths) {
         auto report = ValidateFile(path, options);
         if (!report.ok()) {
-          code = Fail(report.status());
+          code = ReportError(report.status());
           continue;
         }
         for (const Finding& f : report->findings) {
@@ -368,11 +362,11 @@ void AddSql(CLI::App* data, int* exit_code) {
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {
       sql::QueryExportOptions options = flags->options;
-      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return Fail(s);
+      if (Status s = ApplyWriterFlags(flags->writer, &options); !s.ok()) return ReportError(s);
       auto db = sql::Database::Open(flags->db);
-      if (!db.ok()) return Fail(db.status());
+      if (!db.ok()) return ReportError(db.status());
       auto result = sql::ExportQuery(db->get(), flags->select, options);
-      if (!result.ok()) return Fail(result.status());
+      if (!result.ok()) return ReportError(result.status());
       std::string columns;
       for (const sql::ExportedColumn& c : result->columns) {
         columns +=

@@ -5,16 +5,12 @@
 #include <atomic>
 #include <memory>
 
+#include "cli/command_support.h"
 #include "cluster/signals.h"
 #include "experiment/experiment_runner.h"
 
 namespace elasticdl::cli {
 namespace {
-
-void Fail(const Status& s, int* exit_code) {
-  fmt::print(stderr, "error: {}\n", std::string_view(s.message().data(), s.message().size()));
-  *exit_code = s.code() == absl::StatusCode::kCancelled ? 130 : 1;
-}
 
 void PrintReport(const experiment::ExperimentReport& r) {
   fmt::print("\n{}\n", r.table);
@@ -50,26 +46,36 @@ void AddExperimentCommand(CLI::App* app, int* exit_code) {
 
   auto run = [options, exit_code](bool resume_it) {
     static std::atomic<bool> cancelled{false};
-    cluster::ShutdownSignalsOptions signal_options;
-    signal_options.on_shutdown = [](int) { cancelled = true; };
-    auto signals = cluster::ShutdownSignals::Install(signal_options);
-    if (!signals.ok()) return Fail(signals.status(), exit_code);
+    auto signals = WatchShutdown(&cancelled);
+    if (!signals.ok()) {
+      *exit_code = ReportError(signals.status());
+      return;
+    }
     options->cancel = &cancelled;
     StatusOr<experiment::ExperimentReport> report =
         resume_it ? experiment::ResumeExperiment(*options) : experiment::RunExperiment(*options);
-    if (!report.ok()) return Fail(report.status(), exit_code);
+    if (!report.ok()) {
+      *exit_code = ReportError(report.status());
+      return;
+    }
     PrintReport(*report);
-    if (report->status == "stopped") *exit_code = 130;
+    if (report->status == "stopped") *exit_code = kExitCancelled;
   };
   status->callback([options, exit_code] {
     StatusOr<std::string> text = experiment::ExperimentStatus(*options);
-    if (!text.ok()) return Fail(text.status(), exit_code);
+    if (!text.ok()) {
+      *exit_code = ReportError(text.status());
+      return;
+    }
     fmt::print("{}", *text);
   });
   resume->callback([run] { run(true); });
   stop->callback([options, exit_code] {
     Status s = experiment::StopExperiment(*options);
-    if (!s.ok()) return Fail(s, exit_code);
+    if (!s.ok()) {
+      *exit_code = ReportError(s);
+      return;
+    }
     fmt::print("experiment stopped; `resume` goes on with it\n");
   });
   cmd->callback([cmd, run] {

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "cli/command_support.h"
 #include "client/export.h"
 
 namespace elasticdl::cli {
@@ -24,8 +25,7 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
   cmd->callback([options, exit_code] {
     StatusOr<client::ExportResult> result = client::ExportModel(*options);
     if (!result.ok()) {
-      fmt::print(stderr, "error: {}\n", std::string(result.status().message()));
-      *exit_code = 1;
+      *exit_code = ReportError(result.status());
       return;
     }
     if (!result->script_error.empty()) {

@@ -9,8 +9,7 @@
 #include <type_traits>
 #include <variant>
 
-#include "client/dashboard.h"
-#include "client/job_control.h"
+#include "cli/command_support.h"
 #include "client/job_settings.h"
 #include "cluster/signals.h"
 #include "elasticdl/api.h"
@@ -99,12 +98,9 @@ void Add(CLI::App* app, int* exit_code, JobCommand command) {
     // Ctrl-C stops the job in order; a second one ends the client at once and
     // the job's processes follow through their die-with-parent signal.
     static std::atomic<bool> cancelled{false};
-    cluster::ShutdownSignalsOptions options;
-    options.on_shutdown = [](int) { cancelled = true; };
-    auto signals = cluster::ShutdownSignals::Install(options);
+    auto signals = WatchShutdown(&cancelled);
     if (!signals.ok()) {
-      fmt::print(stderr, "error: {}\n", signals.status().ToString());
-      *exit_code = 1;
+      *exit_code = ReportError(signals.status());
       return;
     }
     args->cancel = &cancelled;
@@ -112,10 +108,7 @@ void Add(CLI::App* app, int* exit_code, JobCommand command) {
                                  : command == JobCommand::kEvaluate ? Evaluate(*args)
                                                                     : Predict(*args);
     if (!result.ok()) {
-      fmt::print(
-          stderr, "error: {}\n",
-          std::string_view(result.status().message().data(), result.status().message().size()));
-      *exit_code = result.status().code() == absl::StatusCode::kCancelled ? 130 : 1;
+      *exit_code = ReportError(result.status());
       return;
     }
     PrintResult(command, *result);
@@ -123,80 +116,6 @@ void Add(CLI::App* app, int* exit_code, JobCommand command) {
 }
 
 }  // namespace
-
-// `elasticdl job scale|status JOB`: commands on a running job.
-void AddControlCommands(CLI::App* app, int* exit_code) {
-  CLI::App* job = app->add_subcommand("job", "Commands on a running job");
-  job->require_subcommand(1);
-  auto target = std::make_shared<std::string>();
-  auto workers = std::make_shared<int>(-1);
-  CLI::App* scale = job->add_subcommand("scale", "Change the number of workers of a running job");
-  scale->add_option("job", *target, "The job directory, or the job's name")->required();
-  scale->add_option("--num_workers", *workers, "Workers to run from now on")->required();
-  scale->callback([target, workers, exit_code] {
-    StatusOr<std::string> dir = client::FindJobDir(*target);
-    Status s = dir.ok() ? client::ScaleJob(*dir, *workers) : dir.status();
-    if (!s.ok()) {
-      fmt::print(stderr, "error: {}\n", std::string(s.message()));
-      *exit_code = 1;
-      return;
-    }
-    fmt::print("{}: scaling to {} worker(s)\n", *dir, *workers);
-  });
-  CLI::App* status = job->add_subcommand("status", "Show how a running job is doing");
-  status->add_option("job", *target, "The job directory, or the job's name")->required();
-  status->callback([target, exit_code] {
-    StatusOr<std::string> dir = client::FindJobDir(*target);
-    StatusOr<proto::GetJobStatusResponse> st =
-        dir.ok() ? client::GetJobStatus(*dir) : StatusOr<proto::GetJobStatusResponse>(dir.status());
-    if (!st.ok()) {
-      fmt::print(stderr, "error: {}\n", std::string(st.status().message()));
-      *exit_code = 1;
-      return;
-    }
-    fmt::print("{}\n", st->DebugString());
-    if (st->finished()) {
-      fmt::print("dashboard: elasticdl dashboard {}\n", *dir);
-    } else if (StatusOr<std::string> url = client::DashboardUrl(*dir); url.ok()) {
-      fmt::print("dashboard: {}\n", *url);
-    }
-  });
-}
-
-// `elasticdl dashboard JOB`: the dashboard of a job that ended (or runs),
-// served from its directory.
-void AddDashboardCommand(CLI::App* app, int* exit_code) {
-  auto options = std::make_shared<client::ServeDashboardOptions>();
-  auto target = std::make_shared<std::string>();
-  CLI::App* cmd = app->add_subcommand(
-      "dashboard", "Serve a job's dashboard from its directory (after it ended, or while it runs)");
-  cmd->add_option("job", *target, "The job directory, or the job's name")->required();
-  cmd->add_option("--host", options->host, "Interface to listen on")->capture_default_str();
-  cmd->add_option("--port", options->port, "Port to listen on (0: a free one)")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  cmd->callback([options, target, exit_code] {
-    static std::atomic<bool> cancelled{false};
-    cluster::ShutdownSignalsOptions signal_options;
-    signal_options.on_shutdown = [](int) { cancelled = true; };
-    auto signals = cluster::ShutdownSignals::Install(signal_options);
-    StatusOr<std::string> dir = client::FindJobDir(*target);
-    Status s = signals.ok() ? dir.status() : signals.status();
-    if (s.ok()) {
-      options->job_dir = *dir;
-      options->cancel = &cancelled;
-      options->on_serving = [](const std::string& url) {
-        fmt::print("dashboard: {}\n(Ctrl-C stops it)\n", url);
-        std::fflush(stdout);
-      };
-      s = client::ServeDashboard(*options);
-    }
-    if (!s.ok()) {
-      fmt::print(stderr, "error: {}\n", std::string(s.message()));
-      *exit_code = 1;
-    }
-  });
-}
 
 // `elasticdl sql --db=URL "SELECT ... TRAIN|PREDICT ..."`: SQL users'
 // statements (RunSql).
@@ -217,16 +136,11 @@ void AddSqlCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("STATEMENT", args->statement, "The statement")->required();
   cmd->callback([args, exit_code] {
     static std::atomic<bool> cancelled{false};
-    cluster::ShutdownSignalsOptions options;
-    options.on_shutdown = [](int) { cancelled = true; };
-    auto signals = cluster::ShutdownSignals::Install(options);
+    auto signals = WatchShutdown(&cancelled);
     StatusOr<SqlResult> result =
         signals.ok() ? (args->cancel = &cancelled, RunSql(*args)) : signals.status();
     if (!result.ok()) {
-      fmt::print(
-          stderr, "error: {}\n",
-          std::string_view(result.status().message().data(), result.status().message().size()));
-      *exit_code = result.status().code() == absl::StatusCode::kCancelled ? 130 : 1;
+      *exit_code = ReportError(result.status());
       return;
     }
     result->job.output.clear();  // the job's files, in the work directory: the table is the result
@@ -244,8 +158,6 @@ void AddJobCommands(CLI::App* app, int* exit_code) {
   Add(app, exit_code, JobCommand::kTrain);
   Add(app, exit_code, JobCommand::kEvaluate);
   Add(app, exit_code, JobCommand::kPredict);
-  AddControlCommands(app, exit_code);
-  AddDashboardCommand(app, exit_code);
   AddSqlCommand(app, exit_code);
 }
 

@@ -1,30 +1,53 @@
-// The one ElasticDL executable. Subcommands are added by the cli/*_command
-// files; this file only parses and dispatches.
+// elasticdl: the command users run and the cluster backends start. It does
+// itself what needs no LibTorch (a job's master, the data and job-control
+// commands, the dashboard) and execs elasticdl-torch, installed beside it,
+// for everything else (cli/torch_main.cc): loading LibTorch costs each
+// process that links it half a second of CPU, and a job starts many.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
 
+#include "cli/control_commands.h"
 #include "cli/data_command.h"
-#include "cli/experiment_command.h"
-#include "cli/export_command.h"
-#include "cli/job_commands.h"
-#include "cli/role_commands.h"
-#include "cli/zoo_command.h"
+#include "cli/master_command.h"
+#include "common/file.h"
+
+namespace {
+
+// Becomes elasticdl-torch with the same arguments; returns only on failure.
+int ExecTorchBinary(char** argv) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string torch = (exe.parent_path() / elasticdl::kElasticdlTorchBinaryName).string();
+  ::execv(torch.c_str(), argv);
+  std::fprintf(stderr, "error: cannot run %s (installed beside %s): %s\n", torch.c_str(),
+               exe.c_str(), std::strerror(errno));
+  return 1;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ElasticDL: elastic, fault-tolerant training, evaluation and prediction"};
-  app.set_version_flag("--version", "elasticdl 0.1.0");
   app.require_subcommand(1);
   // A peer that closed its connection is an error on that connection, not
   // the end of this process (OpenSSL writes to sockets without
   // MSG_NOSIGNAL).
   std::signal(SIGPIPE, SIG_IGN);
   int exit_code = 0;
-  elasticdl::cli::AddJobCommands(&app, &exit_code);
+  elasticdl::cli::AddControlCommands(&app, &exit_code);
   elasticdl::cli::AddDataCommand(&app, &exit_code);
-  elasticdl::cli::AddExperimentCommand(&app, &exit_code);
-  elasticdl::cli::AddExportCommand(&app, &exit_code);
-  elasticdl::cli::AddRoleCommands(&app, &exit_code);
-  elasticdl::cli::AddZooCommand(&app, &exit_code);
+  elasticdl::cli::AddMasterCommand(&app, &exit_code);
+  // The other commands, --help and --version: elasticdl-torch knows them all.
+  const bool ours =
+      argc > 1 &&
+      !app.get_subcommands([&](const CLI::App* c) { return c->check_name(argv[1]); }).empty();
+  if (!ours) return ExecTorchBinary(argv);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

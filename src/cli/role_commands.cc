@@ -10,29 +10,14 @@
 #include <memory>
 #include <thread>
 
-#include "cluster/signals.h"
+#include "cli/command_support.h"
 #include "common/process_tuning.h"
-#include "master/master.h"
 #include "ps/ps_server.h"
 #include "worker/join.h"
 #include "worker/worker.h"
 
 namespace elasticdl::cli {
 namespace {
-
-int Report(const Status& s) {
-  if (s.ok()) return 0;
-  // Output lines are labelled with the role already.
-  spdlog::error("{}", std::string_view(s.message().data(), s.message().size()));
-  return s.code() == absl::StatusCode::kCancelled ? 130 : 1;
-}
-
-// SIGTERM / SIGINT set `*flag`; the role polls it and stops in order.
-StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchSignals(std::atomic<bool>* flag) {
-  cluster::ShutdownSignalsOptions options;
-  options.on_shutdown = [flag](int) { *flag = true; };
-  return cluster::ShutdownSignals::Install(options);
-}
 
 std::atomic<bool> g_stop{false};
 
@@ -53,23 +38,6 @@ void WatchForOrphaning(std::atomic<bool>* stop) {
 }  // namespace
 
 void AddRoleCommands(CLI::App* app, int* exit_code) {
-  auto master_options = std::make_shared<master::MasterOptions>();
-  CLI::App* m = app->add_subcommand("master", "Run a job's master (started by the client)");
-  m->group("");  // hidden from help: started by the system
-  m->add_option("--job_dir", master_options->job_dir)->required();
-  m->add_option("--port", master_options->port);
-  m->add_option("--host", master_options->host, "Address to bind and advertise");
-  m->callback([master_options, exit_code] {
-    spdlog::set_pattern("[master] %v");
-    auto signals = WatchSignals(&g_stop);
-    if (!signals.ok()) {
-      *exit_code = Report(signals.status());
-      return;
-    }
-    master_options->cancel = &g_stop;
-    *exit_code = Report(master::RunMaster(*master_options));
-  });
-
   auto ps_options = std::make_shared<ps::PsServerOptions>();
   CLI::App* p = app->add_subcommand("ps", "Run a parameter server (started by the master)");
   p->group("");
@@ -83,14 +51,14 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   p->callback([ps_options, exit_code] {
     spdlog::set_pattern(fmt::format("[ps-{}] %v", ps_options->ps_id));
     KeepFreedMemory();
-    auto signals = WatchSignals(&g_stop);
+    auto signals = WatchShutdown(&g_stop);
     if (!signals.ok()) {
-      *exit_code = Report(signals.status());
+      *exit_code = ReportRoleError(signals.status());
       return;
     }
     ps_options->cancel = &g_stop;
     WatchForOrphaning(&g_stop);
-    *exit_code = Report(ps::RunPsServer(*ps_options));
+    *exit_code = ReportRoleError(ps::RunPsServer(*ps_options));
   });
 
   auto worker_options = std::make_shared<worker::WorkerOptions>();
@@ -117,7 +85,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     if (joining) {
       spdlog::set_pattern("[worker] %v");
       if (join_options->token_file.empty()) {
-        *exit_code = Report(absl::InvalidArgumentError(
+        *exit_code = ReportRoleError(absl::InvalidArgumentError(
             "--token_file is required to join a job (the job directory's token file)"));
         return;
       }
@@ -126,7 +94,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
           std::chrono::milliseconds(static_cast<int64_t>(*wait_s * 1000));
       StatusOr<worker::JoinedJob> joined = worker::JoinJob(*join_options);
       if (!joined.ok()) {
-        *exit_code = Report(joined.status());
+        *exit_code = ReportRoleError(joined.status());
         return;
       }
       worker_options->worker_id = joined->worker_id;
@@ -136,9 +104,9 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     spdlog::set_pattern(fmt::format("[worker-{}] %v", worker_options->worker_id));
     KeepFreedMemory();
     // SIGTERM: finish the current minibatch, report, exit 0.
-    auto signals = WatchSignals(&g_stop);
+    auto signals = WatchShutdown(&g_stop);
     if (!signals.ok()) {
-      *exit_code = Report(signals.status());
+      *exit_code = ReportRoleError(signals.status());
       return;
     }
     worker_options->stop = &g_stop;
@@ -146,10 +114,10 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     if (!joining) WatchForOrphaning(&g_stop);
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
-      *exit_code = Report(worker.status());
+      *exit_code = ReportRoleError(worker.status());
       return;
     }
-    *exit_code = Report((*worker)->Run());
+    *exit_code = ReportRoleError((*worker)->Run());
   });
 }
 

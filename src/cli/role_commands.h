@@ -1,5 +1,6 @@
-// `elasticdl master | ps | worker`: the roles a job's processes run. The
-// system starts them; users do not.
+// `elasticdl ps | worker`: the roles of a job's processes that run the
+// model. The system starts them; users start workers that join a running
+// job.
 #ifndef ELASTICDL_CLI_ROLE_COMMANDS_H_
 #define ELASTICDL_CLI_ROLE_COMMANDS_H_
 

@@ -4,17 +4,11 @@
 
 #include <memory>
 
+#include "cli/command_support.h"
 #include "client/zoo_image.h"
 
 namespace elasticdl::cli {
-namespace {
-
-int Fail(const Status& status) {
-  fmt::print(stderr, "error: {}\n", std::string(status.message()));
-  return 1;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void AddZooCommand(CLI::App* app, int* exit_code) {
   CLI::App* zoo = app->add_subcommand("zoo", "The model zoo's container image (Kubernetes jobs)");
@@ -39,7 +33,7 @@ void AddZooCommand(CLI::App* app, int* exit_code) {
   build->callback([options, exit_code] {
     Status s = client::BuildZooImage(*options);
     if (!s.ok()) {
-      *exit_code = Fail(s);
+      *exit_code = ReportError(s);
       return;
     }
     fmt::print("built {}; push it with `elasticdl zoo push --image={}`\n", options->image,
@@ -53,7 +47,7 @@ void AddZooCommand(CLI::App* app, int* exit_code) {
   push->callback([options, exit_code] {
     Status s = client::PushZooImage(*options);
     if (!s.ok()) {
-      *exit_code = Fail(s);
+      *exit_code = ReportError(s);
       return;
     }
     fmt::print("pushed {}\n", options->image);

@@ -560,8 +560,7 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   if (args.cluster == "kubernetes") {
     EDL_ASSIGN_OR_RETURN(*cluster->mutable_kubernetes(), KubernetesSpecOf(args));
   }
-  std::error_code ec;
-  cluster->set_binary(fs::read_symlink("/proc/self/exe", ec).string());
+  cluster->set_binary(ElasticdlBinary());
   return spec;
 }
 

@@ -1,10 +1,9 @@
 #include "cluster/backends.h"
 
-#include <filesystem>
-
 #include "cluster/kubernetes/kubernetes_backend.h"
 #include "cluster/local_backend.h"
 #include "cluster/slurm_backend.h"
+#include "common/file.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
@@ -53,10 +52,7 @@ const std::vector<std::string>& ClusterKinds() {
 StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& config,
                                                       ClusterBackend::ExitCallback on_exit) {
   std::string binary = config.binary;
-  if (binary.empty()) {
-    std::error_code ec;
-    binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  }
+  if (binary.empty()) binary = ElasticdlBinary();
   if (config.kind == "local" || config.kind == "external") {
     LocalBackendOptions local;
     local.binary = binary;

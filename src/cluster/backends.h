@@ -18,7 +18,7 @@ const std::vector<std::string>& ClusterKinds();
 struct BackendConfig {
   // "local", "slurm", "kubernetes" or "external".
   std::string kind = "local";
-  // The elasticdl binary; empty: the running one.
+  // The elasticdl binary; empty: ElasticdlBinary() (common/file.h).
   std::string binary;
   std::string job_dir;
   std::string job_name;

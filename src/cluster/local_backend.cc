@@ -6,9 +6,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 
 #include "cluster/process.h"
+#include "common/file.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
@@ -40,9 +40,7 @@ LocalBackend::~LocalBackend() {
 }
 
 std::string LocalBackend::Binary() const {
-  if (!options_.binary.empty()) return options_.binary;
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  return options_.binary.empty() ? ElasticdlBinary() : options_.binary;
 }
 
 void LocalBackend::ReapOrphans() {

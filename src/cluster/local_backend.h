@@ -23,7 +23,7 @@
 namespace elasticdl::cluster {
 
 struct LocalBackendOptions {
-  // The elasticdl binary; empty: the running one (/proc/self/exe).
+  // The elasticdl binary; empty: ElasticdlBinary() (common/file.h).
   std::string binary;
   std::string job_dir;
   // host:port the processes connect to.

@@ -251,6 +251,17 @@ Status CreateDirectories(const std::string& path) {
   return absl::OkStatus();
 }
 
+std::string ElasticdlBinary() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  if (exe.filename() == kElasticdlTorchBinaryName) {
+    std::filesystem::path front = exe.parent_path() / kElasticdlBinaryName;
+    if (std::filesystem::exists(front, ec)) return front.string();
+  }
+  return exe.string();
+}
+
 std::string InstalledShareDir(std::string_view name) {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -111,6 +111,18 @@ std::string AbsolutePath(const std::string& path);
 // Empty when the binary's path cannot be read.
 std::string InstalledShareDir(std::string_view name);
 
+// The executables. `elasticdl` does itself what needs no LibTorch (a job's
+// master, data and job-control commands, the dashboard) and execs
+// `elasticdl-torch`, installed beside it, for the commands that run models:
+// a process that links LibTorch spends half a second of CPU loading it.
+inline constexpr char kElasticdlBinaryName[] = "elasticdl";
+inline constexpr char kElasticdlTorchBinaryName[] = "elasticdl-torch";
+
+// The `elasticdl` to start a job's processes with: the running executable,
+// or the `elasticdl` beside it when the running one is elasticdl-torch.
+// Empty when the running executable's path cannot be read.
+std::string ElasticdlBinary();
+
 // A status for a failed system call: "context: strerror(err)", with the code
 // that matches `err` (NOT_FOUND for ENOENT, PERMISSION_DENIED for EACCES,
 // RESOURCE_EXHAUSTED for ENOSPC or EMFILE, ...; INTERNAL otherwise).

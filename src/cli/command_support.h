@@ -1,0 +1,36 @@
+// What the commands share: exit codes, how a failure is reported, shutdown
+// signals.
+#ifndef ELASTICDL_CLI_COMMAND_SUPPORT_H_
+#define ELASTICDL_CLI_COMMAND_SUPPORT_H_
+
+#include <atomic>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cluster/signals.h"
+
+namespace elasticdl::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+// 128 + SIGINT: what a shell reports for a command ended by Ctrl-C.
+inline constexpr int kExitCancelled = 130;
+
+// kExitOk, kExitCancelled for a cancelled command (Ctrl-C, SIGTERM), else
+// kExitFailure.
+int ExitCode(const absl::Status& status);
+
+// Prints "error: <message>" to stderr and returns ExitCode(status).
+int ReportError(const absl::Status& status);
+
+// A role's failure (master, ps, worker): logged, as its output lines are
+// labelled with the role already. Returns ExitCode(status).
+int ReportRoleError(const absl::Status& status);
+
+// SIGTERM and SIGINT set `*flag`; a role polls it and stops in order.
+absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::atomic<bool>* flag);
+
+}  // namespace elasticdl::cli
+
+#endif  // ELASTICDL_CLI_COMMAND_SUPPORT_H_

@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "dashboard/job_view.h"
 #include "master/journal.h"
+#include "master/journal_writer.h"
 #include "rpc/histogram_codec.h"
 
 namespace elasticdl::master {
@@ -43,7 +44,21 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
       workers_target_(options_.workers_target) {
   samples_.emplace_back(Clock::now(), 0);
   tasks_.set_parallelism(workers_target_);
+  if (!options_.job_dir.empty()) {
+    journal_ = std::make_unique<JournalWriter>(
+        options_.job_dir,
+        [this] {
+          std::lock_guard<std::mutex> lock(mu_);
+          return std::make_pair(JournalLocked(), changes_);
+        },
+        [this](const Status& failure) {
+          spdlog::error("{}", std::string(failure.message()));
+          Fail(std::string(failure.message()));
+        });
+  }
 }
+
+JobState::~JobState() = default;
 
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
                    const proto::MasterJournal& journal)
@@ -78,7 +93,7 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   samples_.clear();
   samples_.emplace_back(now, tasks_.records_done());
   std::lock_guard<std::mutex> lock(mu_);
-  PersistLocked();
+  ChangedLocked();
 }
 
 void JobState::Event(const std::string& event, const nlohmann::json& fields) {
@@ -108,15 +123,16 @@ proto::MasterJournal JobState::JournalLocked() {
   return journal;
 }
 
-void JobState::PersistLocked() {
-  dirty_ = false;
-  if (options_.job_dir.empty()) return;
-  Status s = WriteJournal(options_.job_dir, JournalLocked());
-  if (!s.ok() && !journal_warned_) {
-    journal_warned_ = true;
-    spdlog::warn("cannot write the journal; a restarted master could not resume: {}",
-                 std::string(s.message()));
-  }
+uint64_t JobState::ChangedLocked() {
+  progress_unwritten_ = false;
+  ++changes_;
+  if (journal_ != nullptr) journal_->Request(changes_);
+  return changes_;
+}
+
+Status JobState::Durable(uint64_t change) {
+  if (change == 0 || journal_ == nullptr) return absl::OkStatus();
+  return journal_->WaitDurable(change);
 }
 
 bool JobState::NeedsFlush() {
@@ -132,35 +148,40 @@ void JobState::Flushed() {
 }
 
 Status JobState::FlushJournal() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (dirty_) PersistLocked();
-  return absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (progress_unwritten_) ChangedLocked();
+  }
+  return journal_ != nullptr ? journal_->status() : absl::OkStatus();
 }
 
 Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (request.ps_id() < 0 || request.ps_id() >= static_cast<int>(ps_.size())) {
-    return absl::InvalidArgumentError(
-        StrCat("unknown parameter server id ", request.ps_id(), "; the job has ", ps_.size()));
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (request.ps_id() < 0 || request.ps_id() >= static_cast<int>(ps_.size())) {
+      return absl::InvalidArgumentError(
+          StrCat("unknown parameter server id ", request.ps_id(), "; the job has ", ps_.size()));
+    }
+    if (request.address().empty()) return absl::InvalidArgumentError("empty address");
+    ps_[request.ps_id()].address = request.address();
+    int reopened = 0;
+    if (request.restored()) {
+      std::vector<proto::TaskProgress> applied(request.applied().begin(), request.applied().end());
+      reopened = tasks_.PsRestored(applied);
+      // Restored servers lost any flush; reopened training ends with another.
+      flushed_ = false;
+      spdlog::info("parameter server {} restored version {}; {} task(s) to redo (in part)",
+                   request.ps_id(), request.restored_version(), reopened);
+    }
+    Event("ps_registered", {{"ps", request.ps_id()},
+                            {"address", request.address()},
+                            {"restored", request.restored()},
+                            {"version", request.restored_version()},
+                            {"reopened", reopened}});
+    change = ChangedLocked();
   }
-  if (request.address().empty()) return absl::InvalidArgumentError("empty address");
-  ps_[request.ps_id()].address = request.address();
-  int reopened = 0;
-  if (request.restored()) {
-    std::vector<proto::TaskProgress> applied(request.applied().begin(), request.applied().end());
-    reopened = tasks_.PsRestored(applied);
-    // Restored servers lost any flush; reopened training ends with another.
-    flushed_ = false;
-    spdlog::info("parameter server {} restored version {}; {} task(s) to redo (in part)",
-                 request.ps_id(), request.restored_version(), reopened);
-  }
-  Event("ps_registered", {{"ps", request.ps_id()},
-                          {"address", request.address()},
-                          {"restored", request.restored()},
-                          {"version", request.restored_version()},
-                          {"reopened", reopened}});
-  PersistLocked();
-  return absl::OkStatus();
+  return Durable(change);
 }
 
 size_t JobState::RegisteredPsLocked() const {
@@ -194,20 +215,24 @@ Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
 }
 
 Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response) {
-  std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
-  GetTaskLocked(request.worker_id(), response->mutable_task());
-  // Only a worker handed a training task is waited for by synchronous steps.
-  const bool training = response->task().type() == proto::TASK_TRAINING;
-  group_.Set(request.worker_id(), training);
-  training_begun_ = training_begun_ || training;
-  return absl::OkStatus();
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
+    change = GetTaskLocked(request.worker_id(), response->mutable_task());
+    // Only a worker handed a training task is waited for by synchronous steps.
+    const bool training = response->task().type() == proto::TASK_TRAINING;
+    group_.Set(request.worker_id(), training);
+    training_begun_ = training_begun_ || training;
+  }
+  // The task is the worker's once the journal says so.
+  return Durable(change);
 }
 
-void JobState::GetTaskLocked(int worker, proto::Task* task) {
+uint64_t JobState::GetTaskLocked(int worker, proto::Task* task) {
   if (failure_) {
     task->set_type(proto::TASK_NONE);
-    return;
+    return 0;
   }
   const bool ps_missing = RegisteredPsLocked() < ps_.size();
   const bool awaiting_flush =
@@ -217,14 +242,14 @@ void JobState::GetTaskLocked(int worker, proto::Task* task) {
   const bool awaiting_workers = !dispatched_any_ && registered_workers < options_.wait_for_workers;
   if (ps_missing || awaiting_flush || awaiting_workers || workers_[worker].leaving) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
-    return;
+    return 0;
   }
   // A worker works on one task at a time: asking for another, it holds
   // none. Anything the ledger still has it hold (a report lost with a
   // master that died) goes back to the queue, progress kept.
   tasks_.RecoverWorker(worker);
   *task = tasks_.Next(worker);
-  if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return;
+  if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
   dispatched_any_ = true;
   Event("task_dispatched", {{"task", task->task_id()},
                             {"worker", worker},
@@ -232,70 +257,73 @@ void JobState::GetTaskLocked(int worker, proto::Task* task) {
                             {"type", TaskTypeName(task->type())},
                             {"minibatches_done", task->minibatches_done()},
                             {"redispatch", task->attempt() > 1}});
-  PersistLocked();
+  return ChangedLocked();
 }
 
 Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
-  std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(TouchWorkerLocked(report.worker_id()));
-  proto::ReportTaskRequest request = report;
-  const std::vector<TaskId> held = tasks_.HeldBy(report.worker_id());
-  if (report.nonfinite() && !report.error().empty() &&
-      std::find(held.begin(), held.end(), report.task_id()) != held.end()) {
-    // Divergence is the model's, not the task's: the task is retried like
-    // a stopped one, and the job fails after too many.
-    Event("nonfinite", {{"task", report.task_id()}, {"error", report.error()}});
-    if (++nonfinite_minibatches_ > options_.max_nonfinite_minibatches && !failure_) {
-      failure_ = StrCat(report.error(), " (", nonfinite_minibatches_,
-                        " minibatches with non-finite values; --max_nonfinite_minibatches=",
-                        options_.max_nonfinite_minibatches, ")");
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EDL_RETURN_IF_ERROR(TouchWorkerLocked(report.worker_id()));
+    proto::ReportTaskRequest request = report;
+    const std::vector<TaskId> held = tasks_.HeldBy(report.worker_id());
+    if (report.nonfinite() && !report.error().empty() &&
+        std::find(held.begin(), held.end(), report.task_id()) != held.end()) {
+      // Divergence is the model's, not the task's: the task is retried like
+      // a stopped one, and the job fails after too many.
+      Event("nonfinite", {{"task", report.task_id()}, {"error", report.error()}});
+      if (++nonfinite_minibatches_ > options_.max_nonfinite_minibatches && !failure_) {
+        failure_ = StrCat(report.error(), " (", nonfinite_minibatches_,
+                          " minibatches with non-finite values; --max_nonfinite_minibatches=",
+                          options_.max_nonfinite_minibatches, ")");
+      }
+      spdlog::warn("task {}: {}", report.task_id(), report.error());
+      request.clear_error();
+      request.set_stopped(true);
     }
-    spdlog::warn("task {}: {}", report.task_id(), report.error());
-    request.clear_error();
-    request.set_stopped(true);
-  }
-  const bool was_stopped = !tasks_.stop_reason().empty();
-  if (!tasks_.Report(request.worker_id(), request)) {
-    return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
-                                                " does not hold task ", request.task_id(),
-                                                " (attempt ", request.attempt(), ")"));
-  }
-  if (!was_stopped && !tasks_.stop_reason().empty()) {
-    spdlog::info("training stops: {}", tasks_.stop_reason());
-    Event("training_stopped",
-          {{"reason", tasks_.stop_reason()}, {"model_version", tasks_.model_version()}});
-  }
-  nlohmann::json fields = {{"task", request.task_id()},
-                           {"worker", request.worker_id()},
-                           {"minibatches_done", request.minibatches_done()},
-                           {"error", request.error()}};
-  if (!request.stopped() && request.error().empty() && request.minibatches() > 0) {
-    // A training task's mean loss at the version it left the model at: a
-    // point of the loss curve.
-    fields["loss"] = request.loss_sum() / static_cast<double>(request.minibatches());
-    fields["model_version"] = request.model_version();
-    fields["records"] = request.records();
-    if (request.learning_rate() > 0) fields["learning_rate"] = request.learning_rate();
-  }
-  // The worker's calls to the servers since its last report: the known
-  // calls, in the dashboard's buckets.
-  nlohmann::json rpc_seconds = nlohmann::json::object();
-  for (const auto& [call, h] : request.rpc_seconds()) {
-    Histogram histogram = rpc::HistogramFromProto(h);
-    if ((call == "pull" || call == "pull_rows" || call == "push") &&
-        histogram.bounds == LatencyBounds() && histogram.count > 0) {
-      rpc_seconds[call] = dashboard::LatencyHistogramToJson(histogram);
+    const bool was_stopped = !tasks_.stop_reason().empty();
+    if (!tasks_.Report(request.worker_id(), request)) {
+      return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
+                                                  " does not hold task ", request.task_id(),
+                                                  " (attempt ", request.attempt(), ")"));
     }
+    if (!was_stopped && !tasks_.stop_reason().empty()) {
+      spdlog::info("training stops: {}", tasks_.stop_reason());
+      Event("training_stopped",
+            {{"reason", tasks_.stop_reason()}, {"model_version", tasks_.model_version()}});
+    }
+    nlohmann::json fields = {{"task", request.task_id()},
+                             {"worker", request.worker_id()},
+                             {"minibatches_done", request.minibatches_done()},
+                             {"error", request.error()}};
+    if (!request.stopped() && request.error().empty() && request.minibatches() > 0) {
+      // A training task's mean loss at the version it left the model at: a
+      // point of the loss curve.
+      fields["loss"] = request.loss_sum() / static_cast<double>(request.minibatches());
+      fields["model_version"] = request.model_version();
+      fields["records"] = request.records();
+      if (request.learning_rate() > 0) fields["learning_rate"] = request.learning_rate();
+    }
+    // The worker's calls to the servers since its last report: the known
+    // calls, in the dashboard's buckets.
+    nlohmann::json rpc_seconds = nlohmann::json::object();
+    for (const auto& [call, h] : request.rpc_seconds()) {
+      Histogram histogram = rpc::HistogramFromProto(h);
+      if ((call == "pull" || call == "pull_rows" || call == "push") &&
+          histogram.bounds == LatencyBounds() && histogram.count > 0) {
+        rpc_seconds[call] = dashboard::LatencyHistogramToJson(histogram);
+      }
+    }
+    if (!rpc_seconds.empty()) fields["rpc_seconds"] = std::move(rpc_seconds);
+    Event(request.stopped() ? "task_stopped" : "task_done", fields);
+    samples_.emplace_back(Clock::now(), tasks_.records_done());
+    while (samples_.size() > 2 &&
+           samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
+      samples_.pop_front();
+    }
+    change = ChangedLocked();
   }
-  if (!rpc_seconds.empty()) fields["rpc_seconds"] = std::move(rpc_seconds);
-  Event(request.stopped() ? "task_stopped" : "task_done", fields);
-  samples_.emplace_back(Clock::now(), tasks_.records_done());
-  while (samples_.size() > 2 &&
-         samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
-    samples_.pop_front();
-  }
-  PersistLocked();
-  return absl::OkStatus();
+  return Durable(change);
 }
 
 Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
@@ -310,26 +338,29 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   tasks_.ReconcileWorker(request.worker_id(), request.task_id(), request.attempt());
   if (request.task_id() >= 0 && tasks_.Progress(request.worker_id(), request.task_id(),
                                                 request.attempt(), request.minibatches_done())) {
-    dirty_ = true;
+    progress_unwritten_ = true;
   }
   return absl::OkStatus();
 }
 
 Status JobState::Scale(const proto::ScaleRequest& request, proto::ScaleResponse* response) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (request.num_workers() < 0) {
-    return absl::InvalidArgumentError(
-        StrCat("--num_workers must be 0 or more, not ", request.num_workers()));
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (request.num_workers() < 0) {
+      return absl::InvalidArgumentError(
+          StrCat("--num_workers must be 0 or more, not ", request.num_workers()));
+    }
+    if (options_.type != proto::JOB_TRAINING && request.num_workers() == 0) {
+      return absl::InvalidArgumentError("a job needs at least one worker");
+    }
+    workers_target_ = request.num_workers();
+    tasks_.set_parallelism(workers_target_);
+    response->set_num_workers(workers_target_);
+    Event("scaled", {{"workers_target", workers_target_}});
+    change = ChangedLocked();
   }
-  if (options_.type != proto::JOB_TRAINING && request.num_workers() == 0) {
-    return absl::InvalidArgumentError("a job needs at least one worker");
-  }
-  workers_target_ = request.num_workers();
-  tasks_.set_parallelism(workers_target_);
-  response->set_num_workers(workers_target_);
-  Event("scaled", {{"workers_target", workers_target_}});
-  PersistLocked();
-  return absl::OkStatus();
+  return Durable(change);
 }
 
 double JobState::ThroughputLocked() {
@@ -394,18 +425,21 @@ nlohmann::json JobState::LiveStatus() {
 }
 
 Status JobState::Join(const proto::JoinRequest& request, proto::JoinResponse* response) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int id = next_worker_id_++;
-  WorkerInfo& w = workers_[id];
-  w.handle.joined = true;
-  w.handle.pid = request.pid();
-  w.last_seen = Clock::now();
-  if (!training_begun_) group_.Join(id);
-  Event("worker_joined", {{"worker", id}, {"host", request.host()}, {"pid", request.pid()}});
-  PersistLocked();
-  response->set_worker_id(id);
-  response->set_job_dir(options_.job_dir);
-  return absl::OkStatus();
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int id = next_worker_id_++;
+    WorkerInfo& w = workers_[id];
+    w.handle.joined = true;
+    w.handle.pid = request.pid();
+    w.last_seen = Clock::now();
+    if (!training_begun_) group_.Join(id);
+    Event("worker_joined", {{"worker", id}, {"host", request.host()}, {"pid", request.pid()}});
+    change = ChangedLocked();
+    response->set_worker_id(id);
+    response->set_job_dir(options_.job_dir);
+  }
+  return Durable(change);
 }
 
 std::vector<int> JobState::joined_workers() {
@@ -419,38 +453,48 @@ std::vector<int> JobState::joined_workers() {
 
 int JobState::NewWorkerId() {
   std::lock_guard<std::mutex> lock(mu_);
-  dirty_ = true;
+  ChangedLocked();
   return next_worker_id_++;
 }
 
 void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch) {
-  std::lock_guard<std::mutex> lock(mu_);
-  WorkerInfo& w = workers_[worker];
-  w.handle = handle;
-  w.last_seen = Clock::now();
-  if (!training_begun_) group_.Join(worker);
-  if (relaunch) ++worker_relaunches_;
-  Event("worker_started", {{"worker", worker},
-                           {"pid", handle.pid},
-                           {"backend_id", handle.backend_id},
-                           {"relaunch", relaunch}});
-  PersistLocked();
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    WorkerInfo& w = workers_[worker];
+    w.handle = handle;
+    w.last_seen = Clock::now();
+    if (!training_begun_) group_.Join(worker);
+    if (relaunch) ++worker_relaunches_;
+    Event("worker_started", {{"worker", worker},
+                             {"pid", handle.pid},
+                             {"backend_id", handle.backend_id},
+                             {"relaunch", relaunch}});
+    change = ChangedLocked();
+  }
+  // A journal that cannot be written fails the job (the writer's callback).
+  Durable(change).IgnoreError();
 }
 
 int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = workers_.find(worker);
-  if (it == workers_.end()) return 0;
-  workers_.erase(it);
-  group_.Leave(worker);
-  int requeued = tasks_.RecoverWorker(worker);
-  if (clean) {
-    Event("worker_left", {{"worker", worker}, {"requeued", requeued}});
-  } else {
-    ++worker_losses_;
-    Event("worker_lost", {{"worker", worker}, {"how", how}, {"requeued", requeued}});
+  uint64_t change = 0;
+  int requeued = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(worker);
+    if (it == workers_.end()) return 0;
+    workers_.erase(it);
+    group_.Leave(worker);
+    requeued = tasks_.RecoverWorker(worker);
+    if (clean) {
+      Event("worker_left", {{"worker", worker}, {"requeued", requeued}});
+    } else {
+      ++worker_losses_;
+      Event("worker_lost", {{"worker", worker}, {"how", how}, {"requeued", requeued}});
+    }
+    change = ChangedLocked();
   }
-  PersistLocked();
+  Durable(change).IgnoreError();  // a failure fails the job
   return requeued;
 }
 
@@ -483,12 +527,17 @@ bool JobState::leaving(int worker) {
 }
 
 void JobState::AskToLeave(int worker) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = workers_.find(worker);
-  if (it == workers_.end() || it->second.leaving) return;
-  it->second.leaving = true;
-  Event("worker_leaving", {{"worker", worker}});
-  PersistLocked();
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(worker);
+    if (it == workers_.end() || it->second.leaving) return;
+    it->second.leaving = true;
+    Event("worker_leaving", {{"worker", worker}});
+    change = ChangedLocked();
+  }
+  // A journal that cannot be written fails the job (the writer's callback).
+  Durable(change).IgnoreError();
 }
 
 int JobState::workers_target() {
@@ -502,21 +551,32 @@ bool JobState::worker_relaunch_allowed(int max_relaunches) {
 }
 
 void JobState::PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ps_[ps].handle = handle;
-  if (relaunch) ++ps_relaunches_;
-  Event(
-      "ps_started",
-      {{"ps", ps}, {"pid", handle.pid}, {"backend_id", handle.backend_id}, {"relaunch", relaunch}});
-  PersistLocked();
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ps_[ps].handle = handle;
+    if (relaunch) ++ps_relaunches_;
+    Event("ps_started", {{"ps", ps},
+                         {"pid", handle.pid},
+                         {"backend_id", handle.backend_id},
+                         {"relaunch", relaunch}});
+    change = ChangedLocked();
+  }
+  // A journal that cannot be written fails the job (the writer's callback).
+  Durable(change).IgnoreError();
 }
 
 void JobState::PsLost(int ps, const std::string& how) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ps_[ps].address.clear();
-  ps_[ps].handle = {};
-  Event("ps_lost", {{"ps", ps}, {"how", how}});
-  PersistLocked();
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ps_[ps].address.clear();
+    ps_[ps].handle = {};
+    Event("ps_lost", {{"ps", ps}, {"how", how}});
+    change = ChangedLocked();
+  }
+  // A journal that cannot be written fails the job (the writer's callback).
+  Durable(change).IgnoreError();
 }
 
 int JobState::ps_relaunches() {

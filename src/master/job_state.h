@@ -10,16 +10,21 @@
 // their address; while one is missing (lost and being relaunched) workers
 // get no task and registration waits.
 //
-// Durability: every change that matters for exact accounting is written to
-// the journal (<job_dir>/journal.pb) before the call returns; heartbeat
-// progress is written at the next FlushJournal(). Losing unwritten progress
-// costs only recomputation: parameter servers apply each minibatch once.
+// Durability: every change that matters for exact accounting is in the
+// journal (<job_dir>/journal.pb) before the call returns: the change is
+// made under the lock, a JournalWriter thread writes it (with whatever else
+// changed meanwhile: group commit), and the call waits for that write
+// outside the lock. Heartbeat progress is written at the next
+// FlushJournal(); losing it costs only recomputation, as parameter servers
+// apply each minibatch once. A journal that cannot be written fails the
+// job, and every call that waits for it fails with that error.
 #ifndef ELASTICDL_MASTER_JOB_STATE_H_
 #define ELASTICDL_MASTER_JOB_STATE_H_
 
 #include <chrono>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -58,6 +63,8 @@ struct JobStateOptions {
   int wait_for_workers = 0;
 };
 
+class JournalWriter;
+
 class JobState {
  public:
   // A new job. `events` may be null; not owned.
@@ -65,6 +72,10 @@ class JobState {
   // A job resumed from `journal` (tasks rebuilt by the caller from its ledger).
   JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
            const proto::MasterJournal& journal);
+  // Writes the journal's last changes.
+  ~JobState();
+  JobState(const JobState&) = delete;
+  JobState& operator=(const JobState&) = delete;
 
   // RPC handlers.
   Status RegisterPs(const proto::RegisterPsRequest& request);
@@ -121,7 +132,8 @@ class JobState {
   bool NeedsFlush();
   void Flushed();
 
-  // Writes the journal if anything changed since the last write.
+  // Asks for a journal write of the heartbeats' progress, if any came since
+  // the last write. OK, or the journal's failure.
   Status FlushJournal();
   // The processes recorded in the journal (for adoption by a new master).
   std::vector<std::pair<int, cluster::ProcessHandle>> ps_processes();
@@ -153,15 +165,18 @@ class JobState {
 
   // Parameter servers with an address (registered and not lost since).
   size_t RegisteredPsLocked() const;
-  // GetTask's answer for a known worker.
-  void GetTaskLocked(int worker, proto::Task* task);
+  // GetTask's answer for a known worker; the change it made (0: none).
+  uint64_t GetTaskLocked(int worker, proto::Task* task);
   // A started worker, renewing its lease; FAILED_PRECONDITION otherwise.
   Status TouchWorkerLocked(int worker);
   double ThroughputLocked();
   proto::MasterJournal JournalLocked();
-  // Writes the journal now (a failure to write is logged: the job goes on,
-  // less recoverable).
-  void PersistLocked();
+  // Numbers a change to the journaled state and asks for its write;
+  // returns its number.
+  uint64_t ChangedLocked();
+  // Waits, without the lock, until `change` (0: none) is in the journal.
+  // The journal's failure if it cannot be written.
+  Status Durable(uint64_t change);
   void Event(const std::string& event, const nlohmann::json& fields);
 
   const JobStateOptions options_;
@@ -185,12 +200,17 @@ class JobState {
   bool training_begun_ = false;
   // A task has been handed out (a resumed job counts as started).
   bool dispatched_any_ = false;
-  bool dirty_ = false;
+  // Heartbeats moved a task's progress since the last journal write.
+  bool progress_unwritten_ = false;
   bool flushed_ = false;
-  bool journal_warned_ = false;
+  // Changes to the journaled state so far.
+  uint64_t changes_ = 0;
   std::optional<std::string> failure_;
   // (time, records done) after each report, for the throughput estimate.
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;
+  // Null without a job directory (tests). Last: it stops, writing the last
+  // changes, before the state it reads goes.
+  std::unique_ptr<JournalWriter> journal_;
 };
 
 }  // namespace elasticdl::master

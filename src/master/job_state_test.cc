@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -182,6 +184,48 @@ TEST(JobStateTest, ResumesFromItsJournal) {
   proto::GetJobStatusResponse status;
   resumed.GetStatus(&status);
   EXPECT_EQ(status.master_restarts(), 1);
+}
+
+TEST(JobStateTest, AnAnswerComesOnceItsChangeIsInTheJournal) {
+  testing::TempDir dir;
+  JobStateOptions options = StateOptions();
+  options.job_dir = dir.path();
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(state.NewWorkerId(), cluster::ProcessHandle(), false);
+  StatusOr<proto::Task> task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok()) << task.status();
+  // Read while the master lives (a master killed now loses nothing): the
+  // journal has the worker hold the task it was just handed.
+  StatusOr<std::optional<proto::MasterJournal>> journal = ReadJournal(dir.path());
+  ASSERT_TRUE(journal.ok() && journal->has_value()) << journal.status();
+  bool held = false;
+  for (const proto::JournalTask& t : (*journal)->ledger().tasks()) {
+    held = held || (t.task().task_id() == task->task_id() && t.holder() == 0);
+  }
+  EXPECT_TRUE(held) << (*journal)->DebugString();
+}
+
+TEST(JobStateTest, AJournalThatCannotBeWrittenFailsTheJob) {
+  testing::TempDir dir;
+  JobStateOptions options = StateOptions();
+  // A file where the job directory should be: no journal write succeeds.
+  options.job_dir = dir.path() + "/not-a-directory";
+  std::ofstream(options.job_dir) << "x";
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr);
+  Status registered = RegisterPs(&state, 0);
+  EXPECT_FALSE(registered.ok());
+  EXPECT_NE(registered.message().find(JournalPath(options.job_dir)), std::string::npos)
+      << registered;
+  ASSERT_TRUE(state.failure().has_value());
+  EXPECT_EQ(*state.failure(), std::string(registered.message()));
+  EXPECT_TRUE(state.finished());
+  EXPECT_FALSE(state.FlushJournal().ok());
+  // No task is handed out past it.
+  state.WorkerStarted(state.NewWorkerId(), cluster::ProcessHandle(), false);
+  StatusOr<proto::Task> task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->type(), proto::TASK_NONE);
 }
 
 TEST(MasterServiceTest, RefusesCallsWithoutTheTokenAndOversizedOnes) {

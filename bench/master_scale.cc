@@ -1,0 +1,194 @@
+// The master under many workers: simulated workers, threads of this
+// process, speak the real protocol to a running job's real master (and its
+// parameter servers behind it) and do no model work: join, register, then
+// get a task and report it done until the job has none left. Prints the
+// task RPCs (GetTask answered with a task, ReportTask) per second while
+// every worker was in, and each call's p50 and p99 latency.
+// bench/master_scale.sh starts the job (--cluster=external) and runs this.
+//
+// Usage: master_scale --job_dir=DIR --workers=N --minibatch_size=B
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/file.h"
+#include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "rpc/grpc_util.h"
+#include "rpc/job_token.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using elasticdl::proto::Master;
+
+struct Call {
+  Clock::time_point end;
+  double ms;
+  bool report;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+std::string Flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind(prefix, 0) == 0)
+      return std::string(argv[i]).substr(prefix.size());
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string job_dir = Flag(argc, argv, "job_dir", "");
+  const int workers = std::atoi(Flag(argc, argv, "workers", "100").c_str());
+  const int64_t minibatch = std::atoll(Flag(argc, argv, "minibatch_size", "64").c_str());
+  if (job_dir.empty() || workers <= 0 || minibatch <= 0) {
+    std::fprintf(stderr, "usage: master_scale --job_dir=DIR --workers=N --minibatch_size=B\n");
+    return 2;
+  }
+  // The client writes the token, then starts the master, which writes its address.
+  elasticdl::StatusOr<std::string> token = absl::NotFoundError("no token yet");
+  std::string address;
+  for (int i = 0; i < 3000 && address.empty(); ++i) {
+    if (!token.ok()) token = elasticdl::rpc::ReadJobToken(job_dir);
+    auto a = elasticdl::ReadFileToString(job_dir + "/master.addr");
+    if (token.ok() && a.ok()) address = *a;
+    if (address.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (address.empty()) {
+    std::fprintf(stderr, "no running master in %s after 5 minutes\n", job_dir.c_str());
+    return 1;
+  }
+  // Several connections, as workers on many hosts would have.
+  constexpr int kChannels = 16;
+  std::vector<std::unique_ptr<Master::Stub>> stubs;
+  for (int i = 0; i < kChannels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("elasticdl.bench.channel", i);  // no shared subchannel
+    stubs.push_back(Master::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+  }
+  std::atomic<int> registered{0};
+  std::atomic<int64_t> records{0};
+  std::atomic<int> errors{0};
+  std::mutex mu;
+  std::vector<Call> calls;
+  Clock::time_point all_in{}, first_done{};
+  bool done_seen = false;
+  auto worker = [&](int index) {
+    Master::Stub& master = *stubs[index % kChannels];
+    using elasticdl::rpc::MakeContext;
+    using std::chrono::milliseconds;
+    elasticdl::proto::JoinRequest join;
+    join.set_host("bench");
+    join.set_pid(getpid());
+    elasticdl::proto::JoinResponse joined;
+    if (!master.Join(MakeContext(milliseconds(60000), *token).get(), join, &joined).ok()) {
+      ++errors;
+      return;
+    }
+    const int id = joined.worker_id();
+    elasticdl::proto::RegisterWorkerRequest reg;
+    reg.set_worker_id(id);
+    for (;;) {
+      elasticdl::proto::RegisterWorkerResponse r;
+      grpc::Status s =
+          master.RegisterWorker(MakeContext(milliseconds(60000), *token).get(), reg, &r);
+      if (s.ok()) break;
+      if (s.error_code() != grpc::StatusCode::UNAVAILABLE) {
+        ++errors;
+        return;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    if (++registered == workers) {
+      std::lock_guard<std::mutex> lock(mu);
+      all_in = Clock::now();
+    }
+    std::vector<Call> mine;
+    int64_t version = 0;
+    for (;;) {
+      elasticdl::proto::GetTaskRequest get;
+      get.set_worker_id(id);
+      elasticdl::proto::GetTaskResponse got;
+      Clock::time_point t0 = Clock::now();
+      grpc::Status s = master.GetTask(MakeContext(milliseconds(60000), *token).get(), get, &got);
+      Clock::time_point t1 = Clock::now();
+      if (!s.ok()) {
+        ++errors;
+        break;
+      }
+      const elasticdl::proto::Task& task = got.task();
+      if (task.type() == elasticdl::proto::TASK_NONE) break;
+      if (task.type() == elasticdl::proto::TASK_WAIT) {
+        std::this_thread::sleep_for(milliseconds(20));
+        continue;
+      }
+      mine.push_back({t1, std::chrono::duration<double, std::milli>(t1 - t0).count(), false});
+      const int64_t n = task.end() - task.start();
+      elasticdl::proto::ReportTaskRequest report;
+      report.set_worker_id(id);
+      report.set_task_id(task.task_id());
+      report.set_attempt(task.attempt());
+      report.set_minibatches_done((n + minibatch - 1) / minibatch);
+      report.set_minibatches((n + minibatch - 1) / minibatch);
+      report.set_records(n);
+      report.set_model_version(++version);
+      elasticdl::proto::ReportTaskResponse ack;
+      t0 = Clock::now();
+      s = master.ReportTask(MakeContext(milliseconds(60000), *token).get(), report, &ack);
+      t1 = Clock::now();
+      if (!s.ok()) {
+        ++errors;
+        break;
+      }
+      mine.push_back({t1, std::chrono::duration<double, std::milli>(t1 - t0).count(), true});
+      records += n;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (!done_seen) {
+      done_seen = true;
+      first_done = Clock::now();
+    }
+    calls.insert(calls.end(), mine.begin(), mine.end());
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(workers);
+  for (int i = 0; i < workers; ++i) threads.emplace_back(worker, i);
+  for (std::thread& t : threads) t.join();
+
+  // The window in which every worker was in and none had finished.
+  std::vector<double> get_ms, report_ms;
+  int64_t in_window = 0;
+  for (const Call& c : calls) {
+    if (c.end < all_in || c.end > first_done) continue;
+    ++in_window;
+    (c.report ? report_ms : get_ms).push_back(c.ms);
+  }
+  const double seconds = std::chrono::duration<double>(first_done - all_in).count();
+  std::printf(
+      "workers=%d records=%lld task_rpcs=%zu errors=%d\n"
+      "window=%.2fs (all %d workers in, none finished) task_rpcs_per_s=%.0f\n"
+      "get_task  p50=%.2fms p99=%.2fms (%zu calls)\n"
+      "report    p50=%.2fms p99=%.2fms (%zu calls)\n",
+      workers, static_cast<long long>(records.load()), calls.size(), errors.load(), seconds,
+      workers, seconds > 0 ? static_cast<double>(in_window) / seconds : 0.0,
+      Percentile(get_ms, 0.5), Percentile(get_ms, 0.99), get_ms.size(), Percentile(report_ms, 0.5),
+      Percentile(report_ms, 0.99), report_ms.size());
+  return errors.load() == 0 ? 0 : 1;
+}

@@ -38,4 +38,4 @@ client=$!
 "$BIN/master_scale" --job_dir="$JOB" --workers="$WORKERS" --minibatch_size=64 ||
   { kill "$client" 2>/dev/null; tail -20 "$WORK/client.log" >&2; exit 1; }
 wait "$client" || { tail -20 "$WORK/client.log" >&2; exit 1; }
-echo "journal: $(stat -c %s "$JOB/journal.pb") bytes; $(grep -m1 '^trained' "$WORK/client.log")"
+echo "journal: $(stat -c %s "$JOB/journal.log") bytes; $(grep -m1 '^trained' "$WORK/client.log")"

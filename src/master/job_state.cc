@@ -25,6 +25,12 @@ proto::JournalProcess ToJournal(int id, const cluster::ProcessHandle& handle) {
   return p;
 }
 
+bool SameProcess(const proto::JournalProcess& a, const proto::JournalProcess& b) {
+  return a.id() == b.id() && a.pid() == b.pid() && a.start_time() == b.start_time() &&
+         a.address() == b.address() && a.leaving() == b.leaving() && a.joined() == b.joined() &&
+         a.backend_id() == b.backend_id();
+}
+
 cluster::ProcessHandle FromJournal(const proto::JournalProcess& p) {
   cluster::ProcessHandle handle;
   handle.pid = p.pid();
@@ -45,13 +51,18 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
   samples_.emplace_back(Clock::now(), 0);
   tasks_.set_parallelism(workers_target_);
   if (!options_.job_dir.empty()) {
+    tasks_.TrackChanges();
+    JournalWriter::Source source;
+    source.snapshot = [this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return std::make_pair(JournalLocked(), changes_);
+    };
+    source.changes = [this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return std::make_pair(JournalChangesLocked(), changes_);
+    };
     journal_ = std::make_unique<JournalWriter>(
-        options_.job_dir,
-        [this] {
-          std::lock_guard<std::mutex> lock(mu_);
-          return std::make_pair(JournalLocked(), changes_);
-        },
-        [this](const Status& failure) {
+        options_.job_dir, std::move(source), [this](const Status& failure) {
           spdlog::error("{}", std::string(failure.message()));
           Fail(std::string(failure.message()));
         });
@@ -102,25 +113,57 @@ void JobState::Event(const std::string& event, const nlohmann::json& fields) {
 
 proto::MasterJournal JobState::JournalLocked() {
   proto::MasterJournal journal;
-  journal.set_master_address(options_.master_address);
-  *journal.mutable_ledger() = tasks_.ToLedger();
+  ScalarsLocked(&journal);
+  *journal.mutable_ledger() = tasks_.TakeLedger();
+  workers_written_.clear();
+  for (const auto& [id, w] : workers_) {
+    proto::JournalProcess p = ToJournal(id, w.handle);
+    p.set_leaving(w.leaving);
+    *journal.add_workers() = p;
+    workers_written_.emplace(id, std::move(p));
+  }
+  return journal;
+}
+
+proto::JournalChanges JobState::JournalChangesLocked() {
+  proto::JournalChanges changes;
+  ScalarsLocked(changes.mutable_scalars());
+  tasks_.TakeChanges(changes.mutable_ledger());
+  // Workers are few beside tasks: compared with what was written.
+  for (auto it = workers_written_.begin(); it != workers_written_.end();) {
+    if (workers_.count(it->first) != 0) {
+      ++it;
+      continue;
+    }
+    changes.add_workers_gone(it->first);
+    it = workers_written_.erase(it);
+  }
+  for (const auto& [id, w] : workers_) {
+    proto::JournalProcess p = ToJournal(id, w.handle);
+    p.set_leaving(w.leaving);
+    auto [it, added] = workers_written_.try_emplace(id, p);
+    if (!added) {
+      if (SameProcess(it->second, p)) continue;
+      it->second = p;
+    }
+    *changes.add_workers() = std::move(p);
+  }
+  return changes;
+}
+
+void JobState::ScalarsLocked(proto::MasterJournal* journal) const {
+  journal->set_master_address(options_.master_address);
   for (size_t i = 0; i < ps_.size(); ++i) {
-    proto::JournalProcess* p = journal.add_ps();
+    proto::JournalProcess* p = journal->add_ps();
     *p = ToJournal(static_cast<int>(i), ps_[i].handle);
     p->set_address(ps_[i].address);
   }
-  for (const auto& [id, w] : workers_) {
-    proto::JournalProcess* p = journal.add_workers();
-    *p = ToJournal(id, w.handle);
-    p->set_leaving(w.leaving);
-  }
-  journal.set_next_worker_id(next_worker_id_);
-  journal.set_workers_target(workers_target_);
-  journal.set_worker_relaunches(worker_relaunches_);
-  journal.set_worker_losses(worker_losses_);
-  journal.set_ps_relaunches(ps_relaunches_);
-  journal.set_master_restarts(master_restarts_);
-  return journal;
+  journal->set_next_worker_id(next_worker_id_);
+  journal->set_workers_target(workers_target_);
+  journal->set_worker_relaunches(worker_relaunches_);
+  journal->set_worker_losses(worker_losses_);
+  journal->set_ps_relaunches(ps_relaunches_);
+  journal->set_master_restarts(master_restarts_);
 }
 
 uint64_t JobState::ChangedLocked() {

@@ -11,7 +11,7 @@
 // get no task and registration waits.
 //
 // Durability: every change that matters for exact accounting is in the
-// journal (<job_dir>/journal.pb) before the call returns: the change is
+// journal (<job_dir>/journal.log) before the call returns: the change is
 // made under the lock, a JournalWriter thread writes it (with whatever else
 // changed meanwhile: group commit), and the call waits for that write
 // outside the lock. Heartbeat progress is written at the next
@@ -170,7 +170,12 @@ class JobState {
   // A started worker, renewing its lease; FAILED_PRECONDITION otherwise.
   Status TouchWorkerLocked(int worker);
   double ThroughputLocked();
+  // The journal's records (JournalWriter::Source): the whole state, and
+  // what changed since the last record.
   proto::MasterJournal JournalLocked();
+  proto::JournalChanges JournalChangesLocked();
+  // Every field of MasterJournal but the ledger and the workers.
+  void ScalarsLocked(proto::MasterJournal* journal) const;
   // Numbers a change to the journaled state and asks for its write;
   // returns its number.
   uint64_t ChangedLocked();
@@ -208,6 +213,8 @@ class JobState {
   std::optional<std::string> failure_;
   // (time, records done) after each report, for the throughput estimate.
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;
+  // The workers as the journal last recorded them.
+  std::map<int, proto::JournalProcess> workers_written_;
   // Null without a job directory (tests). Last: it stops, writing the last
   // changes, before the state it reads goes.
   std::unique_ptr<JournalWriter> journal_;

@@ -3,13 +3,14 @@
 #include <algorithm>
 
 #include "common/strings.h"
-#include "master/journal.h"
 
 namespace elasticdl::master {
 
-JournalWriter::JournalWriter(std::string job_dir, Snapshot snapshot, FailureCallback on_failure)
+JournalWriter::JournalWriter(std::string job_dir, Source source, FailureCallback on_failure,
+                             int64_t min_compaction_bytes)
     : job_dir_(std::move(job_dir)),
-      snapshot_(std::move(snapshot)),
+      source_(std::move(source)),
+      min_compaction_bytes_(min_compaction_bytes),
       on_failure_(std::move(on_failure)),
       thread_([this] { Loop(); }) {}
 
@@ -47,22 +48,44 @@ int64_t JournalWriter::writes() {
   return writes_;
 }
 
+int64_t JournalWriter::snapshots() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return snapshots_;
+}
+
+StatusOr<uint64_t> JournalWriter::Write() {
+  const bool compact =
+      log_ == nullptr ||
+      log_->size() - log_->snapshot_size() > std::max(log_->snapshot_size(), min_compaction_bytes_);
+  if (compact) {
+    auto [journal, holds] = source_.snapshot();
+    log_.reset();
+    EDL_ASSIGN_OR_RETURN(log_, JournalLog::Create(job_dir_, journal));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++snapshots_;
+    return holds;
+  }
+  auto [changes, holds] = source_.changes();
+  EDL_RETURN_IF_ERROR(log_->Append(changes));
+  return holds;
+}
+
 void JournalWriter::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     requested_cv_.wait(lock, [&] { return requested_ > durable_ || stopping_; });
     if (requested_ <= durable_) return;  // stopping, everything written
     lock.unlock();
-    // The snapshot holds every change numbered up to `holds`, the ones
-    // asked for since this loop woke included.
-    auto [journal, holds] = snapshot_();
-    Status written = WriteJournal(job_dir_, journal);
+    // The record holds every change numbered up to the one Write returns,
+    // the ones asked for since this loop woke included.
+    StatusOr<uint64_t> written = Write();
     lock.lock();
     ++writes_;
     if (!written.ok()) {
-      Status failure(written.code(), StrCat("cannot write the job's journal: ", written.message(),
-                                            "; a restarted master could not resume the job "
-                                            "exactly, so it stops here"));
+      const Status& error = written.status();
+      Status failure(error.code(), StrCat("cannot write the job's journal: ", error.message(),
+                                          "; a restarted master could not resume the job "
+                                          "exactly, so it stops here"));
       // The job learns first; then the waiters, and every later one.
       lock.unlock();
       if (on_failure_) on_failure_(failure);
@@ -72,7 +95,7 @@ void JournalWriter::Loop() {
       requested_cv_.wait(lock, [&] { return stopping_; });
       return;
     }
-    durable_ = std::max(durable_, holds);
+    durable_ = std::max(durable_, *written);
     durable_cv_.notify_all();
   }
 }

@@ -32,14 +32,14 @@ Status DataChanged(const proto::Task& t, const char* kind) {
 
 proto::TaskLedger TaskManager::ToLedger() const {
   proto::TaskLedger ledger;
-  ledger.set_next_task_id(next_id_);
-  ledger.set_epoch(epoch_);
+  ScalarsTo(&ledger);
   auto add = [&](const Entry& e, WorkerId holder, bool training) {
     proto::JournalTask* jt = ledger.add_tasks();
     *jt->mutable_task() = e.task;
     jt->set_failures(e.failures);
     jt->set_holder(holder);
     jt->set_training(training);
+    if (holder < 0) jt->set_order(e.order);
   };
   for (const Entry& e : training_queue_) add(e, -1, true);
   for (const Entry& e : other_queue_) add(e, -1, false);
@@ -47,32 +47,114 @@ proto::TaskLedger TaskManager::ToLedger() const {
     add(h.entry, h.worker, h.entry.task.type() == proto::TASK_TRAINING);
   }
   for (const auto& [id, task] : finished_training_) *ledger.add_finished_training() = task;
-
-  ledger.set_records_done(records_done_);
-  ledger.set_model_version(model_version_);
-  ledger.set_recent_loss(recent_loss_);
-  ledger.set_evaluating(evaluating_);
-  ledger.set_evaluation_version(evaluation_version_);
-  ledger.set_evaluation_tasks_left(evaluation_tasks_left_);
-  for (const auto& [name, s] : evaluation_states_) {
-    *ledger.add_evaluation_states() = rpc::MetricStateToProto(name, s);
-  }
-  ledger.set_next_evaluation_version(next_evaluation_version_);
-  ledger.set_final_evaluation_started(final_evaluation_started_);
   for (const Evaluation& ev : evaluations_) {
     proto::JournalEvaluation* je = ledger.add_evaluations();
     je->set_model_version(ev.model_version);
     je->mutable_metrics()->insert(ev.metrics.begin(), ev.metrics.end());
   }
   for (const auto& [range, id] : prediction_tasks_) ledger.add_prediction_task_ids(id);
+  ledger.set_rng_state(RngState());
+  return ledger;
+}
+
+void TaskManager::ScalarsTo(proto::TaskLedger* ledger) const {
+  ledger->set_next_task_id(next_id_);
+  ledger->set_epoch(epoch_);
+  ledger->set_records_done(records_done_);
+  ledger->set_model_version(model_version_);
+  ledger->set_recent_loss(recent_loss_);
+  ledger->set_evaluating(evaluating_);
+  ledger->set_evaluation_version(evaluation_version_);
+  ledger->set_evaluation_tasks_left(evaluation_tasks_left_);
+  for (const auto& [name, s] : evaluation_states_) {
+    *ledger->add_evaluation_states() = rpc::MetricStateToProto(name, s);
+  }
+  ledger->set_next_evaluation_version(next_evaluation_version_);
+  ledger->set_final_evaluation_started(final_evaluation_started_);
+  ledger->set_training_seconds(training_seconds());
+  if (failure_) ledger->set_failure(*failure_);
+  ledger->set_stop_reason(stop_reason_);
+  early_stopping_.Save(ledger);
+}
+
+std::string TaskManager::RngState() const {
   std::ostringstream rng;
   rng << rng_;
-  ledger.set_rng_state(rng.str());
-  ledger.set_training_seconds(training_seconds());
-  if (failure_) ledger.set_failure(*failure_);
-  ledger.set_stop_reason(stop_reason_);
-  early_stopping_.Save(&ledger);
-  return ledger;
+  return rng.str();
+}
+
+void TaskManager::TrackChanges() {
+  track_changes_ = true;
+  TakeLedger();
+}
+
+proto::TaskLedger TaskManager::TakeLedger() {
+  changed_tasks_.clear();
+  changed_finished_.clear();
+  rng_changed_ = false;
+  evaluations_taken_ = evaluations_.size();
+  return ToLedger();
+}
+
+void TaskManager::TakeChanges(proto::LedgerChanges* changes) {
+  ScalarsTo(changes->mutable_scalars());
+  for (auto& [id, task] : changed_tasks_) {
+    if (task) {
+      *changes->add_tasks() = std::move(*task);
+    } else {
+      changes->add_tasks_gone(id);
+    }
+  }
+  for (auto& [id, task] : changed_finished_) {
+    if (task) {
+      *changes->add_finished_training() = std::move(*task);
+    } else {
+      changes->add_finished_gone(id);
+    }
+  }
+  if (rng_changed_) changes->set_rng_state(RngState());
+  for (size_t i = evaluations_taken_; i < evaluations_.size(); ++i) {
+    proto::JournalEvaluation* je = changes->add_evaluations();
+    je->set_model_version(evaluations_[i].model_version);
+    je->mutable_metrics()->insert(evaluations_[i].metrics.begin(), evaluations_[i].metrics.end());
+  }
+  changed_tasks_.clear();
+  changed_finished_.clear();
+  rng_changed_ = false;
+  evaluations_taken_ = evaluations_.size();
+}
+
+void TaskManager::NoteQueued(const Entry& entry, bool training) {
+  if (!track_changes_) return;
+  proto::JournalTask jt;
+  *jt.mutable_task() = entry.task;
+  jt.set_failures(entry.failures);
+  jt.set_holder(-1);
+  jt.set_training(training);
+  jt.set_order(entry.order);
+  changed_tasks_[entry.task.task_id()] = std::move(jt);
+}
+
+void TaskManager::NoteHeld(const Held& held) {
+  if (!track_changes_) return;
+  proto::JournalTask jt;
+  *jt.mutable_task() = held.entry.task;
+  jt.set_failures(held.entry.failures);
+  jt.set_holder(held.worker);
+  jt.set_training(held.entry.task.type() == proto::TASK_TRAINING);
+  changed_tasks_[held.entry.task.task_id()] = std::move(jt);
+}
+
+void TaskManager::NoteGone(TaskId id) {
+  if (track_changes_) changed_tasks_[id] = std::nullopt;
+}
+
+void TaskManager::NoteFinished(const proto::Task& task) {
+  if (track_changes_) changed_finished_[task.task_id()] = task;
+}
+
+void TaskManager::NoteUnfinished(TaskId id) {
+  if (track_changes_) changed_finished_[id] = std::nullopt;
 }
 
 StatusOr<TaskManager> TaskManager::FromLedger(TaskManagerOptions options,
@@ -97,7 +179,14 @@ Status TaskManager::LoadLedger(const proto::TaskLedger& ledger) {
                                                 " does not fit a job of ", options_.num_epochs,
                                                 " epochs"));
   }
-  for (const proto::JournalTask& jt : ledger.tasks()) EDL_RETURN_IF_ERROR(LoadTask(jt));
+  std::set<TaskId> listed;
+  for (const proto::JournalTask& jt : ledger.tasks()) {
+    if (!listed.insert(jt.task().task_id()).second) {
+      return absl::InvalidArgumentError(StrCat(Describe(jt.task()), " is listed twice"));
+    }
+    EDL_RETURN_IF_ERROR(LoadTask(jt));
+  }
+  LoadOrders();
   for (const proto::Task& t : ledger.finished_training()) {
     if (t.type() != proto::TASK_TRAINING) {
       return absl::InvalidArgumentError(StrCat(Describe(t), " is finished but not training"));
@@ -156,22 +245,36 @@ Status TaskManager::LoadTask(const proto::JournalTask& jt) {
                                              ", holder ", jt.holder(), " and training queue ",
                                              jt.training()));
   }
-  if (held_.count(t.task_id()) != 0 ||
-      std::any_of(training_queue_.begin(), training_queue_.end(),
-                  [&](const Entry& e) { return e.task.task_id() == t.task_id(); }) ||
-      std::any_of(other_queue_.begin(), other_queue_.end(),
-                  [&](const Entry& e) { return e.task.task_id() == t.task_id(); })) {
-    return absl::InvalidArgumentError(StrCat(Describe(t), " is listed twice"));
-  }
-  Entry e{t, jt.failures()};
+  Entry e{t, jt.failures(), jt.order()};
   if (jt.holder() >= 0) {
     held_[t.task_id()] = Held{std::move(e), jt.holder(), true};
-  } else if (jt.training()) {
-    training_queue_.push_back(std::move(e));
   } else {
-    other_queue_.push_back(std::move(e));
+    // Listed front to back.
+    (jt.training() ? training_queue_ : other_queue_).push_back(std::move(e));
   }
   return absl::OkStatus();
+}
+
+void TaskManager::LoadOrders() {
+  // A ledger's places, where they grow front to back (a ledger written
+  // without them has none); else places in the order listed.
+  for (std::deque<Entry>* queue : {&training_queue_, &other_queue_}) {
+    bool ordered = true;
+    for (size_t i = 1; i < queue->size() && ordered; ++i) {
+      ordered = (*queue)[i - 1].order < (*queue)[i].order;
+    }
+    if (!ordered) {
+      int64_t order = 0;
+      for (Entry& e : *queue) e.order = order++;
+    }
+  }
+  next_front_ = -1;
+  next_back_ = 0;
+  for (const std::deque<Entry>* queue : {&training_queue_, &other_queue_}) {
+    if (queue->empty()) continue;
+    next_front_ = std::min(next_front_, queue->front().order - 1);
+    next_back_ = std::max(next_back_, queue->back().order + 1);
+  }
 }
 
 Status TaskManager::CheckEpochs() const {
@@ -290,6 +393,7 @@ Status TaskManager::LoadCounters(const proto::TaskLedger& ledger) {
   early_stopping_.Load(ledger);
   std::istringstream rng(ledger.rng_state());
   rng >> rng_;
+  evaluations_taken_ = evaluations_.size();
   if (rng.fail()) return absl::InvalidArgumentError("unreadable shuffle state");
   training_seconds_before_ = ledger.training_seconds();
   // Training time goes on from the restart.

@@ -90,8 +90,20 @@ TaskId TaskManager::Add(proto::TaskType type, const Range& range, int64_t model_
   e.task.set_end(range.end);
   e.task.set_epoch(std::max<int64_t>(epoch_, 0));
   e.task.set_model_version(model_version);
-  queue->push_back(std::move(e));
+  PushBack(queue, std::move(e));
   return queue->back().task.task_id();
+}
+
+void TaskManager::PushBack(std::deque<Entry>* queue, Entry entry) {
+  entry.order = next_back_++;
+  NoteQueued(entry, queue == &training_queue_);
+  queue->push_back(std::move(entry));
+}
+
+void TaskManager::PushFront(std::deque<Entry>* queue, Entry entry) {
+  entry.order = next_front_--;
+  NoteQueued(entry, queue == &training_queue_);
+  queue->push_front(std::move(entry));
 }
 
 int64_t TaskManager::NumMinibatches(const proto::Task& task) const {
@@ -122,6 +134,7 @@ void TaskManager::DealNextEpoch() {
   ++epoch_;
   std::vector<Range> ranges = training_;
   std::shuffle(ranges.begin(), ranges.end(), rng_);
+  rng_changed_ = true;
   // The last ranges dealt stay out of the first ones of this epoch, so that
   // the same records do not train side by side: two minibatches of one
   // synchronous step holding the same records would be one step over
@@ -220,7 +233,8 @@ proto::Task TaskManager::Next(WorkerId worker) {
   if (task.type() == proto::TASK_TRAINING && !training_started_) {
     training_started_ = std::chrono::steady_clock::now();
   }
-  held_[task.task_id()] = Held{std::move(e), worker, false};
+  Held& held = held_[task.task_id()] = Held{std::move(e), worker, false};
+  NoteHeld(held);
   return task;
 }
 
@@ -235,10 +249,10 @@ TaskManager::Held* TaskManager::FindHeld(WorkerId worker, TaskId id, int32_t att
 
 void TaskManager::Requeue(Entry entry) {
   if (entry.task.type() == proto::TASK_TRAINING) {
-    training_queue_.push_front(std::move(entry));
+    PushFront(&training_queue_, std::move(entry));
   } else {
     entry.task.set_minibatches_done(0);
-    other_queue_.push_front(std::move(entry));
+    PushFront(&other_queue_, std::move(entry));
   }
 }
 
@@ -277,6 +291,7 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
       training_last_done_ = std::chrono::steady_clock::now();
       if (report.minibatches() > 0) recent_loss_ = report.loss_sum() / report.minibatches();
       task.set_minibatches_done(NumMinibatches(task));
+      NoteFinished(task);
       finished_training_[task.task_id()] = std::move(task);
       break;
     case proto::TASK_EVALUATION:
@@ -306,6 +321,8 @@ bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report
   if (found == nullptr) return false;
   Entry entry = std::move(found->entry);
   held_.erase(report.task_id());
+  // Noted again where it is requeued.
+  NoteGone(report.task_id());
   model_version_ = std::max(model_version_, report.model_version());
 
   proto::Task& task = entry.task;
@@ -360,7 +377,10 @@ bool TaskManager::Progress(WorkerId worker, TaskId task, int32_t attempt,
   proto::Task& t = held->entry.task;
   if (t.type() == proto::TASK_TRAINING) {
     int64_t done = std::clamp<int64_t>(minibatches_done, 0, NumMinibatches(t));
-    t.set_minibatches_done(std::max(t.minibatches_done(), done));
+    if (done > t.minibatches_done()) {
+      t.set_minibatches_done(done);
+      NoteHeld(*held);
+    }
   }
   return true;
 }
@@ -431,17 +451,21 @@ int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
     }
     records_done_ -= RecordsOf(t);
     t.set_minibatches_done(applied_to(t));
+    NoteUnfinished(t.task_id());
     reopened.push_back(Entry{std::move(t), 0});
     it = finished_training_.erase(it);
   }
   for (Entry& e : training_queue_) {
-    e.task.set_minibatches_done(std::min(e.task.minibatches_done(), applied_to(e.task)));
+    const int64_t applied = applied_to(e.task);
+    if (e.task.minibatches_done() <= applied) continue;
+    e.task.set_minibatches_done(applied);
+    NoteQueued(e, true);
   }
 
   // To the front, oldest task first.
   std::sort(reopened.begin(), reopened.end(),
             [](const Entry& a, const Entry& b) { return a.task.task_id() > b.task.task_id(); });
-  for (Entry& e : reopened) training_queue_.push_front(std::move(e));
+  for (Entry& e : reopened) PushFront(&training_queue_, std::move(e));
   // Training that had ended must end again before the final evaluation.
   if (training_was_finished && !TrainingFinished()) final_evaluation_started_ = false;
   return static_cast<int>(reopened.size());

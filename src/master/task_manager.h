@@ -111,6 +111,15 @@ class TaskManager {
                                           const proto::TaskLedger& ledger);
   // The whole state, for the master's journal.
   proto::TaskLedger ToLedger() const;
+  // The journal's records (master/journal.h) after the first: once
+  // TrackChanges() is called, every change is noted, and TakeChanges()
+  // gives (and forgets) what changed since the last TakeLedger() or
+  // TakeChanges(), in proportion to the changes, not to the state.
+  // JournalFold folds them into the ledger taken before.
+  void TrackChanges();
+  // ToLedger(), and what changed until now is taken as written.
+  proto::TaskLedger TakeLedger();
+  void TakeChanges(proto::LedgerChanges* changes);
 
   // How many workers the job runs (its target; 1 by default). An epoch's
   // last ranges, as many as twice this, are not dealt among the first of
@@ -225,6 +234,9 @@ class TaskManager {
   struct Entry {
     proto::Task task;
     int failures = 0;
+    // Queued: its place in the queue (lower is nearer the front), which the
+    // journal's changes record.
+    int64_t order = 0;
   };
   struct Held {
     Entry entry;
@@ -251,6 +263,20 @@ class TaskManager {
   // Puts a task back at the front of its queue; evaluation and prediction
   // tasks start over.
   void Requeue(Entry entry);
+  // Every change to the queues, the held and the finished tasks goes
+  // through these, which note it for TakeChanges().
+  void PushBack(std::deque<Entry>* queue, Entry entry);
+  void PushFront(std::deque<Entry>* queue, Entry entry);
+  void NoteQueued(const Entry& entry, bool training);
+  void NoteHeld(const Held& held);
+  // `id` is no longer queued or held (until noted again).
+  void NoteGone(TaskId id);
+  void NoteFinished(const proto::Task& task);
+  void NoteUnfinished(TaskId id);
+  // ToLedger()'s fields but the tasks, the shuffle's state, the evaluations
+  // and the prediction task ids.
+  void ScalarsTo(proto::TaskLedger* ledger) const;
+  std::string RngState() const;
   void FinishTask(Entry entry, const proto::ReportTaskRequest& report);
   void FinishEvaluationTask(const proto::Task& task, const proto::ReportTaskRequest& report);
   void TaskFailed(Entry entry, const std::string& error);
@@ -258,6 +284,8 @@ class TaskManager {
   // Ledger loading (task_ledger.cc).
   Status LoadLedger(const proto::TaskLedger& ledger);
   Status LoadTask(const proto::JournalTask& journal_task);
+  // The queues' places, and the next ones, after loading.
+  void LoadOrders();
   Status CheckTask(const proto::Task& task) const;
   Status CheckEpochs() const;
   Status LoadEvaluation(const proto::TaskLedger& ledger);
@@ -301,6 +329,17 @@ class TaskManager {
   std::optional<std::string> failure_;
   EarlyStopping early_stopping_;
   std::string stop_reason_;
+
+  // Places for the next task pushed to a queue's front and back.
+  int64_t next_front_ = -1;
+  int64_t next_back_ = 0;
+  // Changes not taken yet (TakeChanges), by task: as it is now, or nullopt
+  // for a task no longer queued or held (a finished one no longer finished).
+  bool track_changes_ = false;
+  std::map<TaskId, std::optional<proto::JournalTask>> changed_tasks_;
+  std::map<TaskId, std::optional<proto::Task>> changed_finished_;
+  bool rng_changed_ = false;
+  size_t evaluations_taken_ = 0;
 };
 
 }  // namespace elasticdl::master

@@ -84,7 +84,9 @@ std::vector<std::vector<int64_t>> TwoWorkersTwoEpochs(uint64_t seed, int n, bool
     } else {
       EXPECT_TRUE(tm.Report(worker, Done(t)));
     }
-    if (held && i == n + 1) EXPECT_TRUE(tm.Report(holder, Done(*held)));
+    if (held && i == n + 1) {
+      EXPECT_TRUE(tm.Report(holder, Done(*held)));
+    }
   }
   return order;
 }

@@ -6,6 +6,7 @@
 // at most once. At the end every minibatch of every task of every epoch must
 // have been applied by every server, and each evaluation must have counted
 // every validation task once.
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -16,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "master/journal.h"
 #include "master/task_manager.h"
 
 namespace elasticdl::master {
@@ -63,6 +65,7 @@ class Simulation {
                  {"b", 40, 47}, {"b", 47, 87}, {"c", 0, 31}};
     validation_ = {{"v", 0, 10}, {"v", 10, 30}, {"v", 30, 70}};
     tm_ = std::make_unique<TaskManager>(options_, training_, validation_, std::vector<Range>{});
+    StartJournal();
     for (int i = 0; i < kLiveWorkers; ++i) AddWorker();
   }
 
@@ -72,10 +75,12 @@ class Simulation {
   void Run() {
     for (int step = 0; step < 200000 && !tm_->finished(); ++step) {
       GlobalEvents();
+      if (Chance(0.1)) CheckJournal();
       if (HasFailure()) return;
       std::uniform_int_distribution<size_t> pick(0, workers_.size() - 1);
       Act(pick(rng_));
     }
+    CheckJournal();
     Check();
   }
 
@@ -114,14 +119,39 @@ class Simulation {
     }
   }
 
+  // The journal's view: the ledger when the manager was made, then the
+  // changes it noted, folded as a restarted master reads them.
+  void StartJournal() {
+    tm_->TrackChanges();
+    proto::MasterJournal snapshot;
+    *snapshot.mutable_ledger() = tm_->TakeLedger();
+    journal_.emplace(std::move(snapshot));
+  }
+
+  // The changes since the last call, folded into the journal's view, give
+  // the manager's ledger.
+  void CheckJournal() {
+    proto::JournalChanges changes;
+    tm_->TakeChanges(changes.mutable_ledger());
+    journal_->Apply(std::move(changes));
+    std::string differences;
+    google::protobuf::util::MessageDifferencer diff;
+    diff.ReportDifferencesToString(&differences);
+    EXPECT_TRUE(diff.Compare(journal_->Result().ledger(), tm_->ToLedger())) << differences;
+  }
+
+  // A new master from the journal.
   void RestartMaster() {
-    std::string bytes = tm_->ToLedger().SerializeAsString();
-    proto::TaskLedger ledger;
-    ASSERT_TRUE(ledger.ParseFromString(bytes));
+    CheckJournal();
+    proto::TaskLedger ledger = journal_->Result().ledger();
     auto restored = TaskManager::FromLedger(options_, training_, validation_, {}, ledger);
     ASSERT_TRUE(restored.ok()) << restored.status();
-    EXPECT_EQ(restored->ToLedger().SerializeAsString().size(), bytes.size());
+    std::string differences;
+    google::protobuf::util::MessageDifferencer diff;
+    diff.ReportDifferencesToString(&differences);
+    EXPECT_TRUE(diff.Compare(restored->ToLedger(), ledger)) << differences;
     tm_ = std::make_unique<TaskManager>(std::move(restored).value());
+    StartJournal();
     ++restarts_;
   }
 
@@ -287,6 +317,7 @@ class Simulation {
   std::vector<Range> training_;
   std::vector<Range> validation_;
   std::unique_ptr<TaskManager> tm_;
+  std::optional<JournalFold> journal_;
   SimPs ps_[kNumPs];
   std::vector<SimWorker> workers_;
   std::vector<Heartbeat> late_;

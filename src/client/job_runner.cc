@@ -119,6 +119,9 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   std::optional<cluster::ProcessExit> ended;
   bool signalled = false;
   int restarts = 0;
+  // Why the master said the job failed, should it end without a final
+  // status (one that cannot write its journal cannot write that either).
+  std::string reported_failure;
   while (true) {
     if (logs) logs->Poll();
     std::optional<cluster::ProcessExit> exited;
@@ -166,7 +169,10 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
       proto::GetJobStatusRequest request;
       proto::GetJobStatusResponse status;
       auto context = rpc::MakeContext(milliseconds(500), token);
-      if (master->GetJobStatus(context.get(), request, &status).ok()) bar.Update(status);
+      if (master->GetJobStatus(context.get(), request, &status).ok()) {
+        bar.Update(status);
+        reported_failure = status.failed() ? status.message() : std::string();
+      }
     }
     std::this_thread::sleep_for(milliseconds(200));
   }
@@ -181,6 +187,10 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
 
   auto final_status = ReadFinalStatus(job_dir);
   if (cancelled()) return absl::CancelledError("job cancelled");
+  if (!final_status.ok() && !reported_failure.empty()) {
+    return absl::AbortedError(StrCat(reported_failure, " (the master, ", master_name, ", ended (",
+                                     ended->description, ") without a final status)"));
+  }
   if (!final_status.ok()) {
     return absl::InternalError(
         StrCat("the master (", master_name, ") ended (", ended->description,

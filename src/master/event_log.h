@@ -4,8 +4,9 @@
 // that follow a job. Every object has "t" (wall-clock seconds since the
 // epoch) and "event"; the other fields depend on the event.
 //
-// Thread-safe. Appends are written at once (one write(2) per event), so the
-// log survives the master dying; failing to write is logged, never fatal.
+// Thread-safe. Appends are written at once, whole lines or nothing (an
+// append cut short by a full disk is taken back), so the log survives the
+// master dying; failing to write is logged, never fatal.
 #ifndef ELASTICDL_MASTER_EVENT_LOG_H_
 #define ELASTICDL_MASTER_EVENT_LOG_H_
 
@@ -40,7 +41,8 @@ class EventLog {
   Listener listener_;
   std::mutex mu_;
   int fd_ = -1;
-  bool warned_ = false;
+  // The last append failed (logged once per failing spell).
+  bool failing_ = false;
 };
 
 }  // namespace elasticdl::master

@@ -83,9 +83,11 @@ void JournalWriter::Loop() {
     ++writes_;
     if (!written.ok()) {
       const Status& error = written.status();
-      Status failure(error.code(), StrCat("cannot write the job's journal: ", error.message(),
-                                          "; a restarted master could not resume the job "
-                                          "exactly, so it stops here"));
+      Status failure(error.code(),
+                     StrCat("cannot write the job's journal: ", error.message(),
+                            "; the job stops here rather than answer past what the journal "
+                            "holds (once the journal can be written, the same command on the "
+                            "same job directory resumes it)"));
       // The job learns first; then the waiters, and every later one.
       lock.unlock();
       if (on_failure_) on_failure_(failure);

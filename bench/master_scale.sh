@@ -38,4 +38,6 @@ client=$!
 "$BIN/master_scale" --job_dir="$JOB" --workers="$WORKERS" --minibatch_size=64 ||
   { kill "$client" 2>/dev/null; tail -20 "$WORK/client.log" >&2; exit 1; }
 wait "$client" || { tail -20 "$WORK/client.log" >&2; exit 1; }
-echo "journal: $(stat -c %s "$JOB/journal.log") bytes; $(grep -m1 '^trained' "$WORK/client.log")"
+# The journal: a log (journal.log), or one snapshot rewritten whole (journal.pb, before the log).
+journal=$(ls "$JOB"/journal.log "$JOB"/journal.pb 2>/dev/null | head -1)
+echo "journal: $(stat -c %s "$journal") bytes ($(basename "$journal")); $(grep -m1 '^trained' "$WORK/client.log")"

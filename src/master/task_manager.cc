@@ -120,7 +120,12 @@ void TaskManager::DealNextEpoch() {
       dealt[t.task_id()] = Range{t.file(), t.start(), t.end()};
     }
   };
-  for (const auto& [id, t] : finished_training_) note(t);
+  // The epoch's tasks are the last ones finished (ids grow epoch by epoch):
+  // those alone, not every task the job finished.
+  for (auto it = finished_training_.rbegin();
+       it != finished_training_.rend() && it->second.epoch() == epoch_; ++it) {
+    note(it->second);
+  }
   for (const auto& [id, h] : held_) note(h.entry.task);
   for (const Entry& e : training_queue_) note(e.task);
   // As many workers as the job runs may still be finishing its last ranges

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/file.h"
+#include "common/process_tuning.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_token.h"
@@ -54,6 +55,8 @@ std::string Flag(int argc, char** argv, const std::string& name, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As every process of a job does (the workers simulated here included).
+  elasticdl::SkipLockCycleDetection();
   const std::string job_dir = Flag(argc, argv, "job_dir", "");
   const int workers = std::atoi(Flag(argc, argv, "workers", "100").c_str());
   const int64_t minibatch = std::atoll(Flag(argc, argv, "minibatch_size", "64").c_str());

@@ -39,5 +39,5 @@ client=$!
   { kill "$client" 2>/dev/null; tail -20 "$WORK/client.log" >&2; exit 1; }
 wait "$client" || { tail -20 "$WORK/client.log" >&2; exit 1; }
 # The journal: a log (journal.log), or one snapshot rewritten whole (journal.pb, before the log).
-journal=$(ls "$JOB"/journal.log "$JOB"/journal.pb 2>/dev/null | head -1)
+journal=$(ls "$JOB"/journal.log "$JOB"/journal.pb 2>/dev/null | head -1 || true)
 echo "journal: $(stat -c %s "$journal") bytes ($(basename "$journal")); $(grep -m1 '^trained' "$WORK/client.log")"

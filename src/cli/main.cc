@@ -16,6 +16,7 @@
 #include "cli/data_command.h"
 #include "cli/master_command.h"
 #include "common/file.h"
+#include "common/process_tuning.h"
 
 namespace {
 
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   // the end of this process (OpenSSL writes to sockets without
   // MSG_NOSIGNAL).
   std::signal(SIGPIPE, SIG_IGN);
+  elasticdl::SkipLockCycleDetection();
   int exit_code = 0;
   elasticdl::cli::AddControlCommands(&app, &exit_code);
   elasticdl::cli::AddDataCommand(&app, &exit_code);

@@ -12,6 +12,7 @@
 #include "cli/master_command.h"
 #include "cli/role_commands.h"
 #include "cli/zoo_command.h"
+#include "common/process_tuning.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ElasticDL: elastic, fault-tolerant training, evaluation and prediction"};
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   // the end of this process (OpenSSL writes to sockets without
   // MSG_NOSIGNAL).
   std::signal(SIGPIPE, SIG_IGN);
+  elasticdl::SkipLockCycleDetection();
   int exit_code = 0;
   elasticdl::cli::AddJobCommands(&app, &exit_code);
   elasticdl::cli::AddControlCommands(&app, &exit_code);

@@ -1,5 +1,6 @@
 #include "common/process_tuning.h"
 
+#include <absl/synchronization/mutex.h>
 #include <malloc.h>
 
 namespace elasticdl {
@@ -7,6 +8,10 @@ namespace elasticdl {
 void KeepFreedMemory() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+void SkipLockCycleDetection() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 }  // namespace elasticdl

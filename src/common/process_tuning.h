@@ -1,4 +1,4 @@
-// Settings a training process applies to itself at start.
+// Settings a process applies to itself at start.
 #ifndef ELASTICDL_COMMON_PROCESS_TUNING_H_
 #define ELASTICDL_COMMON_PROCESS_TUNING_H_
 
@@ -12,6 +12,14 @@ namespace elasticdl {
 // (docs/benchmarks.md). Allocations up to 32 MiB come from the heap and
 // the heap is trimmed only past 1 GiB free. Call once, early in main().
 void KeepFreedMemory();
+
+// Turns off abseil's lock-cycle (deadlock) detection, which Debian's
+// abseil leaves on: every absl::Mutex taken while another is held records
+// the pair and a stack trace in a global graph. gRPC's locks are
+// absl::Mutexes, taken nested on every call, so each RPC paid for it: a
+// nested lock costs 3.5-6 times as much with it (bench/lock_bench.cc,
+// docs/benchmarks.md). Call once, early in main(), before any thread starts.
+void SkipLockCycleDetection();
 
 }  // namespace elasticdl
 

@@ -5,6 +5,7 @@
 
 #include "client/job_control.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "dashboard/job_view.h"
 #include "dashboard/log_tail.h"
@@ -15,7 +16,7 @@
 namespace elasticdl::client {
 
 StatusOr<std::string> DashboardUrl(const std::string& job_dir) {
-  StatusOr<std::string> url = ReadFileToString(job_dir + "/dashboard.url");
+  StatusOr<std::string> url = ReadFileToString(DashboardUrlFile(job_dir));
   if (!url.ok()) {
     return absl::NotFoundError(StrCat(job_dir, ": no dashboard (the master has not started one)"));
   }
@@ -34,7 +35,7 @@ Status ServeDashboard(const ServeDashboardOptions& options) {
     if (!status.ok()) return {{"message", std::string(status.status().message())}};
     return dashboard::StatusToJson(*status);
   });
-  dashboard::LogTail tail(job_dir + "/events.jsonl");
+  dashboard::LogTail tail(EventLogFile(job_dir));
   const auto apply = [&view](const nlohmann::json& event) { view.Apply(event); };
   tail.Poll(apply);
   dashboard::ServerOptions server_options;

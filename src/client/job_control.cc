@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "rpc/grpc_util.h"
@@ -25,7 +26,7 @@ struct Connection {
 
 StatusOr<Connection> Connect(const std::string& job_dir) {
   Connection c;
-  StatusOr<std::string> address = ReadFileToString(job_dir + "/master.addr");
+  StatusOr<std::string> address = ReadFileToString(MasterAddressFile(job_dir));
   if (!address.ok()) {
     return absl::FailedPreconditionError(
         StrCat(job_dir, ": the job has no master address (not started yet, or not a job)"));
@@ -73,7 +74,7 @@ StatusOr<std::string> FindJobDir(const std::string& job) {
 }
 
 StatusOr<proto::GetJobStatusResponse> ReadFinalStatus(const std::string& job_dir) {
-  EDL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(job_dir + "/status.pbtxt"));
+  EDL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(FinalStatusFile(job_dir)));
   proto::GetJobStatusResponse status;
   if (!google::protobuf::TextFormat::ParseFromString(text, &status)) {
     return absl::DataLossError(job_dir + "/status.pbtxt: not a job status");

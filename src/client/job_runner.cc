@@ -18,6 +18,7 @@
 #include "cluster/backends.h"
 #include "cluster/output_relay.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "rpc/grpc_util.h"
@@ -152,7 +153,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
       // The master stops its parameter servers and workers, then itself.
       backend->Signal(cluster::Role::kMaster, 0, SIGTERM).IgnoreError();
     }
-    auto address = ReadFileToString(job_dir + "/master.addr");
+    auto address = ReadFileToString(MasterAddressFile(job_dir));
     if (address.ok() && *address != master_address) {
       master_address = *address;
       master = proto::Master::NewStub(rpc::MakeChannel(master_address));
@@ -161,7 +162,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
                                    " --token_file=", rpc::JobTokenPath(job_dir)));
       }
     }
-    if (auto url = ReadFileToString(job_dir + "/dashboard.url"); url.ok() && *url != dashboard) {
+    if (auto url = ReadFileToString(DashboardUrlFile(job_dir)); url.ok() && *url != dashboard) {
       dashboard = *url;
       sink.Line("client", StrCat("dashboard: ", dashboard, "/?token=", token));
     }

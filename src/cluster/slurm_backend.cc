@@ -9,6 +9,7 @@
 
 #include "cluster/command.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
@@ -141,7 +142,7 @@ StatusOr<ProcessHandle> SlurmBackend::Submit(Role role, int id, const std::strin
   return handle;
 }
 
-std::string SlurmBackend::log_dir() const { return options_.job_dir + "/logs"; }
+std::string SlurmBackend::log_dir() const { return LogsDir(options_.job_dir); }
 
 std::string SlurmBackend::Describe(const ProcessHandle& handle) const {
   return StrCat("Slurm job ", handle.backend_id);

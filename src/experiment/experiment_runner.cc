@@ -16,6 +16,7 @@
 #include "client/job_control.h"
 #include "client/job_runner.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "experiment/experiment_journal.h"
 #include "experiment/trial_check.h"
@@ -154,10 +155,10 @@ JobArgs Runner::ArgsOf(const RungRun& run, int workers, const std::atomic<bool>*
   args.job_dir = job_dir;
   args.job_name = StrCat(config_.name, "-trial-", run.trial, "-rung-", run.rung);
   args.output = job_dir + "/model";
-  args.checkpoint_dir = job_dir + "/checkpoints";
+  args.checkpoint_dir = CheckpointsDir(job_dir);
   if (args.checkpoint_steps <= 0) args.checkpoint_steps = 50;
   if (run.rung > 0)
-    args.checkpoint_dir_for_init = JobDir({run.trial, run.rung - 1}) + "/checkpoints";
+    args.checkpoint_dir_for_init = CheckpointsDir(JobDir({run.trial, run.rung - 1}));
   // Each trial and rung its own, reproducible randomness.
   args.seed = config_.seed * 1000003 + static_cast<uint64_t>(run.trial) * 101 +
               static_cast<uint64_t>(run.rung);
@@ -195,14 +196,14 @@ Status Runner::Start(const RungRun& run, bool journal) {
                                      /*live=*/true));
   }
   EDL_RETURN_IF_ERROR(CreateDirectories(fs::path(r.job_dir).parent_path().string()));
-  const bool prepared = fs::exists(r.job_dir + "/job.pbtxt") && fs::exists(r.job_dir + "/token");
+  const bool prepared = fs::exists(JobSpecFile(r.job_dir)) && fs::exists(TokenFile(r.job_dir));
   if (!prepared) r.workers_applied = workers;
   Say(StrCat(prepared ? "resuming" : "starting", " trial ", run.trial, " rung ", run.rung, " (",
              args.num_epochs, " epoch(s), ", workers, " worker(s)): ", args.params, "; log ",
              r.log_file));
   r.thread = std::thread([&r, args = std::move(args), was_prepared = prepared] {
     bool prepared = was_prepared;
-    if (prepared && !ps::FindNewestCompleteCheckpoint(r.job_dir + "/checkpoints").ok()) {
+    if (prepared && !ps::FindNewestCompleteCheckpoint(CheckpointsDir(r.job_dir)).ok()) {
       // Stopped before its first checkpoint: nothing of it can be restored
       // (a parameter server that ended took its progress), so it starts over.
       std::error_code ec;
@@ -216,7 +217,7 @@ Status Runner::Start(const RungRun& run, bool journal) {
         if (final_status->cancelled()) {
           // Stopped by `experiment stop`: its master goes on with it.
           std::error_code ec;
-          fs::remove(r.job_dir + "/status.pbtxt", ec);
+          fs::remove(FinalStatusFile(r.job_dir), ec);
         } else {
           r.final_status = *final_status;
           if (final_status->failed()) r.status = absl::AbortedError(final_status->message());
@@ -295,13 +296,13 @@ void Runner::Rebalance() {
   // Growing is at once; shrinking waits until every running trial has its
   // master up, so that no worker leaves before another can use its core.
   bool all_up = true;
-  for (const Running& r : running_) all_up = all_up && fs::exists(r.job_dir + "/master.addr");
+  for (const Running& r : running_) all_up = all_up && fs::exists(MasterAddressFile(r.job_dir));
   size_t index = 0;
   for (Running& r : running_) {
     const int share = ShareOf(index++);
     if (r.done || share == r.workers_applied) continue;
     if (share < r.workers_applied && !all_up) continue;
-    if (!fs::exists(r.job_dir + "/master.addr")) continue;
+    if (!fs::exists(MasterAddressFile(r.job_dir))) continue;
     if (client::ScaleJob(r.job_dir, share, milliseconds(1000)).ok()) {
       if (r.workers_applied >= 0) {
         Say(StrCat("trial ", r.run.trial, ": ", r.workers_applied, " -> ", share, " worker(s)"));

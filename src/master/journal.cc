@@ -13,6 +13,7 @@
 #include "common/crc.h"
 #include "common/endian.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 
 namespace elasticdl::master {
@@ -22,7 +23,7 @@ constexpr size_t kHeaderSize = 8;  // length, masked CRC-32C
 
 // A journal written before the journal was a log: one MasterJournal,
 // rewritten whole. Read (once) where there is no log.
-std::string SnapshotFilePath(const std::string& job_dir) { return job_dir + "/journal.pb"; }
+std::string SnapshotFilePath(const std::string& job_dir) { return JournalSnapshotFile(job_dir); }
 
 StatusOr<std::string> Frame(const proto::JournalRecord& record, const std::string& path) {
   std::string bytes(kHeaderSize, '\0');
@@ -66,7 +67,7 @@ void SortByOrder(std::vector<const proto::JournalTask*>* tasks) {
 
 }  // namespace
 
-std::string JournalPath(const std::string& job_dir) { return job_dir + "/journal.log"; }
+std::string JournalPath(const std::string& job_dir) { return JournalFile(job_dir); }
 
 JournalLog::JournalLog(std::string path, int fd, int64_t size)
     : path_(std::move(path)), fd_(fd), snapshot_size_(size), size_(size) {}

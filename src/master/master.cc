@@ -15,6 +15,7 @@
 
 #include "cluster/backends.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "master/data_source.h"
 #include "master/event_log.h"
@@ -207,7 +208,7 @@ std::string Describe(const Evaluation& ev) {
 Status WriteStatus(const std::string& job_dir, const proto::GetJobStatusResponse& status) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(status, &text);
-  return WriteFileAtomically(job_dir + "/status.pbtxt", text);
+  return WriteFileAtomically(FinalStatusFile(job_dir), text);
 }
 
 Status Run(const MasterOptions& options);
@@ -219,7 +220,7 @@ Status RunMaster(const MasterOptions& options) {
   // A job that could not start (unreadable data, no port) has no status yet:
   // leave one, so the client can say why.
   std::error_code ec;
-  if (!outcome.ok() && !fs::exists(options.job_dir + "/status.pbtxt", ec)) {
+  if (!outcome.ok() && !fs::exists(FinalStatusFile(options.job_dir), ec)) {
     proto::GetJobStatusResponse status;
     status.set_finished(true);
     status.set_failed(true);
@@ -353,7 +354,7 @@ Status Run(const MasterOptions& options) {
       spec.type() == proto::JOB_TRAINING && update != proto::UpdateRule::ASYNC;
   state_options.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
   if (!backend->starts_workers()) state_options.wait_for_workers = spec.workers().num_workers();
-  EventLog events(options.job_dir + "/events.jsonl");
+  EventLog events(EventLogFile(options.job_dir));
   std::unique_ptr<JobState> state;
   if (journal) {
     EDL_ASSIGN_OR_RETURN(
@@ -378,7 +379,7 @@ Status Run(const MasterOptions& options) {
   if (!observer.ok()) {
     spdlog::warn("no dashboard for this job: {}", std::string(observer.status().message()));
   }
-  EDL_RETURN_IF_ERROR(WriteFileAtomically(options.job_dir + "/master.addr", address));
+  EDL_RETURN_IF_ERROR(WriteFileAtomically(MasterAddressFile(options.job_dir), address));
   char hostname[256] = {};
   ::gethostname(hostname, sizeof hostname - 1);
   events.Append("master_started", {{"resumed", journal.has_value()},

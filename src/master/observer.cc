@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "rpc/ps_client.h"
 
@@ -40,7 +41,7 @@ StatusOr<std::unique_ptr<Observer>> Observer::Start(const ObserverOptions& optio
   server_options.token = options.token;
   EDL_ASSIGN_OR_RETURN(observer->server_, dashboard::Server::Start(server_options, &self->view_));
   EDL_RETURN_IF_ERROR(
-      WriteFileAtomically(StrCat(options.job_dir, "/dashboard.url"), observer->server_->url()));
+      WriteFileAtomically(DashboardUrlFile(options.job_dir), observer->server_->url()));
   observer->poller_ = std::thread([self] { self->PollServers(); });
   return observer;
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "ps/checkpoint.h"
@@ -188,7 +189,7 @@ StatusOr<ParameterStoreOptions> StoreOptionsOf(const proto::PsSpec& spec,
 }
 
 std::string CheckpointDirOf(const proto::PsSpec& spec, const std::string& job_dir) {
-  return spec.checkpoint_dir().empty() ? job_dir + "/checkpoints" : spec.checkpoint_dir();
+  return spec.checkpoint_dir().empty() ? CheckpointsDir(job_dir) : spec.checkpoint_dir();
 }
 
 Status RunPsServer(const PsServerOptions& options) {

@@ -8,11 +8,12 @@
 #include <memory>
 
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 
 namespace elasticdl::rpc {
 
-std::string JobSpecPath(const std::string& job_dir) { return job_dir + "/job.pbtxt"; }
+std::string JobSpecPath(const std::string& job_dir) { return JobSpecFile(job_dir); }
 
 Status WriteJobSpec(const proto::JobSpec& spec, const std::string& job_dir) {
   std::string text;

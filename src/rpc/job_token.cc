@@ -7,12 +7,12 @@
 #include <cerrno>
 
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 
 namespace elasticdl::rpc {
 namespace {
 
-constexpr char kTokenFile[] = "/token";
 constexpr size_t kTokenBytes = 32;
 
 // Compares without returning early, so the time taken does not tell how
@@ -41,7 +41,7 @@ StatusOr<std::string> CreateJobToken(const std::string& job_dir) {
     token += kHex[b >> 4];
     token += kHex[b & 15];
   }
-  const std::string path = job_dir + kTokenFile;
+  const std::string path = TokenFile(job_dir);
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoToStatus(errno, path);
   bool ok = write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
@@ -51,7 +51,7 @@ StatusOr<std::string> CreateJobToken(const std::string& job_dir) {
   return token;
 }
 
-std::string JobTokenPath(const std::string& job_dir) { return job_dir + kTokenFile; }
+std::string JobTokenPath(const std::string& job_dir) { return TokenFile(job_dir); }
 
 StatusOr<std::string> ReadJobToken(const std::string& job_dir) {
   const std::string path = JobTokenPath(job_dir);

@@ -1,0 +1,44 @@
+// The files of a job directory, named in one place (as LevelDB's
+// filename.h names a database's). The job directory is how the client, the
+// master, its restarts, the dashboard and experiments find one another and
+// what a job left behind; these are its contract.
+#ifndef ELASTICDL_COMMON_JOB_DIR_H_
+#define ELASTICDL_COMMON_JOB_DIR_H_
+
+#include <string>
+
+namespace elasticdl {
+
+// The job as submitted (proto::JobSpec, text format).
+inline std::string JobSpecFile(const std::string& job_dir) { return job_dir + "/job.pbtxt"; }
+// The job's secret, readable by its owner only (rpc/job_token.h).
+inline std::string TokenFile(const std::string& job_dir) { return job_dir + "/token"; }
+// The master's journal (master/journal.h), and the single snapshot file an
+// older master kept instead.
+inline std::string JournalFile(const std::string& job_dir) { return job_dir + "/journal.log"; }
+inline std::string JournalSnapshotFile(const std::string& job_dir) {
+  return job_dir + "/journal.pb";
+}
+// The master's address, written once it serves.
+inline std::string MasterAddressFile(const std::string& job_dir) {
+  return job_dir + "/master.addr";
+}
+// The dashboard's URL, written once it serves.
+inline std::string DashboardUrlFile(const std::string& job_dir) {
+  return job_dir + "/dashboard.url";
+}
+// The job's outcome (proto::GetJobStatusResponse, text format), written by
+// the master as it ends.
+inline std::string FinalStatusFile(const std::string& job_dir) {
+  return job_dir + "/status.pbtxt";
+}
+// The event log (master/event_log.h).
+inline std::string EventLogFile(const std::string& job_dir) { return job_dir + "/events.jsonl"; }
+// The parameter servers' checkpoints, unless the job names another folder.
+inline std::string CheckpointsDir(const std::string& job_dir) { return job_dir + "/checkpoints"; }
+// The processes' logs, on backends that write them to files.
+inline std::string LogsDir(const std::string& job_dir) { return job_dir + "/logs"; }
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_COMMON_JOB_DIR_H_

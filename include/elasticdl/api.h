@@ -23,6 +23,12 @@
 
 namespace elasticdl {
 
+// Defaults the roles share with the command line: a worker not heard from
+// for this long is lost; minibatches with non-finite values a job
+// tolerates before the next fails it.
+inline constexpr int64_t kDefaultWorkerLeaseMs = 5000;
+inline constexpr int64_t kDefaultMaxNonfiniteMinibatches = 3;
+
 // The settings of a job, named as the command-line flags; each flag's help
 // (`elasticdl train --help`) says what it does. Train, Evaluate and Predict
 // check them all (ranges, required ones, combinations) before anything
@@ -100,12 +106,12 @@ struct JobArgs {
   int64_t num_threads = 0;
 
   // Fault tolerance.
-  int64_t worker_lease_ms = 5000;
+  int64_t worker_lease_ms = kDefaultWorkerLeaseMs;
   int64_t max_task_retries = 3;
   int64_t max_worker_relaunches = 8;
   int64_t max_ps_relaunches = 3;
   int64_t max_master_restarts = 3;
-  int64_t max_nonfinite_minibatches = 3;
+  int64_t max_nonfinite_minibatches = kDefaultMaxNonfiniteMinibatches;
 
   // The job and where it runs: cluster "local" (processes on this
   // machine), "slurm" (a Slurm cluster, found as Slurm's own commands find

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "cluster/cluster_backend.h"
+#include "elasticdl/api.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "master/event_log.h"
@@ -46,7 +47,7 @@ struct JobStateOptions {
   // Workers the job runs; Scale() changes it.
   int workers_target = 1;
   // A registered worker not heard from for this long is lost.
-  std::chrono::milliseconds worker_lease{5000};
+  std::chrono::milliseconds worker_lease{kDefaultWorkerLeaseMs};
   // Where the journal goes; empty: no journal (tests).
   std::string job_dir;
   // The master's address, recorded in the journal.
@@ -57,7 +58,7 @@ struct JobStateOptions {
   bool flush_at_end = false;
   // Minibatches with non-finite values (reported by workers) the job
   // tolerates; the next one fails it. Each is retried like a stopped task.
-  int max_nonfinite_minibatches = 3;
+  int max_nonfinite_minibatches = kDefaultMaxNonfiniteMinibatches;
   // No task is handed out before this many workers have registered (the
   // `external` cluster: workers that others start). Later ones may join.
   int wait_for_workers = 0;

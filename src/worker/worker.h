@@ -45,6 +45,7 @@
 #include <string>
 #include <thread>
 
+#include "elasticdl/api.h"
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
@@ -79,7 +80,7 @@ struct WorkerJob {
   uint64_t seed = 0;
   int64_t minibatch_size = 1;
   // Heartbeats renew a lease this long, a few times within it.
-  std::chrono::milliseconds lease{5000};
+  std::chrono::milliseconds lease{kDefaultWorkerLeaseMs};
   // Evaluation and prediction: the trained-model directory to load.
   std::string trained_model;
   // Prediction: where each task's CSV part goes.

@@ -158,25 +158,30 @@ class SqlTest(unittest.TestCase):
                 con.close()
                 self.assert_iris_accuracy(rows, minimum, f"{model} on SQLite")
 
+    def predict_salaries(self, db, work, what, factor):
+        """PREDICT_SALARY on the SQLite file db, its result table checked: every newcomer,
+        the query's columns and the prediction, and the RMSE within factor times the noise."""
+        proc = self.sql(f"sqlite://{db}", PREDICT_SALARY, work)
+        self.assertIn(f"wrote {len(self.newcomer)} rows into table newcomer_salary",
+                      proc.stdout)
+        con = sqlite3.connect(db)
+        schema = con.execute("SELECT sql FROM sqlite_master WHERE name = "
+                             "'newcomer_salary'").fetchone()[0]
+        self.assertIn('"name" TEXT, "age" INTEGER, "years" INTEGER, "role" TEXT, '
+                      '"dept" TEXT, predicted_salary REAL', schema)
+        rows = con.execute("SELECT name, predicted_salary FROM newcomer_salary").fetchall()
+        con.close()
+        self.assert_salary_rmse(rows, what, factor)
+
     def test_salary_regressors_on_sqlite(self):
+        # regressor.DNN on SQLite trains (the same statement, on three workers) and
+        # predicts in test_worker_killed_during_sql_training_is_exact, a worker killed
+        # on the way.
         db = self.sqlite_db("hr.db")
-        for model, params, factor in [
-                ("regressor.DNN", "hidden_units=[10, 100, 20, 5], train.epoch=40, ", 1.25),
-                ("regressor.Linear", "learning_rate=0.05, train.epoch=20, ", 1.1)]:
-            with self.subTest(model=model):
-                self.sql(f"sqlite://{db}", TRAIN_SALARY.format(model=model, params=params),
-                         f"salary-train-{model}")
-                proc = self.sql(f"sqlite://{db}", PREDICT_SALARY, f"salary-predict-{model}")
-                self.assertIn(f"wrote {len(self.newcomer)} rows into table newcomer_salary",
-                              proc.stdout)
-                con = sqlite3.connect(db)
-                schema = con.execute("SELECT sql FROM sqlite_master WHERE name = "
-                                     "'newcomer_salary'").fetchone()[0]
-                self.assertIn('"name" TEXT, "age" INTEGER, "years" INTEGER, "role" TEXT, '
-                              '"dept" TEXT, predicted_salary REAL', schema)
-                rows = con.execute("SELECT name, predicted_salary FROM newcomer_salary").fetchall()
-                con.close()
-                self.assert_salary_rmse(rows, f"{model} on SQLite", factor)
+        model, params = "regressor.Linear", "learning_rate=0.05, train.epoch=20, "
+        self.sql(f"sqlite://{db}", TRAIN_SALARY.format(model=model, params=params),
+                 f"salary-train-{model}")
+        self.predict_salaries(db, f"salary-predict-{model}", f"{model} on SQLite", 1.1)
 
     def test_the_seeds_statements(self):
         """Seed 003's two statements (ten epochs added): text features only (a name per
@@ -271,7 +276,9 @@ class SqlTest(unittest.TestCase):
 
     def test_worker_killed_during_sql_training_is_exact(self):
         """The statement's job is a job like any other: a worker SIGKILLed mid-task is
-        replaced, its task redone, and every row trained once per epoch."""
+        replaced, its task redone, and every row trained once per epoch. The trained
+        regressor.DNN (test_salary_regressors_on_sqlite's statement with three workers)
+        then predicts the newcomers' salaries as well as it does without a fault."""
         db = self.sqlite_db("kill.db")
         work = self.path("kill-train")
         epochs = 40
@@ -326,12 +333,8 @@ class SqlTest(unittest.TestCase):
         trained = sum(e["records"] for e in log.of("task_done") if "records" in e and
                       log.is_training_task(e))
         self.assertEqual(trained, rows * epochs)
-        proc = self.sql(f"sqlite://{db}", PREDICT_SALARY, "kill-predict")
-        con = sqlite3.connect(db)
-        predicted = con.execute("SELECT name, predicted_salary FROM newcomer_salary").fetchall()
-        con.close()
-        self.assert_salary_rmse(predicted, "regressor.DNN, a worker killed while training", 1.25)
-        self.assertIn("wrote", proc.stdout)
+        self.predict_salaries(db, "kill-predict",
+                              "regressor.DNN on SQLite, a worker killed while training", 1.25)
 
     # -- PostgreSQL -------------------------------------------------------------
 

@@ -18,6 +18,7 @@
 #include "client/zoo_source.h"
 #include "cluster/kubernetes/pod_manifests.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "ps/checkpoint.h"
 #include "python/python_zoo.h"
@@ -38,11 +39,10 @@ namespace fs = std::filesystem;
 StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
   std::string dir = args.job_dir;
   if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
     auto now = std::chrono::system_clock::now().time_since_epoch();
-    dir = StrCat(
-        tmp ? tmp : "/tmp", "/elasticdl-jobs/", args.job_name.empty() ? kind : args.job_name, "-",
-        std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
+    dir =
+        StrCat(DefaultJobsRoot(), "/", args.job_name.empty() ? kind : args.job_name, "-",
+               std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
   }
   dir = AbsolutePath(dir);
   EDL_RETURN_IF_ERROR(CreateDirectories(dir));

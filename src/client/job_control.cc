@@ -52,8 +52,7 @@ Status Unreachable(const Connection& c, const std::string& job_dir, const grpc::
 StatusOr<std::string> FindJobDir(const std::string& job) {
   std::error_code ec;
   if (fs::exists(rpc::JobSpecPath(job), ec)) return fs::absolute(job, ec).string();
-  const char* tmp = std::getenv("TMPDIR");
-  const fs::path root = fs::path(tmp != nullptr ? tmp : "/tmp") / "elasticdl-jobs";
+  const fs::path root = DefaultJobsRoot();
   fs::path newest;
   fs::file_time_type newest_time;
   for (const auto& entry : fs::directory_iterator(root, ec)) {

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "client/job_settings.h"
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/api.h"
 #include "elasticdl/data/record_file.h"
@@ -170,10 +171,9 @@ StatusOr<WithClause> SplitWith(const std::vector<sql::Attribute>& attributes,
 StatusOr<std::string> WorkDir(const SqlArgs& args) {
   std::string dir = args.work_dir;
   if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     dir =
-        StrCat(tmp ? tmp : "/tmp", "/elasticdl-jobs/sql-",
+        StrCat(DefaultJobsRoot(), "/sql-",
                std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
   }
   dir = AbsolutePath(dir);

@@ -71,8 +71,7 @@ StatusOr<std::string> WriteZooImageContext(const ZooImageOptions& options) {
   EDL_ASSIGN_OR_RETURN(BuiltZoo zoo, BuildZoo(build));
   std::string dir = options.context_dir;
   if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    dir = StrCat(tmp ? tmp : "/tmp", "/elasticdl-zoo-image-",
+    dir = StrCat(TempDir(), "/elasticdl-zoo-image-",
                  zoo.identity.substr(zoo.identity.find(':') + 1, 16));
   }
   dir = AbsolutePath(dir);

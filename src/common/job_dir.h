@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "common/file.h"
+
 namespace elasticdl {
 
 // The job as submitted (proto::JobSpec, text format).
@@ -29,15 +31,17 @@ inline std::string DashboardUrlFile(const std::string& job_dir) {
 }
 // The job's outcome (proto::GetJobStatusResponse, text format), written by
 // the master as it ends.
-inline std::string FinalStatusFile(const std::string& job_dir) {
-  return job_dir + "/status.pbtxt";
-}
+inline std::string FinalStatusFile(const std::string& job_dir) { return job_dir + "/status.pbtxt"; }
 // The event log (master/event_log.h).
 inline std::string EventLogFile(const std::string& job_dir) { return job_dir + "/events.jsonl"; }
 // The parameter servers' checkpoints, unless the job names another folder.
 inline std::string CheckpointsDir(const std::string& job_dir) { return job_dir + "/checkpoints"; }
 // The processes' logs, on backends that write them to files.
 inline std::string LogsDir(const std::string& job_dir) { return job_dir + "/logs"; }
+
+// Where jobs given no --job_dir get theirs (and where `elasticdl job`
+// looks for the newest): <TempDir()>/elasticdl-jobs.
+inline std::string DefaultJobsRoot() { return TempDir() + "/elasticdl-jobs"; }
 
 }  // namespace elasticdl
 

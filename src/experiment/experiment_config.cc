@@ -352,9 +352,7 @@ StatusOr<ExperimentConfig> Load(const Reader& r, const YAML::Node& root, Experim
     EDL_ASSIGN_OR_RETURN(std::string dir, r.String(root["experiment_dir"], "experiment_dir"));
     config.experiment_dir = Resolve(base, dir);
   } else {
-    const char* tmp = std::getenv("TMPDIR");
-    config.experiment_dir = StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                                   "/elasticdl-experiments/", config.name);
+    config.experiment_dir = StrCat(TempDir(), "/elasticdl-experiments/", config.name);
   }
   if (root["output"]) {
     EDL_ASSIGN_OR_RETURN(std::string out, r.String(root["output"], "output"));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <regex>
 
+#include "common/file.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
@@ -38,8 +39,7 @@ bool HoldsCertificate(const std::string& pem) {
 
 // `contents` in a new file only this user can read; returns its path.
 StatusOr<std::string> WritePrivateFile(const std::string& contents) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = StrCat(tmp != nullptr ? tmp : "/tmp", "/elasticdl-kube-ca-XXXXXX");
+  std::string path = StrCat(TempDir(), "/elasticdl-kube-ca-XXXXXX");
   const int fd = ::mkstemp(path.data());
   if (fd < 0) return absl::InternalError(StrCat("mkstemp ", path, ": ", std::strerror(errno)));
   const bool written =

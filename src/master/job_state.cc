@@ -111,16 +111,19 @@ void JobState::Event(const std::string& event, const nlohmann::json& fields) {
   if (events_ != nullptr) events_->Append(event, fields);
 }
 
+proto::JournalProcess JobState::WorkerToJournal(int id, const WorkerInfo& w) {
+  proto::JournalProcess p = ToJournal(id, w.handle);
+  p.set_leaving(w.leaving);
+  return p;
+}
+
 proto::MasterJournal JobState::JournalLocked() {
   proto::MasterJournal journal;
   ScalarsLocked(&journal);
   *journal.mutable_ledger() = tasks_.TakeLedger();
   workers_written_.clear();
   for (const auto& [id, w] : workers_) {
-    proto::JournalProcess p = ToJournal(id, w.handle);
-    p.set_leaving(w.leaving);
-    *journal.add_workers() = p;
-    workers_written_.emplace(id, std::move(p));
+    *journal.add_workers() = workers_written_[id] = WorkerToJournal(id, w);
   }
   return journal;
 }
@@ -139,8 +142,7 @@ proto::JournalChanges JobState::JournalChangesLocked() {
     it = workers_written_.erase(it);
   }
   for (const auto& [id, w] : workers_) {
-    proto::JournalProcess p = ToJournal(id, w.handle);
-    p.set_leaving(w.leaving);
+    proto::JournalProcess p = WorkerToJournal(id, w);
     auto [it, added] = workers_written_.try_emplace(id, p);
     if (!added) {
       if (SameProcess(it->second, p)) continue;

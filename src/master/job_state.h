@@ -177,6 +177,7 @@ class JobState {
   proto::JournalChanges JournalChangesLocked();
   // Every field of MasterJournal but the ledger and the workers.
   void ScalarsLocked(proto::MasterJournal* journal) const;
+  static proto::JournalProcess WorkerToJournal(int id, const WorkerInfo& worker);
   // Numbers a change to the journaled state and asks for its write;
   // returns its number.
   uint64_t ChangedLocked();

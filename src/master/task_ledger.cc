@@ -30,28 +30,37 @@ Status DataChanged(const proto::Task& t, const char* kind) {
 
 }  // namespace
 
+proto::JournalTask TaskManager::ToJournal(const Entry& e, WorkerId holder, bool training) {
+  proto::JournalTask jt;
+  *jt.mutable_task() = e.task;
+  jt.set_failures(e.failures);
+  jt.set_holder(holder);
+  jt.set_training(training);
+  if (holder < 0) jt.set_order(e.order);
+  return jt;
+}
+
+proto::JournalTask TaskManager::ToJournal(const Held& h) {
+  return ToJournal(h.entry, h.worker, h.entry.task.type() == proto::TASK_TRAINING);
+}
+
+void TaskManager::AddEvaluations(
+    size_t from, google::protobuf::RepeatedPtrField<proto::JournalEvaluation>* to) const {
+  for (size_t i = from; i < evaluations_.size(); ++i) {
+    proto::JournalEvaluation* je = to->Add();
+    je->set_model_version(evaluations_[i].model_version);
+    je->mutable_metrics()->insert(evaluations_[i].metrics.begin(), evaluations_[i].metrics.end());
+  }
+}
+
 proto::TaskLedger TaskManager::ToLedger() const {
   proto::TaskLedger ledger;
   ScalarsTo(&ledger);
-  auto add = [&](const Entry& e, WorkerId holder, bool training) {
-    proto::JournalTask* jt = ledger.add_tasks();
-    *jt->mutable_task() = e.task;
-    jt->set_failures(e.failures);
-    jt->set_holder(holder);
-    jt->set_training(training);
-    if (holder < 0) jt->set_order(e.order);
-  };
-  for (const Entry& e : training_queue_) add(e, -1, true);
-  for (const Entry& e : other_queue_) add(e, -1, false);
-  for (const auto& [id, h] : held_) {
-    add(h.entry, h.worker, h.entry.task.type() == proto::TASK_TRAINING);
-  }
+  for (const Entry& e : training_queue_) *ledger.add_tasks() = ToJournal(e, -1, true);
+  for (const Entry& e : other_queue_) *ledger.add_tasks() = ToJournal(e, -1, false);
+  for (const auto& [id, h] : held_) *ledger.add_tasks() = ToJournal(h);
   for (const auto& [id, task] : finished_training_) *ledger.add_finished_training() = task;
-  for (const Evaluation& ev : evaluations_) {
-    proto::JournalEvaluation* je = ledger.add_evaluations();
-    je->set_model_version(ev.model_version);
-    je->mutable_metrics()->insert(ev.metrics.begin(), ev.metrics.end());
-  }
+  AddEvaluations(0, ledger.mutable_evaluations());
   for (const auto& [range, id] : prediction_tasks_) ledger.add_prediction_task_ids(id);
   ledger.set_rng_state(RngState());
   return ledger;
@@ -85,15 +94,19 @@ std::string TaskManager::RngState() const {
 
 void TaskManager::TrackChanges() {
   track_changes_ = true;
-  TakeLedger();
+  ForgetChanges();
 }
 
 proto::TaskLedger TaskManager::TakeLedger() {
+  ForgetChanges();
+  return ToLedger();
+}
+
+void TaskManager::ForgetChanges() {
   changed_tasks_.clear();
   changed_finished_.clear();
   rng_changed_ = false;
   evaluations_taken_ = evaluations_.size();
-  return ToLedger();
 }
 
 void TaskManager::TakeChanges(proto::LedgerChanges* changes) {
@@ -113,36 +126,16 @@ void TaskManager::TakeChanges(proto::LedgerChanges* changes) {
     }
   }
   if (rng_changed_) changes->set_rng_state(RngState());
-  for (size_t i = evaluations_taken_; i < evaluations_.size(); ++i) {
-    proto::JournalEvaluation* je = changes->add_evaluations();
-    je->set_model_version(evaluations_[i].model_version);
-    je->mutable_metrics()->insert(evaluations_[i].metrics.begin(), evaluations_[i].metrics.end());
-  }
-  changed_tasks_.clear();
-  changed_finished_.clear();
-  rng_changed_ = false;
-  evaluations_taken_ = evaluations_.size();
+  AddEvaluations(evaluations_taken_, changes->mutable_evaluations());
+  ForgetChanges();
 }
 
 void TaskManager::NoteQueued(const Entry& entry, bool training) {
-  if (!track_changes_) return;
-  proto::JournalTask jt;
-  *jt.mutable_task() = entry.task;
-  jt.set_failures(entry.failures);
-  jt.set_holder(-1);
-  jt.set_training(training);
-  jt.set_order(entry.order);
-  changed_tasks_[entry.task.task_id()] = std::move(jt);
+  if (track_changes_) changed_tasks_[entry.task.task_id()] = ToJournal(entry, -1, training);
 }
 
 void TaskManager::NoteHeld(const Held& held) {
-  if (!track_changes_) return;
-  proto::JournalTask jt;
-  *jt.mutable_task() = held.entry.task;
-  jt.set_failures(held.entry.failures);
-  jt.set_holder(held.worker);
-  jt.set_training(held.entry.task.type() == proto::TASK_TRAINING);
-  changed_tasks_[held.entry.task.task_id()] = std::move(jt);
+  if (track_changes_) changed_tasks_[held.entry.task.task_id()] = ToJournal(held);
 }
 
 void TaskManager::NoteGone(TaskId id) {

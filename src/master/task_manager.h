@@ -276,6 +276,14 @@ class TaskManager {
   // ToLedger()'s fields but the tasks, the shuffle's state, the evaluations
   // and the prediction task ids.
   void ScalarsTo(proto::TaskLedger* ledger) const;
+  // The journal's view of a queued task (holder -1, with its place) or a held one.
+  static proto::JournalTask ToJournal(const Entry& entry, WorkerId holder, bool training);
+  static proto::JournalTask ToJournal(const Held& held);
+  // Evaluations from the `from`th on.
+  void AddEvaluations(size_t from,
+                      google::protobuf::RepeatedPtrField<proto::JournalEvaluation>* to) const;
+  // What changed until now counts as taken.
+  void ForgetChanges();
   std::string RngState() const;
   void FinishTask(Entry entry, const proto::ReportTaskRequest& report);
   void FinishEvaluationTask(const proto::Task& task, const proto::ReportTaskRequest& report);

@@ -216,7 +216,7 @@ void RunPs(const Flags& f, const ZooProgram& program) {
     bytes = push[0].ByteSizeLong();
     auto t3 = Clock::now();
     std::vector<proto::PushResponse> pushed;
-    if (Status s = client.Push(push, &pushed); !s.ok()) Die(s);
+    if (Status s = client.Push(push, &pushed, {}); !s.ok()) Die(s);
     auto t4 = Clock::now();
     if (i < 10) continue;  // warm-up
     pull_ms.push_back(Seconds(t1 - t0) * 1e3);

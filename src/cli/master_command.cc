@@ -25,8 +25,7 @@ void AddMasterCommand(CLI::App* app, int* exit_code) {
       *exit_code = ReportRoleError(signals.status());
       return;
     }
-    options->cancel = &stop;
-    *exit_code = ReportRoleError(master::RunMaster(*options));
+    *exit_code = ReportRoleError(master::RunMaster(*options, &stop));
   });
 }
 

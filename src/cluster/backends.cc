@@ -37,10 +37,7 @@ class ExternalBackend : public ClusterBackend {
   LocalBackend local_;
 };
 
-std::string HostOf(const std::string& address) {
-  size_t colon = address.rfind(':');
-  return colon == std::string::npos ? address : address.substr(0, colon);
-}
+std::string HostOf(const std::string& address) { return SplitHostPort(address).host; }
 
 }  // namespace
 

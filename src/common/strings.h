@@ -49,6 +49,24 @@ inline std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
+// "host:port" (the port after the last colon) -> host and port; the port is
+// 0 when there is none or it is not a number.
+struct HostPort {
+  std::string host;
+  int port = 0;
+};
+inline HostPort SplitHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return {address, 0};
+  HostPort out{address.substr(0, colon), 0};
+  const std::string port = address.substr(colon + 1);
+  if (!port.empty() && port.size() <= 5 &&
+      port.find_first_not_of("0123456789") == std::string::npos) {
+    out.port = std::stoi(port);
+  }
+  return out;
+}
+
 }  // namespace elasticdl
 
 #endif  // ELASTICDL_COMMON_STRINGS_H_

@@ -12,7 +12,7 @@ void GroupPublisher::Tick(JobState* state) {
   if (addresses != addresses_ || client_ == nullptr) {
     // A short deadline: a server that does not answer is tried again at the
     // next tick, and the loop keeps supervising meanwhile.
-    client_ = std::make_unique<rpc::PsClient>(addresses, token_, std::chrono::seconds(2));
+    client_ = connect_ps_(addresses, std::chrono::seconds(2));
     addresses_ = std::move(addresses);
     published_ = -1;
   }

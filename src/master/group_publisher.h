@@ -9,25 +9,26 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "master/job_state.h"
-#include "rpc/ps_client.h"
+#include "rpc/parameter_servers.h"
 
 namespace elasticdl::master {
 
 class GroupPublisher {
  public:
-  // `token`: the job's token.
-  explicit GroupPublisher(std::string token) : token_(std::move(token)) {}
+  explicit GroupPublisher(rpc::ConnectParameterServers connect_ps)
+      : connect_ps_(std::move(connect_ps)) {}
 
   // Sends the group if needed. Does nothing while a server is missing.
   void Tick(JobState* state);
 
  private:
-  const std::string token_;
+  const rpc::ConnectParameterServers connect_ps_;
   std::vector<std::string> addresses_;
-  std::unique_ptr<rpc::PsClient> client_;
+  std::unique_ptr<rpc::ParameterServers> client_;
   int64_t published_ = -1;
   bool warned_ = false;
 };

@@ -9,7 +9,6 @@
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
-#include "rpc/ps_client.h"
 
 namespace elasticdl::master {
 
@@ -59,7 +58,7 @@ Observer::~Observer() {
 
 void Observer::PollServers() {
   std::vector<std::string> addresses;
-  std::unique_ptr<rpc::PsClient> client;
+  std::unique_ptr<rpc::ParameterServers> client;
   std::unique_lock<std::mutex> lock(mu_);
   while (!wake_.wait_for(lock, options_.ps_stats_every, [this] { return stop_; })) {
     lock.unlock();
@@ -72,8 +71,7 @@ void Observer::PollServers() {
     }
     if (now != addresses || !client) {
       addresses = std::move(now);
-      client =
-          std::make_unique<rpc::PsClient>(addresses, options_.token, options_.ps_stats_timeout);
+      client = options_.connect_ps(addresses, options_.ps_stats_timeout);
     }
     for (int i = 0; i < client->num_shards(); ++i) {
       proto::PsStatsResponse stats;

@@ -21,6 +21,7 @@
 #include "elasticdl/status.h"
 #include "master/event_log.h"
 #include "master/job_state.h"
+#include "rpc/parameter_servers.h"
 
 namespace elasticdl::master {
 
@@ -30,7 +31,10 @@ struct ObserverOptions {
   // Where the dashboard listens (port 0: a free one).
   std::string host = "127.0.0.1";
   int port = 0;
+  // The dashboard's password (the job's token).
   std::string token;
+  // Reaches the parameter servers for their figures.
+  rpc::ConnectParameterServers connect_ps;
   // How often the parameter servers are asked for their figures (rows,
   // bytes, checkpoints), and how long each may take to answer.
   std::chrono::milliseconds ps_stats_every = std::chrono::seconds(2);

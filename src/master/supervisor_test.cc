@@ -6,55 +6,12 @@
 #include <map>
 #include <vector>
 
+#include "testing/fake_backend.h"
+
 namespace elasticdl::master {
 namespace {
 
-// A backend that starts nothing: it records what it was asked, and a test
-// reports exits through the supervisor's queue.
-class FakeBackend : public cluster::ClusterBackend {
- public:
-  explicit FakeBackend(bool starts_workers = true) : starts_workers_(starts_workers) {}
-
-  bool starts_workers() const override { return starts_workers_; }
-  StatusOr<cluster::ProcessHandle> StartMaster() override {
-    return absl::FailedPreconditionError("the supervisor never starts a master");
-  }
-  StatusOr<cluster::ProcessHandle> StartPs(int ps_id, const cluster::PsLaunch& launch) override {
-    ps_started.push_back({ps_id, launch.restore});
-    return Handle();
-  }
-  StatusOr<cluster::ProcessHandle> StartWorker(int worker_id) override {
-    if (refuse_workers) return absl::UnavailableError("no capacity");
-    workers_started.push_back(worker_id);
-    return Handle();
-  }
-  Status Adopt(cluster::Role role, int id, const cluster::ProcessHandle& handle) override {
-    if (gone.count(handle.backend_id) != 0) return absl::NotFoundError("gone");
-    adopted.push_back({role == cluster::Role::kPs ? "ps" : "worker", id});
-    return absl::OkStatus();
-  }
-  Status Signal(cluster::Role, int id, int signal) override {
-    signals.push_back({id, signal});
-    return absl::OkStatus();
-  }
-  void StopAll(std::chrono::milliseconds) override {}
-
-  std::vector<std::pair<int, bool>> ps_started;
-  std::vector<int> workers_started;
-  std::vector<std::pair<std::string, int>> adopted;
-  std::vector<std::pair<int, int>> signals;
-  std::set<std::string> gone;
-  bool refuse_workers = false;
-
- private:
-  cluster::ProcessHandle Handle() {
-    cluster::ProcessHandle h;
-    h.backend_id = std::to_string(++next_id_);
-    return h;
-  }
-  const bool starts_workers_;
-  int next_id_ = 0;
-};
+using testing::FakeBackend;
 
 std::vector<Range> Ranges(int n) {
   std::vector<Range> out;

@@ -128,4 +128,11 @@ Status PsClient::Stats(int shard, proto::PsStatsResponse* response) {
   return absl::OkStatus();
 }
 
+ConnectParameterServers GrpcParameterServers(std::string token) {
+  return [token = std::move(token)](const std::vector<std::string>& addresses,
+                                    std::chrono::milliseconds timeout) {
+    return std::unique_ptr<ParameterServers>(std::make_unique<PsClient>(addresses, token, timeout));
+  };
+}
+
 }  // namespace elasticdl::rpc

@@ -8,9 +8,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-class TimedParameterServers final : public ParameterServers {
+class TimedParameterServers final : public rpc::ParameterServers {
  public:
-  TimedParameterServers(std::unique_ptr<ParameterServers> servers, CallTimings* timings)
+  TimedParameterServers(std::unique_ptr<rpc::ParameterServers> servers, CallTimings* timings)
       : servers_(std::move(servers)), timings_(timings) {}
 
   int num_shards() const override { return servers_->num_shards(); }
@@ -32,6 +32,19 @@ class TimedParameterServers final : public ParameterServers {
               const std::vector<int>& shards) override {
     return Timed("push", [&] { return servers_->Push(requests, responses, shards); });
   }
+  Status Flush(std::vector<proto::FlushResponse>* responses, bool checkpoint) override {
+    return servers_->Flush(responses, checkpoint);
+  }
+  Status Export(const std::string& dir, int64_t version,
+                std::vector<proto::ExportResponse>* responses) override {
+    return servers_->Export(dir, version, responses);
+  }
+  Status SetGroup(const proto::SetGroupRequest& request) override {
+    return servers_->SetGroup(request);
+  }
+  Status Stats(int shard, proto::PsStatsResponse* response) override {
+    return servers_->Stats(shard, response);
+  }
 
  private:
   template <typename Call>
@@ -42,7 +55,7 @@ class TimedParameterServers final : public ParameterServers {
     return s;
   }
 
-  const std::unique_ptr<ParameterServers> servers_;
+  const std::unique_ptr<rpc::ParameterServers> servers_;
   CallTimings* const timings_;
 };
 
@@ -58,8 +71,8 @@ std::map<std::string, Histogram> CallTimings::Take() {
   return std::exchange(by_call_, {});
 }
 
-std::unique_ptr<ParameterServers> TimedServers(std::unique_ptr<ParameterServers> servers,
-                                               CallTimings* timings) {
+std::unique_ptr<rpc::ParameterServers> TimedServers(std::unique_ptr<rpc::ParameterServers> servers,
+                                                    CallTimings* timings) {
   if (servers == nullptr) return nullptr;
   return std::make_unique<TimedParameterServers>(std::move(servers), timings);
 }

@@ -29,8 +29,8 @@ class CallTimings {
 };
 
 // `servers`, its calls timed into `timings` (not owned; must outlive it).
-std::unique_ptr<ParameterServers> TimedServers(std::unique_ptr<ParameterServers> servers,
-                                               CallTimings* timings);
+std::unique_ptr<rpc::ParameterServers> TimedServers(std::unique_ptr<rpc::ParameterServers> servers,
+                                                    CallTimings* timings);
 
 }  // namespace elasticdl::worker
 

@@ -65,43 +65,14 @@ class GrpcMaster : public MasterClient {
   std::chrono::steady_clock::time_point renewed_;
 };
 
-class GrpcParameterServers : public ParameterServers {
- public:
-  GrpcParameterServers(const std::vector<std::string>& addresses, const std::string& token)
-      : client_(addresses, token) {}
-
-  int num_shards() const override { return client_.num_shards(); }
-  Status Init(const std::vector<proto::InitRequest>& requests,
-              std::vector<proto::InitResponse>* responses) override {
-    return client_.Init(requests, responses);
-  }
-  Status Pull(const std::vector<proto::PullRequest>& requests,
-              std::vector<proto::PullResponse>* responses) override {
-    return client_.Pull(requests, responses);
-  }
-  Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
-                  std::vector<proto::PullRowsResponse>* responses,
-                  const std::vector<int>& shards) override {
-    return client_.PullRows(requests, responses, shards);
-  }
-  Status Push(const std::vector<proto::PushRequest>& requests,
-              std::vector<proto::PushResponse>* responses,
-              const std::vector<int>& shards) override {
-    return client_.Push(requests, responses, shards);
-  }
-
- private:
-  rpc::PsClient client_;
-};
-
 }  // namespace
 
 WorkerPeers GrpcPeers(const std::string& master_address, const std::string& token) {
   WorkerPeers peers;
   peers.master = std::make_unique<GrpcMaster>(master_address, token);
   peers.connect_ps = [token](const std::vector<std::string>& addresses) {
-    return std::unique_ptr<ParameterServers>(
-        std::make_unique<GrpcParameterServers>(addresses, token));
+    return std::unique_ptr<rpc::ParameterServers>(
+        std::make_unique<rpc::PsClient>(addresses, token));
   };
   return peers;
 }

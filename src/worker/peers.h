@@ -12,6 +12,7 @@
 
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "rpc/parameter_servers.h"
 
 namespace elasticdl::worker {
 
@@ -36,30 +37,10 @@ class MasterClient {
   virtual void Reconnect() {}
 };
 
-// The parameter servers, one request per shard in and one response per
-// shard out; the first error (naming the shard) after every call finished.
-class ParameterServers {
- public:
-  virtual ~ParameterServers() = default;
-  virtual int num_shards() const = 0;
-  virtual Status Init(const std::vector<proto::InitRequest>& requests,
-                      std::vector<proto::InitResponse>* responses) = 0;
-  virtual Status Pull(const std::vector<proto::PullRequest>& requests,
-                      std::vector<proto::PullResponse>* responses) = 0;
-  // Rows of embedding tables, from the shards listed in `shards` only.
-  virtual Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
-                          std::vector<proto::PullRowsResponse>* responses,
-                          const std::vector<int>& shards) = 0;
-  // To the shards listed in `shards` only.
-  virtual Status Push(const std::vector<proto::PushRequest>& requests,
-                      std::vector<proto::PushResponse>* responses,
-                      const std::vector<int>& shards) = 0;
-};
-
 struct WorkerPeers {
   std::unique_ptr<MasterClient> master;
   // The servers at these addresses (by shard), as the master registered them.
-  std::function<std::unique_ptr<ParameterServers>(const std::vector<std::string>& addresses)>
+  std::function<std::unique_ptr<rpc::ParameterServers>(const std::vector<std::string>& addresses)>
       connect_ps;
 };
 

@@ -33,7 +33,7 @@ namespace elasticdl::worker {
 class ServerRows : public EmbeddingRowSource {
  public:
   // The servers to read from; null until connected. Not owned.
-  void set_servers(ParameterServers* servers) { servers_ = servers; }
+  void set_servers(rpc::ParameterServers* servers) { servers_ = servers; }
 
   torch::Tensor Rows(const EmbeddingImpl& table, const torch::Tensor& ids, bool training) override;
 
@@ -57,7 +57,7 @@ class ServerRows : public EmbeddingRowSource {
     torch::Tensor ids;
     torch::Tensor rows;
   };
-  ParameterServers* servers_ = nullptr;
+  rpc::ParameterServers* servers_ = nullptr;
   std::vector<Lookup> lookups_;
   std::vector<std::vector<proto::EmbeddingRows>> by_shard_;
   Status error_;

@@ -144,7 +144,7 @@ class Worker {
   ZooProgram program_;
   WorkerPeers peers_;
   CallTimings timings_;  // of ps_'s calls, reported with each task
-  std::unique_ptr<ParameterServers> ps_;
+  std::unique_ptr<rpc::ParameterServers> ps_;
   std::unique_ptr<ShardedModel> model_;
   ServerRows rows_;                  // the Embedding layers' rows
   std::vector<int64_t> versions_;    // per shard, of the values in model_

@@ -135,58 +135,17 @@ class FakeMaster : public MasterClient {
   bool ask_to_leave = false;
 };
 
-// One parameter server: a real ParameterStore in this process. Faults:
-// `refuse_pushes` pushes are answered as refused (a stale version);
-// `unreachable_pushes` fail as if the server were gone; `slow_push` makes
-// each push take that long.
-class FakeServers : public ParameterServers {
- public:
-  FakeServers() : store(Options()) {}
-
+// One parameter server: a real ParameterStore in this process, and the
+// faults it plays: `refuse_pushes` pushes are answered as refused (a stale
+// version); `unreachable_pushes` fail as if the server were gone;
+// `slow_push` makes each push take that long.
+struct ServerState {
   static ps::ParameterStoreOptions Options() {
     ps::ParameterStoreOptions options;
     options.optimizer = torch::optim::SGDOptions(1.0);
     options.use_async = true;
     options.instance = 7;
     return options;
-  }
-  int num_shards() const override { return 1; }
-  Status Init(const std::vector<proto::InitRequest>& requests,
-              std::vector<proto::InitResponse>* responses) override {
-    responses->resize(1);
-    bool accepted = false;
-    int64_t version = 0;
-    EDL_RETURN_IF_ERROR(store.Init(requests[0].values(), &accepted, &version));
-    (*responses)[0].set_accepted(accepted);
-    (*responses)[0].set_version(version);
-    return absl::OkStatus();
-  }
-  Status Pull(const std::vector<proto::PullRequest>& requests,
-              std::vector<proto::PullResponse>* responses) override {
-    responses->resize(1);
-    return store.Pull(requests[0], &(*responses)[0]);
-  }
-  Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
-                  std::vector<proto::PullRowsResponse>* responses,
-                  const std::vector<int>&) override {
-    responses->resize(1);
-    return store.PullRows(requests[0], &(*responses)[0]);
-  }
-  Status Push(const std::vector<proto::PushRequest>& requests,
-              std::vector<proto::PushResponse>* responses, const std::vector<int>&) override {
-    if (slow_push.count() > 0) std::this_thread::sleep_for(slow_push);
-    responses->resize(1);
-    ++pushes;
-    if (unreachable_pushes > 0) {
-      --unreachable_pushes;
-      return absl::UnavailableError("parameter server 0: connection refused");
-    }
-    if (refuse_pushes > 0) {
-      --refuse_pushes;
-      (*responses)[0].set_accepted(false);
-      return absl::OkStatus();
-    }
-    return store.Push(requests[0], &(*responses)[0]);
   }
 
   // The model's only weight.
@@ -201,40 +160,71 @@ class FakeServers : public ParameterServers {
     return w;
   }
 
-  ps::ParameterStore store;
+  ps::ParameterStore store{Options()};
   std::atomic<int> pushes{0};
   int refuse_pushes = 0;
   int unreachable_pushes = 0;
   std::chrono::milliseconds slow_push{0};
 };
 
-// What the worker owns: a view of the test's servers, so that connecting
-// again (after a loss) reaches the same ones.
-class ServersView : public ParameterServers {
+// What the worker owns: a connection to the test's server, so that
+// connecting again (after a loss) reaches the same one.
+class FakeServers : public rpc::ParameterServers {
  public:
-  explicit ServersView(FakeServers* servers) : servers_(servers) {}
-  int num_shards() const override { return servers_->num_shards(); }
+  explicit FakeServers(ServerState* server) : server_(server) {}
+
+  int num_shards() const override { return 1; }
   Status Init(const std::vector<proto::InitRequest>& requests,
               std::vector<proto::InitResponse>* responses) override {
-    return servers_->Init(requests, responses);
+    responses->resize(1);
+    bool accepted = false;
+    int64_t version = 0;
+    EDL_RETURN_IF_ERROR(server_->store.Init(requests[0].values(), &accepted, &version));
+    (*responses)[0].set_accepted(accepted);
+    (*responses)[0].set_version(version);
+    return absl::OkStatus();
   }
   Status Pull(const std::vector<proto::PullRequest>& requests,
               std::vector<proto::PullResponse>* responses) override {
-    return servers_->Pull(requests, responses);
+    responses->resize(1);
+    return server_->store.Pull(requests[0], &(*responses)[0]);
   }
   Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
                   std::vector<proto::PullRowsResponse>* responses,
-                  const std::vector<int>& shards) override {
-    return servers_->PullRows(requests, responses, shards);
+                  const std::vector<int>&) override {
+    responses->resize(1);
+    return server_->store.PullRows(requests[0], &(*responses)[0]);
   }
   Status Push(const std::vector<proto::PushRequest>& requests,
-              std::vector<proto::PushResponse>* responses,
-              const std::vector<int>& shards) override {
-    return servers_->Push(requests, responses, shards);
+              std::vector<proto::PushResponse>* responses, const std::vector<int>&) override {
+    if (server_->slow_push.count() > 0) std::this_thread::sleep_for(server_->slow_push);
+    responses->resize(1);
+    ++server_->pushes;
+    if (server_->unreachable_pushes > 0) {
+      --server_->unreachable_pushes;
+      return absl::UnavailableError("parameter server 0: connection refused");
+    }
+    if (server_->refuse_pushes > 0) {
+      --server_->refuse_pushes;
+      (*responses)[0].set_accepted(false);
+      return absl::OkStatus();
+    }
+    return server_->store.Push(requests[0], &(*responses)[0]);
   }
+  // The worker never calls what only the master does.
+  Status Flush(std::vector<proto::FlushResponse>*, bool) override { return NotForWorkers(); }
+  Status Export(const std::string&, int64_t, std::vector<proto::ExportResponse>*) override {
+    return NotForWorkers();
+  }
+  Status SetGroup(const proto::SetGroupRequest&) override { return NotForWorkers(); }
+  Status Stats(int, proto::PsStatsResponse*) override { return NotForWorkers(); }
 
  private:
-  FakeServers* const servers_;
+  static Status NotForWorkers() {
+    ADD_FAILURE() << "a worker called the master's parameter-server method";
+    return absl::UnimplementedError("not a worker's call");
+  }
+  ServerState* const server_;
 };
 
 class WorkerTest : public ::testing::Test {
@@ -273,10 +263,10 @@ class WorkerTest : public ::testing::Test {
     options.register_patience = 2s;
     WorkerPeers peers;
     peers.master = std::unique_ptr<MasterClient>(master_);
-    FakeServers* servers = servers_.get();
-    peers.connect_ps = [this, servers](const std::vector<std::string>&) {
+    ServerState* server = servers_.get();
+    peers.connect_ps = [this, server](const std::vector<std::string>&) {
       ++connects_;
-      return std::unique_ptr<ParameterServers>(std::make_unique<ServersView>(servers));
+      return std::unique_ptr<rpc::ParameterServers>(std::make_unique<FakeServers>(server));
     };
     return std::make_unique<Worker>(options, job, Program(), std::move(peers));
   }
@@ -286,7 +276,7 @@ class WorkerTest : public ::testing::Test {
   std::atomic<bool> stop_{false};
   // Owned by the worker once made; the test keeps a view.
   FakeMaster* master_ = new FakeMaster();
-  std::unique_ptr<FakeServers> servers_ = std::make_unique<FakeServers>();
+  std::unique_ptr<ServerState> servers_ = std::make_unique<ServerState>();
   int connects_ = 0;
 };
 
@@ -428,7 +418,7 @@ TEST_F(WorkerTest, LeavesWhenTheMasterAsksOrForgetsIt) {
   auto* forgetting = new FakeMaster();
   forgetting->forget_worker = true;
   master_ = forgetting;
-  servers_ = std::make_unique<FakeServers>();
+  servers_ = std::make_unique<ServerState>();
   servers_->slow_push = 5ms;
   AddTasks(50);
   auto lost = MakeWorker(/*lease_ms=*/100);

@@ -1,0 +1,120 @@
+#include "master/master_config.h"
+
+#include <unistd.h>
+
+#include <utility>
+
+#include "common/strings.h"
+#include "rpc/job_spec.h"
+#include "rpc/job_token.h"
+#include "rpc/trained_model.h"
+
+namespace elasticdl::master {
+namespace {
+
+// Where the master listens: the cluster's master_addr ("host:port"; port 0
+// or none picks a free one), else the command line's interface on this
+// machine and the node's name under Slurm, which the other nodes resolve.
+Status BindAddress(const proto::ClusterSpec& cluster, std::string* host, int* port) {
+  if (!cluster.master_addr().empty()) {
+    const std::string& addr = cluster.master_addr();
+    HostPort bind = SplitHostPort(addr);
+    *host = bind.host;
+    *port = bind.port;
+    if (host->empty()) {
+      return absl::InvalidArgumentError(StrCat("--master_addr=", addr, ": expected HOST:PORT"));
+    }
+    return absl::OkStatus();
+  }
+  if (cluster.kind() == "slurm") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) {
+      return absl::InternalError("gethostname failed");
+    }
+    *host = name;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options) {
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
+  return ConfigureMaster(options, spec, std::move(token));
+}
+
+StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto::JobSpec& spec,
+                                       std::string token) {
+  MasterConfig config;
+  config.spec = spec;
+  config.job_dir = options.job_dir;
+  config.token = std::move(token);
+  config.host = options.host;
+  config.port = options.port;
+  EDL_RETURN_IF_ERROR(BindAddress(spec.cluster(), &config.host, &config.port));
+
+  const proto::TaskSpec& tasks = spec.tasks();
+  config.records_per_task = tasks.minibatch_size() * tasks.num_minibatches_per_task();
+  if (config.records_per_task <= 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--minibatch_size=", tasks.minibatch_size(), " and --num_minibatches_per_task=",
+               tasks.num_minibatches_per_task(), ": records per task must be positive"));
+  }
+  TaskManagerOptions& t = config.tasks;
+  t.job_type = spec.type();
+  t.num_epochs = tasks.num_epochs();
+  t.shuffle_seed = tasks.shuffle_seed();
+  t.max_task_retries = spec.fault_tolerance().max_task_retries();
+  t.evaluation_steps = tasks.evaluation_steps();
+  t.minibatch_size = tasks.minibatch_size();
+  t.max_steps = tasks.max_steps();
+  t.early_stopping = tasks.early_stopping();
+  if (spec.type() == proto::JOB_EVALUATION) {
+    EDL_ASSIGN_OR_RETURN(proto::TrainedModel model,
+                         rpc::ReadTrainedModelRecord(spec.model().trained_model()));
+    t.model_version = model.model_version();
+  }
+
+  const bool training = spec.type() == proto::JOB_TRAINING;
+  // Evaluation and prediction need servers only for a model's embedding
+  // tables (restored from a checkpoint).
+  const int num_ps =
+      training || !spec.ps().checkpoint_dir_for_init().empty() ? spec.ps().num_ps() : 0;
+  const proto::UpdateRule::Mode update = spec.ps().update().mode();
+
+  JobStateOptions& state = config.state;
+  state.type = spec.type();
+  state.num_ps = num_ps;
+  state.workers_target = spec.workers().num_workers();
+  if (spec.fault_tolerance().worker_lease_ms() > 0) {
+    state.worker_lease = std::chrono::milliseconds(spec.fault_tolerance().worker_lease_ms());
+  }
+  state.job_dir = options.job_dir;
+  state.flush_at_end = training && update != proto::UpdateRule::ASYNC;
+  state.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
+
+  config.supervisor.num_ps = num_ps;
+  config.supervisor.max_worker_relaunches = spec.fault_tolerance().max_worker_relaunches();
+  config.supervisor.max_ps_relaunches = spec.fault_tolerance().max_ps_relaunches();
+
+  cluster::BackendConfig& backend = config.backend;
+  backend.kind = spec.cluster().kind().empty() ? "local" : spec.cluster().kind();
+  backend.binary = spec.cluster().binary().empty() ? options.binary : spec.cluster().binary();
+  backend.job_dir = options.job_dir;
+  backend.job_name = spec.job_name();
+  backend.partition = spec.cluster().partition();
+  backend.kubernetes = spec.cluster().kubernetes();
+  backend.worker_threads = spec.workers().threads();
+
+  config.observer.job_dir = options.job_dir;
+  config.observer.job_name = spec.job_name();
+  config.observer.host = config.host;
+  config.observer.token = config.token;
+
+  config.publish_group = training && update == proto::UpdateRule::SYNC_EVERY_WORKER;
+  config.checkpoint_at_end = training && spec.ps().checkpoint_steps() > 0;
+  return config;
+}
+
+}  // namespace elasticdl::master

@@ -1,0 +1,153 @@
+#include "master/results.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "common/file.h"
+#include "common/strings.h"
+#include "rpc/trained_model.h"
+
+namespace elasticdl::master {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every parameter and buffer from all parameter servers.
+StatusOr<proto::ModelValues> PullModel(rpc::ParameterServers* servers) {
+  std::vector<proto::PullRequest> requests(static_cast<size_t>(servers->num_shards()));
+  for (auto& r : requests) r.set_known_version(-1);
+  std::vector<proto::PullResponse> responses;
+  EDL_RETURN_IF_ERROR(servers->Pull(requests, &responses));
+  proto::ModelValues all;
+  for (const proto::PullResponse& r : responses) {
+    if (!r.initialized()) return absl::FailedPreconditionError("a parameter server has no model");
+    all.set_version(std::max(all.version(), r.values().version()));
+    for (const auto& t : r.values().parameters()) *all.add_parameters() = t;
+    for (const auto& t : r.values().buffers()) *all.add_buffers() = t;
+  }
+  // Every shard declares every table.
+  if (!responses.empty()) {
+    *all.mutable_embedding_tables() = responses.front().values().embedding_tables();
+  }
+  return all;
+}
+
+// The first tensor of `values` holding a NaN or an infinity; empty if none.
+std::string FirstNonFinite(const proto::ModelValues& values) {
+  auto scan = [](const proto::Tensor& t) {
+    const std::string& bytes = t.content();
+    auto all_finite = [&bytes](auto zero) {
+      using T = decltype(zero);
+      for (size_t at = 0; at + sizeof(T) <= bytes.size(); at += sizeof(T)) {
+        T v;
+        std::memcpy(&v, bytes.data() + at, sizeof(T));
+        if (!std::isfinite(v)) return false;
+      }
+      return true;
+    };
+    if (t.dtype() == proto::DT_FLOAT32) return all_finite(float{});
+    if (t.dtype() == proto::DT_FLOAT64) return all_finite(double{});
+    return true;
+  };
+  for (const auto* tensors : {&values.parameters(), &values.buffers()}) {
+    for (const proto::Tensor& t : *tensors) {
+      if (!scan(t)) return t.name();
+    }
+  }
+  return "";
+}
+
+Status CopyTree(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  if (ec) return absl::InternalError(StrCat("copying ", from, " to ", to, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+proto::TrainedModel ModelRecord(const proto::JobSpec& spec, const proto::ModelValues& values) {
+  proto::TrainedModel record;
+  record.set_zoo_identity(spec.model().zoo_identity());
+  record.set_model_def(spec.model().model_def());
+  record.set_model_def_params(spec.model().params());
+  record.set_params_filename(rpc::kParametersFile);
+  record.set_input_function(spec.model().dataset_fn());
+  record.set_loss(spec.model().loss());
+  record.set_optimizer(spec.model().optimizer());
+  record.set_eval_metrics_fn(spec.model().eval_metrics_fn());
+  record.set_model_zoo(spec.model().model_zoo());
+  record.set_zoo_commit(spec.model().zoo_commit());
+  record.set_image(spec.cluster().kubernetes().image());
+  record.set_model_version(values.version());
+  record.set_seed(spec.seed());
+  record.set_has_embedding_tables(values.embedding_tables_size() > 0);
+  *record.mutable_optimizer_config() = spec.model().optimizer_config();
+  record.set_lr_schedule(spec.model().lr_schedule_description());
+  return record;
+}
+
+Status WriteOutputModel(const proto::JobSpec& spec, rpc::ParameterServers* servers) {
+  EDL_ASSIGN_OR_RETURN(proto::ModelValues values, PullModel(servers));
+  if (std::string bad = FirstNonFinite(values); !bad.empty()) {
+    return absl::DataLossError(StrCat("'", bad, "' holds non-finite values at model version ",
+                                      values.version(), "; the model is not written"));
+  }
+  if (values.embedding_tables_size() > 0) {
+    // The tables stay where they are big: each server writes its rows.
+    const std::string dir = spec.output() + "/" + rpc::kEmbeddingsDir;
+    std::error_code ec;
+    fs::remove_all(dir, ec);  // an earlier model's tables
+    if (ec) return absl::InternalError(StrCat("cannot remove ", dir, ": ", ec.message()));
+    std::vector<proto::ExportResponse> exported;
+    // One version directory for all: the model's version.
+    EDL_RETURN_IF_ERROR(servers->Export(dir, values.version(), &exported));
+  }
+  EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(spec.output(), ModelRecord(spec, values), values));
+  return CopyTree(spec.job_dir() + "/" + rpc::kZooDir, spec.output() + "/" + rpc::kZooDir);
+}
+
+}  // namespace
+
+Status WriteTrainingResults(const proto::JobSpec& spec, bool checkpoint,
+                            rpc::ParameterServers* servers) {
+  if (checkpoint) {
+    std::vector<proto::FlushResponse> flushed;
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(servers->Flush(&flushed, /*checkpoint=*/true),
+                                     "writing the last checkpoint");
+  }
+  if (!spec.output().empty()) {
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(WriteOutputModel(spec, servers), "writing the trained model");
+  }
+  return absl::OkStatus();
+}
+
+Status MergePredictions(const proto::JobSpec& spec,
+                        const std::vector<std::pair<Range, TaskId>>& tasks) {
+  std::string out_path = spec.output();
+  if (!HasSuffix(out_path, ".csv")) {
+    EDL_RETURN_IF_ERROR(CreateDirectories(out_path));
+    out_path += "/predictions.csv";
+  }
+  std::string body;
+  size_t columns = 0;
+  for (const auto& [range, id] : tasks) {
+    EDL_ASSIGN_OR_RETURN(std::string part, ReadFileToString(StrCat(
+                                               spec.job_dir(), "/predictions/task-", id, ".csv")));
+    if (columns == 0 && !part.empty()) {
+      std::string first = part.substr(0, part.find('\n'));
+      // Columns after file and index; a quoted file name has no bare comma
+      // count we can trust, so count from the right.
+      columns = std::count(first.begin(), first.end(), ',') - 1;
+      if (!first.empty() && first[0] == '"') {
+        columns = std::count(first.begin() + first.rfind('"'), first.end(), ',') - 1;
+      }
+    }
+    body += part;
+  }
+  std::string header = "file,index";
+  for (size_t i = 0; i < columns; ++i) header += StrCat(",output_", i);
+  return WriteFileAtomically(out_path, header + "\n" + body);
+}
+
+}  // namespace elasticdl::master

@@ -15,41 +15,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-proto::JournalProcess ToJournal(int id, const cluster::ProcessHandle& handle) {
-  proto::JournalProcess p;
-  p.set_id(id);
-  p.set_pid(handle.pid);
-  p.set_start_time(handle.start_time);
-  p.set_backend_id(handle.backend_id);
-  p.set_joined(handle.joined);
-  return p;
-}
-
-bool SameProcess(const proto::JournalProcess& a, const proto::JournalProcess& b) {
-  return a.id() == b.id() && a.pid() == b.pid() && a.start_time() == b.start_time() &&
-         a.address() == b.address() && a.leaving() == b.leaving() && a.joined() == b.joined() &&
-         a.backend_id() == b.backend_id();
-}
-
-cluster::ProcessHandle FromJournal(const proto::JournalProcess& p) {
-  cluster::ProcessHandle handle;
-  handle.pid = p.pid();
-  handle.start_time = p.start_time();
-  handle.backend_id = p.backend_id();
-  handle.joined = p.joined();
-  return handle;
-}
-
 }  // namespace
 
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
     : options_(std::move(options)),
       events_(events),
       tasks_(std::move(tasks)),
-      ps_(options_.num_ps),
-      workers_target_(options_.workers_target) {
+      members_(options_.num_ps, options_.workers_target, options_.worker_lease) {
   samples_.emplace_back(Clock::now(), 0);
-  tasks_.set_parallelism(workers_target_);
+  tasks_.set_parallelism(members_.workers_target());
   if (!options_.job_dir.empty()) {
     tasks_.TrackChanges();
     JournalWriter::Source source;
@@ -74,26 +48,9 @@ JobState::~JobState() = default;
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
                    const proto::MasterJournal& journal)
     : JobState(std::move(options), std::move(tasks), events) {
-  for (const proto::JournalProcess& p : journal.ps()) {
-    if (p.id() < 0 || p.id() >= static_cast<int>(ps_.size())) continue;
-    ps_[p.id()].handle = FromJournal(p);
-    ps_[p.id()].address = p.address();
-  }
   const Clock::time_point now = Clock::now();
-  for (const proto::JournalProcess& p : journal.workers()) {
-    WorkerInfo& w = workers_[p.id()];
-    w.handle = FromJournal(p);
-    w.leaving = p.leaving();
-    // Running workers carry on with the new master: their leases start now.
-    w.registered = true;
-    w.last_seen = now;
-  }
-  next_worker_id_ = journal.next_worker_id();
-  workers_target_ = journal.workers_target();
-  tasks_.set_parallelism(workers_target_);
-  worker_relaunches_ = journal.worker_relaunches();
-  worker_losses_ = journal.worker_losses();
-  ps_relaunches_ = journal.ps_relaunches();
+  members_.Restore(journal, now);
+  tasks_.set_parallelism(members_.workers_target());
   master_restarts_ = journal.master_restarts() + 1;
   dispatched_any_ = true;
   // Above every generation an earlier master published; every running
@@ -111,20 +68,11 @@ void JobState::Event(const std::string& event, const nlohmann::json& fields) {
   if (events_ != nullptr) events_->Append(event, fields);
 }
 
-proto::JournalProcess JobState::WorkerToJournal(int id, const WorkerInfo& w) {
-  proto::JournalProcess p = ToJournal(id, w.handle);
-  p.set_leaving(w.leaving);
-  return p;
-}
-
 proto::MasterJournal JobState::JournalLocked() {
   proto::MasterJournal journal;
   ScalarsLocked(&journal);
   *journal.mutable_ledger() = tasks_.TakeLedger();
-  workers_written_.clear();
-  for (const auto& [id, w] : workers_) {
-    *journal.add_workers() = workers_written_[id] = WorkerToJournal(id, w);
-  }
+  members_.WorkersTo(&journal);
   return journal;
 }
 
@@ -133,38 +81,13 @@ proto::JournalChanges JobState::JournalChangesLocked() {
   ScalarsLocked(changes.mutable_scalars());
   tasks_.TakeChanges(changes.mutable_ledger());
   // Workers are few beside tasks: compared with what was written.
-  for (auto it = workers_written_.begin(); it != workers_written_.end();) {
-    if (workers_.count(it->first) != 0) {
-      ++it;
-      continue;
-    }
-    changes.add_workers_gone(it->first);
-    it = workers_written_.erase(it);
-  }
-  for (const auto& [id, w] : workers_) {
-    proto::JournalProcess p = WorkerToJournal(id, w);
-    auto [it, added] = workers_written_.try_emplace(id, p);
-    if (!added) {
-      if (SameProcess(it->second, p)) continue;
-      it->second = p;
-    }
-    *changes.add_workers() = std::move(p);
-  }
+  members_.WorkerChangesTo(&changes);
   return changes;
 }
 
 void JobState::ScalarsLocked(proto::MasterJournal* journal) const {
   journal->set_master_address(options_.master_address);
-  for (size_t i = 0; i < ps_.size(); ++i) {
-    proto::JournalProcess* p = journal->add_ps();
-    *p = ToJournal(static_cast<int>(i), ps_[i].handle);
-    p->set_address(ps_[i].address);
-  }
-  journal->set_next_worker_id(next_worker_id_);
-  journal->set_workers_target(workers_target_);
-  journal->set_worker_relaunches(worker_relaunches_);
-  journal->set_worker_losses(worker_losses_);
-  journal->set_ps_relaunches(ps_relaunches_);
+  members_.ScalarsTo(journal);
   journal->set_master_restarts(master_restarts_);
 }
 
@@ -182,7 +105,7 @@ Status JobState::Durable(uint64_t change) {
 
 bool JobState::NeedsFlush() {
   std::lock_guard<std::mutex> lock(mu_);
-  return options_.flush_at_end && !flushed_ && !failure_ && RegisteredPsLocked() == ps_.size() &&
+  return options_.flush_at_end && !flushed_ && !failure_ && members_.all_ps_registered() &&
          tasks_.training_finished();
 }
 
@@ -204,12 +127,7 @@ Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (request.ps_id() < 0 || request.ps_id() >= static_cast<int>(ps_.size())) {
-      return absl::InvalidArgumentError(
-          StrCat("unknown parameter server id ", request.ps_id(), "; the job has ", ps_.size()));
-    }
-    if (request.address().empty()) return absl::InvalidArgumentError("empty address");
-    ps_[request.ps_id()].address = request.address();
+    EDL_RETURN_IF_ERROR(members_.PsRegistered(request.ps_id(), request.address()));
     int reopened = 0;
     if (request.restored()) {
       std::vector<proto::TaskProgress> applied(request.applied().begin(), request.applied().end());
@@ -229,33 +147,19 @@ Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
   return Durable(change);
 }
 
-size_t JobState::RegisteredPsLocked() const {
-  return std::count_if(ps_.begin(), ps_.end(), [](const PsInfo& p) { return !p.address.empty(); });
-}
-
-Status JobState::TouchWorkerLocked(int worker) {
-  auto it = workers_.find(worker);
-  if (it == workers_.end()) {
-    return absl::FailedPreconditionError(
-        StrCat("worker ", worker, " is not a worker of this job (unknown or taken as lost)"));
-  }
-  it->second.last_seen = Clock::now();
-  return absl::OkStatus();
-}
-
 Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
                                 proto::RegisterWorkerResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
-  const size_t registered = RegisteredPsLocked();
-  if (registered < ps_.size()) {
-    return absl::UnavailableError(
-        StrCat("waiting for parameter servers (", registered, " of ", ps_.size(), " registered)"));
+  EDL_RETURN_IF_ERROR(members_.Touch(request.worker_id(), Clock::now()));
+  if (!members_.all_ps_registered()) {
+    return absl::UnavailableError(StrCat("waiting for parameter servers (",
+                                         members_.registered_ps(), " of ", members_.num_ps(),
+                                         " registered)"));
   }
-  WorkerInfo& w = workers_[request.worker_id()];
-  if (!w.registered) Event("worker_registered", {{"worker", request.worker_id()}});
-  w.registered = true;
-  for (const PsInfo& p : ps_) response->add_ps_addresses(p.address);
+  if (members_.Register(request.worker_id())) {
+    Event("worker_registered", {{"worker", request.worker_id()}});
+  }
+  for (const std::string& address : members_.ps_addresses()) response->add_ps_addresses(address);
   return absl::OkStatus();
 }
 
@@ -263,7 +167,7 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
+    EDL_RETURN_IF_ERROR(members_.Touch(request.worker_id(), Clock::now()));
     change = GetTaskLocked(request.worker_id(), response->mutable_task());
     // Only a worker handed a training task is waited for by synchronous steps.
     const bool training = response->task().type() == proto::TASK_TRAINING;
@@ -279,13 +183,12 @@ uint64_t JobState::GetTaskLocked(int worker, proto::Task* task) {
     task->set_type(proto::TASK_NONE);
     return 0;
   }
-  const bool ps_missing = RegisteredPsLocked() < ps_.size();
+  const bool ps_missing = !members_.all_ps_registered();
   const bool awaiting_flush =
       options_.flush_at_end && !flushed_ && tasks_.training_finished() && !tasks_.finished();
-  int registered_workers = 0;
-  for (const auto& entry : workers_) registered_workers += entry.second.registered ? 1 : 0;
-  const bool awaiting_workers = !dispatched_any_ && registered_workers < options_.wait_for_workers;
-  if (ps_missing || awaiting_flush || awaiting_workers || workers_[worker].leaving) {
+  const bool awaiting_workers =
+      !dispatched_any_ && members_.registered_workers() < options_.wait_for_workers;
+  if (ps_missing || awaiting_flush || awaiting_workers || members_.leaving(worker)) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
     return 0;
   }
@@ -309,7 +212,7 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    EDL_RETURN_IF_ERROR(TouchWorkerLocked(report.worker_id()));
+    EDL_RETURN_IF_ERROR(members_.Touch(report.worker_id(), Clock::now()));
     proto::ReportTaskRequest request = report;
     const std::vector<TaskId> held = tasks_.HeldBy(report.worker_id());
     if (report.nonfinite() && !report.error().empty() &&
@@ -374,10 +277,9 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
 Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
                            proto::HeartbeatResponse* response) {
   std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(TouchWorkerLocked(request.worker_id()));
-  WorkerInfo& w = workers_[request.worker_id()];
-  w.registered = true;
-  response->set_leave(w.leaving);
+  EDL_RETURN_IF_ERROR(members_.Touch(request.worker_id(), Clock::now()));
+  members_.Register(request.worker_id());
+  response->set_leave(members_.leaving(request.worker_id()));
   // After a master restart, tasks the journal has this worker hold but it
   // is not working on go back to the queue.
   tasks_.ReconcileWorker(request.worker_id(), request.task_id(), request.attempt());
@@ -399,10 +301,10 @@ Status JobState::Scale(const proto::ScaleRequest& request, proto::ScaleResponse*
     if (options_.type != proto::JOB_TRAINING && request.num_workers() == 0) {
       return absl::InvalidArgumentError("a job needs at least one worker");
     }
-    workers_target_ = request.num_workers();
-    tasks_.set_parallelism(workers_target_);
-    response->set_num_workers(workers_target_);
-    Event("scaled", {{"workers_target", workers_target_}});
+    members_.set_workers_target(request.num_workers());
+    tasks_.set_parallelism(request.num_workers());
+    response->set_num_workers(request.num_workers());
+    Event("scaled", {{"workers_target", request.num_workers()}});
     change = ChangedLocked();
   }
   return Durable(change);
@@ -426,11 +328,10 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   response->set_recent_loss(tasks_.recent_loss());
   response->set_training_seconds(tasks_.training_seconds());
   response->set_records_per_second(ThroughputLocked());
-  response->set_workers_alive(static_cast<int>(std::count_if(
-      workers_.begin(), workers_.end(), [](const auto& w) { return w.second.registered; })));
-  response->set_workers_target(workers_target_);
-  response->set_worker_losses(worker_losses_);
-  response->set_ps_relaunches(ps_relaunches_);
+  response->set_workers_alive(members_.registered_workers());
+  response->set_workers_target(members_.workers_target());
+  response->set_worker_losses(members_.worker_losses());
+  response->set_ps_relaunches(members_.ps_relaunches());
   response->set_master_restarts(master_restarts_);
   bool failed = failure_.has_value() || tasks_.failure().has_value();
   response->set_finished(failed || tasks_.finished());
@@ -460,10 +361,8 @@ nlohmann::json JobState::LiveStatus() {
   std::lock_guard<std::mutex> lock(mu_);
   live["tasks"] = {{"todo", tasks_.queued()}, {"doing", tasks_.held()}};
   nlohmann::json leases = nlohmann::json::object();
-  const Clock::time_point now = Clock::now();
-  for (const auto& [id, w] : workers_) {
-    leases[std::to_string(id)] =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count();
+  for (const auto& [id, ms] : members_.silence_ms(Clock::now())) {
+    leases[std::to_string(id)] = ms;
   }
   live["leases"] = std::move(leases);
   return live;
@@ -473,11 +372,7 @@ Status JobState::Join(const proto::JoinRequest& request, proto::JoinResponse* re
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const int id = next_worker_id_++;
-    WorkerInfo& w = workers_[id];
-    w.handle.joined = true;
-    w.handle.pid = request.pid();
-    w.last_seen = Clock::now();
+    const int id = members_.WorkerJoined(request.pid(), Clock::now());
     if (!training_begun_) group_.Join(id);
     Event("worker_joined", {{"worker", id}, {"host", request.host()}, {"pid", request.pid()}});
     change = ChangedLocked();
@@ -489,28 +384,21 @@ Status JobState::Join(const proto::JoinRequest& request, proto::JoinResponse* re
 
 std::vector<int> JobState::joined_workers() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<int> ids;
-  for (const auto& [id, w] : workers_) {
-    if (w.handle.joined && !w.leaving) ids.push_back(id);
-  }
-  return ids;
+  return members_.joined_workers();
 }
 
 int JobState::NewWorkerId() {
   std::lock_guard<std::mutex> lock(mu_);
   ChangedLocked();
-  return next_worker_id_++;
+  return members_.NewWorkerId();
 }
 
 void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    WorkerInfo& w = workers_[worker];
-    w.handle = handle;
-    w.last_seen = Clock::now();
+    members_.WorkerStarted(worker, handle, relaunch, Clock::now());
     if (!training_begun_) group_.Join(worker);
-    if (relaunch) ++worker_relaunches_;
     Event("worker_started", {{"worker", worker},
                              {"pid", handle.pid},
                              {"backend_id", handle.backend_id},
@@ -526,15 +414,12 @@ int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
   int requeued = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = workers_.find(worker);
-    if (it == workers_.end()) return 0;
-    workers_.erase(it);
+    if (!members_.Remove(worker, clean)) return 0;
     group_.Leave(worker);
     requeued = tasks_.RecoverWorker(worker);
     if (clean) {
       Event("worker_left", {{"worker", worker}, {"requeued", requeued}});
     } else {
-      ++worker_losses_;
       Event("worker_lost", {{"worker", worker}, {"how", how}, {"requeued", requeued}});
     }
     change = ChangedLocked();
@@ -545,19 +430,12 @@ int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
 
 std::vector<int> JobState::ExpiredLeases() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<int> expired;
-  const Clock::time_point now = Clock::now();
-  for (const auto& [id, w] : workers_) {
-    if (w.registered && now - w.last_seen > options_.worker_lease) expired.push_back(id);
-  }
-  return expired;
+  return members_.ExpiredLeases(Clock::now());
 }
 
 std::vector<int> JobState::workers() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<int> ids;
-  for (const auto& entry : workers_) ids.push_back(entry.first);
-  return ids;
+  return members_.workers();
 }
 
 TrainingGroup JobState::training_group() {
@@ -567,17 +445,14 @@ TrainingGroup JobState::training_group() {
 
 bool JobState::leaving(int worker) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = workers_.find(worker);
-  return it != workers_.end() && it->second.leaving;
+  return members_.leaving(worker);
 }
 
 void JobState::AskToLeave(int worker) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = workers_.find(worker);
-    if (it == workers_.end() || it->second.leaving) return;
-    it->second.leaving = true;
+    if (!members_.AskToLeave(worker)) return;
     Event("worker_leaving", {{"worker", worker}});
     change = ChangedLocked();
   }
@@ -587,20 +462,19 @@ void JobState::AskToLeave(int worker) {
 
 int JobState::workers_target() {
   std::lock_guard<std::mutex> lock(mu_);
-  return workers_target_;
+  return members_.workers_target();
 }
 
 bool JobState::worker_relaunch_allowed(int max_relaunches) {
   std::lock_guard<std::mutex> lock(mu_);
-  return worker_relaunches_ < max_relaunches;
+  return members_.worker_relaunch_allowed(max_relaunches);
 }
 
 void JobState::PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ps_[ps].handle = handle;
-    if (relaunch) ++ps_relaunches_;
+    members_.PsStarted(ps, handle, relaunch);
     Event("ps_started", {{"ps", ps},
                          {"pid", handle.pid},
                          {"backend_id", handle.backend_id},
@@ -615,8 +489,7 @@ void JobState::PsLost(int ps, const std::string& how) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ps_[ps].address.clear();
-    ps_[ps].handle = {};
+    members_.PsLost(ps);
     Event("ps_lost", {{"ps", ps}, {"how", how}});
     change = ChangedLocked();
   }
@@ -626,7 +499,7 @@ void JobState::PsLost(int ps, const std::string& how) {
 
 int JobState::ps_relaunches() {
   std::lock_guard<std::mutex> lock(mu_);
-  return ps_relaunches_;
+  return members_.ps_relaunches();
 }
 
 void JobState::Fail(const std::string& message) {
@@ -636,28 +509,22 @@ void JobState::Fail(const std::string& message) {
 
 std::vector<std::pair<int, cluster::ProcessHandle>> JobState::ps_processes() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::pair<int, cluster::ProcessHandle>> out;
-  for (size_t i = 0; i < ps_.size(); ++i) out.emplace_back(static_cast<int>(i), ps_[i].handle);
-  return out;
+  return members_.ps_processes();
 }
 
 std::vector<std::pair<int, cluster::ProcessHandle>> JobState::worker_processes() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::pair<int, cluster::ProcessHandle>> out;
-  for (const auto& [id, w] : workers_) out.emplace_back(id, w.handle);
-  return out;
+  return members_.worker_processes();
 }
 
 bool JobState::all_ps_registered() {
   std::lock_guard<std::mutex> lock(mu_);
-  return RegisteredPsLocked() == ps_.size();
+  return members_.all_ps_registered();
 }
 
 std::vector<std::string> JobState::ps_addresses() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> out;
-  for (const PsInfo& p : ps_) out.push_back(p.address);
-  return out;
+  return members_.ps_addresses();
 }
 
 bool JobState::finished() {

@@ -1,7 +1,8 @@
-// The master's state behind one mutex: membership of parameter servers and
-// workers (with leases), the task ledger, and the journal that lets a
-// restarted master resume. The gRPC adapter (MasterService), the master's
-// supervision loop and tests call it directly.
+// The master's state behind one mutex, and the rules that span its parts:
+// the job's processes (Membership: servers, workers, leases), the tasks
+// (TaskManager), the workers synchronous steps wait for (TrainingGroup), and
+// the journal that lets a restarted master resume (JournalWriter). The gRPC adapter
+// (MasterService), the master's supervision loop and tests call it directly.
 //
 // Membership: a worker exists once the master has started (or adopted) it;
 // calls from other worker ids are refused (FAILED_PRECONDITION). A started
@@ -36,6 +37,7 @@
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "master/event_log.h"
+#include "master/membership.h"
 #include "master/task_manager.h"
 #include "master/training_group.h"
 
@@ -153,23 +155,8 @@ class JobState {
   std::pair<int64_t, int64_t> progress();
 
  private:
-  struct WorkerInfo {
-    cluster::ProcessHandle handle;
-    bool registered = false;
-    bool leaving = false;
-    std::chrono::steady_clock::time_point last_seen;
-  };
-  struct PsInfo {
-    cluster::ProcessHandle handle;
-    std::string address;  // empty until registered
-  };
-
-  // Parameter servers with an address (registered and not lost since).
-  size_t RegisteredPsLocked() const;
   // GetTask's answer for a known worker; the change it made (0: none).
   uint64_t GetTaskLocked(int worker, proto::Task* task);
-  // A started worker, renewing its lease; FAILED_PRECONDITION otherwise.
-  Status TouchWorkerLocked(int worker);
   double ThroughputLocked();
   // The journal's records (JournalWriter::Source): the whole state, and
   // what changed since the last record.
@@ -177,7 +164,6 @@ class JobState {
   proto::JournalChanges JournalChangesLocked();
   // Every field of MasterJournal but the ledger and the workers.
   void ScalarsLocked(proto::MasterJournal* journal) const;
-  static proto::JournalProcess WorkerToJournal(int id, const WorkerInfo& worker);
   // Numbers a change to the journaled state and asks for its write;
   // returns its number.
   uint64_t ChangedLocked();
@@ -190,13 +176,7 @@ class JobState {
   EventLog* const events_;
   std::mutex mu_;
   TaskManager tasks_;
-  std::vector<PsInfo> ps_;
-  std::map<int, WorkerInfo> workers_;
-  int workers_target_;
-  int next_worker_id_ = 0;
-  int worker_relaunches_ = 0;
-  int worker_losses_ = 0;
-  int ps_relaunches_ = 0;
+  Membership members_;
   int master_restarts_ = 0;
   int nonfinite_minibatches_ = 0;
   TrainingGroup group_;
@@ -215,8 +195,6 @@ class JobState {
   std::optional<std::string> failure_;
   // (time, records done) after each report, for the throughput estimate.
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;
-  // The workers as the journal last recorded them.
-  std::map<int, proto::JournalProcess> workers_written_;
   // Null without a job directory (tests). Last: it stops, writing the last
   // changes, before the state it reads goes.
   std::unique_ptr<JournalWriter> journal_;

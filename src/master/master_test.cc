@@ -297,7 +297,9 @@ class MasterTest : public ::testing::Test {
     proto::GetJobStatusResponse status;
     StatusOr<std::string> text = ReadFileToString(FinalStatusFile(job_dir_));
     EXPECT_TRUE(text.ok()) << text.status();
-    if (text.ok()) EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &status));
+    if (text.ok()) {
+      EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(*text, &status));
+    }
     return status;
   }
 

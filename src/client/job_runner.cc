@@ -146,6 +146,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
         master_exit.reset();
       }
       EDL_RETURN_IF_ERROR(backend->StartMaster().status());
+      master.reset();  // found again once the new master serves
     }
     if (cancelled() && !signalled) {
       signalled = true;
@@ -153,18 +154,18 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
       // The master stops its parameter servers and workers, then itself.
       backend->Signal(cluster::Role::kMaster, 0, SIGTERM).IgnoreError();
     }
-    auto address = ReadFileToString(MasterAddressFile(job_dir));
-    if (address.ok() && *address != master_address) {
-      master_address = *address;
-      master = proto::Master::NewStub(rpc::MakeChannel(master_address));
-      if (!backend->starts_workers()) {
-        sink.Line("client", StrCat("workers join with: elasticdl worker --master=", master_address,
-                                   " --token_file=", rpc::JobTokenPath(job_dir)));
+    // The job's master is found once (again after a restart) from the
+    // address it leaves in the job directory, and watched through its RPC.
+    if (master == nullptr) {
+      auto address = ReadFileToString(MasterAddressFile(job_dir));
+      if (address.ok()) {
+        master = proto::Master::NewStub(rpc::MakeChannel(*address));
+        if (*address != master_address && !backend->starts_workers()) {
+          sink.Line("client", StrCat("workers join with: elasticdl worker --master=", *address,
+                                     " --token_file=", rpc::JobTokenPath(job_dir)));
+        }
+        master_address = *address;
       }
-    }
-    if (auto url = ReadFileToString(DashboardUrlFile(job_dir)); url.ok() && *url != dashboard) {
-      dashboard = *url;
-      sink.Line("client", StrCat("dashboard: ", dashboard, "/?token=", token));
     }
     if (master != nullptr) {
       proto::GetJobStatusRequest request;
@@ -173,6 +174,10 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
       if (master->GetJobStatus(context.get(), request, &status).ok()) {
         bar.Update(status);
         reported_failure = status.failed() ? status.message() : std::string();
+        if (!status.dashboard_url().empty() && status.dashboard_url() != dashboard) {
+          dashboard = status.dashboard_url();
+          sink.Line("client", StrCat("dashboard: ", dashboard, "/?token=", token));
+        }
       }
     }
     std::this_thread::sleep_for(milliseconds(200));

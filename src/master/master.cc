@@ -124,6 +124,7 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
       Observer::Start(observer_options, &m->events_, m->state_.get());
   if (observer.ok()) {
     m->observer_ = std::move(*observer);
+    m->service_.set_dashboard_url(m->observer_->url());
   } else {
     spdlog::warn("no dashboard for this job: {}", std::string(observer.status().message()));
   }

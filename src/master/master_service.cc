@@ -47,6 +47,8 @@ grpc::Status MasterService::GetJobStatus(grpc::ServerContext* context,
                                          proto::GetJobStatusResponse* response) {
   return Serve(*context, [&](JobState* s) {
     s->GetStatus(response);
+    std::lock_guard<std::mutex> lock(mu_);
+    response->set_dashboard_url(dashboard_url_);
     return absl::OkStatus();
   });
 }

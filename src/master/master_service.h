@@ -4,7 +4,9 @@
 #define ELASTICDL_MASTER_MASTER_SERVICE_H_
 
 #include <atomic>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "master/job_state.h"
@@ -22,6 +24,11 @@ class MasterService final : public proto::Master::Service {
   MasterService(JobState* state, std::string token) : state_(state), token_(std::move(token)) {}
 
   void set_state(JobState* state) { state_ = state; }
+  // Told in every GetJobStatus answer.
+  void set_dashboard_url(std::string url) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dashboard_url_ = std::move(url);
+  }
 
   grpc::Status RegisterPs(grpc::ServerContext* context, const proto::RegisterPsRequest* request,
                           proto::RegisterPsResponse* response) override;
@@ -49,6 +56,8 @@ class MasterService final : public proto::Master::Service {
 
   std::atomic<JobState*> state_;
   const std::string token_;
+  std::mutex mu_;
+  std::string dashboard_url_;
 };
 
 }  // namespace elasticdl::master

@@ -156,6 +156,12 @@ class Caller {
     EDL_RETURN_IF_ERROR(Call(&proto::Master::Stub::GetTask, request, &response));
     return response.task();
   }
+  StatusOr<proto::GetJobStatusResponse> JobStatus() {
+    proto::GetJobStatusRequest request;
+    proto::GetJobStatusResponse response;
+    EDL_RETURN_IF_ERROR(Call(&proto::Master::Stub::GetJobStatus, request, &response));
+    return response;
+  }
   // `task` trained whole (two minibatches).
   Status Done(int worker, const proto::Task& task) {
     proto::ReportTaskRequest report;
@@ -324,6 +330,11 @@ TEST_F(MasterTest, TrainsToTheEndAndWritesTheResultsOnce) {
   EXPECT_EQ(*address, master->address());
   Run(master.get());
   Caller caller(master->address());
+  // The client watches the job through the master's RPC, dashboard included.
+  StatusOr<proto::GetJobStatusResponse> status = caller.JobStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->dashboard_url().rfind("http://127.0.0.1:", 0), 0u) << status->dashboard_url();
+  EXPECT_EQ(status->workers_target(), 2);
   TrainAll(&caller);
   ASSERT_TRUE(Outcome().ok()) << outcome_;
 
@@ -342,9 +353,9 @@ TEST_F(MasterTest, TrainsToTheEndAndWritesTheResultsOnce) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(model->model_version(), 7);
   EXPECT_TRUE(std::filesystem::exists(spec_.output() + "/zoo/model.py"));
-  const proto::GetJobStatusResponse status = FinalStatus();
-  EXPECT_TRUE(status.finished());
-  EXPECT_FALSE(status.failed()) << status.message();
+  const proto::GetJobStatusResponse final_status = FinalStatus();
+  EXPECT_TRUE(final_status.finished());
+  EXPECT_FALSE(final_status.failed()) << final_status.message();
 }
 
 TEST_F(MasterTest, KeepsFlushingAServerLostMidFlush) {

@@ -60,9 +60,9 @@
 #include "mnist_tasks.h"
 #include "ps/embedding_table.h"
 #include "ps/parameter_store.h"
+#include "ps/placement.h"
 #include "ps/ps_service.h"
 #include "rpc/grpc_util.h"
-#include "rpc/placement.h"
 #include "rpc/ps_client.h"
 
 namespace elasticdl::bench {
@@ -238,7 +238,7 @@ class RowClient {
     std::vector<proto::PullRowsRequest> requests(static_cast<size_t>(num_shards_));
     std::vector<int> shard_of(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
-      shard_of[i] = rpc::RowShardOf(ids[i], num_shards_);
+      shard_of[i] = ps::RowShardOf(ids[i], num_shards_);
       auto& r = requests[static_cast<size_t>(shard_of[i])];
       if (r.tables_size() == 0) r.add_tables()->set_table("t");
       r.mutable_tables(0)->add_ids(ids[i]);
@@ -261,7 +261,7 @@ class RowClient {
     std::vector<proto::PushRequest> requests(static_cast<size_t>(num_shards_));
     const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
     for (size_t i = 0; i < ids.size(); ++i) {
-      auto& r = requests[static_cast<size_t>(rpc::RowShardOf(ids[i], num_shards_))];
+      auto& r = requests[static_cast<size_t>(ps::RowShardOf(ids[i], num_shards_))];
       if (r.sparse_gradients_size() == 0) r.add_sparse_gradients()->set_table("t");
       proto::EmbeddingRows* rows = r.mutable_sparse_gradients(0);
       rows->add_ids(ids[i]);

@@ -11,8 +11,17 @@ mapfile -t files < <(git ls-files '*.cc' '*.h')
 clang-format --dry-run --Werror "${files[@]}"
 echo "lint: clang-format clean (${#files[@]} files)"
 
+# The environment is read at the edge (src/common/environment.h): by the
+# command line and the client, and for a child's PATH lookup.
+if git grep -n 'getenv(' -- 'src/*.cc' 'src/*.h' ':!src/common/environment.cc' ':!src/cli/' \
+  ':!src/client/' ':!src/experiment/' ':!src/testing/' ':!src/cluster/process.cc' ':!*_test.cc'; then
+  echo "lint: getenv above: read the variable in common/environment.cc and pass it down" >&2
+  exit 1
+fi
+echo "lint: the environment is read at the edge"
+
 mapfile -t units < <(git ls-files 'src/common/*.cc' 'src/data/*.cc' 'src/cli/*.cc' \
-  'src/master/*.cc' 'src/rpc/*.cc' 'src/cluster/*.cc' 'src/client/*.cc' 'src/dashboard/*.cc' 'src/sql/*.cc' \
+  'src/master/*.cc' 'src/job/*.cc' 'src/rpc/*.cc' 'src/cluster/*.cc' 'src/client/*.cc' 'src/dashboard/*.cc' 'src/sql/*.cc' \
   'src/experiment/*.cc' \
   src/zoo/metric_state.cc src/zoo/zoo_sources.cc src/zoo/zoo_builder.cc src/zoo/git_zoo.cc |
   grep -v '_test.cc$' |

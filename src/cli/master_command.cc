@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/command_support.h"
+#include "common/environment.h"
 #include "master/master.h"
 
 namespace elasticdl::cli {
@@ -25,6 +26,7 @@ void AddMasterCommand(CLI::App* app, int* exit_code) {
       *exit_code = ReportRoleError(signals.status());
       return;
     }
+    options->environment = ReadEnvironment();
     *exit_code = ReportRoleError(master::RunMaster(*options, &stop));
   });
 }

@@ -17,14 +17,15 @@
 #include "client/stop_settings.h"
 #include "client/zoo_source.h"
 #include "cluster/kubernetes/pod_manifests.h"
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
+#include "job/job_spec.h"
+#include "job/trained_model.h"
 #include "ps/checkpoint.h"
 #include "python/python_zoo.h"
-#include "rpc/job_spec.h"
 #include "rpc/job_token.h"
-#include "rpc/trained_model.h"
 #include "zoo/lr_schedule_config.h"
 #include "zoo/zoo_builder.h"
 #include "zoo/zoo_library.h"
@@ -40,9 +41,9 @@ StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
   std::string dir = args.job_dir;
   if (dir.empty()) {
     auto now = std::chrono::system_clock::now().time_since_epoch();
-    dir =
-        StrCat(DefaultJobsRoot(), "/", args.job_name.empty() ? kind : args.job_name, "-",
-               std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
+    dir = StrCat(
+        DefaultJobsRoot(ReadEnvironment()), "/", args.job_name.empty() ? kind : args.job_name, "-",
+        std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
   }
   dir = AbsolutePath(dir);
   EDL_RETURN_IF_ERROR(CreateDirectories(dir));
@@ -130,10 +131,11 @@ Status CheckEarlyStoppingMetric(const ZooProgram& program, const proto::TaskSpec
 
 // Builds and checks the zoo and fills the spec's model fields.
 Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::JobSpec* spec) {
-  const std::string snapshot = spec->job_dir() + "/" + rpc::kZooDir;
+  const std::string snapshot = spec->job_dir() + "/" + kZooDir;
   EDL_RETURN_IF_ERROR(SnapshotZoo(zoo_sources, snapshot));
   ZooBuildOptions build;
   build.zoo_dir = snapshot;
+  build.cache_dir = ReadEnvironment().cache_dir;
   StatusOr<BuiltZoo> built = BuildZoo(build);
   if (!built.ok()) {
     // Name the user's directory, not the job's copy of it.
@@ -184,7 +186,7 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
 // Runs the job written in `job_dir` as `args` say.
 StatusOr<JobResult> RunWritten(const JobArgs& args, const std::string& job_dir) {
   if (!args.yaml.empty()) {
-    EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(job_dir));
+    EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(job_dir));
     EDL_ASSIGN_OR_RETURN(
         std::string manifests,
         cluster::MasterManifestsYaml(spec.cluster().kubernetes(), spec.job_name(), job_dir));
@@ -205,7 +207,7 @@ StatusOr<JobResult> RunWritten(const JobArgs& args, const std::string& job_dir) 
 }
 
 StatusOr<JobResult> Run(const JobArgs& args, const proto::JobSpec& spec) {
-  EDL_RETURN_IF_ERROR(rpc::WriteJobSpec(spec, spec.job_dir()));
+  EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
   EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
   return RunWritten(args, spec.job_dir());
 }
@@ -222,14 +224,14 @@ StatusOr<std::string> ZooIdentity(const std::string& zoo) {
 // for one that has none). --model_def and --model_zoo, when given, must be
 // what the model was trained with.
 StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedModel* record) {
-  EDL_ASSIGN_OR_RETURN(*record, rpc::ReadTrainedModelRecord(args.trained_model));
+  EDL_ASSIGN_OR_RETURN(*record, ReadTrainedModelRecord(args.trained_model));
   if (!args.model_def.empty() && args.model_def != record->model_def()) {
     return absl::InvalidArgumentError(
         StrCat("--model_def=", args.model_def, " disagrees with the trained model in ",
                args.trained_model, ", a ", record->model_def(),
                ": drop --model_def, or name the trained model of ", args.model_def));
   }
-  std::string zoo = args.trained_model + "/" + rpc::kZooDir;
+  std::string zoo = args.trained_model + "/" + kZooDir;
   std::error_code ec;
   const bool has_zoo = fs::is_directory(zoo, ec);
   if (args.model_zoo.empty()) {
@@ -238,7 +240,7 @@ StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedM
     }
     if (has_zoo) return zoo;
     return absl::InvalidArgumentError(
-        StrCat(args.trained_model, " holds no model zoo (", rpc::kZooDir,
+        StrCat(args.trained_model, " holds no model zoo (", kZooDir,
                "/): pass --model_zoo with the sources it was trained with"));
   }
   EDL_ASSIGN_OR_RETURN(std::string identity, ZooIdentity(args.model_zoo));
@@ -268,13 +270,13 @@ StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const client::Zoo
   client::RecordZooSource(source, record);
   record->set_model_def(args.model_def);
   record->set_model_def_params(args.params);
-  record->set_params_filename(rpc::kParametersFile);
+  record->set_params_filename(kParametersFile);
   record->set_input_function(args.dataset_fn);
   record->set_loss(args.loss);
   record->set_optimizer(args.optimizer);
   record->set_eval_metrics_fn(args.eval_metrics_fn);
   record->set_model_version(values.version());
-  EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(dir, *record, values));
+  EDL_RETURN_IF_ERROR(WriteTrainedModel(dir, *record, values));
   return args.model_zoo;
 }
 
@@ -331,7 +333,7 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   // Embedding tables stay on parameter servers: as many as wrote them,
   // initialized from what they wrote.
   const std::string tables = args.trained_model.empty() ? args.checkpoint_dir_for_init
-                                                        : trained_model + "/" + rpc::kEmbeddingsDir;
+                                                        : trained_model + "/" + kEmbeddingsDir;
   if (record.has_embedding_tables() || (args.trained_model.empty() && HasTables(tables))) {
     EDL_ASSIGN_OR_RETURN(ps::CompleteCheckpoint found, ps::FindNewestCompleteCheckpoint(tables));
     spec.mutable_ps()->set_num_ps(found.num_ps);
@@ -369,7 +371,7 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(ZooSource zoo, ResolveZooSource(args.model_zoo));
   EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec));
   RecordZooSource(zoo, spec.mutable_model());
-  EDL_RETURN_IF_ERROR(rpc::WriteJobSpec(spec, spec.job_dir()));
+  EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
   EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
   return spec;
 }

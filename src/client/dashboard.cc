@@ -4,13 +4,14 @@
 #include <thread>
 
 #include "client/job_control.h"
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
 #include "dashboard/job_view.h"
 #include "dashboard/log_tail.h"
 #include "dashboard/server.h"
-#include "rpc/job_spec.h"
+#include "job/job_spec.h"
 #include "rpc/job_token.h"
 
 namespace elasticdl::client {
@@ -26,7 +27,7 @@ StatusOr<std::string> DashboardUrl(const std::string& job_dir) {
 
 Status ServeDashboard(const ServeDashboardOptions& options) {
   const std::string& job_dir = options.job_dir;
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
   // The status: the final one once the job ended, else its master's; none
   // when neither answers (a master that died).
@@ -42,6 +43,7 @@ Status ServeDashboard(const ServeDashboardOptions& options) {
   server_options.host = options.host;
   server_options.port = options.port;
   server_options.token = token;
+  server_options.web_dir = ReadEnvironment().web_dir;
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<dashboard::Server> server,
                        dashboard::Server::Start(server_options, &view));
   if (options.on_serving) options.on_serving(server->url_with_token());

@@ -8,10 +8,10 @@
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/data/dataset.h"
+#include "job/trained_model.h"
 #include "python/python_zoo.h"
 #include "python/torchscript.h"
 #include "rpc/tensor_codec.h"
-#include "rpc/trained_model.h"
 #include "zoo/embedding_spec.h"
 #include "zoo/zoo_library.h"
 #include "zoo/zoo_program.h"
@@ -87,11 +87,10 @@ StatusOr<ExportResult> ExportModel(const ExportOptions& options) {
   if (options.trained_model.empty())
     return absl::InvalidArgumentError("--trained_model is required");
   if (options.output.empty()) return absl::InvalidArgumentError("--output is required");
-  EDL_ASSIGN_OR_RETURN(proto::TrainedModel record,
-                       rpc::ReadTrainedModelRecord(options.trained_model));
-  EDL_ASSIGN_OR_RETURN(proto::ModelValues values, rpc::ReadModelValues(options.trained_model));
+  EDL_ASSIGN_OR_RETURN(proto::TrainedModel record, ReadTrainedModelRecord(options.trained_model));
+  EDL_ASSIGN_OR_RETURN(proto::ModelValues values, ReadModelValues(options.trained_model));
   const std::string output = AbsolutePath(options.output);
-  const std::string zoo = options.trained_model + "/" + rpc::kZooDir;
+  const std::string zoo = options.trained_model + "/" + kZooDir;
   EDL_ASSIGN_OR_RETURN(EntryRef ref, ParseModelDef(record.model_def()));
   std::error_code ec;
   const std::string python_file = ref.file.substr(0, ref.file.size() - 3) + ".py";
@@ -100,7 +99,7 @@ StatusOr<ExportResult> ExportModel(const ExportOptions& options) {
   if (record.has_embedding_tables()) {
     return absl::FailedPreconditionError(StrCat(
         record.model_def(), " keeps embedding tables on parameter servers (", options.trained_model,
-        "/", rpc::kEmbeddingsDir, "): TorchScript holds dense models only"));
+        "/", kEmbeddingsDir, "): TorchScript holds dense models only"));
   }
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<ZooModules> modules, python::OpenPythonModules(zoo));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,

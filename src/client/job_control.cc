@@ -5,12 +5,13 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "job/job_spec.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 
 namespace elasticdl::client {
@@ -51,13 +52,13 @@ Status Unreachable(const Connection& c, const std::string& job_dir, const grpc::
 
 StatusOr<std::string> FindJobDir(const std::string& job) {
   std::error_code ec;
-  if (fs::exists(rpc::JobSpecPath(job), ec)) return fs::absolute(job, ec).string();
-  const fs::path root = DefaultJobsRoot();
+  if (fs::exists(JobSpecFile(job), ec)) return fs::absolute(job, ec).string();
+  const fs::path root = DefaultJobsRoot(ReadEnvironment());
   fs::path newest;
   fs::file_time_type newest_time;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(job + "-", 0) != 0 || !fs::exists(rpc::JobSpecPath(entry.path().string()), ec))
+    if (name.rfind(job + "-", 0) != 0 || !fs::exists(JobSpecFile(entry.path().string()), ec))
       continue;
     auto time = fs::last_write_time(entry.path(), ec);
     if (newest.empty() || time > newest_time) {

@@ -17,12 +17,13 @@
 #include "client/progress.h"
 #include "cluster/backends.h"
 #include "cluster/output_relay.h"
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "job/job_spec.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 
 namespace elasticdl::client {
@@ -68,7 +69,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   const std::string& job_dir = options.job_dir;
   auto cancelled = [&options] { return options.cancel != nullptr && options.cancel->load(); };
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(job_dir));
 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
   if (!options.log_file.empty()) {
@@ -93,9 +94,10 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   config.partition = spec.cluster().partition();
   config.kubernetes = spec.cluster().kubernetes();
   config.output_fd = relay->write_fd();
+  config.environment = ReadEnvironment();
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::ClusterBackend> backend,
                        cluster::MakeBackend(config, [&](const cluster::ProcessExit& e) {
-                         if (e.role != cluster::Role::kMaster) return;
+                         if (e.process != cluster::ProcessName::Master()) return;
                          std::lock_guard<std::mutex> lock(mu);
                          master_exit = e;
                        }));
@@ -152,7 +154,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
       signalled = true;
       sink.Line("client", "stopping the job");
       // The master stops its parameter servers and workers, then itself.
-      backend->Signal(cluster::Role::kMaster, 0, SIGTERM).IgnoreError();
+      backend->Signal(cluster::ProcessName::Master(), SIGTERM).IgnoreError();
     }
     // The job's master is found once (again after a restart) from the
     // address it leaves in the job directory, and watched through its RPC.
@@ -209,7 +211,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
 
 StatusOr<JobResult> RunJobToResult(const RunJobOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(proto::GetJobStatusResponse status, RunJob(options));
   JobResult result;
   if (options.detach) result.detached = status.message();

@@ -15,6 +15,7 @@
 #include "cluster/backends.h"
 #include "cluster/kubernetes/kube_config.h"
 #include "cluster/kubernetes/pod_manifests.h"
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/seed.h"
@@ -341,7 +342,7 @@ StatusOr<proto::KubernetesSpec> KubernetesSpecOf(const JobArgs& args) {
   if (ns.empty()) {
     // The context's, as kubectl's; without a configuration (writing
     // --yaml elsewhere) the default.
-    StatusOr<cluster::KubeConfig> config = cluster::KubeConfigFromEnvironment();
+    StatusOr<cluster::KubeConfig> config = cluster::KubeConfigFromEnvironment(ReadEnvironment());
     ns = config.ok() ? config->ns : "default";
     if (!config.ok()) {
       fmt::print(stderr, "note: namespace \"default\" (no --namespace, and {})\n",

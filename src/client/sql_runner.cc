@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/job_settings.h"
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
@@ -173,7 +174,7 @@ StatusOr<std::string> WorkDir(const SqlArgs& args) {
   if (dir.empty()) {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     dir =
-        StrCat(DefaultJobsRoot(), "/sql-",
+        StrCat(DefaultJobsRoot(ReadEnvironment()), "/sql-",
                std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
   }
   dir = AbsolutePath(dir);

@@ -8,6 +8,7 @@
 
 #include "client/zoo_source.h"
 #include "cluster/command.h"
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "zoo/zoo_builder.h"
@@ -66,12 +67,14 @@ StatusOr<std::string> WriteZooImageContext(const ZooImageOptions& options) {
         "--base_image is required: an image with elasticdl on its PATH (and its libraries)");
   }
   EDL_ASSIGN_OR_RETURN(ZooSource source, ResolveZooSource(options.model_zoo));
+  const Environment env = ReadEnvironment();
   ZooBuildOptions build;
   build.zoo_dir = source.dir;
+  build.cache_dir = env.cache_dir;
   EDL_ASSIGN_OR_RETURN(BuiltZoo zoo, BuildZoo(build));
   std::string dir = options.context_dir;
   if (dir.empty()) {
-    dir = StrCat(TempDir(), "/elasticdl-zoo-image-",
+    dir = StrCat(env.temp_dir, "/elasticdl-zoo-image-",
                  zoo.identity.substr(zoo.identity.find(':') + 1, 16));
   }
   dir = AbsolutePath(dir);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/strings.h"
 #include "zoo/git_zoo.h"
@@ -36,7 +37,7 @@ StatusOr<ZooSource> ResolveZooSource(const std::string& model_zoo) {
   const std::string flag = StrCat("--model_zoo=", model_zoo);
   StatusOr<GitZooUrl> url = ParseGitZooUrl(model_zoo);
   if (!url.ok()) return Annotate(url.status(), flag);
-  StatusOr<FetchedGitZoo> fetched = FetchGitZoo(*url, DefaultZooCacheDir());
+  StatusOr<FetchedGitZoo> fetched = FetchGitZoo(*url, ReadEnvironment().cache_dir);
   if (!fetched.ok()) return Annotate(fetched.status(), flag);
   fmt::print(stderr, "model zoo {} at {}{}\n", url->url, fetched->commit,
              fetched->cached ? " (cached)" : "");
@@ -53,7 +54,7 @@ StatusOr<std::string> TrainedZooSources(const proto::TrainedModel& record,
   Status failed = url.status();
   if (url.ok()) {
     url->ref = record.zoo_commit();
-    StatusOr<FetchedGitZoo> fetched = FetchGitZoo(*url, DefaultZooCacheDir());
+    StatusOr<FetchedGitZoo> fetched = FetchGitZoo(*url, ReadEnvironment().cache_dir);
     if (fetched.ok()) {
       fmt::print(stderr, "model zoo {} at {}{}\n", url->url, fetched->commit,
                  fetched->cached ? " (cached)" : "");

@@ -22,7 +22,7 @@ struct ZooSource {
 };
 
 // --model_zoo: a directory as it is, or a Git URL fetched into the cache
-// (DefaultZooCacheDir()), saying on stderr which commit. Errors name the
+// (Environment::cache_dir), saying on stderr which commit. Errors name the
 // flag and the URL.
 StatusOr<ZooSource> ResolveZooSource(const std::string& model_zoo);
 

@@ -18,19 +18,21 @@ class ExternalBackend : public ClusterBackend {
 
   bool starts_workers() const override { return false; }
   StatusOr<ProcessHandle> StartMaster() override { return local_.StartMaster(); }
-  StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override {
-    return local_.StartPs(ps_id, launch);
+  StatusOr<ProcessHandle> StartPs(PsId ps, const PsLaunch& launch) override {
+    return local_.StartPs(ps, launch);
   }
-  StatusOr<ProcessHandle> StartWorker(int worker_id) override {
+  StatusOr<ProcessHandle> StartWorker(WorkerId worker) override {
     return absl::FailedPreconditionError(
-        StrCat("worker ", worker_id,
+        StrCat("worker ", worker.value(),
                ": the external cluster starts no workers; start one with `elasticdl worker "
                "--master=... --token_file=...`"));
   }
-  Status Adopt(Role role, int id, const ProcessHandle& handle) override {
-    return local_.Adopt(role, id, handle);
+  Status Adopt(const ProcessName& process, const ProcessHandle& handle) override {
+    return local_.Adopt(process, handle);
   }
-  Status Signal(Role role, int id, int signal) override { return local_.Signal(role, id, signal); }
+  Status Signal(const ProcessName& process, int signal) override {
+    return local_.Signal(process, signal);
+  }
   void StopAll(std::chrono::milliseconds grace) override { local_.StopAll(grace); }
 
  private:
@@ -57,6 +59,13 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
     local.master_address = config.master_address;
     local.ps_host = HostOf(config.master_address);
     local.output_fd = config.output_fd;
+    // The job's processes share this machine's cores: OpenMP threads that
+    // spin while waiting for work take cores from the others (a two-thread
+    // worker next to a busy process runs several times slower). Sleep
+    // instead, unless the user chose otherwise.
+    if (config.environment.omp_wait_policy.empty()) {
+      local.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+    }
     if (config.kind == "local") {
       return std::unique_ptr<ClusterBackend>(
           std::make_unique<LocalBackend>(std::move(local), std::move(on_exit)));
@@ -76,7 +85,7 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
         std::make_unique<SlurmBackend>(std::move(slurm), std::move(on_exit)));
   }
   if (config.kind == "kubernetes") {
-    EDL_ASSIGN_OR_RETURN(KubeConfig kube, KubeConfigFromEnvironment());
+    EDL_ASSIGN_OR_RETURN(KubeConfig kube, KubeConfigFromEnvironment(config.environment));
     EDL_ASSIGN_OR_RETURN(std::unique_ptr<HttpKubeClient> client,
                          HttpKubeClient::Create(std::move(kube)));
     KubernetesBackendOptions options;

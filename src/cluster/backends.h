@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster/cluster_backend.h"
+#include "common/environment.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 
 namespace elasticdl::cluster {
@@ -27,8 +28,11 @@ struct BackendConfig {
   // Slurm: the partition; empty: the cluster's default.
   std::string partition;
   // Kubernetes: the pods' shape. The API server and credentials come from
-  // the environment ($KUBECONFIG, the pod's service account, ~/.kube/config).
+  // `environment` ($KUBECONFIG, the pod's service account, ~/.kube/config).
   proto::KubernetesSpec kubernetes;
+  // The starter's environment (also: whether the user chose an
+  // OMP_WAIT_POLICY for the job's local processes).
+  Environment environment;
   // LibTorch threads of each worker (the CPUs it asks a scheduler for).
   int worker_threads = 1;
   // Where processes on this machine write (cluster/output_relay.h); -1:

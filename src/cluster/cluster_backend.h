@@ -8,22 +8,56 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <ostream>
 #include <string>
+#include <string_view>
 
+#include "common/ids.h"
 #include "elasticdl/status.h"
 
 namespace elasticdl::cluster {
 
 enum class Role { kMaster, kPs, kWorker };
 
-// "master", "ps-0", "worker-3".
-std::string RoleLabel(Role role, int id);
+// One process of a job, by role and id: the master, parameter server 2,
+// worker 7. Its label ("master", "ps-2", "worker-7") names it in logs, in
+// Slurm job and pod names, and in the local backend's process table.
+class ProcessName {
+ public:
+  static ProcessName Master() { return ProcessName(Role::kMaster, 0); }
+  static ProcessName Ps(PsId id) { return ProcessName(Role::kPs, id.value()); }
+  static ProcessName Worker(WorkerId id) { return ProcessName(Role::kWorker, id.value()); }
+  // The inverse of label(); nullopt for anything else.
+  static std::optional<ProcessName> Parse(std::string_view label);
+
+  Role role() const { return role_; }
+  // The id within the role; only for that role.
+  PsId ps() const;
+  WorkerId worker() const;
+  // The number after the role in the label (0 for the master).
+  int32_t index() const { return index_; }
+  std::string label() const;
+
+  friend bool operator==(const ProcessName& a, const ProcessName& b) {
+    return a.role_ == b.role_ && a.index_ == b.index_;
+  }
+  friend bool operator!=(const ProcessName& a, const ProcessName& b) { return !(a == b); }
+  friend std::ostream& operator<<(std::ostream& os, const ProcessName& p) {
+    return os << p.label();
+  }
+
+ private:
+  ProcessName(Role role, int32_t index) : role_(role), index_(index) {}
+
+  Role role_;
+  int32_t index_;
+};
 
 // A process of the job has ended. `ok` is a clean exit (code 0);
 // `description` says how it ended ("exit code 1", "killed by SIGKILL").
 struct ProcessExit {
-  Role role = Role::kWorker;
-  int id = 0;
+  ProcessName process = ProcessName::Master();
   bool ok = false;
   std::string description;
 };
@@ -76,19 +110,19 @@ class ClusterBackend {
   virtual std::string Describe(const ProcessHandle& handle) const;
 
   // Starts the job's master (the client asks). Its exit is reported as
-  // Role::kMaster; Signal(Role::kMaster, 0, ...) reaches it.
+  // ProcessName::Master(), and Signal(ProcessName::Master(), ...) reaches it.
   virtual StatusOr<ProcessHandle> StartMaster() = 0;
 
-  // Starts parameter server `ps_id` / worker `worker_id` of the job. The
-  // process connects to the master by itself.
-  virtual StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) = 0;
-  virtual StatusOr<ProcessHandle> StartWorker(int worker_id) = 0;
+  // Starts parameter server `ps` / worker `worker` of the job. The process
+  // connects to the master by itself.
+  virtual StatusOr<ProcessHandle> StartPs(PsId ps, const PsLaunch& launch) = 0;
+  virtual StatusOr<ProcessHandle> StartWorker(WorkerId worker) = 0;
   // Watches a process that an earlier master of the job started. NOT_FOUND
   // when it is gone.
-  virtual Status Adopt(Role role, int id, const ProcessHandle& handle) = 0;
+  virtual Status Adopt(const ProcessName& process, const ProcessHandle& handle) = 0;
   // Sends SIGTERM (graceful: finish the minibatch, report, exit) or SIGKILL
   // (the backend's way of ending a process at once).
-  virtual Status Signal(Role role, int id, int signal) = 0;
+  virtual Status Signal(const ProcessName& process, int signal) = 0;
   // Asks every process to stop (SIGTERM or the backend's equivalent) and
   // forces the ones still running after `grace`. Blocks until all are gone.
   virtual void StopAll(std::chrono::milliseconds grace) = 0;

@@ -5,7 +5,6 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 
 #include "cluster/process.h"
 #include "common/file.h"
@@ -18,13 +17,10 @@ LocalBackend::LocalBackend(LocalBackendOptions options, ExitCallback on_exit)
       on_exit_(std::move(on_exit)),
       sink_(stderr),
       group_(&sink_, [this](const std::string& label, pid_t, ExitStatus status) {
+        std::optional<ProcessName> process = ProcessName::Parse(label);
+        if (!process) return;  // every process here is started under its ProcessName's label
         ProcessExit e;
-        if (label == "master") {
-          e.role = Role::kMaster;
-        } else {
-          e.role = label.rfind("ps-", 0) == 0 ? Role::kPs : Role::kWorker;
-          e.id = std::stoi(label.substr(label.find('-') + 1));
-        }
+        e.process = *process;
         e.ok = status.ok();
         e.description = status.ToString();
         if (on_exit_) on_exit_(e);
@@ -78,7 +74,7 @@ StatusOr<ProcessHandle> LocalBackend::StartMaster() {
     }
   }
   ProcessSpec spec;
-  spec.label = RoleLabel(Role::kMaster, 0);
+  spec.label = ProcessName::Master().label();
   spec.argv = {Binary(), "master", "--job_dir=" + options_.job_dir};
   // Each master leads a process group holding the processes it starts;
   // whatever of them is left at the end goes with it.
@@ -104,14 +100,15 @@ StatusOr<ProcessHandle> LocalBackend::StartMaster() {
   return handle;
 }
 
-StatusOr<ProcessHandle> LocalBackend::Start(Role role, int id,
+StatusOr<ProcessHandle> LocalBackend::Start(const ProcessName& process,
                                             std::vector<std::string> extra_args) {
+  const bool ps = process.role() == Role::kPs;
   ProcessSpec spec;
-  spec.label = RoleLabel(role, id);
-  spec.argv = {Binary(), role == Role::kPs ? "ps" : "worker", "--job_dir=" + options_.job_dir,
+  spec.label = process.label();
+  spec.argv = {Binary(), ps ? "ps" : "worker", "--job_dir=" + options_.job_dir,
                "--master=" + options_.master_address,
-               StrCat(role == Role::kPs ? "--ps_id=" : "--worker_id=", id)};
-  if (role == Role::kPs) spec.argv.push_back("--host=" + options_.ps_host);
+               StrCat(ps ? "--ps_id=" : "--worker_id=", process.index())};
+  if (ps) spec.argv.push_back("--host=" + options_.ps_host);
   for (std::string& arg : extra_args) spec.argv.push_back(std::move(arg));
   // The processes outlive a master that dies, so a restarted one can carry
   // on with them; they label their own output.
@@ -121,12 +118,7 @@ StatusOr<ProcessHandle> LocalBackend::Start(Role role, int id,
   } else {
     spec.inherit_output = true;
   }
-  // The job's processes share this machine's cores: OpenMP threads that
-  // spin while waiting for work take cores from the others (a two-thread
-  // worker next to a busy process runs several times slower). Sleep
-  // instead, unless the user chose otherwise.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr)
-    spec.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  spec.env = options_.env;
   EDL_RETURN_IF_ERROR(group_.Start(spec).status());
   // A process that has already ended has no pid or start time here; its
   // exit is reported anyway.
@@ -138,22 +130,22 @@ StatusOr<ProcessHandle> LocalBackend::Start(Role role, int id,
   return handle;
 }
 
-StatusOr<ProcessHandle> LocalBackend::StartPs(int ps_id, const PsLaunch& launch) {
+StatusOr<ProcessHandle> LocalBackend::StartPs(PsId ps, const PsLaunch& launch) {
   std::vector<std::string> extra;
   if (launch.restore) extra.emplace_back("--restore");
-  return Start(Role::kPs, ps_id, std::move(extra));
+  return Start(ProcessName::Ps(ps), std::move(extra));
 }
 
-StatusOr<ProcessHandle> LocalBackend::StartWorker(int worker_id) {
-  return Start(Role::kWorker, worker_id, {});
+StatusOr<ProcessHandle> LocalBackend::StartWorker(WorkerId worker) {
+  return Start(ProcessName::Worker(worker), {});
 }
 
-Status LocalBackend::Adopt(Role role, int id, const ProcessHandle& handle) {
-  return group_.Adopt(RoleLabel(role, id), handle.pid, handle.start_time);
+Status LocalBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {
+  return group_.Adopt(process.label(), handle.pid, handle.start_time);
 }
 
-Status LocalBackend::Signal(Role role, int id, int signal) {
-  return group_.Signal(RoleLabel(role, id), signal);
+Status LocalBackend::Signal(const ProcessName& process, int signal) {
+  return group_.Signal(process.label(), signal);
 }
 
 void LocalBackend::StopAll(std::chrono::milliseconds grace) {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster_backend.h"
@@ -33,6 +34,9 @@ struct LocalBackendOptions {
   // The processes' stdout and stderr (an OutputRelay's descriptor, which
   // outlives a master); -1: the starter's own.
   int output_fd = -1;
+  // Variables set for the parameter servers and workers on top of the
+  // starter's environment.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 class LocalBackend : public ClusterBackend {
@@ -46,14 +50,14 @@ class LocalBackend : public ClusterBackend {
   // of the job whose master died become children of this process (a child
   // subreaper), which reaps them.
   StatusOr<ProcessHandle> StartMaster() override;
-  StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override;
-  StatusOr<ProcessHandle> StartWorker(int worker_id) override;
-  Status Adopt(Role role, int id, const ProcessHandle& handle) override;
-  Status Signal(Role role, int id, int signal) override;
+  StatusOr<ProcessHandle> StartPs(PsId ps, const PsLaunch& launch) override;
+  StatusOr<ProcessHandle> StartWorker(WorkerId worker) override;
+  Status Adopt(const ProcessName& process, const ProcessHandle& handle) override;
+  Status Signal(const ProcessName& process, int signal) override;
   void StopAll(std::chrono::milliseconds grace) override;
 
  private:
-  StatusOr<ProcessHandle> Start(Role role, int id, std::vector<std::string> extra_args);
+  StatusOr<ProcessHandle> Start(const ProcessName& process, std::vector<std::string> extra_args);
   std::string Binary() const;
   // Reaps the children of its masters' groups that are not in group_
   // (orphans of a master that died) until stopped.

@@ -74,7 +74,7 @@ TEST_F(LocalBackendTest, ReportsTheMastersExit) {
   EXPECT_EQ(backend.Describe(*handle), "pid " + std::to_string(handle->pid));
   std::optional<ProcessExit> e = exits_.WaitForOne();
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->role, Role::kMaster);
+  EXPECT_EQ(e->process, ProcessName::Master());
   EXPECT_FALSE(e->ok);
   EXPECT_EQ(e->description, "exit code 3");
   EXPECT_TRUE(backend.restarts_master());
@@ -103,7 +103,7 @@ TEST_F(LocalBackendTest, StopAllEndsWhatIsLeftOfTheMastersGroup) {
   backend.StopAll(200ms);
   std::optional<ProcessExit> e = exits_.WaitForOne();
   ASSERT_TRUE(e.has_value());
-  EXPECT_EQ(e->role, Role::kMaster);
+  EXPECT_EQ(e->process, ProcessName::Master());
   EXPECT_TRUE(WaitUntilReaped(child)) << "pid " << child << " outlived StopAll";
 }
 

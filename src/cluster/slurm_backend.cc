@@ -120,12 +120,13 @@ SlurmBackend::~SlurmBackend() {
   watcher_.join();
 }
 
-StatusOr<ProcessHandle> SlurmBackend::Submit(Role role, int id, const std::string& args, int cpus) {
-  const std::string label = RoleLabel(role, id);
+StatusOr<ProcessHandle> SlurmBackend::Submit(const ProcessName& process, const std::string& args,
+                                             int cpus) {
+  const bool master = process.role() == Role::kMaster;
+  const std::string label = process.label();
   EDL_RETURN_IF_ERROR(CreateDirectories(log_dir()));
   // The master's Slurm job is named as the job; the others after it.
-  const std::string name =
-      role == Role::kMaster ? options_.job_name : StrCat(options_.job_name, "-", label);
+  const std::string name = master ? options_.job_name : StrCat(options_.job_name, "-", label);
   EDL_ASSIGN_OR_RETURN(
       std::string job_id,
       SubmitSlurmJob(name, StrCat(log_dir(), "/", label, ".log"), options_.partition, cpus,
@@ -133,10 +134,10 @@ StatusOr<ProcessHandle> SlurmBackend::Submit(Role role, int id, const std::strin
                      {"--export=ALL,OMP_WAIT_POLICY=PASSIVE"}));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_[job_id] = Job{role, id};
+    jobs_.insert_or_assign(job_id, Job{process});
   }
   changed_.notify_all();
-  if (role != Role::kMaster) spdlog::info("{} submitted as Slurm job {}", label, job_id);
+  if (!master) spdlog::info("{} submitted as Slurm job {}", label, job_id);
   ProcessHandle handle;
   handle.backend_id = job_id;
   return handle;
@@ -151,7 +152,7 @@ std::string SlurmBackend::Describe(const ProcessHandle& handle) const {
 StatusOr<ProcessHandle> SlurmBackend::StartMaster() {
   EDL_ASSIGN_OR_RETURN(
       ProcessHandle handle,
-      Submit(Role::kMaster, 0, StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1));
+      Submit(ProcessName::Master(), StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1));
   // For `scancel $(cat <job_dir>/slurm_job_id)`.
   EDL_RETURN_IF_ERROR(WriteFileAtomically(options_.job_dir + "/slurm_job_id", handle.backend_id));
   return handle;
@@ -163,19 +164,19 @@ std::string SlurmBackend::RoleArgs(const char* role) const {
                 " --master=", ShellQuote(options_.master_address));
 }
 
-StatusOr<ProcessHandle> SlurmBackend::StartPs(int ps_id, const PsLaunch& launch) {
-  return Submit(Role::kPs, ps_id,
-                StrCat(RoleArgs("ps"), " --ps_id=", ps_id, " --host=\"$(hostname)\"",
+StatusOr<ProcessHandle> SlurmBackend::StartPs(PsId ps, const PsLaunch& launch) {
+  return Submit(ProcessName::Ps(ps),
+                StrCat(RoleArgs("ps"), " --ps_id=", ps.value(), " --host=\"$(hostname)\"",
                        launch.restore ? " --restore" : ""),
                 options_.ps_cpus);
 }
 
-StatusOr<ProcessHandle> SlurmBackend::StartWorker(int worker_id) {
-  return Submit(Role::kWorker, worker_id, StrCat(RoleArgs("worker"), " --worker_id=", worker_id),
-                options_.worker_cpus);
+StatusOr<ProcessHandle> SlurmBackend::StartWorker(WorkerId worker) {
+  return Submit(ProcessName::Worker(worker),
+                StrCat(RoleArgs("worker"), " --worker_id=", worker.value()), options_.worker_cpus);
 }
 
-Status SlurmBackend::Adopt(Role role, int id, const ProcessHandle& handle) {
+Status SlurmBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {
   if (handle.backend_id.empty()) return absl::NotFoundError("no Slurm job");
   EDL_ASSIGN_OR_RETURN(std::vector<SlurmJobState> states, QuerySlurmJobs({handle.backend_id}));
   if (states.empty() || SlurmStateIsFinal(states[0].state)) {
@@ -183,24 +184,24 @@ Status SlurmBackend::Adopt(Role role, int id, const ProcessHandle& handle) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_[handle.backend_id] = Job{role, id};
+    jobs_.insert_or_assign(handle.backend_id, Job{process});
   }
   changed_.notify_all();
   return absl::OkStatus();
 }
 
-std::vector<std::string> SlurmBackend::Ids(Role role, int id) {
+std::vector<std::string> SlurmBackend::Ids(const ProcessName& process) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> ids;
   for (const auto& [job_id, job] : jobs_) {
-    if (job.role == role && job.id == id) ids.push_back(job_id);
+    if (job.process == process) ids.push_back(job_id);
   }
   return ids;
 }
 
-Status SlurmBackend::Signal(Role role, int id, int signal) {
-  std::vector<std::string> ids = Ids(role, id);
-  if (ids.empty()) return absl::NotFoundError(StrCat(RoleLabel(role, id), ": no Slurm job"));
+Status SlurmBackend::Signal(const ProcessName& process, int signal) {
+  std::vector<std::string> ids = Ids(process);
+  if (ids.empty()) return absl::NotFoundError(StrCat(process.label(), ": no Slurm job"));
   if (signal == SIGTERM) {
     // A job still pending has done nothing: cancel it.
     Status s = Scancel({"--batch", "--signal=TERM", absl::StrJoin(ids, ",")});
@@ -208,7 +209,9 @@ Status SlurmBackend::Signal(Role role, int id, int signal) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& job_id : ids) jobs_[job_id].cancelled = true;
+    for (const std::string& job_id : ids) {
+      if (auto job = jobs_.find(job_id); job != jobs_.end()) job->second.cancelled = true;
+    }
   }
   return Scancel({absl::StrJoin(ids, ",")});
 }
@@ -267,8 +270,7 @@ size_t SlurmBackend::PollOnce() {
       std::string state = it == by_id.end() ? "GONE" : it->second->state;
       if (!SlurmStateIsFinal(state)) continue;
       ProcessExit e;
-      e.role = job->second.role;
-      e.id = job->second.id;
+      e.process = job->second.process;
       e.ok = state == "COMPLETED" || (state == "CANCELLED" && job->second.cancelled);
       e.description = StrCat("Slurm job ", id, " ", state);
       if (it != by_id.end() && it->second->reason != "None" && !it->second->reason.empty()) {

@@ -91,28 +91,27 @@ class SlurmBackend : public ClusterBackend {
   // The master as a Slurm job of one CPU; its id also goes to
   // <job_dir>/slurm_job_id.
   StatusOr<ProcessHandle> StartMaster() override;
-  StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override;
-  StatusOr<ProcessHandle> StartWorker(int worker_id) override;
-  Status Adopt(Role role, int id, const ProcessHandle& handle) override;
-  Status Signal(Role role, int id, int signal) override;
+  StatusOr<ProcessHandle> StartPs(PsId ps, const PsLaunch& launch) override;
+  StatusOr<ProcessHandle> StartWorker(WorkerId worker) override;
+  Status Adopt(const ProcessName& process, const ProcessHandle& handle) override;
+  Status Signal(const ProcessName& process, int signal) override;
   void StopAll(std::chrono::milliseconds grace) override;
 
  private:
   struct Job {
-    Role role;
-    int id;
+    ProcessName process;
     // We cancelled it: its CANCELLED state is a clean end.
     bool cancelled = false;
   };
-  // Submits `elasticdl <args>` as the Slurm job of `role` `id`.
-  StatusOr<ProcessHandle> Submit(Role role, int id, const std::string& args, int cpus);
+  // Submits `elasticdl <args>` as the Slurm job of `process`.
+  StatusOr<ProcessHandle> Submit(const ProcessName& process, const std::string& args, int cpus);
   // "<role> --job_dir=... --master=...".
   std::string RoleArgs(const char* role) const;
   void Watch();
   // Reports the watched jobs that reached a final state; returns how many
   // are still watched.
   size_t PollOnce();
-  std::vector<std::string> Ids(Role role, int id);
+  std::vector<std::string> Ids(const ProcessName& process);
 
   const SlurmBackendOptions options_;
   const ExitCallback on_exit_;

@@ -235,11 +235,6 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
   return absl::OkStatus();
 }
 
-std::string TempDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-}
-
 std::string AbsolutePath(const std::string& path) {
   if (path.empty()) return path;
   std::error_code ec;

@@ -106,9 +106,6 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
 // empty path stays empty.
 std::string AbsolutePath(const std::string& path);
 
-// Where temporary files go: $TMPDIR, or /tmp where it is unset or empty.
-std::string TempDir();
-
 // <directory of the running binary>/../share/elasticdl/<name>: where files
 // installed beside the binary lie, in the build tree and installed alike.
 // Empty when the binary's path cannot be read.

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "common/environment.h"
 #include "common/file.h"
 
 namespace elasticdl {
@@ -40,8 +41,10 @@ inline std::string CheckpointsDir(const std::string& job_dir) { return job_dir +
 inline std::string LogsDir(const std::string& job_dir) { return job_dir + "/logs"; }
 
 // Where jobs given no --job_dir get theirs (and where `elasticdl job`
-// looks for the newest): <TempDir()>/elasticdl-jobs.
-inline std::string DefaultJobsRoot() { return TempDir() + "/elasticdl-jobs"; }
+// looks for the newest): <temp_dir>/elasticdl-jobs.
+inline std::string DefaultJobsRoot(const Environment& env) {
+  return env.temp_dir + "/elasticdl-jobs";
+}
 
 }  // namespace elasticdl
 

@@ -68,12 +68,7 @@ class RequestHandler {
                            size_t* upload_data_size, void** request_state);
 };
 
-std::string WebDir() {
-  if (const char* dir = std::getenv("ELASTICDL_WEB_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  return InstalledShareDir("web");
-}
+std::string WebDir() { return InstalledShareDir("web"); }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const JobView* view) {
   if (options.token.empty()) return absl::InvalidArgumentError("the dashboard needs a job token");

@@ -54,7 +54,8 @@ struct ServerOptions {
 };
 
 // The web directory installed beside the running binary
-// (<bin>/../share/elasticdl/web), or $ELASTICDL_WEB_DIR when set.
+// (<bin>/../share/elasticdl/web); $ELASTICDL_WEB_DIR (Environment::web_dir)
+// goes in ServerOptions::web_dir instead.
 std::string WebDir();
 
 class Server {

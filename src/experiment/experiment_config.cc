@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/job_settings.h"
+#include "common/environment.h"
 #include "common/file.h"
 #include "common/strings.h"
 
@@ -352,7 +353,8 @@ StatusOr<ExperimentConfig> Load(const Reader& r, const YAML::Node& root, Experim
     EDL_ASSIGN_OR_RETURN(std::string dir, r.String(root["experiment_dir"], "experiment_dir"));
     config.experiment_dir = Resolve(base, dir);
   } else {
-    config.experiment_dir = StrCat(TempDir(), "/elasticdl-experiments/", config.name);
+    config.experiment_dir =
+        StrCat(ReadEnvironment().temp_dir, "/elasticdl-experiments/", config.name);
   }
   if (root["output"]) {
     EDL_ASSIGN_OR_RETURN(std::string out, r.String(root["output"], "output"));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_split.h"
 #include "client/zoo_source.h"
+#include "common/environment.h"
 #include "common/strings.h"
 #include "master/data_source.h"
 #include "python/python_zoo.h"
@@ -39,6 +40,7 @@ Status CheckTrials(const ExperimentConfig& config, const std::vector<Params>& tr
   if (!source.ok()) return Annotate(source.status(), StrCat(file, ": model_zoo"));
   ZooBuildOptions build;
   build.zoo_dir = source->dir;
+  build.cache_dir = ReadEnvironment().cache_dir;
   StatusOr<BuiltZoo> built = BuildZoo(build);
   if (!built.ok()) return Annotate(built.status(), StrCat(file, ": model_zoo"));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,

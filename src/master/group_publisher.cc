@@ -20,7 +20,7 @@ void GroupPublisher::Tick(JobState* state) {
   if (group.generation() == published_) return;
   proto::SetGroupRequest request;
   request.set_generation(group.generation());
-  for (int32_t worker : group.members()) request.add_workers(worker);
+  for (WorkerId worker : group.members()) request.add_workers(worker.value());
   Status s = client_->SetGroup(request);
   if (s.ok()) {
     published_ = request.generation();

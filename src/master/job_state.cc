@@ -11,18 +11,14 @@
 #include "rpc/histogram_codec.h"
 
 namespace elasticdl::master {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-}  // namespace
+namespace {}  // namespace
 
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
     : options_(std::move(options)),
       events_(events),
       tasks_(std::move(tasks)),
       members_(options_.num_ps, options_.workers_target, options_.worker_lease) {
-  samples_.emplace_back(Clock::now(), 0);
+  samples_.emplace_back(Now(), 0);
   tasks_.set_parallelism(members_.workers_target());
   if (!options_.job_dir.empty()) {
     tasks_.TrackChanges();
@@ -48,7 +44,7 @@ JobState::~JobState() = default;
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
                    const proto::MasterJournal& journal)
     : JobState(std::move(options), std::move(tasks), events) {
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = Now();
   members_.Restore(journal, now);
   tasks_.set_parallelism(members_.workers_target());
   master_restarts_ = journal.master_restarts() + 1;
@@ -56,7 +52,7 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   // Above every generation an earlier master published; every running
   // worker is taken as training until it asks for a task.
   group_ = TrainingGroup(static_cast<int64_t>(master_restarts_) << 32);
-  for (const proto::JournalProcess& p : journal.workers()) group_.Join(p.id());
+  for (const proto::JournalProcess& p : journal.workers()) group_.Join(WorkerId(p.id()));
   training_begun_ = true;
   samples_.clear();
   samples_.emplace_back(now, tasks_.records_done());
@@ -127,7 +123,7 @@ Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    EDL_RETURN_IF_ERROR(members_.PsRegistered(request.ps_id(), request.address()));
+    EDL_RETURN_IF_ERROR(members_.PsRegistered(PsId(request.ps_id()), request.address()));
     int reopened = 0;
     if (request.restored()) {
       std::vector<proto::TaskProgress> applied(request.applied().begin(), request.applied().end());
@@ -149,36 +145,38 @@ Status JobState::RegisterPs(const proto::RegisterPsRequest& request) {
 
 Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
                                 proto::RegisterWorkerResponse* response) {
+  const WorkerId worker(request.worker_id());
   std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(members_.Touch(request.worker_id(), Clock::now()));
+  EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
   if (!members_.all_ps_registered()) {
     return absl::UnavailableError(StrCat("waiting for parameter servers (",
                                          members_.registered_ps(), " of ", members_.num_ps(),
                                          " registered)"));
   }
-  if (members_.Register(request.worker_id())) {
-    Event("worker_registered", {{"worker", request.worker_id()}});
+  if (members_.Register(worker)) {
+    Event("worker_registered", {{"worker", worker.value()}});
   }
   for (const std::string& address : members_.ps_addresses()) response->add_ps_addresses(address);
   return absl::OkStatus();
 }
 
 Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response) {
+  const WorkerId worker(request.worker_id());
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    EDL_RETURN_IF_ERROR(members_.Touch(request.worker_id(), Clock::now()));
-    change = GetTaskLocked(request.worker_id(), response->mutable_task());
+    EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
+    change = GetTaskLocked(worker, response->mutable_task());
     // Only a worker handed a training task is waited for by synchronous steps.
     const bool training = response->task().type() == proto::TASK_TRAINING;
-    group_.Set(request.worker_id(), training);
+    group_.Set(worker, training);
     training_begun_ = training_begun_ || training;
   }
   // The task is the worker's once the journal says so.
   return Durable(change);
 }
 
-uint64_t JobState::GetTaskLocked(int worker, proto::Task* task) {
+uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
   if (failure_) {
     task->set_type(proto::TASK_NONE);
     return 0;
@@ -200,7 +198,7 @@ uint64_t JobState::GetTaskLocked(int worker, proto::Task* task) {
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
   dispatched_any_ = true;
   Event("task_dispatched", {{"task", task->task_id()},
-                            {"worker", worker},
+                            {"worker", worker.value()},
                             {"attempt", task->attempt()},
                             {"type", TaskTypeName(task->type())},
                             {"minibatches_done", task->minibatches_done()},
@@ -209,14 +207,15 @@ uint64_t JobState::GetTaskLocked(int worker, proto::Task* task) {
 }
 
 Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
+  const WorkerId worker(report.worker_id());
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    EDL_RETURN_IF_ERROR(members_.Touch(report.worker_id(), Clock::now()));
+    EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
     proto::ReportTaskRequest request = report;
-    const std::vector<TaskId> held = tasks_.HeldBy(report.worker_id());
+    const std::vector<TaskId> held = tasks_.HeldBy(worker);
     if (report.nonfinite() && !report.error().empty() &&
-        std::find(held.begin(), held.end(), report.task_id()) != held.end()) {
+        std::find(held.begin(), held.end(), TaskId(report.task_id())) != held.end()) {
       // Divergence is the model's, not the task's: the task is retried like
       // a stopped one, and the job fails after too many.
       Event("nonfinite", {{"task", report.task_id()}, {"error", report.error()}});
@@ -230,7 +229,7 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
       request.set_stopped(true);
     }
     const bool was_stopped = !tasks_.stop_reason().empty();
-    if (!tasks_.Report(request.worker_id(), request)) {
+    if (!tasks_.Report(worker, request)) {
       return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
                                                   " does not hold task ", request.task_id(),
                                                   " (attempt ", request.attempt(), ")"));
@@ -264,7 +263,7 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
     }
     if (!rpc_seconds.empty()) fields["rpc_seconds"] = std::move(rpc_seconds);
     Event(request.stopped() ? "task_stopped" : "task_done", fields);
-    samples_.emplace_back(Clock::now(), tasks_.records_done());
+    samples_.emplace_back(Now(), tasks_.records_done());
     while (samples_.size() > 2 &&
            samples_.back().first - samples_[1].first > std::chrono::seconds(10)) {
       samples_.pop_front();
@@ -276,15 +275,17 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
 
 Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
                            proto::HeartbeatResponse* response) {
+  const WorkerId worker(request.worker_id());
+  const TaskId task(request.task_id());
   std::lock_guard<std::mutex> lock(mu_);
-  EDL_RETURN_IF_ERROR(members_.Touch(request.worker_id(), Clock::now()));
-  members_.Register(request.worker_id());
-  response->set_leave(members_.leaving(request.worker_id()));
+  EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
+  members_.Register(worker);
+  response->set_leave(members_.leaving(worker));
   // After a master restart, tasks the journal has this worker hold but it
   // is not working on go back to the queue.
-  tasks_.ReconcileWorker(request.worker_id(), request.task_id(), request.attempt());
-  if (request.task_id() >= 0 && tasks_.Progress(request.worker_id(), request.task_id(),
-                                                request.attempt(), request.minibatches_done())) {
+  tasks_.ReconcileWorker(worker, task, request.attempt());
+  if (request.task_id() >= 0 &&
+      tasks_.Progress(worker, task, request.attempt(), request.minibatches_done())) {
     progress_unwritten_ = true;
   }
   return absl::OkStatus();
@@ -361,8 +362,8 @@ nlohmann::json JobState::LiveStatus() {
   std::lock_guard<std::mutex> lock(mu_);
   live["tasks"] = {{"todo", tasks_.queued()}, {"doing", tasks_.held()}};
   nlohmann::json leases = nlohmann::json::object();
-  for (const auto& [id, ms] : members_.silence_ms(Clock::now())) {
-    leases[std::to_string(id)] = ms;
+  for (const auto& [id, ms] : members_.silence_ms(Now())) {
+    leases[std::to_string(id.value())] = ms;
   }
   live["leases"] = std::move(leases);
   return live;
@@ -372,34 +373,35 @@ Status JobState::Join(const proto::JoinRequest& request, proto::JoinResponse* re
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const int id = members_.WorkerJoined(request.pid(), Clock::now());
+    const WorkerId id = members_.WorkerJoined(request.pid(), Now());
     if (!training_begun_) group_.Join(id);
-    Event("worker_joined", {{"worker", id}, {"host", request.host()}, {"pid", request.pid()}});
+    Event("worker_joined",
+          {{"worker", id.value()}, {"host", request.host()}, {"pid", request.pid()}});
     change = ChangedLocked();
-    response->set_worker_id(id);
+    response->set_worker_id(id.value());
     response->set_job_dir(options_.job_dir);
   }
   return Durable(change);
 }
 
-std::vector<int> JobState::joined_workers() {
+std::vector<WorkerId> JobState::joined_workers() {
   std::lock_guard<std::mutex> lock(mu_);
   return members_.joined_workers();
 }
 
-int JobState::NewWorkerId() {
+WorkerId JobState::NewWorkerId() {
   std::lock_guard<std::mutex> lock(mu_);
   ChangedLocked();
   return members_.NewWorkerId();
 }
 
-void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch) {
+void JobState::WorkerStarted(WorkerId worker, const cluster::ProcessHandle& handle, bool relaunch) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    members_.WorkerStarted(worker, handle, relaunch, Clock::now());
+    members_.WorkerStarted(worker, handle, relaunch, Now());
     if (!training_begun_) group_.Join(worker);
-    Event("worker_started", {{"worker", worker},
+    Event("worker_started", {{"worker", worker.value()},
                              {"pid", handle.pid},
                              {"backend_id", handle.backend_id},
                              {"relaunch", relaunch}});
@@ -409,7 +411,7 @@ void JobState::WorkerStarted(int worker, const cluster::ProcessHandle& handle, b
   Durable(change).IgnoreError();
 }
 
-int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
+int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
   uint64_t change = 0;
   int requeued = 0;
   {
@@ -418,9 +420,9 @@ int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
     group_.Leave(worker);
     requeued = tasks_.RecoverWorker(worker);
     if (clean) {
-      Event("worker_left", {{"worker", worker}, {"requeued", requeued}});
+      Event("worker_left", {{"worker", worker.value()}, {"requeued", requeued}});
     } else {
-      Event("worker_lost", {{"worker", worker}, {"how", how}, {"requeued", requeued}});
+      Event("worker_lost", {{"worker", worker.value()}, {"how", how}, {"requeued", requeued}});
     }
     change = ChangedLocked();
   }
@@ -428,12 +430,12 @@ int JobState::WorkerLost(int worker, bool clean, const std::string& how) {
   return requeued;
 }
 
-std::vector<int> JobState::ExpiredLeases() {
+std::vector<WorkerId> JobState::ExpiredLeases() {
   std::lock_guard<std::mutex> lock(mu_);
-  return members_.ExpiredLeases(Clock::now());
+  return members_.ExpiredLeases(Now());
 }
 
-std::vector<int> JobState::workers() {
+std::vector<WorkerId> JobState::workers() {
   std::lock_guard<std::mutex> lock(mu_);
   return members_.workers();
 }
@@ -443,17 +445,17 @@ TrainingGroup JobState::training_group() {
   return group_;
 }
 
-bool JobState::leaving(int worker) {
+bool JobState::leaving(WorkerId worker) {
   std::lock_guard<std::mutex> lock(mu_);
   return members_.leaving(worker);
 }
 
-void JobState::AskToLeave(int worker) {
+void JobState::AskToLeave(WorkerId worker) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!members_.AskToLeave(worker)) return;
-    Event("worker_leaving", {{"worker", worker}});
+    Event("worker_leaving", {{"worker", worker.value()}});
     change = ChangedLocked();
   }
   // A journal that cannot be written fails the job (the writer's callback).
@@ -470,12 +472,12 @@ bool JobState::worker_relaunch_allowed(int max_relaunches) {
   return members_.worker_relaunch_allowed(max_relaunches);
 }
 
-void JobState::PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch) {
+void JobState::PsStarted(PsId ps, const cluster::ProcessHandle& handle, bool relaunch) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     members_.PsStarted(ps, handle, relaunch);
-    Event("ps_started", {{"ps", ps},
+    Event("ps_started", {{"ps", ps.value()},
                          {"pid", handle.pid},
                          {"backend_id", handle.backend_id},
                          {"relaunch", relaunch}});
@@ -485,12 +487,12 @@ void JobState::PsStarted(int ps, const cluster::ProcessHandle& handle, bool rela
   Durable(change).IgnoreError();
 }
 
-void JobState::PsLost(int ps, const std::string& how) {
+void JobState::PsLost(PsId ps, const std::string& how) {
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     members_.PsLost(ps);
-    Event("ps_lost", {{"ps", ps}, {"how", how}});
+    Event("ps_lost", {{"ps", ps.value()}, {"how", how}});
     change = ChangedLocked();
   }
   // A journal that cannot be written fails the job (the writer's callback).
@@ -507,12 +509,12 @@ void JobState::Fail(const std::string& message) {
   if (!failure_ && !tasks_.finished()) failure_ = message;
 }
 
-std::vector<std::pair<int, cluster::ProcessHandle>> JobState::ps_processes() {
+std::vector<std::pair<PsId, cluster::ProcessHandle>> JobState::ps_processes() {
   std::lock_guard<std::mutex> lock(mu_);
   return members_.ps_processes();
 }
 
-std::vector<std::pair<int, cluster::ProcessHandle>> JobState::worker_processes() {
+std::vector<std::pair<WorkerId, cluster::ProcessHandle>> JobState::worker_processes() {
   std::lock_guard<std::mutex> lock(mu_);
   return members_.worker_processes();
 }

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "cluster/cluster_backend.h"
+#include "common/clock.h"
 #include "elasticdl/api.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
@@ -64,6 +65,8 @@ struct JobStateOptions {
   // No task is handed out before this many workers have registered (the
   // `external` cluster: workers that others start). Later ones may join.
   int wait_for_workers = 0;
+  // What leases and the throughput estimate are measured with. Not owned.
+  const Clock* clock = Clock::Steady();
 };
 
 class JournalWriter;
@@ -103,27 +106,27 @@ class JobState {
   // the master started) and learns the job directory.
   Status Join(const proto::JoinRequest& request, proto::JoinResponse* response);
   // Workers that joined by themselves and are not asked to leave.
-  std::vector<int> joined_workers();
-  int NewWorkerId();
-  void WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch);
+  std::vector<WorkerId> joined_workers();
+  WorkerId NewWorkerId();
+  void WorkerStarted(WorkerId worker, const cluster::ProcessHandle& handle, bool relaunch);
   // A worker process is gone (or its lease lapsed): its tasks go back to the
   // queue. Returns how many. `clean`: it exited by itself with success.
-  int WorkerLost(int worker, bool clean, const std::string& how);
+  int WorkerLost(WorkerId worker, bool clean, const std::string& how);
   // Registered workers whose lease has lapsed.
-  std::vector<int> ExpiredLeases();
+  std::vector<WorkerId> ExpiredLeases();
   // Workers started and not lost, and of those the ones asked to leave.
-  std::vector<int> workers();
+  std::vector<WorkerId> workers();
   // The workers synchronous steps wait for (see TrainingGroup).
   TrainingGroup training_group();
-  bool leaving(int worker);
+  bool leaving(WorkerId worker);
   // Asks `worker` to finish its minibatch, report and exit.
-  void AskToLeave(int worker);
+  void AskToLeave(WorkerId worker);
   int workers_target();
   bool worker_relaunch_allowed(int max_relaunches);
 
-  void PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch);
+  void PsStarted(PsId ps, const cluster::ProcessHandle& handle, bool relaunch);
   // A parameter server is gone; until it registers again, no task is handed out.
-  void PsLost(int ps, const std::string& how);
+  void PsLost(PsId ps, const std::string& how);
   int ps_relaunches();
 
   // Ends the job as failed (e.g. a parameter server cannot be relaunched),
@@ -139,8 +142,8 @@ class JobState {
   // the last write. OK, or the journal's failure.
   Status FlushJournal();
   // The processes recorded in the journal (for adoption by a new master).
-  std::vector<std::pair<int, cluster::ProcessHandle>> ps_processes();
-  std::vector<std::pair<int, cluster::ProcessHandle>> worker_processes();
+  std::vector<std::pair<PsId, cluster::ProcessHandle>> ps_processes();
+  std::vector<std::pair<WorkerId, cluster::ProcessHandle>> worker_processes();
 
   bool all_ps_registered();
   std::vector<std::string> ps_addresses();
@@ -156,7 +159,8 @@ class JobState {
 
  private:
   // GetTask's answer for a known worker; the change it made (0: none).
-  uint64_t GetTaskLocked(int worker, proto::Task* task);
+  uint64_t GetTaskLocked(WorkerId worker, proto::Task* task);
+  Clock::time_point Now() const { return options_.clock->Now(); }
   double ThroughputLocked();
   // The journal's records (JournalWriter::Source): the whole state, and
   // what changed since the last record.

@@ -11,6 +11,8 @@
 #include "master/master_service.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_token.h"
+#include "testing/ids.h"
+#include "testing/manual_clock.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::master {
@@ -86,12 +88,12 @@ TEST(JobStateTest, RefusesWorkersItDidNotStart) {
 
 TEST(JobStateTest, NoTasksWhileAParameterServerIsMissing) {
   JobState state(StateOptions(2), TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
-  state.WorkerStarted(0, {}, false);
+  state.WorkerStarted(WorkerId(0), {}, false);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
   EXPECT_EQ(RegisterWorker(&state, 0).code(), absl::StatusCode::kUnavailable);
   ASSERT_TRUE(RegisterPs(&state, 1).ok());
   ASSERT_TRUE(RegisterWorker(&state, 0).ok());
-  state.PsLost(1, "killed by SIGKILL");
+  state.PsLost(PsId(1), "killed by SIGKILL");
   StatusOr<proto::Task> task = GetTask(&state, 0);
   ASSERT_TRUE(task.ok());
   EXPECT_EQ(task->type(), proto::TASK_WAIT);
@@ -103,15 +105,18 @@ TEST(JobStateTest, NoTasksWhileAParameterServerIsMissing) {
 }
 
 TEST(JobStateTest, LeasesLapseWithoutCalls) {
+  testing::ManualClock clock;
   JobStateOptions options = StateOptions();
-  options.worker_lease = 50ms;
+  options.worker_lease = 5s;
+  options.clock = &clock;
   JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
-  state.WorkerStarted(3, {}, false);
+  state.WorkerStarted(WorkerId(3), {}, false);
   ASSERT_TRUE(RegisterWorker(&state, 3).ok());
+  clock.Advance(5s);
   EXPECT_TRUE(state.ExpiredLeases().empty());
-  std::this_thread::sleep_for(80ms);
-  EXPECT_EQ(state.ExpiredLeases(), std::vector<int>{3});
+  clock.Advance(1ms);
+  EXPECT_EQ(state.ExpiredLeases(), testing::WorkerIds({3}));
   proto::HeartbeatRequest heartbeat;
   heartbeat.set_worker_id(3);
   heartbeat.set_task_id(-1);
@@ -119,7 +124,7 @@ TEST(JobStateTest, LeasesLapseWithoutCalls) {
   ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
   EXPECT_TRUE(state.ExpiredLeases().empty());
   EXPECT_FALSE(response.leave());
-  state.AskToLeave(3);
+  state.AskToLeave(WorkerId(3));
   ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
   EXPECT_TRUE(response.leave());
 }
@@ -127,12 +132,12 @@ TEST(JobStateTest, LeasesLapseWithoutCalls) {
 TEST(JobStateTest, ReportsQuoteTheAttempt) {
   JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
-  state.WorkerStarted(0, {}, false);
-  state.WorkerStarted(1, {}, false);
+  state.WorkerStarted(WorkerId(0), {}, false);
+  state.WorkerStarted(WorkerId(1), {}, false);
   StatusOr<proto::Task> first = GetTask(&state, 0);
   ASSERT_TRUE(first.ok());
   // Worker 0 is lost; its task goes to worker 1 as a new attempt.
-  EXPECT_EQ(state.WorkerLost(0, false, "killed"), 1);
+  EXPECT_EQ(state.WorkerLost(WorkerId(0), false, "killed"), 1);
   StatusOr<proto::Task> second = GetTask(&state, 1);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->task_id(), first->task_id());
@@ -155,7 +160,7 @@ TEST(JobStateTest, ResumesFromItsJournal) {
     cluster::ProcessHandle handle;
     handle.pid = 1234;
     handle.start_time = 99;
-    state.WorkerStarted(state.NewWorkerId(), handle, false);
+    state.WorkerStarted(WorkerId(state.NewWorkerId()), handle, false);
     StatusOr<proto::Task> done = GetTask(&state, 0);
     ASSERT_TRUE(done.ok());
     ASSERT_TRUE(state.ReportTask(Done(0, *done)).ok());
@@ -180,7 +185,7 @@ TEST(JobStateTest, ResumesFromItsJournal) {
   // old master handed out is accepted.
   EXPECT_TRUE(resumed.ReportTask(Done(0, held)).ok());
   EXPECT_EQ(resumed.progress().first, 20);
-  EXPECT_EQ(resumed.NewWorkerId(), 1);
+  EXPECT_EQ(resumed.NewWorkerId(), WorkerId(1));
   proto::GetJobStatusResponse status;
   resumed.GetStatus(&status);
   EXPECT_EQ(status.master_restarts(), 1);
@@ -192,7 +197,7 @@ TEST(JobStateTest, AnAnswerComesOnceItsChangeIsInTheJournal) {
   options.job_dir = dir.path();
   JobState state(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
-  state.WorkerStarted(state.NewWorkerId(), cluster::ProcessHandle(), false);
+  state.WorkerStarted(WorkerId(state.NewWorkerId()), cluster::ProcessHandle(), false);
   StatusOr<proto::Task> task = GetTask(&state, 0);
   ASSERT_TRUE(task.ok()) << task.status();
   // Read while the master lives (a master killed now loses nothing): the
@@ -222,7 +227,7 @@ TEST(JobStateTest, AJournalThatCannotBeWrittenFailsTheJob) {
   EXPECT_TRUE(state.finished());
   EXPECT_FALSE(state.FlushJournal().ok());
   // No task is handed out past it.
-  state.WorkerStarted(state.NewWorkerId(), cluster::ProcessHandle(), false);
+  state.WorkerStarted(WorkerId(state.NewWorkerId()), cluster::ProcessHandle(), false);
   StatusOr<proto::Task> task = GetTask(&state, 0);
   ASSERT_TRUE(task.ok()) << task.status();
   EXPECT_EQ(task->type(), proto::TASK_NONE);
@@ -271,7 +276,7 @@ TEST(JobStateFlushTest, SyncTrainingFlushesBeforeTheFinalEvaluation) {
   TaskManagerOptions task_options = TrainingOptions();
   JobState state(options, TaskManager(task_options, Ranges(1), Ranges(1), {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
-  state.WorkerStarted(0, {}, false);
+  state.WorkerStarted(WorkerId(0), {}, false);
   EXPECT_FALSE(state.NeedsFlush());
   StatusOr<proto::Task> task = GetTask(&state, 0);
   ASSERT_TRUE(task.ok());
@@ -295,9 +300,9 @@ TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
   const int64_t start = state.training_group().generation();
   // Started workers are waited for from the start: the first steps of a job
   // wait for every worker it starts.
-  state.WorkerStarted(0, {}, false);
-  state.WorkerStarted(1, {}, false);
-  EXPECT_EQ(state.training_group().members(), (std::vector<int32_t>{0, 1}));
+  state.WorkerStarted(WorkerId(0), {}, false);
+  state.WorkerStarted(WorkerId(1), {}, false);
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0, 1}));
   EXPECT_GT(state.training_group().generation(), start);
 
   auto task = GetTask(&state, 0);
@@ -308,7 +313,7 @@ TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
   auto nothing = GetTask(&state, 1);
   ASSERT_TRUE(nothing.ok());
   EXPECT_NE(nothing->type(), proto::TASK_TRAINING);
-  EXPECT_EQ(state.training_group().members(), (std::vector<int32_t>{0}));
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0}));
   EXPECT_GT(state.training_group().generation(), before);
   // Asking again changes nothing.
   const int64_t after = state.training_group().generation();
@@ -317,10 +322,10 @@ TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
 
   // A worker started once training has begun (a replacement, an added
   // worker) is waited for from its first training task, not while it starts.
-  state.WorkerStarted(2, {}, true);
-  EXPECT_EQ(state.training_group().members(), (std::vector<int32_t>{0}));
+  state.WorkerStarted(WorkerId(2), {}, true);
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0}));
 
-  state.WorkerLost(0, false, "killed");
+  state.WorkerLost(WorkerId(0), false, "killed");
   EXPECT_TRUE(state.training_group().members().empty());
 }
 
@@ -332,7 +337,7 @@ TEST(JobStateTest, AResumedMasterPublishesNewerGenerations) {
   {
     JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
     ASSERT_TRUE(RegisterPs(&state, 0).ok());
-    for (int i = 0; i < 5; ++i) state.WorkerStarted(i, {}, false);
+    for (int i = 0; i < 5; ++i) state.WorkerStarted(WorkerId(i), {}, false);
     old_generation = state.training_group().generation();
   }
   auto journal = ReadJournal(dir.path());
@@ -341,7 +346,7 @@ TEST(JobStateTest, AResumedMasterPublishesNewerGenerations) {
   ASSERT_TRUE(tasks.ok());
   JobState resumed(options, std::move(*tasks), nullptr, **journal);
   EXPECT_GT(resumed.training_group().generation(), old_generation);
-  EXPECT_EQ(resumed.training_group().members(), (std::vector<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(resumed.training_group().members(), testing::WorkerIds({0, 1, 2, 3, 4}));
 }
 
 TEST(JobStateTest, NonFiniteMinibatchesAreRetriedThenFailTheJob) {
@@ -349,7 +354,7 @@ TEST(JobStateTest, NonFiniteMinibatchesAreRetriedThenFailTheJob) {
   options.max_nonfinite_minibatches = 1;
   JobState state(options, TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
-  state.WorkerStarted(0, {}, false);
+  state.WorkerStarted(WorkerId(0), {}, false);
   auto diverged = [&](const proto::Task& task) {
     proto::ReportTaskRequest report = Done(0, task);
     report.set_minibatches_done(1);
@@ -404,7 +409,7 @@ TEST(JobStateTest, JoinedWorkersAreMembersAndTasksWaitForEnoughOfThem) {
   task = GetTask(&state, first.worker_id());
   ASSERT_TRUE(task.ok());
   EXPECT_EQ(task->type(), proto::TASK_TRAINING);
-  EXPECT_EQ(state.joined_workers(), (std::vector<int>{first.worker_id(), second.worker_id()}));
+  EXPECT_EQ(state.joined_workers(), testing::WorkerIds({first.worker_id(), second.worker_id()}));
   // A resumed master knows them as joined, and does not wait again.
   StatusOr<std::optional<proto::MasterJournal>> journal = ReadJournal(dir.path());
   ASSERT_TRUE(journal.ok() && journal->has_value());

@@ -112,6 +112,7 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
 
   JobStateOptions state_options = c.state;
   state_options.master_address = m->address_;
+  state_options.clock = m->peers_.clock;
   if (!m->backend_->starts_workers()) state_options.wait_for_workers = c.state.workers_target;
   m->state_ =
       journal ? std::make_unique<JobState>(state_options, std::move(tasks), &m->events_, *journal)
@@ -148,7 +149,7 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
   if (c.publish_group) m->group_.emplace(m->peers_.connect_ps);
   // A resumed job's earlier evaluations are in the log already.
   if (m->resumed_) m->evaluations_logged_ = m->state_->evaluations().size();
-  m->last_journal_write_ = std::chrono::steady_clock::now();
+  m->last_journal_write_ = m->peers_.clock->Now();
   return m;
 }
 
@@ -196,7 +197,7 @@ StatusOr<bool> Master::WriteResults() {
   // A parameter server that ends after the last task (before the model is
   // read) is relaunched like any other, and its restore may reopen tasks:
   // the job trains on until the model can be read whole.
-  const auto now = std::chrono::steady_clock::now();
+  const Clock::time_point now = peers_.clock->Now();
   if (!results_failing_since_) results_failing_since_ = now;
   if (!rpc::IsUnreachable(written) || now - *results_failing_since_ > config_.results_patience) {
     return written;
@@ -211,7 +212,7 @@ Status Master::Tick() {
   FlushServers();
   LogEvaluations();
   if (observer_) observer_->Tick();
-  const auto now = std::chrono::steady_clock::now();
+  const Clock::time_point now = peers_.clock->Now();
   if (now - last_journal_write_ > config_.journal_every) {
     // A journal that cannot be written fails the job through the state.
     state_->FlushJournal().IgnoreError();

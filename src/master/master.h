@@ -22,6 +22,7 @@
 #include <string>
 
 #include "cluster/backends.h"
+#include "common/clock.h"
 #include "elasticdl/status.h"
 #include "master/event_log.h"
 #include "master/group_publisher.h"
@@ -43,6 +44,8 @@ struct MasterPeers {
       make_backend = cluster::MakeBackend;
   // Reaches the job's parameter servers; empty: gRPC with the job's token.
   rpc::ConnectParameterServers connect_ps;
+  // Leases, patience and cadences are measured with it. Not owned.
+  const Clock* clock = Clock::Steady();
 };
 
 class Master {
@@ -96,9 +99,9 @@ class Master {
   // The processes were started (or adopted), or why not.
   Status launched_;
   size_t evaluations_logged_ = 0;
-  std::chrono::steady_clock::time_point last_journal_write_;
+  Clock::time_point last_journal_write_;
   // Since when the results could not be written for want of a server.
-  std::optional<std::chrono::steady_clock::time_point> results_failing_since_;
+  std::optional<Clock::time_point> results_failing_since_;
   // Last: stopped first, before what it serves goes.
   std::unique_ptr<grpc::Server> server_;
 };

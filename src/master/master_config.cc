@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "common/strings.h"
-#include "rpc/job_spec.h"
+#include "job/job_spec.h"
+#include "job/trained_model.h"
 #include "rpc/job_token.h"
-#include "rpc/trained_model.h"
 
 namespace elasticdl::master {
 namespace {
@@ -39,7 +39,7 @@ Status BindAddress(const proto::ClusterSpec& cluster, std::string* host, int* po
 }  // namespace
 
 StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options) {
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
   return ConfigureMaster(options, spec, std::move(token));
 }
@@ -72,7 +72,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   t.early_stopping = tasks.early_stopping();
   if (spec.type() == proto::JOB_EVALUATION) {
     EDL_ASSIGN_OR_RETURN(proto::TrainedModel model,
-                         rpc::ReadTrainedModelRecord(spec.model().trained_model()));
+                         ReadTrainedModelRecord(spec.model().trained_model()));
     t.model_version = model.model_version();
   }
 
@@ -106,11 +106,13 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   backend.partition = spec.cluster().partition();
   backend.kubernetes = spec.cluster().kubernetes();
   backend.worker_threads = spec.workers().threads();
+  backend.environment = options.environment;
 
   config.observer.job_dir = options.job_dir;
   config.observer.job_name = spec.job_name();
   config.observer.host = config.host;
   config.observer.token = config.token;
+  config.observer.web_dir = options.environment.web_dir;
 
   config.publish_group = training && update == proto::UpdateRule::SYNC_EVERY_WORKER;
   config.checkpoint_at_end = training && spec.ps().checkpoint_steps() > 0;

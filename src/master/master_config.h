@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cluster/backends.h"
+#include "common/environment.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "master/job_state.h"
@@ -30,6 +31,9 @@ struct MasterOptions {
   int port = 0;
   // The elasticdl binary the local backend starts; empty: this process's.
   std::string binary;
+  // The environment the master was started in (where the Kubernetes API
+  // is, the dashboard's web files, ...).
+  Environment environment;
 };
 
 struct MasterConfig {

@@ -19,9 +19,10 @@
 #include "common/job_dir.h"
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "job/trained_model.h"
 #include "rpc/grpc_util.h"
-#include "rpc/trained_model.h"
 #include "testing/fake_backend.h"
+#include "testing/manual_clock.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::master {
@@ -107,7 +108,7 @@ class FakeServers : public rpc::ParameterServers {
     record_->groups.emplace_back(request.workers().begin(), request.workers().end());
     return absl::OkStatus();
   }
-  Status Stats(int, proto::PsStatsResponse*) override { return absl::OkStatus(); }
+  Status Stats(PsId, proto::PsStatsResponse*) override { return absl::OkStatus(); }
 
  private:
   static Status NotForTheMaster() {
@@ -206,8 +207,8 @@ class MasterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     job_dir_ = dir_.path() + "/job";
-    ASSERT_TRUE(CreateDirectories(job_dir_ + "/" + rpc::kZooDir).ok());
-    ASSERT_TRUE(WriteFileAtomically(job_dir_ + "/" + rpc::kZooDir + "/model.py", "# zoo\n").ok());
+    ASSERT_TRUE(CreateDirectories(job_dir_ + "/" + kZooDir).ok());
+    ASSERT_TRUE(WriteFileAtomically(job_dir_ + "/" + kZooDir + "/model.py", "# zoo\n").ok());
     // 40 records: 4 tasks of 2 minibatches of 5.
     const std::string data = dir_.path() + "/train.recordio";
     auto writer = RecordWriter::Create(data, RecordWriter::Options());
@@ -233,7 +234,6 @@ class MasterTest : public ::testing::Test {
     options.job_dir = job_dir_;
     StatusOr<MasterConfig> config = ConfigureMaster(options, spec_, kToken);
     EXPECT_TRUE(config.ok()) << config.status();
-    config->results_patience = 300ms;
     return *config;
   }
 
@@ -254,6 +254,7 @@ class MasterTest : public ::testing::Test {
       return std::unique_ptr<rpc::ParameterServers>(
           std::make_unique<FakeServers>(&servers_, static_cast<int>(addresses.size())));
     };
+    peers.clock = &clock_;
     StatusOr<std::unique_ptr<Master>> master = Master::Start(std::move(config), std::move(peers));
     EXPECT_TRUE(master.ok()) << master.status();
     return master.ok() ? std::move(*master) : nullptr;
@@ -314,6 +315,7 @@ class MasterTest : public ::testing::Test {
   proto::JobSpec spec_;
   ServersRecord servers_;
   FakeBackend* backend_ = nullptr;
+  ::elasticdl::testing::ManualClock clock_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> ran_{false};
   std::thread run_;
@@ -340,8 +342,8 @@ TEST_F(MasterTest, TrainsToTheEndAndWritesTheResultsOnce) {
 
   {
     std::lock_guard<std::mutex> lock(backend_->mu);
-    EXPECT_EQ(backend_->ps_started, (std::vector<std::pair<int, bool>>{{0, false}}));
-    EXPECT_EQ(backend_->workers_started, (std::vector<int>{0, 1}));
+    EXPECT_EQ(backend_->ps_started, (std::vector<std::pair<PsId, bool>>{{PsId(0), false}}));
+    EXPECT_EQ(backend_->workers_started, testing::WorkerIds({0, 1}));
     EXPECT_EQ(backend_->stops, 1);
   }
   // Synchronous steps: what waits is applied once, then the last checkpoint
@@ -349,7 +351,7 @@ TEST_F(MasterTest, TrainsToTheEndAndWritesTheResultsOnce) {
   EXPECT_EQ(servers_.flushes, 1);
   EXPECT_EQ(servers_.checkpoints, 1);
   EXPECT_EQ(servers_.pulls, 1);
-  StatusOr<proto::TrainedModel> model = rpc::ReadTrainedModelRecord(spec_.output());
+  StatusOr<proto::TrainedModel> model = ReadTrainedModelRecord(spec_.output());
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(model->model_version(), 7);
   EXPECT_TRUE(std::filesystem::exists(spec_.output() + "/zoo/model.py"));
@@ -379,7 +381,7 @@ TEST_F(MasterTest, PublishesEveryChangeOfTheTrainingGroup) {
   EXPECT_EQ(caller.Train(0, 1), 1);
   // Worker 1 dies: the servers' steps stop waiting for it, and a
   // replacement is started.
-  backend_->Exit(cluster::Role::kWorker, 1, false, "killed by SIGKILL");
+  backend_->Exit(cluster::ProcessName::Worker(WorkerId(1)), false, "killed by SIGKILL");
   auto published = [this](const std::vector<int32_t>& group) {
     std::lock_guard<std::mutex> lock(servers_.mu);
     return std::find(servers_.groups.begin(), servers_.groups.end(), group) !=
@@ -398,7 +400,7 @@ TEST_F(MasterTest, PublishesEveryChangeOfTheTrainingGroup) {
     EXPECT_GT(servers_.generations[i], servers_.generations[i - 1]);
   }
   std::lock_guard<std::mutex> backend_lock(backend_->mu);
-  EXPECT_EQ(backend_->workers_started, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(backend_->workers_started, testing::WorkerIds({0, 1, 2}));
 }
 
 TEST_F(MasterTest, AsynchronousTrainingNeitherFlushesNorPublishesAGroup) {
@@ -411,7 +413,26 @@ TEST_F(MasterTest, AsynchronousTrainingNeitherFlushesNorPublishesAGroup) {
 
 TEST_F(MasterTest, FailsWhenTheModelCannotBeReadWithinItsPatience) {
   servers_.pull_failures = -1;
-  Status outcome = TrainJob();
+  std::unique_ptr<Master> master = Start(Config());
+  ASSERT_NE(master, nullptr);
+  Run(master.get());
+  Caller caller(master->address());
+  TrainAll(&caller);
+  // The server does not answer: the master tries again while its patience
+  // (60 s by the master's clock) lasts...
+  auto failed_calls = [this] {
+    std::lock_guard<std::mutex> lock(servers_.mu);
+    return servers_.failed_calls;
+  };
+  for (int i = 0; i < 500 && failed_calls() < 3; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_GE(failed_calls(), 3);
+  EXPECT_FALSE(ran_);
+  clock_.Advance(59s);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(ran_);
+  // ...and fails the job once it is spent.
+  clock_.Advance(2s);
+  Status outcome = Outcome();
   EXPECT_TRUE(rpc::IsUnreachable(outcome)) << outcome;
   EXPECT_NE(outcome.message().find("writing the trained model"), std::string::npos) << outcome;
   EXPECT_GE(servers_.failed_calls, 1);
@@ -427,7 +448,7 @@ TEST_F(MasterTest, RefusesToWriteAModelHoldingNaN) {
   EXPECT_EQ(outcome.code(), absl::StatusCode::kDataLoss) << outcome;
   EXPECT_NE(outcome.message().find("'w0' holds non-finite values"), std::string::npos) << outcome;
   EXPECT_EQ(servers_.pulls, 1);  // not retried: the model will not get better
-  EXPECT_FALSE(rpc::ReadTrainedModelRecord(spec_.output()).ok());
+  EXPECT_FALSE(ReadTrainedModelRecord(spec_.output()).ok());
 }
 
 TEST_F(MasterTest, CancelledJobStopsEveryoneAndSaysSo) {
@@ -470,8 +491,7 @@ TEST_F(MasterTest, ASecondMasterResumesTheJobAtTheSameAddress) {
     // It watches the processes the first one started instead of starting
     // new ones.
     EXPECT_TRUE(backend_->ps_started.empty());
-    EXPECT_EQ(backend_->adopted,
-              (std::vector<std::pair<std::string, int>>{{"ps", 0}, {"worker", 0}, {"worker", 1}}));
+    EXPECT_EQ(backend_->adopted, (std::vector<std::string>{"ps-0", "worker-0", "worker-1"}));
   }
   Run(second.get());
   Caller caller(address);

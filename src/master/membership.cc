@@ -41,12 +41,12 @@ Membership::Membership(int num_ps, int workers_target, std::chrono::milliseconds
 
 void Membership::Restore(const proto::MasterJournal& journal, Clock::time_point now) {
   for (const proto::JournalProcess& p : journal.ps()) {
-    if (p.id() < 0 || p.id() >= num_ps()) continue;
+    if (p.id() < 0 || p.id() >= num_ps()) continue;  // the journal of a job with more servers
     ps_[p.id()].handle = ProcessFromJournal(p);
     ps_[p.id()].address = p.address();
   }
   for (const proto::JournalProcess& p : journal.workers()) {
-    Worker& w = workers_[p.id()];
+    Worker& w = workers_[WorkerId(p.id())];
     w.handle = ProcessFromJournal(p);
     w.leaving = p.leaving();
     w.registered = true;
@@ -59,22 +59,22 @@ void Membership::Restore(const proto::MasterJournal& journal, Clock::time_point 
   ps_relaunches_ = journal.ps_relaunches();
 }
 
-Status Membership::PsRegistered(int ps, const std::string& address) {
-  if (ps < 0 || ps >= num_ps()) {
+Status Membership::PsRegistered(PsId ps, const std::string& address) {
+  if (ps.value() < 0 || ps.value() >= num_ps()) {
     return absl::InvalidArgumentError(
-        StrCat("unknown parameter server id ", ps, "; the job has ", num_ps()));
+        StrCat("unknown parameter server id ", ps.value(), "; the job has ", num_ps()));
   }
   if (address.empty()) return absl::InvalidArgumentError("empty address");
-  ps_[ps].address = address;
+  ps_[ps.value()].address = address;
   return absl::OkStatus();
 }
 
-void Membership::PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch) {
-  ps_.at(ps).handle = handle;
+void Membership::PsStarted(PsId ps, const cluster::ProcessHandle& handle, bool relaunch) {
+  ps_.at(ps.value()).handle = handle;
   if (relaunch) ++ps_relaunches_;
 }
 
-void Membership::PsLost(int ps) { ps_.at(ps) = Ps(); }
+void Membership::PsLost(PsId ps) { ps_.at(ps.value()) = Ps(); }
 
 int Membership::registered_ps() const {
   return static_cast<int>(
@@ -87,13 +87,14 @@ std::vector<std::string> Membership::ps_addresses() const {
   return out;
 }
 
-std::vector<std::pair<int, cluster::ProcessHandle>> Membership::ps_processes() const {
-  std::vector<std::pair<int, cluster::ProcessHandle>> out;
-  for (size_t i = 0; i < ps_.size(); ++i) out.emplace_back(static_cast<int>(i), ps_[i].handle);
+std::vector<std::pair<PsId, cluster::ProcessHandle>> Membership::ps_processes() const {
+  std::vector<std::pair<PsId, cluster::ProcessHandle>> out;
+  for (size_t i = 0; i < ps_.size(); ++i)
+    out.emplace_back(PsId(static_cast<int>(i)), ps_[i].handle);
   return out;
 }
 
-void Membership::WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch,
+void Membership::WorkerStarted(WorkerId worker, const cluster::ProcessHandle& handle, bool relaunch,
                                Clock::time_point now) {
   Worker& w = workers_[worker];
   w.handle = handle;
@@ -101,8 +102,8 @@ void Membership::WorkerStarted(int worker, const cluster::ProcessHandle& handle,
   if (relaunch) ++worker_relaunches_;
 }
 
-int Membership::WorkerJoined(int pid, Clock::time_point now) {
-  const int id = next_worker_id_++;
+WorkerId Membership::WorkerJoined(int pid, Clock::time_point now) {
+  const WorkerId id = NewWorkerId();
   Worker& w = workers_[id];
   w.handle.joined = true;
   w.handle.pid = pid;
@@ -110,63 +111,63 @@ int Membership::WorkerJoined(int pid, Clock::time_point now) {
   return id;
 }
 
-Status Membership::Touch(int worker, Clock::time_point now) {
+Status Membership::Touch(WorkerId worker, Clock::time_point now) {
   auto it = workers_.find(worker);
   if (it == workers_.end()) {
-    return absl::FailedPreconditionError(
-        StrCat("worker ", worker, " is not a worker of this job (unknown or taken as lost)"));
+    return absl::FailedPreconditionError(StrCat(
+        "worker ", worker.value(), " is not a worker of this job (unknown or taken as lost)"));
   }
   it->second.last_seen = now;
   return absl::OkStatus();
 }
 
-bool Membership::Register(int worker) {
+bool Membership::Register(WorkerId worker) {
   Worker& w = workers_.at(worker);
   return !std::exchange(w.registered, true);
 }
 
-bool Membership::Remove(int worker, bool clean) {
+bool Membership::Remove(WorkerId worker, bool clean) {
   if (workers_.erase(worker) == 0) return false;
   if (!clean) ++worker_losses_;
   return true;
 }
 
-bool Membership::leaving(int worker) const {
+bool Membership::leaving(WorkerId worker) const {
   auto it = workers_.find(worker);
   return it != workers_.end() && it->second.leaving;
 }
 
-bool Membership::AskToLeave(int worker) {
+bool Membership::AskToLeave(WorkerId worker) {
   auto it = workers_.find(worker);
   if (it == workers_.end() || it->second.leaving) return false;
   it->second.leaving = true;
   return true;
 }
 
-std::vector<int> Membership::ExpiredLeases(Clock::time_point now) const {
-  std::vector<int> expired;
+std::vector<WorkerId> Membership::ExpiredLeases(Clock::time_point now) const {
+  std::vector<WorkerId> expired;
   for (const auto& [id, w] : workers_) {
     if (w.registered && now - w.last_seen > lease_) expired.push_back(id);
   }
   return expired;
 }
 
-std::vector<int> Membership::workers() const {
-  std::vector<int> ids;
+std::vector<WorkerId> Membership::workers() const {
+  std::vector<WorkerId> ids;
   for (const auto& entry : workers_) ids.push_back(entry.first);
   return ids;
 }
 
-std::vector<int> Membership::joined_workers() const {
-  std::vector<int> ids;
+std::vector<WorkerId> Membership::joined_workers() const {
+  std::vector<WorkerId> ids;
   for (const auto& [id, w] : workers_) {
     if (w.handle.joined && !w.leaving) ids.push_back(id);
   }
   return ids;
 }
 
-std::vector<std::pair<int, cluster::ProcessHandle>> Membership::worker_processes() const {
-  std::vector<std::pair<int, cluster::ProcessHandle>> out;
+std::vector<std::pair<WorkerId, cluster::ProcessHandle>> Membership::worker_processes() const {
+  std::vector<std::pair<WorkerId, cluster::ProcessHandle>> out;
   for (const auto& [id, w] : workers_) out.emplace_back(id, w.handle);
   return out;
 }
@@ -176,16 +177,16 @@ int Membership::registered_workers() const {
                                         [](const auto& w) { return w.second.registered; }));
 }
 
-std::map<int, int64_t> Membership::silence_ms(Clock::time_point now) const {
-  std::map<int, int64_t> out;
+std::map<WorkerId, int64_t> Membership::silence_ms(Clock::time_point now) const {
+  std::map<WorkerId, int64_t> out;
   for (const auto& [id, w] : workers_) {
     out[id] = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count();
   }
   return out;
 }
 
-proto::JournalProcess Membership::ToJournal(int id, const Worker& worker) {
-  proto::JournalProcess p = ProcessToJournal(id, worker.handle);
+proto::JournalProcess Membership::ToJournal(WorkerId id, const Worker& worker) {
+  proto::JournalProcess p = ProcessToJournal(id.value(), worker.handle);
   p.set_leaving(worker.leaving);
   return p;
 }
@@ -216,7 +217,7 @@ void Membership::WorkerChangesTo(proto::JournalChanges* changes) {
       ++it;
       continue;
     }
-    changes->add_workers_gone(it->first);
+    changes->add_workers_gone(it->first.value());
     it = workers_written_.erase(it);
   }
   for (const auto& [id, w] : workers_) {

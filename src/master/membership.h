@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cluster/cluster_backend.h"
+#include "common/ids.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 
@@ -36,42 +37,42 @@ class Membership {
   // Parameter servers.
   int num_ps() const { return static_cast<int>(ps_.size()); }
   // INVALID_ARGUMENT for an id the job does not have or an empty address.
-  Status PsRegistered(int ps, const std::string& address);
-  void PsStarted(int ps, const cluster::ProcessHandle& handle, bool relaunch);
+  Status PsRegistered(PsId ps, const std::string& address);
+  void PsStarted(PsId ps, const cluster::ProcessHandle& handle, bool relaunch);
   // Missing until it registers again.
-  void PsLost(int ps);
+  void PsLost(PsId ps);
   int registered_ps() const;
   bool all_ps_registered() const { return registered_ps() == num_ps(); }
   // By id; empty for a missing server.
   std::vector<std::string> ps_addresses() const;
-  std::vector<std::pair<int, cluster::ProcessHandle>> ps_processes() const;
+  std::vector<std::pair<PsId, cluster::ProcessHandle>> ps_processes() const;
   int ps_relaunches() const { return ps_relaunches_; }
 
   // Workers.
-  int NewWorkerId() { return next_worker_id_++; }
-  void WorkerStarted(int worker, const cluster::ProcessHandle& handle, bool relaunch,
+  WorkerId NewWorkerId() { return WorkerId(next_worker_id_++); }
+  void WorkerStarted(WorkerId worker, const cluster::ProcessHandle& handle, bool relaunch,
                      Clock::time_point now);
   // A worker someone else started: its new id.
-  int WorkerJoined(int pid, Clock::time_point now);
+  WorkerId WorkerJoined(int pid, Clock::time_point now);
   // Renews the worker's lease; FAILED_PRECONDITION for one the job does not
   // have (never started, or taken as lost).
-  Status Touch(int worker, Clock::time_point now);
+  Status Touch(WorkerId worker, Clock::time_point now);
   // True the first time.
-  bool Register(int worker);
+  bool Register(WorkerId worker);
   // False for a worker the job does not have. A worker that did not end
   // `clean` counts as a loss.
-  bool Remove(int worker, bool clean);
-  bool leaving(int worker) const;
+  bool Remove(WorkerId worker, bool clean);
+  bool leaving(WorkerId worker) const;
   // False when it was leaving already or is unknown.
-  bool AskToLeave(int worker);
-  std::vector<int> ExpiredLeases(Clock::time_point now) const;
-  std::vector<int> workers() const;
+  bool AskToLeave(WorkerId worker);
+  std::vector<WorkerId> ExpiredLeases(Clock::time_point now) const;
+  std::vector<WorkerId> workers() const;
   // Workers that joined by themselves and are not asked to leave.
-  std::vector<int> joined_workers() const;
-  std::vector<std::pair<int, cluster::ProcessHandle>> worker_processes() const;
+  std::vector<WorkerId> joined_workers() const;
+  std::vector<std::pair<WorkerId, cluster::ProcessHandle>> worker_processes() const;
   int registered_workers() const;
   // Milliseconds since each worker was last heard from.
-  std::map<int, int64_t> silence_ms(Clock::time_point now) const;
+  std::map<WorkerId, int64_t> silence_ms(Clock::time_point now) const;
   int workers_target() const { return workers_target_; }
   void set_workers_target(int target) { workers_target_ = target; }
   bool worker_relaunch_allowed(int max_relaunches) const {
@@ -98,18 +99,18 @@ class Membership {
     cluster::ProcessHandle handle;
     std::string address;  // empty until registered
   };
-  static proto::JournalProcess ToJournal(int id, const Worker& worker);
+  static proto::JournalProcess ToJournal(WorkerId id, const Worker& worker);
 
   const std::chrono::milliseconds lease_;
   std::vector<Ps> ps_;
-  std::map<int, Worker> workers_;
+  std::map<WorkerId, Worker> workers_;
   int workers_target_;
   int next_worker_id_ = 0;
   int worker_relaunches_ = 0;
   int worker_losses_ = 0;
   int ps_relaunches_ = 0;
   // The workers as the journal last recorded them.
-  std::map<int, proto::JournalProcess> workers_written_;
+  std::map<WorkerId, proto::JournalProcess> workers_written_;
 };
 
 }  // namespace elasticdl::master

@@ -38,6 +38,7 @@ StatusOr<std::unique_ptr<Observer>> Observer::Start(const ObserverOptions& optio
   server_options.host = options.host;
   server_options.port = options.port;
   server_options.token = options.token;
+  server_options.web_dir = options.web_dir;
   EDL_ASSIGN_OR_RETURN(observer->server_, dashboard::Server::Start(server_options, &self->view_));
   EDL_RETURN_IF_ERROR(
       WriteFileAtomically(DashboardUrlFile(options.job_dir), observer->server_->url()));
@@ -75,7 +76,7 @@ void Observer::PollServers() {
     }
     for (int i = 0; i < client->num_shards(); ++i) {
       proto::PsStatsResponse stats;
-      if (client->Stats(i, &stats).ok()) view_.SetServerStats(i, stats);
+      if (client->Stats(PsId(i), &stats).ok()) view_.SetServerStats(i, stats);
     }
     lock.lock();
   }

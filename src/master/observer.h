@@ -33,6 +33,8 @@ struct ObserverOptions {
   int port = 0;
   // The dashboard's password (the job's token).
   std::string token;
+  // The dashboard's web files; empty: dashboard::WebDir().
+  std::string web_dir;
   // Reaches the parameter servers for their figures.
   rpc::ConnectParameterServers connect_ps;
   // How often the parameter servers are asked for their figures (rows,

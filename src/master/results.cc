@@ -7,7 +7,7 @@
 
 #include "common/file.h"
 #include "common/strings.h"
-#include "rpc/trained_model.h"
+#include "job/trained_model.h"
 
 namespace elasticdl::master {
 namespace {
@@ -71,7 +71,7 @@ proto::TrainedModel ModelRecord(const proto::JobSpec& spec, const proto::ModelVa
   record.set_zoo_identity(spec.model().zoo_identity());
   record.set_model_def(spec.model().model_def());
   record.set_model_def_params(spec.model().params());
-  record.set_params_filename(rpc::kParametersFile);
+  record.set_params_filename(kParametersFile);
   record.set_input_function(spec.model().dataset_fn());
   record.set_loss(spec.model().loss());
   record.set_optimizer(spec.model().optimizer());
@@ -95,7 +95,7 @@ Status WriteOutputModel(const proto::JobSpec& spec, rpc::ParameterServers* serve
   }
   if (values.embedding_tables_size() > 0) {
     // The tables stay where they are big: each server writes its rows.
-    const std::string dir = spec.output() + "/" + rpc::kEmbeddingsDir;
+    const std::string dir = spec.output() + "/" + kEmbeddingsDir;
     std::error_code ec;
     fs::remove_all(dir, ec);  // an earlier model's tables
     if (ec) return absl::InternalError(StrCat("cannot remove ", dir, ": ", ec.message()));
@@ -103,8 +103,8 @@ Status WriteOutputModel(const proto::JobSpec& spec, rpc::ParameterServers* serve
     // One version directory for all: the model's version.
     EDL_RETURN_IF_ERROR(servers->Export(dir, values.version(), &exported));
   }
-  EDL_RETURN_IF_ERROR(rpc::WriteTrainedModel(spec.output(), ModelRecord(spec, values), values));
-  return CopyTree(spec.job_dir() + "/" + rpc::kZooDir, spec.output() + "/" + rpc::kZooDir);
+  EDL_RETURN_IF_ERROR(WriteTrainedModel(spec.output(), ModelRecord(spec, values), values));
+  return CopyTree(spec.job_dir() + "/" + kZooDir, spec.output() + "/" + kZooDir);
 }
 
 }  // namespace

@@ -26,8 +26,9 @@ Supervisor::Supervisor(SupervisorOptions options, JobState* state, cluster::Clus
 
 Status Supervisor::StartNew() {
   for (int i = 0; i < options_.num_ps; ++i) {
-    EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartPs(i, {}));
-    state_->PsStarted(i, handle, false);
+    const PsId ps(i);
+    EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartPs(ps, {}));
+    state_->PsStarted(ps, handle, false);
   }
   return absl::OkStatus();
 }
@@ -35,7 +36,7 @@ Status Supervisor::StartNew() {
 Status Supervisor::Adopt() {
   for (const auto& [id, handle] : state_->ps_processes()) {
     const bool started = handle.pid > 0 || !handle.backend_id.empty();
-    Status s = started ? backend_->Adopt(cluster::Role::kPs, id, handle)
+    Status s = started ? backend_->Adopt(cluster::ProcessName::Ps(id), handle)
                        : absl::NotFoundError("never started");
     if (s.ok()) continue;
     if (s.code() != absl::StatusCode::kNotFound) return s;
@@ -47,7 +48,7 @@ Status Supervisor::Adopt() {
     // A worker that joined by itself renews its lease with the new master,
     // or loses it.
     if (handle.joined) continue;
-    Status s = backend_->Adopt(cluster::Role::kWorker, id, handle);
+    Status s = backend_->Adopt(cluster::ProcessName::Worker(id), handle);
     if (s.ok()) {
       running_.insert(id);
       continue;
@@ -61,9 +62,9 @@ Status Supervisor::Adopt() {
   return absl::OkStatus();
 }
 
-Status Supervisor::RelaunchPs(int ps) {
+Status Supervisor::RelaunchPs(PsId ps) {
   if (state_->ps_relaunches() >= options_.max_ps_relaunches) {
-    return absl::UnavailableError(StrCat("parameter server ", ps, " ended and the ",
+    return absl::UnavailableError(StrCat("parameter server ", ps.value(), " ended and the ",
                                          options_.max_ps_relaunches,
                                          " relaunches allowed are used up"));
   }
@@ -76,7 +77,7 @@ Status Supervisor::RelaunchPs(int ps) {
 }
 
 Status Supervisor::StartWorker(bool relaunch) {
-  int id = state_->NewWorkerId();
+  const WorkerId id = state_->NewWorkerId();
   EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartWorker(id));
   running_.insert(id);
   state_->WorkerStarted(id, handle, relaunch);
@@ -85,26 +86,34 @@ Status Supervisor::StartWorker(bool relaunch) {
 }
 
 Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
-  if (exit.role == cluster::Role::kPs) {
-    // Also after the last task: the model is still to be read from it.
-    spdlog::warn("parameter server {} ended: {}", exit.id, exit.description);
-    state_->PsLost(exit.id, exit.description);
-    return RelaunchPs(exit.id);
+  switch (exit.process.role()) {
+    case cluster::Role::kMaster:
+      return absl::OkStatus();  // not started by a master
+    case cluster::Role::kPs: {
+      // Also after the last task: the model is still to be read from it.
+      const PsId ps = exit.process.ps();
+      spdlog::warn("parameter server {} ended: {}", ps, exit.description);
+      state_->PsLost(ps, exit.description);
+      return RelaunchPs(ps);
+    }
+    case cluster::Role::kWorker:
+      break;
   }
+  const WorkerId worker = exit.process.worker();
   // A worker already taken as lost (its lease lapsed) is handled.
-  if (running_.erase(exit.id) == 0) return absl::OkStatus();
-  const bool asked_to_leave = state_->leaving(exit.id);
-  int requeued = state_->WorkerLost(exit.id, exit.ok, exit.description);
+  if (running_.erase(worker) == 0) return absl::OkStatus();
+  const bool asked_to_leave = state_->leaving(worker);
+  int requeued = state_->WorkerLost(worker, exit.ok, exit.description);
   if (state_->finished()) return absl::OkStatus();
   if (exit.ok) {
     // Preempted (SIGTERM) or scaled down: it reported how far it got. One
     // that was not asked to leave is replaced by Reconcile() at no cost to
     // the relaunch budget.
-    spdlog::info("worker {} left{}; {} task(s) back in the queue", exit.id,
+    spdlog::info("worker {} left{}; {} task(s) back in the queue", worker,
                  asked_to_leave ? " as asked" : "", requeued);
     return absl::OkStatus();
   }
-  spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", exit.id, exit.description,
+  spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", worker, exit.description,
                requeued);
   ++to_replace_;
   return absl::OkStatus();
@@ -119,21 +128,21 @@ Status Supervisor::Reconcile() {
     return absl::OkStatus();
   }
   // The workers the backend started and the ones that joined by themselves.
-  std::set<int> members(running_.begin(), running_.end());
-  for (int id : state_->joined_workers()) members.insert(id);
-  std::vector<int> active;
-  for (int id : members) {
+  std::set<WorkerId> members(running_.begin(), running_.end());
+  for (WorkerId id : state_->joined_workers()) members.insert(id);
+  std::vector<WorkerId> active;
+  for (WorkerId id : members) {
     if (!state_->leaving(id)) active.push_back(id);
   }
   const int target = state_->workers_target();
   if (static_cast<int>(active.size()) > target) {
     // The newest leave first. A joined worker hears it with its heartbeat.
     for (size_t i = target; i < active.size(); ++i) {
-      int id = active[active.size() - 1 - (i - target)];
+      const WorkerId id = active[active.size() - 1 - (i - target)];
       spdlog::info("asking worker {} to leave (scaling to {})", id, target);
       state_->AskToLeave(id);
       if (running_.count(id) != 0) {
-        backend_->Signal(cluster::Role::kWorker, id, SIGTERM).IgnoreError();
+        backend_->Signal(cluster::ProcessName::Worker(id), SIGTERM).IgnoreError();
       }
     }
     to_replace_ = 0;
@@ -163,11 +172,11 @@ Status Supervisor::Reconcile() {
 
 Status Supervisor::Tick() {
   for (const cluster::ProcessExit& exit : exits_->TakeAll()) EDL_RETURN_IF_ERROR(HandleExit(exit));
-  for (int id : state_->ExpiredLeases()) {
+  for (WorkerId id : state_->ExpiredLeases()) {
     spdlog::warn("worker {} missed its lease; taking it as lost", id);
     // One that joined by itself is not ours to end or to replace.
     const bool ours = running_.erase(id) != 0;
-    if (ours) backend_->Signal(cluster::Role::kWorker, id, SIGKILL).IgnoreError();
+    if (ours) backend_->Signal(cluster::ProcessName::Worker(id), SIGKILL).IgnoreError();
     state_->WorkerLost(id, false, "lease expired");
     if (ours) ++to_replace_;
   }

@@ -56,7 +56,7 @@ class Supervisor {
 
  private:
   Status HandleExit(const cluster::ProcessExit& exit);
-  Status RelaunchPs(int ps);
+  Status RelaunchPs(PsId ps);
   Status StartWorker(bool relaunch);
   Status Reconcile();
 
@@ -65,7 +65,7 @@ class Supervisor {
   cluster::ClusterBackend* const backend_;
   ExitQueue* const exits_;
   // Workers whose processes run, as far as the backend has told us.
-  std::set<int> running_;
+  std::set<WorkerId> running_;
   bool workers_started_ = false;
   // Crashed workers not replaced yet.
   int to_replace_ = 0;

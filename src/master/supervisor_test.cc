@@ -42,10 +42,9 @@ void RegisterPs(JobState* state, bool restored = false) {
   ASSERT_TRUE(state->RegisterPs(request).ok());
 }
 
-cluster::ProcessExit Exit(cluster::Role role, int id, bool ok) {
+cluster::ProcessExit Exit(const cluster::ProcessName& process, bool ok) {
   cluster::ProcessExit e;
-  e.role = role;
-  e.id = id;
+  e.process = process;
   e.ok = ok;
   e.description = ok ? "exit code 0" : "Slurm job 7 NODE_FAIL";
   return e;
@@ -64,12 +63,12 @@ TEST(SupervisorTest, StartsWorkersOnceTheServersRegistered) {
   ExitQueue exits;
   Supervisor supervisor(Options(), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.StartNew().ok());
-  EXPECT_EQ(backend.ps_started, (std::vector<std::pair<int, bool>>{{0, false}}));
+  EXPECT_EQ(backend.ps_started, (std::vector<std::pair<PsId, bool>>{{PsId(0), false}}));
   ASSERT_TRUE(supervisor.Tick().ok());
   EXPECT_TRUE(backend.workers_started.empty());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());
-  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+  EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));
   ASSERT_TRUE(supervisor.Tick().ok());
   EXPECT_EQ(backend.workers_started.size(), 2u);
 }
@@ -82,13 +81,13 @@ TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRest
   ASSERT_TRUE(supervisor.StartNew().ok());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());
-  ASSERT_EQ(backend.workers_started, (std::vector<int>{0}));
+  ASSERT_EQ(backend.workers_started, testing::WorkerIds({0}));
 
-  exits.Push(Exit(cluster::Role::kWorker, 0, false));
+  exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(0)), false));
   ASSERT_TRUE(supervisor.Tick().ok());
-  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+  EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));
   // The budget is spent: the last worker's crash fails the job.
-  exits.Push(Exit(cluster::Role::kWorker, 1, false));
+  exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(1)), false));
   Status s = supervisor.Tick();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
 
@@ -96,9 +95,10 @@ TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRest
   FakeBackend backend2;
   Supervisor supervisor2(Options(), &state2, &backend2, &exits);
   ASSERT_TRUE(supervisor2.StartNew().ok());
-  exits.Push(Exit(cluster::Role::kPs, 0, false));
+  exits.Push(Exit(cluster::ProcessName::Ps(PsId(0)), false));
   ASSERT_TRUE(supervisor2.Tick().ok());
-  EXPECT_EQ(backend2.ps_started, (std::vector<std::pair<int, bool>>{{0, false}, {0, true}}));
+  EXPECT_EQ(backend2.ps_started,
+            (std::vector<std::pair<PsId, bool>>{{PsId(0), false}, {PsId(0), true}}));
 }
 
 // The model is read from the servers after the last task: one that ends in
@@ -129,16 +129,17 @@ TEST(SupervisorTest, RelaunchesAServerLostAfterTheLastTask) {
     done.set_minibatches(2);
     ASSERT_TRUE(state.ReportTask(done).ok());
   }
-  exits.Push(Exit(cluster::Role::kWorker, 0, true));  // told there is no more
-  exits.Push(Exit(cluster::Role::kPs, 0, false));
+  exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(0)), true));  // told there is no more
+  exits.Push(Exit(cluster::ProcessName::Ps(PsId(0)), false));
   ASSERT_TRUE(supervisor.Tick().ok());
-  EXPECT_EQ(backend.ps_started, (std::vector<std::pair<int, bool>>{{0, false}, {0, true}}));
+  EXPECT_EQ(backend.ps_started,
+            (std::vector<std::pair<PsId, bool>>{{PsId(0), false}, {PsId(0), true}}));
   EXPECT_FALSE(state.all_ps_registered());
   // Its checkpoint is older than every task: all of them are trained again.
   RegisterPs(&state, /*restored=*/true);
   EXPECT_FALSE(state.finished());
   ASSERT_TRUE(supervisor.Tick().ok());
-  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+  EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));
 }
 
 TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
@@ -149,9 +150,9 @@ TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
   ASSERT_TRUE(supervisor.StartNew().ok());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());
-  exits.Push(Exit(cluster::Role::kWorker, 0, true));
+  exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(0)), true));
   ASSERT_TRUE(supervisor.Tick().ok());
-  EXPECT_EQ(backend.workers_started, (std::vector<int>{0, 1}));
+  EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));
 }
 
 TEST(SupervisorTest, ScalingDownSignalsTheNewestAndCountsJoinedWorkers) {
@@ -173,10 +174,10 @@ TEST(SupervisorTest, ScalingDownSignalsTheNewestAndCountsJoinedWorkers) {
   ASSERT_TRUE(state.Scale(scale, &scaled).ok());
   ASSERT_TRUE(supervisor.Tick().ok());
   // Workers 2 (joined: told by its heartbeat) and 1 (signalled) leave.
-  EXPECT_TRUE(state.leaving(2));
-  EXPECT_TRUE(state.leaving(1));
-  EXPECT_FALSE(state.leaving(0));
-  EXPECT_EQ(backend.signals, (std::vector<std::pair<int, int>>{{1, SIGTERM}}));
+  EXPECT_TRUE(state.leaving(WorkerId(2)));
+  EXPECT_TRUE(state.leaving(WorkerId(1)));
+  EXPECT_FALSE(state.leaving(WorkerId(0)));
+  EXPECT_EQ(backend.signals, (std::vector<std::pair<std::string, int>>{{"worker-1", SIGTERM}}));
   EXPECT_EQ(backend.workers_started.size(), 2u);
 }
 
@@ -203,22 +204,22 @@ TEST(SupervisorTest, ARestartedMasterAdoptsWhatIsLeftAndReplacesTheRest) {
   JobState state(StateOptions(2), Tasks(), nullptr);
   cluster::ProcessHandle ps;
   ps.backend_id = "10";
-  state.PsStarted(0, ps, false);
+  state.PsStarted(PsId(0), ps, false);
   RegisterPs(&state);
   cluster::ProcessHandle alive;
   alive.backend_id = "11";
   cluster::ProcessHandle dead;
   dead.backend_id = "12";
-  state.WorkerStarted(state.NewWorkerId(), alive, false);
-  state.WorkerStarted(state.NewWorkerId(), dead, false);
+  state.WorkerStarted(WorkerId(state.NewWorkerId()), alive, false);
+  state.WorkerStarted(WorkerId(state.NewWorkerId()), dead, false);
   FakeBackend backend;
   backend.gone.insert("12");
   ExitQueue exits;
   Supervisor supervisor(Options(), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.Adopt().ok());
-  EXPECT_EQ(backend.adopted, (std::vector<std::pair<std::string, int>>{{"ps", 0}, {"worker", 0}}));
+  EXPECT_EQ(backend.adopted, (std::vector<std::string>{"ps-0", "worker-0"}));
   ASSERT_TRUE(supervisor.Tick().ok());
-  EXPECT_EQ(backend.workers_started, (std::vector<int>{2}));
+  EXPECT_EQ(backend.workers_started, testing::WorkerIds({2}));
 }
 
 }  // namespace

@@ -30,13 +30,14 @@ Status DataChanged(const proto::Task& t, const char* kind) {
 
 }  // namespace
 
-proto::JournalTask TaskManager::ToJournal(const Entry& e, WorkerId holder, bool training) {
+proto::JournalTask TaskManager::ToJournal(const Entry& e, std::optional<WorkerId> holder,
+                                          bool training) {
   proto::JournalTask jt;
   *jt.mutable_task() = e.task;
   jt.set_failures(e.failures);
-  jt.set_holder(holder);
+  jt.set_holder(holder ? holder->value() : -1);
   jt.set_training(training);
-  if (holder < 0) jt.set_order(e.order);
+  if (!holder) jt.set_order(e.order);
   return jt;
 }
 
@@ -56,18 +57,18 @@ void TaskManager::AddEvaluations(
 proto::TaskLedger TaskManager::ToLedger() const {
   proto::TaskLedger ledger;
   ScalarsTo(&ledger);
-  for (const Entry& e : training_queue_) *ledger.add_tasks() = ToJournal(e, -1, true);
-  for (const Entry& e : other_queue_) *ledger.add_tasks() = ToJournal(e, -1, false);
+  for (const Entry& e : training_queue_) *ledger.add_tasks() = ToJournal(e, std::nullopt, true);
+  for (const Entry& e : other_queue_) *ledger.add_tasks() = ToJournal(e, std::nullopt, false);
   for (const auto& [id, h] : held_) *ledger.add_tasks() = ToJournal(h);
   for (const auto& [id, task] : finished_training_) *ledger.add_finished_training() = task;
   AddEvaluations(0, ledger.mutable_evaluations());
-  for (const auto& [range, id] : prediction_tasks_) ledger.add_prediction_task_ids(id);
+  for (const auto& [range, id] : prediction_tasks_) ledger.add_prediction_task_ids(id.value());
   ledger.set_rng_state(RngState());
   return ledger;
 }
 
 void TaskManager::ScalarsTo(proto::TaskLedger* ledger) const {
-  ledger->set_next_task_id(next_id_);
+  ledger->set_next_task_id(next_id_.value());
   ledger->set_epoch(epoch_);
   ledger->set_records_done(records_done_);
   ledger->set_model_version(model_version_);
@@ -115,14 +116,14 @@ void TaskManager::TakeChanges(proto::LedgerChanges* changes) {
     if (task) {
       *changes->add_tasks() = std::move(*task);
     } else {
-      changes->add_tasks_gone(id);
+      changes->add_tasks_gone(id.value());
     }
   }
   for (auto& [id, task] : changed_finished_) {
     if (task) {
       *changes->add_finished_training() = std::move(*task);
     } else {
-      changes->add_finished_gone(id);
+      changes->add_finished_gone(id.value());
     }
   }
   if (rng_changed_) changes->set_rng_state(RngState());
@@ -131,11 +132,11 @@ void TaskManager::TakeChanges(proto::LedgerChanges* changes) {
 }
 
 void TaskManager::NoteQueued(const Entry& entry, bool training) {
-  if (track_changes_) changed_tasks_[entry.task.task_id()] = ToJournal(entry, -1, training);
+  if (track_changes_) changed_tasks_[IdOf(entry.task)] = ToJournal(entry, std::nullopt, training);
 }
 
 void TaskManager::NoteHeld(const Held& held) {
-  if (track_changes_) changed_tasks_[held.entry.task.task_id()] = ToJournal(held);
+  if (track_changes_) changed_tasks_[IdOf(held.entry.task)] = ToJournal(held);
 }
 
 void TaskManager::NoteGone(TaskId id) {
@@ -143,7 +144,7 @@ void TaskManager::NoteGone(TaskId id) {
 }
 
 void TaskManager::NoteFinished(const proto::Task& task) {
-  if (track_changes_) changed_finished_[task.task_id()] = task;
+  if (track_changes_) changed_finished_[IdOf(task)] = task;
 }
 
 void TaskManager::NoteUnfinished(TaskId id) {
@@ -163,18 +164,18 @@ StatusOr<TaskManager> TaskManager::FromLedger(TaskManagerOptions options,
 
 Status TaskManager::LoadLedger(const proto::TaskLedger& ledger) {
   if (!ledger.failure().empty()) failure_ = ledger.failure();
-  next_id_ = ledger.next_task_id();
+  next_id_ = TaskId(ledger.next_task_id());
   epoch_ = ledger.epoch();
   const bool training_job = options_.job_type == proto::JOB_TRAINING;
-  if (next_id_ < 0 || epoch_ < -1 || epoch_ >= std::max<int64_t>(options_.num_epochs, 0) ||
+  if (next_id_.value() < 0 || epoch_ < -1 || epoch_ >= std::max<int64_t>(options_.num_epochs, 0) ||
       (!training_job && epoch_ != -1)) {
-    return absl::FailedPreconditionError(StrCat("epoch ", epoch_, " of next task ", next_id_,
-                                                " does not fit a job of ", options_.num_epochs,
-                                                " epochs"));
+    return absl::FailedPreconditionError(StrCat("epoch ", epoch_, " of next task ",
+                                                next_id_.value(), " does not fit a job of ",
+                                                options_.num_epochs, " epochs"));
   }
   std::set<TaskId> listed;
   for (const proto::JournalTask& jt : ledger.tasks()) {
-    if (!listed.insert(jt.task().task_id()).second) {
+    if (!listed.insert(IdOf(jt.task())).second) {
       return absl::InvalidArgumentError(StrCat(Describe(jt.task()), " is listed twice"));
     }
     EDL_RETURN_IF_ERROR(LoadTask(jt));
@@ -196,7 +197,7 @@ Status TaskManager::LoadLedger(const proto::TaskLedger& ledger) {
 }
 
 Status TaskManager::CheckTask(const proto::Task& t) const {
-  if (t.task_id() < 0 || t.task_id() >= next_id_) {
+  if (t.task_id() < 0 || t.task_id() >= next_id_.value()) {
     return absl::InvalidArgumentError(
         StrCat(Describe(t), " has an id beyond the next task id ", next_id_));
   }
@@ -240,7 +241,7 @@ Status TaskManager::LoadTask(const proto::JournalTask& jt) {
   }
   Entry e{t, jt.failures(), jt.order()};
   if (jt.holder() >= 0) {
-    held_[t.task_id()] = Held{std::move(e), jt.holder(), true};
+    held_[IdOf(t)] = Held{std::move(e), WorkerId(jt.holder()), true};
   } else {
     // Listed front to back.
     (jt.training() ? training_queue_ : other_queue_).push_back(std::move(e));
@@ -350,12 +351,12 @@ Status TaskManager::LoadPrediction(const proto::TaskLedger& ledger) {
   }
   std::map<TaskId, size_t> index;
   for (size_t i = 0; i < prediction_tasks_.size(); ++i) {
-    prediction_tasks_[i].second = ledger.prediction_task_ids(static_cast<int>(i));
+    prediction_tasks_[i].second = TaskId(ledger.prediction_task_ids(static_cast<int>(i)));
     index[prediction_tasks_[i].second] = i;
   }
   auto check = [&](const proto::Task& t) -> Status {
     if (t.type() != proto::TASK_PREDICTION) return absl::OkStatus();
-    auto it = index.find(t.task_id());
+    auto it = index.find(IdOf(t));
     if (it == index.end() || KeyOf(prediction_tasks_[it->second].first) != KeyOf(t)) {
       return DataChanged(t, "prediction");
     }

@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "master/task_manager.h"
+#include "testing/ids.h"
 
 namespace elasticdl::master {
 namespace {
@@ -47,13 +48,13 @@ class Driver {
   bool Step(TaskManager* tm) {
     ++step_;
     if (held_ && (step_ % 5 == 0 || waited_)) {
-      EXPECT_TRUE(tm->ReconcileWorker(2, held_->task_id(), held_->attempt()));
-      Finish(tm, 2, *held_, step_ % 2 == 0);
+      EXPECT_TRUE(tm->ReconcileWorker(WorkerId(2), TaskId(held_->task_id()), held_->attempt()));
+      Finish(tm, WorkerId(2), *held_, step_ % 2 == 0);
       held_.reset();
       waited_ = false;
       return true;
     }
-    proto::Task t = tm->Next(1);
+    proto::Task t = tm->Next(WorkerId(1));
     Log(t);
     if (t.type() == proto::TASK_NONE) return false;
     if (t.type() == proto::TASK_WAIT) {
@@ -61,15 +62,15 @@ class Driver {
       return held_.has_value();
     }
     if (!held_ && step_ % 7 == 3) {
-      held_ = tm->Next(2);
+      held_ = tm->Next(WorkerId(2));
       Log(*held_);
       if (held_->type() != proto::TASK_TRAINING && held_->type() != proto::TASK_EVALUATION) {
         held_.reset();
       } else {
-        tm->Progress(2, held_->task_id(), held_->attempt(), 1);
+        tm->Progress(WorkerId(2), TaskId(held_->task_id()), held_->attempt(), 1);
       }
     }
-    Finish(tm, 1, t, step_ % 4 == 1);
+    Finish(tm, WorkerId(1), t, step_ % 4 == 1);
     return true;
   }
 
@@ -196,7 +197,7 @@ TEST(TaskLedgerTest, PredictionJobKeepsItsTasks) {
   options.job_type = proto::JOB_PREDICTION;
   std::vector<Range> prediction = {{"p", 0, 5}, {"p", 5, 9}, {"q", 0, 3}};
   TaskManager tm(options, {}, {}, prediction);
-  proto::Task first = tm.Next(1);
+  proto::Task first = tm.Next(WorkerId(1));
   auto restored = Restore(tm, options, {}, {}, prediction);
   ASSERT_TRUE(restored.ok()) << restored.status();
   ASSERT_EQ(restored->prediction_tasks().size(), 3u);
@@ -204,16 +205,16 @@ TEST(TaskLedgerTest, PredictionJobKeepsItsTasks) {
     EXPECT_EQ(restored->prediction_tasks()[i].second, tm.prediction_tasks()[i].second);
   }
   // The held task is still held; its holder never comes back.
-  EXPECT_EQ(restored->Holders(), std::vector<WorkerId>{1});
-  EXPECT_EQ(restored->RecoverWorker(1), 1);
+  EXPECT_EQ(restored->Holders(), testing::WorkerIds({1}));
+  EXPECT_EQ(restored->RecoverWorker(WorkerId(1)), 1);
   int64_t redone = -1;
-  for (proto::Task t = restored->Next(2); t.type() == proto::TASK_PREDICTION;
-       t = restored->Next(2)) {
+  for (proto::Task t = restored->Next(WorkerId(2)); t.type() == proto::TASK_PREDICTION;
+       t = restored->Next(WorkerId(2))) {
     if (redone < 0) redone = t.task_id();
     proto::ReportTaskRequest r;
     r.set_task_id(t.task_id());
     r.set_attempt(t.attempt());
-    EXPECT_TRUE(restored->Report(2, r));
+    EXPECT_TRUE(restored->Report(WorkerId(2), r));
   }
   EXPECT_EQ(redone, first.task_id());
   EXPECT_TRUE(restored->finished());
@@ -222,29 +223,30 @@ TEST(TaskLedgerTest, PredictionJobKeepsItsTasks) {
 
 TEST(TaskLedgerTest, HeartbeatsReturnTasksTheirWorkersDoNotHave) {
   TaskManager tm(TrainingOptions(), Training(), {}, {});
-  proto::Task lost_reply = tm.Next(1);
-  proto::Task current = tm.Next(2);
-  proto::Task lost_reply_too = tm.Next(3);
+  proto::Task lost_reply = tm.Next(WorkerId(1));
+  proto::Task current = tm.Next(WorkerId(2));
+  proto::Task lost_reply_too = tm.Next(WorkerId(3));
   auto restored = Restore(tm, TrainingOptions(), Training(), {});
   ASSERT_TRUE(restored.ok()) << restored.status();
   // Worker 1 never got its task: it is idle.
-  EXPECT_FALSE(restored->ReconcileWorker(1, -1, 0));
-  EXPECT_TRUE(restored->HeldBy(1).empty());
-  EXPECT_TRUE(restored->ReconcileWorker(2, current.task_id(), current.attempt()));
-  proto::Task again = restored->Next(4);
+  EXPECT_FALSE(restored->ReconcileWorker(WorkerId(1), TaskId(-1), 0));
+  EXPECT_TRUE(restored->HeldBy(WorkerId(1)).empty());
+  EXPECT_TRUE(restored->ReconcileWorker(WorkerId(2), TaskId(current.task_id()), current.attempt()));
+  proto::Task again = restored->Next(WorkerId(4));
   EXPECT_EQ(again.task_id(), lost_reply.task_id());
   EXPECT_EQ(again.attempt(), 2);
   // A task handed out since the restart survives a heartbeat that crossed
   // it...
-  proto::Task fresh = restored->Next(2);
-  EXPECT_FALSE(restored->ReconcileWorker(2, -1, 0));
-  EXPECT_FALSE(restored->ReconcileWorker(3, -1, 0));
-  EXPECT_EQ(restored->HeldBy(2), (std::vector<TaskId>{current.task_id(), fresh.task_id()}));
+  proto::Task fresh = restored->Next(WorkerId(2));
+  EXPECT_FALSE(restored->ReconcileWorker(WorkerId(2), TaskId(-1), 0));
+  EXPECT_FALSE(restored->ReconcileWorker(WorkerId(3), TaskId(-1), 0));
+  EXPECT_EQ(restored->HeldBy(WorkerId(2)),
+            (std::vector<TaskId>{TaskId(current.task_id()), TaskId(fresh.task_id())}));
   // ... but not one that says the worker is on another.
-  EXPECT_TRUE(restored->ReconcileWorker(2, fresh.task_id(), fresh.attempt()));
-  EXPECT_EQ(restored->HeldBy(2), std::vector<TaskId>{fresh.task_id()});
-  EXPECT_EQ(restored->Next(5).task_id(), current.task_id());
-  EXPECT_EQ(restored->Next(6).task_id(), lost_reply_too.task_id());
+  EXPECT_TRUE(restored->ReconcileWorker(WorkerId(2), TaskId(fresh.task_id()), fresh.attempt()));
+  EXPECT_EQ(restored->HeldBy(WorkerId(2)), std::vector<TaskId>{TaskId(fresh.task_id())});
+  EXPECT_EQ(restored->Next(WorkerId(5)).task_id(), current.task_id());
+  EXPECT_EQ(restored->Next(WorkerId(6)).task_id(), lost_reply_too.task_id());
 }
 
 TEST(TaskLedgerTest, TrainingTimeGoesOnFromTheLedger) {
@@ -254,11 +256,11 @@ TEST(TaskLedgerTest, TrainingTimeGoesOnFromTheLedger) {
   auto restored = TaskManager::FromLedger(TrainingOptions(), Training(), {}, {}, ledger);
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_DOUBLE_EQ(restored->training_seconds(), 12.5);
-  proto::Task t = restored->Next(1);
+  proto::Task t = restored->Next(WorkerId(1));
   proto::ReportTaskRequest r;
   r.set_task_id(t.task_id());
   r.set_attempt(t.attempt());
-  ASSERT_TRUE(restored->Report(1, r));
+  ASSERT_TRUE(restored->Report(WorkerId(1), r));
   EXPECT_GE(restored->training_seconds(), 12.5);
 }
 

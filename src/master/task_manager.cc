@@ -83,7 +83,8 @@ TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training
 TaskId TaskManager::Add(proto::TaskType type, const Range& range, int64_t model_version,
                         std::deque<Entry>* queue) {
   Entry e;
-  e.task.set_task_id(next_id_++);
+  e.task.set_task_id(next_id_.value());
+  next_id_ = TaskId(next_id_.value() + 1);
   e.task.set_type(type);
   e.task.set_file(range.file);
   e.task.set_start(range.start);
@@ -91,7 +92,7 @@ TaskId TaskManager::Add(proto::TaskType type, const Range& range, int64_t model_
   e.task.set_epoch(std::max<int64_t>(epoch_, 0));
   e.task.set_model_version(model_version);
   PushBack(queue, std::move(e));
-  return queue->back().task.task_id();
+  return IdOf(queue->back().task);
 }
 
 void TaskManager::PushBack(std::deque<Entry>* queue, Entry entry) {
@@ -117,7 +118,7 @@ void TaskManager::DealNextEpoch() {
   std::map<TaskId, Range> dealt;
   auto note = [&](const proto::Task& t) {
     if (t.type() == proto::TASK_TRAINING && t.epoch() == epoch_) {
-      dealt[t.task_id()] = Range{t.file(), t.start(), t.end()};
+      dealt[IdOf(t)] = Range{t.file(), t.start(), t.end()};
     }
   };
   // The epoch's tasks are the last ones finished (ids grow epoch by epoch):
@@ -238,7 +239,7 @@ proto::Task TaskManager::Next(WorkerId worker) {
   if (task.type() == proto::TASK_TRAINING && !training_started_) {
     training_started_ = std::chrono::steady_clock::now();
   }
-  Held& held = held_[task.task_id()] = Held{std::move(e), worker, false};
+  Held& held = held_[IdOf(task)] = Held{std::move(e), worker, false};
   NoteHeld(held);
   return task;
 }
@@ -297,7 +298,7 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
       if (report.minibatches() > 0) recent_loss_ = report.loss_sum() / report.minibatches();
       task.set_minibatches_done(NumMinibatches(task));
       NoteFinished(task);
-      finished_training_[task.task_id()] = std::move(task);
+      finished_training_[IdOf(task)] = std::move(task);
       break;
     case proto::TASK_EVALUATION:
       FinishEvaluationTask(task, report);
@@ -322,12 +323,13 @@ void TaskManager::TaskFailed(Entry entry, const std::string& error) {
 }
 
 bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report) {
-  Held* found = FindHeld(worker, report.task_id(), report.attempt());
+  const TaskId id(report.task_id());
+  Held* found = FindHeld(worker, id, report.attempt());
   if (found == nullptr) return false;
   Entry entry = std::move(found->entry);
-  held_.erase(report.task_id());
+  held_.erase(id);
   // Noted again where it is requeued.
-  NoteGone(report.task_id());
+  NoteGone(id);
   model_version_ = std::max(model_version_, report.model_version());
 
   proto::Task& task = entry.task;
@@ -427,9 +429,9 @@ int TaskManager::RecoverWorker(WorkerId worker) {
 
 int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
   std::map<TaskId, int64_t> applied_of;
-  for (const proto::TaskProgress& p : applied) applied_of[p.task_id()] = p.minibatches();
+  for (const proto::TaskProgress& p : applied) applied_of[TaskId(p.task_id())] = p.minibatches();
   auto applied_to = [&](const proto::Task& t) {
-    auto it = applied_of.find(t.task_id());
+    auto it = applied_of.find(IdOf(t));
     return it == applied_of.end() ? 0 : std::max<int64_t>(it->second, 0);
   };
   const bool training_was_finished = TrainingFinished();
@@ -456,7 +458,7 @@ int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
     }
     records_done_ -= RecordsOf(t);
     t.set_minibatches_done(applied_to(t));
-    NoteUnfinished(t.task_id());
+    NoteUnfinished(IdOf(t));
     reopened.push_back(Entry{std::move(t), 0});
     it = finished_training_.erase(it);
   }

@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "common/ids.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "elasticdl/zoo/metric_state.h"
@@ -54,9 +55,6 @@ namespace elasticdl::master {
 
 // "training", "evaluation", "prediction" ("control" for the others).
 const char* TaskTypeName(proto::TaskType type);
-
-using WorkerId = int32_t;
-using TaskId = int64_t;
 
 struct TaskManagerOptions {
   proto::JobType job_type = proto::JOB_TRAINING;
@@ -240,7 +238,7 @@ class TaskManager {
   };
   struct Held {
     Entry entry;
-    WorkerId worker = 0;
+    WorkerId worker;
     // Restored from a ledger and not yet confirmed by a heartbeat.
     bool restored = false;
   };
@@ -250,6 +248,7 @@ class TaskManager {
   TaskManager(TaskManagerOptions options, std::vector<Range> training,
               std::vector<Range> validation, const std::vector<Range>& prediction, Empty);
 
+  static TaskId IdOf(const proto::Task& task) { return TaskId(task.task_id()); }
   TaskId Add(proto::TaskType type, const Range& range, int64_t model_version,
              std::deque<Entry>* queue);
   void DealNextEpoch();
@@ -277,7 +276,8 @@ class TaskManager {
   // and the prediction task ids.
   void ScalarsTo(proto::TaskLedger* ledger) const;
   // The journal's view of a queued task (holder -1, with its place) or a held one.
-  static proto::JournalTask ToJournal(const Entry& entry, WorkerId holder, bool training);
+  static proto::JournalTask ToJournal(const Entry& entry, std::optional<WorkerId> holder,
+                                      bool training);
   static proto::JournalTask ToJournal(const Held& held);
   // Evaluations from the `from`th on.
   void AddEvaluations(size_t from,
@@ -305,7 +305,7 @@ class TaskManager {
   const std::vector<Range> validation_;
   std::mt19937_64 rng_;
 
-  TaskId next_id_ = 0;
+  TaskId next_id_;
   std::deque<Entry> training_queue_;
   std::deque<Entry> other_queue_;  // evaluation and prediction
   std::map<TaskId, Held> held_;

@@ -7,6 +7,8 @@
 #include <random>
 #include <set>
 
+#include "testing/ids.h"
+
 namespace elasticdl::master {
 namespace {
 
@@ -33,11 +35,11 @@ TEST(TaskManagerTest, TrainsEveryRangeOncePerEpoch) {
   TaskManager tm(options, Ranges(5), {}, {});
   std::multiset<int64_t> starts;
   while (true) {
-    proto::Task t = tm.Next(1);
+    proto::Task t = tm.Next(WorkerId(1));
     if (t.type() == proto::TASK_NONE) break;
     ASSERT_EQ(t.type(), proto::TASK_TRAINING);
     starts.insert(t.start());
-    EXPECT_TRUE(tm.Report(1, Done(t)));
+    EXPECT_TRUE(tm.Report(WorkerId(1), Done(t)));
   }
   EXPECT_TRUE(tm.finished());
   EXPECT_EQ(starts.size(), 15u);
@@ -53,9 +55,9 @@ TEST(TaskManagerTest, ShufflesEpochsDifferently) {
   std::vector<int64_t> order[2];
   for (int e = 0; e < 2; ++e) {
     for (int i = 0; i < 20; ++i) {
-      proto::Task t = tm.Next(1);
+      proto::Task t = tm.Next(WorkerId(1));
       order[t.epoch()].push_back(t.start());
-      tm.Report(1, Done(t));
+      tm.Report(WorkerId(1), Done(t));
     }
   }
   EXPECT_NE(order[0], order[1]);
@@ -72,9 +74,9 @@ std::vector<std::vector<int64_t>> TwoWorkersTwoEpochs(uint64_t seed, int n, bool
   tm.set_parallelism(2);
   std::vector<std::vector<int64_t>> order(2);
   std::optional<proto::Task> held;
-  WorkerId holder = 0;
+  WorkerId holder;
   for (int i = 0; i < 2 * n; ++i) {
-    const WorkerId worker = 1 + i % 2;
+    const WorkerId worker(1 + i % 2);
     proto::Task t = tm.Next(worker);
     EXPECT_EQ(t.type(), proto::TASK_TRAINING);
     order[t.epoch()].push_back(t.start());
@@ -125,35 +127,35 @@ TEST(TaskManagerTest, OneWorkerKeepsThePlainShuffle) {
     std::vector<Range> expected = Ranges(6);
     std::shuffle(expected.begin(), expected.end(), rng);
     for (const Range& r : expected) {
-      proto::Task t = tm.Next(1);
+      proto::Task t = tm.Next(WorkerId(1));
       EXPECT_EQ(t.start(), r.start) << "epoch " << epoch;
-      ASSERT_TRUE(tm.Report(1, Done(t)));
+      ASSERT_TRUE(tm.Report(WorkerId(1), Done(t)));
     }
   }
 }
 
 TEST(TaskManagerTest, ReportsFromOtherWorkersAreIgnored) {
   TaskManager tm({}, Ranges(1), {}, {});
-  proto::Task t = tm.Next(1);
-  EXPECT_FALSE(tm.Report(2, Done(t)));
+  proto::Task t = tm.Next(WorkerId(1));
+  EXPECT_FALSE(tm.Report(WorkerId(2), Done(t)));
   proto::Task invented = t;
   invented.set_task_id(t.task_id() + 100);
-  EXPECT_FALSE(tm.Report(1, Done(invented)));
+  EXPECT_FALSE(tm.Report(WorkerId(1), Done(invented)));
   EXPECT_FALSE(tm.finished());
-  EXPECT_TRUE(tm.Report(1, Done(t)));
+  EXPECT_TRUE(tm.Report(WorkerId(1), Done(t)));
   EXPECT_TRUE(tm.finished());
 }
 
 TEST(TaskManagerTest, LostWorkersTasksGoBackFirst) {
   TaskManager tm({}, Ranges(3), {}, {});
-  proto::Task a = tm.Next(1);
-  proto::Task b = tm.Next(2);
-  EXPECT_EQ(tm.RecoverWorker(1), 1);
-  proto::Task again = tm.Next(2);
+  proto::Task a = tm.Next(WorkerId(1));
+  proto::Task b = tm.Next(WorkerId(2));
+  EXPECT_EQ(tm.RecoverWorker(WorkerId(1)), 1);
+  proto::Task again = tm.Next(WorkerId(2));
   EXPECT_EQ(again.task_id(), a.task_id());
   // The lost worker's late report no longer counts.
-  EXPECT_FALSE(tm.Report(1, Done(a)));
-  EXPECT_TRUE(tm.Report(2, Done(b)));
+  EXPECT_FALSE(tm.Report(WorkerId(1), Done(a)));
+  EXPECT_TRUE(tm.Report(WorkerId(2), Done(b)));
 }
 
 TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
@@ -161,10 +163,10 @@ TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
   options.max_task_retries = 2;
   TaskManager tm(options, Ranges(2), {}, {});
   for (int attempt = 0; attempt < 3; ++attempt) {
-    proto::Task t = tm.Next(1);
+    proto::Task t = tm.Next(WorkerId(1));
     proto::ReportTaskRequest r = Done(t);
     r.set_error("bad record 7");
-    tm.Report(1, r);
+    tm.Report(WorkerId(1), r);
     if (attempt < 2) {
       EXPECT_FALSE(tm.failure().has_value());
     }
@@ -174,7 +176,7 @@ TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
       << *tm.failure();
   EXPECT_NE(tm.failure()->find("f records ["), std::string::npos) << *tm.failure();
   EXPECT_TRUE(tm.finished());
-  EXPECT_EQ(tm.Next(1).type(), proto::TASK_NONE);
+  EXPECT_EQ(tm.Next(WorkerId(1)).type(), proto::TASK_NONE);
 }
 
 TEST(TaskManagerTest, EvaluatesEveryStepsAndAtTheEndWithMergedStates) {
@@ -184,7 +186,7 @@ TEST(TaskManagerTest, EvaluatesEveryStepsAndAtTheEndWithMergedStates) {
   int64_t version = 0;
   int evaluation_tasks = 0;
   while (true) {
-    proto::Task t = tm.Next(1);
+    proto::Task t = tm.Next(WorkerId(1));
     if (t.type() == proto::TASK_NONE) break;
     ASSERT_NE(t.type(), proto::TASK_WAIT);
     proto::ReportTaskRequest r = Done(t, t.type() == proto::TASK_TRAINING ? ++version : 0);
@@ -195,7 +197,7 @@ TEST(TaskManagerTest, EvaluatesEveryStepsAndAtTheEndWithMergedStates) {
       m->add_values(t.start() == 0 ? 9 : 6);  // correct
       m->add_values(10);                      // examples
     }
-    tm.Report(1, r);
+    tm.Report(WorkerId(1), r);
   }
   // Versions 2 and 4 (the end of training) each evaluate both ranges.
   ASSERT_EQ(tm.evaluations().size(), 2u);
@@ -207,10 +209,10 @@ TEST(TaskManagerTest, EvaluatesEveryStepsAndAtTheEndWithMergedStates) {
 
 TEST(TaskManagerTest, WaitsWhileOthersHoldTheLastTasks) {
   TaskManager tm({}, Ranges(1), {}, {});
-  proto::Task t = tm.Next(1);
-  EXPECT_EQ(tm.Next(2).type(), proto::TASK_WAIT);
-  tm.Report(1, Done(t));
-  EXPECT_EQ(tm.Next(2).type(), proto::TASK_NONE);
+  proto::Task t = tm.Next(WorkerId(1));
+  EXPECT_EQ(tm.Next(WorkerId(2)).type(), proto::TASK_WAIT);
+  tm.Report(WorkerId(1), Done(t));
+  EXPECT_EQ(tm.Next(WorkerId(2)).type(), proto::TASK_NONE);
 }
 
 TEST(TaskManagerTest, PredictionKeepsInputOrder) {
@@ -220,9 +222,9 @@ TEST(TaskManagerTest, PredictionKeepsInputOrder) {
   ASSERT_EQ(tm.prediction_tasks().size(), 3u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(tm.prediction_tasks()[i].first.start, i * 10);
   for (int i = 0; i < 3; ++i) {
-    proto::Task t = tm.Next(1);
+    proto::Task t = tm.Next(WorkerId(1));
     EXPECT_EQ(t.type(), proto::TASK_PREDICTION);
-    tm.Report(1, Done(t));
+    tm.Report(WorkerId(1), Done(t));
   }
   EXPECT_TRUE(tm.finished());
 }
@@ -245,7 +247,7 @@ TEST(TaskManagerTest, CountsMinibatches) {
   TaskManagerOptions options;
   options.minibatch_size = 4;
   TaskManager tm(options, Ranges(1), {}, {});
-  proto::Task t = tm.Next(1);
+  proto::Task t = tm.Next(WorkerId(1));
   EXPECT_EQ(tm.NumMinibatches(t), 3);  // 4 + 4 + 2
   t.set_end(t.start() + 12);
   EXPECT_EQ(tm.NumMinibatches(t), 3);
@@ -256,46 +258,46 @@ TEST(TaskManagerTest, CountsMinibatches) {
 
 TEST(TaskManagerTest, EveryHandOutIsANewAttemptAndStaleOnesAreRefused) {
   TaskManager tm(FourMinibatches(), Ranges(2, 40), {}, {});
-  proto::Task first = tm.Next(1);
+  proto::Task first = tm.Next(WorkerId(1));
   EXPECT_EQ(first.attempt(), 1);
   EXPECT_EQ(first.minibatches_done(), 0);
-  EXPECT_EQ(tm.HeldBy(1), std::vector<TaskId>{first.task_id()});
-  EXPECT_EQ(tm.RecoverWorker(1), 1);
-  EXPECT_TRUE(tm.HeldBy(1).empty());
+  EXPECT_EQ(tm.HeldBy(WorkerId(1)), std::vector<TaskId>{TaskId(first.task_id())});
+  EXPECT_EQ(tm.RecoverWorker(WorkerId(1)), 1);
+  EXPECT_TRUE(tm.HeldBy(WorkerId(1)).empty());
 
-  proto::Task second = tm.Next(1);  // the same worker, back again
+  proto::Task second = tm.Next(WorkerId(1));  // the same worker, back again
   EXPECT_EQ(second.task_id(), first.task_id());
   EXPECT_EQ(second.attempt(), 2);
-  EXPECT_EQ(tm.Holders(), std::vector<WorkerId>{1});
+  EXPECT_EQ(tm.Holders(), testing::WorkerIds({1}));
   // The first hand-out's report and heartbeat no longer count.
-  EXPECT_FALSE(tm.Report(1, Done(first)));
-  EXPECT_FALSE(tm.Progress(1, first.task_id(), first.attempt(), 3));
-  EXPECT_FALSE(tm.Progress(2, second.task_id(), second.attempt(), 3));
-  EXPECT_TRUE(tm.Progress(1, second.task_id(), second.attempt(), 3));
-  EXPECT_TRUE(tm.Report(1, Done(second)));
+  EXPECT_FALSE(tm.Report(WorkerId(1), Done(first)));
+  EXPECT_FALSE(tm.Progress(WorkerId(1), TaskId(first.task_id()), first.attempt(), 3));
+  EXPECT_FALSE(tm.Progress(WorkerId(2), TaskId(second.task_id()), second.attempt(), 3));
+  EXPECT_TRUE(tm.Progress(WorkerId(1), TaskId(second.task_id()), second.attempt(), 3));
+  EXPECT_TRUE(tm.Report(WorkerId(1), Done(second)));
   EXPECT_EQ(tm.records_done(), 40);
   // A report on a finished task is refused too.
-  EXPECT_FALSE(tm.Report(1, Done(second)));
+  EXPECT_FALSE(tm.Report(WorkerId(1), Done(second)));
   EXPECT_EQ(tm.records_done(), 40);
 }
 
 TEST(TaskManagerTest, LostWorkersTaskResumesAtItsLastHeartbeat) {
   TaskManager tm(FourMinibatches(), Ranges(2, 40), {}, {});
-  proto::Task t = tm.Next(1);
-  EXPECT_TRUE(tm.Progress(1, t.task_id(), 1, 2));
-  EXPECT_TRUE(tm.Progress(1, t.task_id(), 1, 1));   // late: never lowers
-  EXPECT_TRUE(tm.Progress(1, t.task_id(), 1, 99));  // capped at the task's 4
-  tm.RecoverWorker(1);
-  proto::Task again = tm.Next(2);
+  proto::Task t = tm.Next(WorkerId(1));
+  EXPECT_TRUE(tm.Progress(WorkerId(1), TaskId(t.task_id()), 1, 2));
+  EXPECT_TRUE(tm.Progress(WorkerId(1), TaskId(t.task_id()), 1, 1));   // late: never lowers
+  EXPECT_TRUE(tm.Progress(WorkerId(1), TaskId(t.task_id()), 1, 99));  // capped at the task's 4
+  tm.RecoverWorker(WorkerId(1));
+  proto::Task again = tm.Next(WorkerId(2));
   EXPECT_EQ(again.task_id(), t.task_id());
   EXPECT_EQ(again.minibatches_done(), 4);
   EXPECT_EQ(again.attempt(), 2);
 
   TaskManager tm2(FourMinibatches(), Ranges(2, 40), {}, {});
-  t = tm2.Next(1);
-  tm2.Progress(1, t.task_id(), 1, 3);
-  EXPECT_EQ(tm2.RecoverWorker(1), 1);
-  again = tm2.Next(2);
+  t = tm2.Next(WorkerId(1));
+  tm2.Progress(WorkerId(1), TaskId(t.task_id()), 1, 3);
+  EXPECT_EQ(tm2.RecoverWorker(WorkerId(1)), 1);
+  again = tm2.Next(WorkerId(2));
   EXPECT_EQ(again.task_id(), t.task_id());
   EXPECT_EQ(again.minibatches_done(), 3);
 }
@@ -304,33 +306,33 @@ TEST(TaskManagerTest, StoppedWorkersRestGoesFirstAndIsNoFailure) {
   TaskManagerOptions options = FourMinibatches();
   options.max_task_retries = 0;
   TaskManager tm(options, Ranges(3, 40), {}, {});
-  proto::Task t = tm.Next(1);
-  tm.Progress(1, t.task_id(), 1, 2);
-  EXPECT_TRUE(tm.Report(1, Stopped(t, 1)));  // the heartbeat knew more
+  proto::Task t = tm.Next(WorkerId(1));
+  tm.Progress(WorkerId(1), TaskId(t.task_id()), 1, 2);
+  EXPECT_TRUE(tm.Report(WorkerId(1), Stopped(t, 1)));  // the heartbeat knew more
   EXPECT_FALSE(tm.failure().has_value());
-  proto::Task rest = tm.Next(2);
+  proto::Task rest = tm.Next(WorkerId(2));
   EXPECT_EQ(rest.task_id(), t.task_id());
   EXPECT_EQ(rest.minibatches_done(), 2);
-  EXPECT_TRUE(tm.Report(2, Stopped(rest, 3)));
-  rest = tm.Next(3);
+  EXPECT_TRUE(tm.Report(WorkerId(2), Stopped(rest, 3)));
+  rest = tm.Next(WorkerId(3));
   EXPECT_EQ(rest.task_id(), t.task_id());
   EXPECT_EQ(rest.minibatches_done(), 3);
   EXPECT_EQ(tm.records_done(), 0);
   // Stopped after the last minibatch: finished.
-  EXPECT_TRUE(tm.Report(3, Stopped(rest, 4)));
+  EXPECT_TRUE(tm.Report(WorkerId(3), Stopped(rest, 4)));
   EXPECT_EQ(tm.records_done(), 40);
-  EXPECT_NE(tm.Next(3).task_id(), t.task_id());
+  EXPECT_NE(tm.Next(WorkerId(3)).task_id(), t.task_id());
   EXPECT_FALSE(tm.failure().has_value());
 }
 
 TEST(TaskManagerTest, FailedTaskKeepsItsProgress) {
   TaskManager tm(FourMinibatches(), Ranges(2, 40), {}, {});
-  proto::Task t = tm.Next(1);
+  proto::Task t = tm.Next(WorkerId(1));
   proto::ReportTaskRequest r = Stopped(t, 2);
   r.set_stopped(false);
   r.set_error("out of memory");
-  EXPECT_TRUE(tm.Report(1, r));
-  proto::Task again = tm.Next(1);
+  EXPECT_TRUE(tm.Report(WorkerId(1), r));
+  proto::Task again = tm.Next(WorkerId(1));
   EXPECT_EQ(again.task_id(), t.task_id());
   EXPECT_EQ(again.minibatches_done(), 2);
   EXPECT_FALSE(tm.failure().has_value());
@@ -338,13 +340,13 @@ TEST(TaskManagerTest, FailedTaskKeepsItsProgress) {
 
 TEST(TaskManagerTest, RestoredPsReopensFinishedTasksAndRevokesHeldOnes) {
   TaskManager tm(FourMinibatches(), Ranges(4, 40), {}, {});
-  proto::Task a = tm.Next(1);
-  proto::Task b = tm.Next(1);
-  ASSERT_TRUE(tm.Report(1, Done(a)));
-  ASSERT_TRUE(tm.Report(1, Done(b)));
-  proto::Task c = tm.Next(2);
-  proto::Task d = tm.Next(3);
-  tm.Progress(2, c.task_id(), 1, 3);
+  proto::Task a = tm.Next(WorkerId(1));
+  proto::Task b = tm.Next(WorkerId(1));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(a)));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(b)));
+  proto::Task c = tm.Next(WorkerId(2));
+  proto::Task d = tm.Next(WorkerId(3));
+  tm.Progress(WorkerId(2), TaskId(c.task_id()), 1, 3);
   EXPECT_EQ(tm.records_done(), 80);
 
   // The server has all of b, a's first minibatch, c's first two; nothing of d.
@@ -357,25 +359,25 @@ TEST(TaskManagerTest, RestoredPsReopensFinishedTasksAndRevokesHeldOnes) {
   applied[2].set_minibatches(2);
   EXPECT_EQ(tm.PsRestored(applied), 3);  // a reopened, c and d revoked
   EXPECT_EQ(tm.records_done(), 40);
-  EXPECT_FALSE(tm.Report(2, Done(c)));
-  EXPECT_FALSE(tm.Progress(3, d.task_id(), 1, 1));
-  EXPECT_TRUE(tm.HeldBy(2).empty());
+  EXPECT_FALSE(tm.Report(WorkerId(2), Done(c)));
+  EXPECT_FALSE(tm.Progress(WorkerId(3), TaskId(d.task_id()), 1, 1));
+  EXPECT_TRUE(tm.HeldBy(WorkerId(2)).empty());
 
   // Oldest first, each from what the server has.
-  std::vector<std::pair<TaskId, int64_t>> order;
+  std::vector<std::pair<int64_t, int64_t>> order;
   for (int i = 0; i < 3; ++i) {
-    proto::Task t = tm.Next(4);
+    proto::Task t = tm.Next(WorkerId(4));
     order.emplace_back(t.task_id(), t.minibatches_done());
-    EXPECT_TRUE(tm.Report(4, Done(t)));
+    EXPECT_TRUE(tm.Report(WorkerId(4), Done(t)));
   }
-  EXPECT_EQ(order, (std::vector<std::pair<TaskId, int64_t>>{
+  EXPECT_EQ(order, (std::vector<std::pair<int64_t, int64_t>>{
                        {a.task_id(), 1}, {c.task_id(), 2}, {d.task_id(), 0}}));
   EXPECT_EQ(tm.records_done(), 160);
   EXPECT_TRUE(tm.finished());
-  EXPECT_EQ(tm.Next(4).type(), proto::TASK_NONE);
+  EXPECT_EQ(tm.Next(WorkerId(4)).type(), proto::TASK_NONE);
 
   // A server that has everything changes nothing.
-  for (const TaskId id : {a.task_id(), b.task_id(), c.task_id(), d.task_id()}) {
+  for (const int64_t id : {a.task_id(), b.task_id(), c.task_id(), d.task_id()}) {
     applied.emplace_back().set_task_id(id);
     applied.back().set_minibatches(4);
   }
@@ -385,24 +387,24 @@ TEST(TaskManagerTest, RestoredPsReopensFinishedTasksAndRevokesHeldOnes) {
 
 TEST(TaskManagerTest, RestoredPsAfterTrainingReopensItBeforeTheFinalEvaluation) {
   TaskManager tm(FourMinibatches(), Ranges(1, 40), Ranges(1, 40), {});
-  proto::Task t = tm.Next(1);
-  ASSERT_TRUE(tm.Report(1, Done(t, 1)));
-  proto::Task eval = tm.Next(1);
+  proto::Task t = tm.Next(WorkerId(1));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(t, 1)));
+  proto::Task eval = tm.Next(WorkerId(1));
   ASSERT_EQ(eval.type(), proto::TASK_EVALUATION);
   EXPECT_TRUE(tm.training_finished());
   EXPECT_EQ(tm.PsRestored({}), 1);
   EXPECT_FALSE(tm.training_finished());
   // The evaluation in progress is not touched.
-  EXPECT_TRUE(tm.Report(1, Done(eval)));
+  EXPECT_TRUE(tm.Report(WorkerId(1), Done(eval)));
   ASSERT_EQ(tm.evaluations().size(), 1u);
-  proto::Task redo = tm.Next(1);
+  proto::Task redo = tm.Next(WorkerId(1));
   EXPECT_EQ(redo.task_id(), t.task_id());
-  ASSERT_TRUE(tm.Report(1, Done(redo, 2)));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(redo, 2)));
   // Training ended again: a final evaluation of the new model.
-  proto::Task final_eval = tm.Next(1);
+  proto::Task final_eval = tm.Next(WorkerId(1));
   EXPECT_EQ(final_eval.type(), proto::TASK_EVALUATION);
   EXPECT_EQ(final_eval.model_version(), 2);
-  ASSERT_TRUE(tm.Report(1, Done(final_eval)));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(final_eval)));
   EXPECT_TRUE(tm.finished());
   EXPECT_EQ(tm.records_done(), 40);
 }
@@ -422,16 +424,17 @@ TEST(TaskManagerTest, EvaluationCountsEachTaskOnceDespiteLostAndStoppedWorkers) 
   options.model_version = 7;
   std::vector<Range> validation = {{"v", 0, 10}, {"v", 10, 30}, {"v", 30, 70}};
   TaskManager tm(options, {}, validation, {});
-  proto::Task lost = tm.Next(1);
-  proto::Task stopped = tm.Next(2);
-  EXPECT_EQ(tm.RecoverWorker(1), 1);
-  EXPECT_TRUE(tm.Report(2, Stopped(stopped, 3)));
+  proto::Task lost = tm.Next(WorkerId(1));
+  proto::Task stopped = tm.Next(WorkerId(2));
+  EXPECT_EQ(tm.RecoverWorker(WorkerId(1)), 1);
+  EXPECT_TRUE(tm.Report(WorkerId(2), Stopped(stopped, 3)));
   // The lost worker's late report does not count.
-  EXPECT_FALSE(tm.Report(1, EvaluationDone(lost)));
+  EXPECT_FALSE(tm.Report(WorkerId(1), EvaluationDone(lost)));
   int reports = 0;
-  for (proto::Task t = tm.Next(3); t.type() == proto::TASK_EVALUATION; t = tm.Next(3)) {
+  for (proto::Task t = tm.Next(WorkerId(3)); t.type() == proto::TASK_EVALUATION;
+       t = tm.Next(WorkerId(3))) {
     EXPECT_EQ(t.minibatches_done(), 0);  // redone whole
-    EXPECT_TRUE(tm.Report(3, EvaluationDone(t)));
+    EXPECT_TRUE(tm.Report(WorkerId(3), EvaluationDone(t)));
     ++reports;
   }
   EXPECT_EQ(reports, 3);

@@ -28,11 +28,11 @@ constexpr int kNumEpochs = 3;
 constexpr int kLiveWorkers = 3;
 
 struct SimPs {
-  std::map<TaskId, int64_t> applied;
-  std::map<TaskId, int64_t> checkpoint;
+  std::map<int64_t, int64_t> applied;
+  std::map<int64_t, int64_t> checkpoint;
 
   enum Result { kApplied, kDuplicate, kOutOfOrder };
-  Result Push(TaskId task, int64_t minibatch) {
+  Result Push(int64_t task, int64_t minibatch) {
     int64_t& a = applied[task];
     if (minibatch < a) return kDuplicate;
     if (minibatch > a) return kOutOfOrder;
@@ -42,7 +42,7 @@ struct SimPs {
 };
 
 struct SimWorker {
-  WorkerId id = 0;
+  int32_t id = 0;  // ids as the wire carries them
   // Taken as lost by the master; a zombie goes on until its task ends.
   bool lost = false;
   std::optional<proto::Task> task;
@@ -174,8 +174,8 @@ class Simulation {
         return;
       }
       // Idle: heartbeat, then ask for work.
-      EXPECT_FALSE(tm_->ReconcileWorker(w.id, -1, 0));
-      proto::Task t = tm_->Next(w.id);
+      EXPECT_FALSE(tm_->ReconcileWorker(WorkerId(w.id), TaskId(-1), 0));
+      proto::Task t = tm_->Next(WorkerId(w.id));
       if (t.type() != proto::TASK_TRAINING && t.type() != proto::TASK_EVALUATION) return;
       if (Chance(0.02)) {  // the reply is lost, perhaps with the master
         if (Chance(0.5)) RestartMaster();
@@ -189,10 +189,10 @@ class Simulation {
     int r = static_cast<int>(Pick(100));
     if (r < 3) {  // preempted: report what is done and leave
       Report(w, Request(w, /*stopped=*/true));
-      tm_->RecoverWorker(w.id);  // its exit is noticed
+      tm_->RecoverWorker(WorkerId(w.id));  // its exit is noticed
       Leave(index, false);
     } else if (r < 6) {  // lost, perhaps still running
-      tm_->RecoverWorker(w.id);
+      tm_->RecoverWorker(WorkerId(w.id));
       Leave(index, Chance(0.5));
     } else if (r < 8) {
       proto::ReportTaskRequest req = Request(w, false);
@@ -220,16 +220,16 @@ class Simulation {
   }
 
   struct Heartbeat {
-    WorkerId worker;
-    TaskId task;
+    int32_t worker;
+    int64_t task;
     int32_t attempt;
     int64_t minibatches_done;
   };
 
   // Whether the worker holds the task at that attempt.
   bool Deliver(const Heartbeat& b) {
-    bool held = tm_->Progress(b.worker, b.task, b.attempt, b.minibatches_done);
-    return tm_->ReconcileWorker(b.worker, b.task, b.attempt) && held;
+    bool held = tm_->Progress(WorkerId(b.worker), TaskId(b.task), b.attempt, b.minibatches_done);
+    return tm_->ReconcileWorker(WorkerId(b.worker), TaskId(b.task), b.attempt) && held;
   }
 
   void Push(SimWorker& w) {
@@ -266,7 +266,7 @@ class Simulation {
   }
 
   void Report(SimWorker& w, const proto::ReportTaskRequest& r) {
-    bool accepted = tm_->Report(w.id, r);
+    bool accepted = tm_->Report(WorkerId(w.id), r);
     if (w.lost) {
       EXPECT_FALSE(accepted) << "a lost worker's report counted";
     }
@@ -282,7 +282,7 @@ class Simulation {
 
     // Each range once per epoch, every minibatch applied by every server.
     std::map<std::tuple<int64_t, std::string, int64_t>, int> covered;
-    std::set<TaskId> finished;
+    std::set<int64_t> finished;
     int64_t minibatches = 0;
     for (const proto::Task& t : ledger.finished_training()) {
       ++covered[{t.epoch(), t.file(), t.start()}];
@@ -321,7 +321,7 @@ class Simulation {
   SimPs ps_[kNumPs];
   std::vector<SimWorker> workers_;
   std::vector<Heartbeat> late_;
-  WorkerId next_worker_ = 0;
+  int32_t next_worker_ = 0;
   int64_t model_version_ = 0;
   int restores_ = 0;
   int restarts_ = 0;

@@ -2,7 +2,7 @@
 
 namespace elasticdl::master {
 
-void TrainingGroup::Set(int worker, bool member) {
+void TrainingGroup::Set(WorkerId worker, bool member) {
   const bool changed = member ? members_.insert(worker).second : members_.erase(worker) > 0;
   if (changed) ++generation_;
 }

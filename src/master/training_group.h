@@ -18,6 +18,8 @@
 #include <set>
 #include <vector>
 
+#include "common/ids.h"
+
 namespace elasticdl::master {
 
 class TrainingGroup {
@@ -26,17 +28,17 @@ class TrainingGroup {
   // any generation its predecessors published.
   explicit TrainingGroup(int64_t base = 0) : generation_(base) {}
 
-  void Join(int worker) { Set(worker, true); }
-  void Leave(int worker) { Set(worker, false); }
+  void Join(WorkerId worker) { Set(worker, true); }
+  void Leave(WorkerId worker) { Set(worker, false); }
   // Makes `worker` a member or not; a new generation only if that changes.
-  void Set(int worker, bool member);
+  void Set(WorkerId worker, bool member);
 
   int64_t generation() const { return generation_; }
-  std::vector<int32_t> members() const { return {members_.begin(), members_.end()}; }
+  std::vector<WorkerId> members() const { return {members_.begin(), members_.end()}; }
 
  private:
   int64_t generation_;
-  std::set<int32_t> members_;
+  std::set<WorkerId> members_;
 };
 
 }  // namespace elasticdl::master

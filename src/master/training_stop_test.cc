@@ -63,16 +63,16 @@ TEST(TrainingStopTest, MaxStepsStopsHandingOutTrainingAndCountsOnlyWhatWasTraine
   TaskManagerOptions options = Options();
   options.max_steps = 10;
   TaskManager tm(options, Training(), {}, {});
-  proto::Task a = tm.Next(1);
-  proto::Task b = tm.Next(2);
-  ASSERT_TRUE(tm.Report(1, Done(a, 4)));
-  proto::Task c = tm.Next(1);
-  ASSERT_TRUE(tm.Report(1, Done(c, 8)));
+  proto::Task a = tm.Next(WorkerId(1));
+  proto::Task b = tm.Next(WorkerId(2));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(a, 4)));
+  proto::Task c = tm.Next(WorkerId(1));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(c, 8)));
   EXPECT_TRUE(tm.stop_reason().empty());
   // The servers refused b's third minibatch: the model is at max_steps.
-  ASSERT_TRUE(tm.Report(2, Stopped(b, 10, 2)));
+  ASSERT_TRUE(tm.Report(WorkerId(2), Stopped(b, 10, 2)));
   EXPECT_EQ(tm.stop_reason(), "max_steps: the model reached version 10");
-  EXPECT_EQ(tm.Next(1).type(), proto::TASK_NONE);
+  EXPECT_EQ(tm.Next(WorkerId(1)).type(), proto::TASK_NONE);
   EXPECT_TRUE(tm.training_finished());
   EXPECT_TRUE(tm.finished());
   // Two whole tasks and two minibatches of the third, not the 480 records
@@ -85,14 +85,14 @@ TEST(TrainingStopTest, HeldTasksStillReportAfterTheStop) {
   TaskManagerOptions options = Options();
   options.max_steps = 5;
   TaskManager tm(options, Training(), {}, {});
-  proto::Task a = tm.Next(1);
-  proto::Task b = tm.Next(2);
-  ASSERT_TRUE(tm.Report(1, Stopped(a, 5, 1)));
+  proto::Task a = tm.Next(WorkerId(1));
+  proto::Task b = tm.Next(WorkerId(2));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Stopped(a, 5, 1)));
   EXPECT_FALSE(tm.stop_reason().empty());
   // b is still held: training has not finished, and nothing else is dealt.
   EXPECT_FALSE(tm.training_finished());
-  EXPECT_EQ(tm.Next(1).type(), proto::TASK_WAIT);
-  ASSERT_TRUE(tm.Report(2, Stopped(b, 5, 3)));
+  EXPECT_EQ(tm.Next(WorkerId(1)).type(), proto::TASK_WAIT);
+  ASSERT_TRUE(tm.Report(WorkerId(2), Stopped(b, 5, 3)));
   EXPECT_TRUE(tm.finished());
   EXPECT_EQ(tm.records_done(), 40);
 }
@@ -101,30 +101,30 @@ TEST(TrainingStopTest, StopSurvivesTheLedger) {
   TaskManagerOptions options = Options();
   options.max_steps = 6;
   TaskManager tm(options, Training(), {}, {});
-  proto::Task a = tm.Next(1);
-  ASSERT_TRUE(tm.Report(1, Done(a, 4)));
-  proto::Task b = tm.Next(1);
-  ASSERT_TRUE(tm.Report(1, Stopped(b, 6, 2)));
+  proto::Task a = tm.Next(WorkerId(1));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(a, 4)));
+  proto::Task b = tm.Next(WorkerId(1));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Stopped(b, 6, 2)));
   ASSERT_FALSE(tm.stop_reason().empty());
   StatusOr<TaskManager> restored = Restore(tm, options);
   ASSERT_TRUE(restored.ok()) << restored.status();
   EXPECT_EQ(restored->stop_reason(), tm.stop_reason());
   EXPECT_EQ(restored->records_done(), 60);
-  EXPECT_EQ(restored->Next(1).type(), proto::TASK_NONE);
+  EXPECT_EQ(restored->Next(WorkerId(1)).type(), proto::TASK_NONE);
 }
 
 TEST(TrainingStopTest, RestoredBeforeTheStopStillStopsAtMaxSteps) {
   TaskManagerOptions options = Options();
   options.max_steps = 6;
   TaskManager tm(options, Training(), {}, {});
-  proto::Task a = tm.Next(1);
-  ASSERT_TRUE(tm.Report(1, Done(a, 4)));
+  proto::Task a = tm.Next(WorkerId(1));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(a, 4)));
   StatusOr<TaskManager> restored = Restore(tm, options);
   ASSERT_TRUE(restored.ok()) << restored.status();
-  proto::Task b = restored->Next(1);
+  proto::Task b = restored->Next(WorkerId(1));
   ASSERT_EQ(b.type(), proto::TASK_TRAINING);
-  ASSERT_TRUE(restored->Report(1, Stopped(b, 6, 2)));
-  EXPECT_EQ(restored->Next(1).type(), proto::TASK_NONE);
+  ASSERT_TRUE(restored->Report(WorkerId(1), Stopped(b, 6, 2)));
+  EXPECT_EQ(restored->Next(WorkerId(1)).type(), proto::TASK_NONE);
   EXPECT_EQ(restored->records_done(), 60);
 }
 
@@ -149,12 +149,12 @@ TEST(TrainingStopTest, EarlyStoppingStopsTrainingAndSurvivesTheLedger) {
       ASSERT_TRUE(restored.ok()) << restored.status();
       tm.emplace(std::move(*restored));
     }
-    proto::Task t = tm->Next(1);
+    proto::Task t = tm->Next(WorkerId(1));
     ASSERT_NE(t.type(), proto::TASK_WAIT);
     if (t.type() == proto::TASK_EVALUATION) {
-      ASSERT_TRUE(tm->Report(1, Evaluated(t, accuracy[std::min(evaluations++, 4)])));
+      ASSERT_TRUE(tm->Report(WorkerId(1), Evaluated(t, accuracy[std::min(evaluations++, 4)])));
     } else {
-      ASSERT_TRUE(tm->Report(1, Done(t, ++version)));
+      ASSERT_TRUE(tm->Report(WorkerId(1), Done(t, ++version)));
     }
   }
   ASSERT_TRUE(tm->finished());
@@ -172,7 +172,7 @@ TEST(TrainingStopTest, TheFirstReasonWins) {
   options.max_steps = 3;
   TaskManager tm(options, Training(), {}, {});
   tm.StopTraining("asked to");
-  proto::Task t = tm.Next(1);
+  proto::Task t = tm.Next(WorkerId(1));
   EXPECT_EQ(t.type(), proto::TASK_NONE);
   EXPECT_EQ(tm.stop_reason(), "asked to");
 }

@@ -10,7 +10,7 @@
 
 #include "ps/checkpoint.h"
 #include "ps/parameter_store.h"
-#include "rpc/placement.h"
+#include "ps/placement.h"
 #include "rpc/tensor_codec.h"
 
 namespace elasticdl::ps {
@@ -49,7 +49,7 @@ ParameterStoreOptions Options(int ps_id = 0, int num_ps = 1) {
 std::unique_ptr<ParameterStore> Initialized(ParameterStoreOptions options) {
   // The dense parameters of this shard, as a worker initializes it.
   proto::ModelValues model = Model();
-  if (rpc::ShardOf("w", options.num_ps) != options.ps_id) model.clear_parameters();
+  if (ps::ShardOf("w", options.num_ps) != options.ps_id) model.clear_parameters();
   auto store = std::make_unique<ParameterStore>(std::move(options));
   bool accepted = false;
   int64_t version = 0;
@@ -142,7 +142,7 @@ TEST(EmbeddingStoreTest, RefusesBadRowsAndChangesNothing) {
   // A row of another shard.
   auto sharded = Initialized(Options(0, 2));
   int64_t foreign = 0;
-  while (rpc::RowShardOf(foreign, 2) == 0) ++foreign;
+  while (ps::RowShardOf(foreign, 2) == 0) ++foreign;
   auto pulled = PullRows(*sharded, "users", {foreign});
   EXPECT_EQ(pulled.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(pulled.status().message().find("is held by parameter server 1, not 0"),
@@ -190,7 +190,7 @@ void Train(std::vector<std::unique_ptr<ParameterStore>>& stores, int64_t task, i
     std::vector<int64_t> mine;
     std::vector<int64_t> rows;
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (rpc::RowShardOf(ids[i], n) == shard) {
+      if (ps::RowShardOf(ids[i], n) == shard) {
         mine.push_back(ids[i]);
         rows.push_back(static_cast<int64_t>(i));
       }
@@ -211,7 +211,7 @@ torch::Tensor ReadAll(std::vector<std::unique_ptr<ParameterStore>>& stores,
                       const std::string& table, const std::vector<int64_t>& ids, int64_t dim) {
   std::vector<torch::Tensor> rows;
   for (int64_t id : ids) {
-    auto& store = stores[rpc::RowShardOf(id, static_cast<int>(stores.size()))];
+    auto& store = stores[ps::RowShardOf(id, static_cast<int>(stores.size()))];
     rows.push_back(*PullRows(*store, table, {id}, dim));
   }
   return torch::cat(rows);

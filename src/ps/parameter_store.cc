@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/strings.h"
-#include "rpc/placement.h"
+#include "ps/placement.h"
 #include "rpc/tensor_codec.h"
 
 namespace elasticdl::ps {
@@ -278,10 +278,10 @@ Status ParameterStore::CheckRows(const proto::EmbeddingRows& rows, const TableSh
       return absl::InvalidArgumentError(
           StrCat("embedding table '", rows.table(), "': id ", id, " twice in one request"));
     }
-    if (options_.num_ps > 1 && rpc::RowShardOf(id, options_.num_ps) != options_.ps_id) {
+    if (options_.num_ps > 1 && ps::RowShardOf(id, options_.num_ps) != options_.ps_id) {
       return absl::InvalidArgumentError(
           StrCat("embedding table '", rows.table(), "': row ", id, " is held by parameter server ",
-                 rpc::RowShardOf(id, options_.num_ps), ", not ", options_.ps_id));
+                 ps::RowShardOf(id, options_.num_ps), ", not ", options_.ps_id));
     }
   }
   if (!values) return absl::OkStatus();
@@ -708,14 +708,14 @@ Status ParameterStore::InitFromCheckpoints(const std::vector<proto::ShardCheckpo
     }
     for (const auto& p : shard.parameters()) {
       const std::string& name = p.value().name();
-      if (rpc::ShardOf(name, options_.num_ps) != options_.ps_id) continue;
+      if (ps::ShardOf(name, options_.num_ps) != options_.ps_id) continue;
       if (!parameters.emplace(name, &p).second) {
         return absl::InvalidArgumentError(
             StrCat("parameter '", name, "' appears in two checkpoint files"));
       }
     }
     for (const auto& b : shard.buffers()) {
-      if (rpc::ShardOf(b.name(), options_.num_ps) != options_.ps_id) continue;
+      if (ps::ShardOf(b.name(), options_.num_ps) != options_.ps_id) continue;
       EDL_ASSIGN_OR_RETURN(torch::Tensor t, rpc::DecodeTensor(b));
       if (!buffers.emplace(b.name(), std::move(t)).second) {
         return absl::InvalidArgumentError(
@@ -757,7 +757,7 @@ StatusOr<ParameterStore::Tables> ParameterStore::LoadTables(
   }
   const int num_ps = options_.num_ps;
   const int ps_id = options_.ps_id;
-  auto mine = [num_ps, ps_id](int64_t id) { return rpc::RowShardOf(id, num_ps) == ps_id; };
+  auto mine = [num_ps, ps_id](int64_t id) { return ps::RowShardOf(id, num_ps) == ps_id; };
   for (const proto::ShardCheckpoint* shard : shards) {
     for (const proto::EmbeddingRowBlock& block : shard->embedding_blocks()) {
       auto it = tables.find(block.rows().table());

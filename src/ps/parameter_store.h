@@ -33,7 +33,7 @@
 // another instance is refused (accepted=false: pull and compute again).
 //
 // Embedding tables (ModelValues.embedding_tables, see embedding_table.h):
-// the rows of this shard (rpc::RowShardOf) are read by PullRows and trained
+// the rows of this shard (ps::RowShardOf) are read by PullRows and trained
 // by a push's sparse gradients, under the same version, tags, staleness
 // rules and sync-mode steps as the dense parameters: a sync step sums the
 // rows of its pushes in tag order and scales them as it does the dense
@@ -194,7 +194,7 @@ class ParameterStore {
 
   // A new job's model from a checkpoint written with any number of shards:
   // `shards` are all the files of one version; this store takes the
-  // parameters and buffers it owns (rpc::ShardOf for options.num_ps), with
+  // parameters and buffers it owns (ps::ShardOf for options.num_ps), with
   // their optimizer state when the checkpoint's optimizer is of the same
   // kind as ours (otherwise the optimizer starts fresh), and the version.
   // Applied minibatches start empty (they belong to the other job).

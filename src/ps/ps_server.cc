@@ -10,12 +10,12 @@
 #include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "job/job_spec.h"
 #include "ps/checkpoint.h"
 #include "ps/checkpoint_writer.h"
 #include "ps/parameter_store.h"
 #include "ps/ps_service.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 #include "zoo/lr_schedule_config.h"
 
@@ -193,7 +193,7 @@ std::string CheckpointDirOf(const proto::PsSpec& spec, const std::string& job_di
 }
 
 Status RunPsServer(const PsServerOptions& options) {
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec job, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec job, ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
   // A parameter server's part of the job: its settings and the optimizer.
   const proto::PsSpec& spec = job.ps();

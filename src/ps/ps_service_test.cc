@@ -12,11 +12,11 @@
 #include <mutex>
 #include <thread>
 
+#include "job/job_spec.h"
 #include "ps/checkpoint.h"
 #include "ps/ps_server.h"
 #include "ps/shard_state.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_spec.h"
 #include "rpc/job_token.h"
 #include "rpc/tensor_codec.h"
 
@@ -180,7 +180,7 @@ class PsServerTest : public testing::Test {
     master_.token = *token;
     spec_.mutable_ps()->set_num_ps(2);
     spec_.mutable_model()->mutable_optimizer_config()->mutable_sgd()->set_lr(0.1);
-    ASSERT_TRUE(rpc::WriteJobSpec(spec_, job_dir_).ok());
+    ASSERT_TRUE(WriteJobSpec(spec_, job_dir_).ok());
     StartMaster(0);
   }
   void TearDown() override {
@@ -291,7 +291,7 @@ TEST_F(PsServerTest, ExitsWhenTheMasterStaysAway) {
 
 TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {
   spec_.mutable_ps()->set_checkpoint_steps(2);
-  ASSERT_TRUE(rpc::WriteJobSpec(spec_, job_dir_).ok());
+  ASSERT_TRUE(WriteJobSpec(spec_, job_dir_).ok());
   auto done = std::async(std::launch::async, [o = Options()] { return RunPsServer(o); });
   std::string ps_address;
   for (int i = 0; i < 100 && ps_address.empty(); ++i) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "ps/parameter_store.h"
+#include "ps/placement.h"
 #include "ps/shard_state.h"
-#include "rpc/placement.h"
 #include "rpc/tensor_codec.h"
 
 namespace elasticdl::ps {
@@ -40,7 +40,7 @@ Model SmallModel() {
 }
 
 bool Owns(const std::string& name, int ps_id, int num_ps) {
-  return rpc::ShardOf(name, num_ps) == ps_id;
+  return ps::ShardOf(name, num_ps) == ps_id;
 }
 
 proto::ModelValues ValuesFor(const Model& m, int ps_id, int num_ps) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/ids.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 
@@ -47,8 +48,8 @@ class ParameterServers {
                         std::vector<proto::ExportResponse>* responses) = 0;
   // Sync mode: the workers every shard's steps wait for.
   virtual Status SetGroup(const proto::SetGroupRequest& request) = 0;
-  // What shard `shard` holds and how its checkpoints go.
-  virtual Status Stats(int shard, proto::PsStatsResponse* response) = 0;
+  // What server `shard` holds and how its checkpoints go.
+  virtual Status Stats(PsId shard, proto::PsStatsResponse* response) = 0;
 };
 
 // Connects to the servers at `addresses` (by shard); each call gives up

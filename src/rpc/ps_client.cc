@@ -119,12 +119,12 @@ Status PsClient::Push(const std::vector<proto::PushRequest>& requests,
   return CallAll("push", &proto::ParameterServer::Stub::Push, requests, responses, shards);
 }
 
-Status PsClient::Stats(int shard, proto::PsStatsResponse* response) {
+Status PsClient::Stats(PsId shard, proto::PsStatsResponse* response) {
   std::vector<proto::PsStatsRequest> requests(stubs_.size());
   std::vector<proto::PsStatsResponse> responses;
-  EDL_RETURN_IF_ERROR(
-      CallAll("stats", &proto::ParameterServer::Stub::Stats, requests, &responses, {shard}));
-  *response = std::move(responses[static_cast<size_t>(shard)]);
+  EDL_RETURN_IF_ERROR(CallAll("stats", &proto::ParameterServer::Stub::Stats, requests, &responses,
+                              {shard.value()}));
+  *response = std::move(responses[static_cast<size_t>(shard.value())]);
   return absl::OkStatus();
 }
 

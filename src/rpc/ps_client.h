@@ -35,7 +35,7 @@ class PsClient final : public ParameterServers {
   Status Export(const std::string& dir, int64_t version,
                 std::vector<proto::ExportResponse>* responses) override;
   Status SetGroup(const proto::SetGroupRequest& request) override;
-  Status Stats(int shard, proto::PsStatsResponse* response) override;
+  Status Stats(PsId shard, proto::PsStatsResponse* response) override;
 
  private:
   template <typename Request, typename Response, typename Method>

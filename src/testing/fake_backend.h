@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster/cluster_backend.h"
+#include "testing/ids.h"
 
 namespace elasticdl::testing {
 
@@ -24,26 +25,26 @@ class FakeBackend : public cluster::ClusterBackend {
   StatusOr<cluster::ProcessHandle> StartMaster() override {
     return absl::FailedPreconditionError("the master is not started by a master");
   }
-  StatusOr<cluster::ProcessHandle> StartPs(int ps_id, const cluster::PsLaunch& launch) override {
+  StatusOr<cluster::ProcessHandle> StartPs(PsId ps, const cluster::PsLaunch& launch) override {
     std::lock_guard<std::mutex> lock(mu);
-    ps_started.push_back({ps_id, launch.restore});
+    ps_started.push_back({ps, launch.restore});
     return Handle();
   }
-  StatusOr<cluster::ProcessHandle> StartWorker(int worker_id) override {
+  StatusOr<cluster::ProcessHandle> StartWorker(WorkerId worker) override {
     std::lock_guard<std::mutex> lock(mu);
     if (refuse_workers) return absl::UnavailableError("no capacity");
-    workers_started.push_back(worker_id);
+    workers_started.push_back(worker);
     return Handle();
   }
-  Status Adopt(cluster::Role role, int id, const cluster::ProcessHandle& handle) override {
+  Status Adopt(const cluster::ProcessName& process, const cluster::ProcessHandle& handle) override {
     std::lock_guard<std::mutex> lock(mu);
     if (gone.count(handle.backend_id) != 0) return absl::NotFoundError("gone");
-    adopted.push_back({role == cluster::Role::kPs ? "ps" : "worker", id});
+    adopted.push_back(process.label());
     return absl::OkStatus();
   }
-  Status Signal(cluster::Role, int id, int signal) override {
+  Status Signal(const cluster::ProcessName& process, int signal) override {
     std::lock_guard<std::mutex> lock(mu);
-    signals.push_back({id, signal});
+    signals.push_back({process.label(), signal});
     return absl::OkStatus();
   }
   void StopAll(std::chrono::milliseconds) override {
@@ -52,15 +53,17 @@ class FakeBackend : public cluster::ClusterBackend {
   }
 
   // Reports that a process ended, as a real backend's watcher would.
-  void Exit(cluster::Role role, int id, bool ok, const std::string& description) {
-    on_exit_(cluster::ProcessExit{role, id, ok, description});
+  void Exit(const cluster::ProcessName& process, bool ok, const std::string& description) {
+    on_exit_(cluster::ProcessExit{process, ok, description});
   }
 
   std::mutex mu;
-  std::vector<std::pair<int, bool>> ps_started;
-  std::vector<int> workers_started;
-  std::vector<std::pair<std::string, int>> adopted;
-  std::vector<std::pair<int, int>> signals;
+  // (server, whether it restores a checkpoint), in the order asked.
+  std::vector<std::pair<PsId, bool>> ps_started;
+  std::vector<WorkerId> workers_started;
+  // Labels ("ps-0", "worker-3").
+  std::vector<std::string> adopted;
+  std::vector<std::pair<std::string, int>> signals;
   std::set<std::string> gone;
   bool refuse_workers = false;
   int stops = 0;

@@ -42,7 +42,7 @@ class TimedParameterServers final : public rpc::ParameterServers {
   Status SetGroup(const proto::SetGroupRequest& request) override {
     return servers_->SetGroup(request);
   }
-  Status Stats(int shard, proto::PsStatsResponse* response) override {
+  Status Stats(PsId shard, proto::PsStatsResponse* response) override {
     return servers_->Stats(shard, response);
   }
 

@@ -9,8 +9,8 @@
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "job/job_spec.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_spec.h"
 
 namespace elasticdl::worker {
 namespace {
@@ -82,7 +82,7 @@ StatusOr<JoinedJob> JoinJob(const JoinOptions& options) {
   JoinedJob joined;
   joined.worker_id = response.worker_id();
   joined.job_dir = response.job_dir();
-  StatusOr<proto::JobSpec> spec = rpc::ReadJobSpec(joined.job_dir);
+  StatusOr<proto::JobSpec> spec = ReadJobSpec(joined.job_dir);
   if (!spec.ok()) {
     return absl::FailedPreconditionError(
         StrCat("the job directory ", joined.job_dir, " of the master at ", options.master_address,

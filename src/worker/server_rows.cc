@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "common/strings.h"
-#include "rpc/placement.h"
+#include "ps/placement.h"
 
 namespace elasticdl::worker {
 
@@ -41,7 +41,7 @@ torch::Tensor ServerRows::Rows(const EmbeddingImpl& table, const torch::Tensor& 
   std::vector<proto::PullRowsRequest> requests(static_cast<size_t>(num_shards));
   std::vector<int> shard_of(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    const int shard = rpc::RowShardOf(values[i], num_shards);
+    const int shard = ps::RowShardOf(values[i], num_shards);
     shard_of[static_cast<size_t>(i)] = shard;
     proto::PullRowsRequest& r = requests[static_cast<size_t>(shard)];
     if (r.tables_size() == 0) r.add_tables()->set_table(options.name());
@@ -155,7 +155,7 @@ Status ServerRows::CollectGradients(std::optional<std::string>* nonfinite) {
     const char* g = static_cast<const char*>(grads.data_ptr());
     std::vector<proto::EmbeddingRows*> out(static_cast<size_t>(num_shards), nullptr);
     for (int64_t i = 0; i < ids.numel(); ++i) {
-      const auto shard = static_cast<size_t>(rpc::RowShardOf(id[i], num_shards));
+      const auto shard = static_cast<size_t>(ps::RowShardOf(id[i], num_shards));
       if (out[shard] == nullptr) {
         out[shard] = &by_shard_[shard].emplace_back();
         out[shard]->set_table(name);

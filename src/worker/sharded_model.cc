@@ -7,7 +7,7 @@
 #include <map>
 
 #include "common/strings.h"
-#include "rpc/placement.h"
+#include "ps/placement.h"
 #include "rpc/tensor_codec.h"
 #include "zoo/mirrored_module.h"
 
@@ -57,11 +57,11 @@ std::string Join(const std::string& prefix, const std::string& name) {
 ShardedModel::ShardedModel(std::shared_ptr<Model> model, int num_shards)
     : model_(std::move(model)), num_shards_(std::max(num_shards, 1)) {
   for (const auto& item : model_->named_parameters()) {
-    slots_.push_back({item.key(), item.value(), rpc::ShardOf(item.key(), num_shards_), false, {}});
+    slots_.push_back({item.key(), item.value(), ps::ShardOf(item.key(), num_shards_), false, {}});
   }
   std::map<std::string, int> buffer_slot;
   for (const auto& item : model_->named_buffers()) {
-    Slot s{item.key(), item.value(), rpc::ShardOf(item.key(), num_shards_), true, {}};
+    Slot s{item.key(), item.value(), ps::ShardOf(item.key(), num_shards_), true, {}};
     s.pulled = s.tensor.detach().clone();
     buffer_slot[s.name] = static_cast<int>(slots_.size());
     slots_.push_back(std::move(s));

@@ -12,12 +12,12 @@
 #include "common/file.h"
 #include "common/strings.h"
 #include "elasticdl/seed.h"
+#include "job/job_spec.h"
+#include "job/trained_model.h"
 #include "python/python_zoo.h"
 #include "rpc/grpc_util.h"
 #include "rpc/histogram_codec.h"
-#include "rpc/job_spec.h"
 #include "rpc/job_token.h"
-#include "rpc/trained_model.h"
 #include "zoo/embedding_spec.h"
 #include "zoo/zoo_library.h"
 
@@ -65,7 +65,7 @@ WorkerJob WorkerJob::Of(const proto::JobSpec& spec) {
 }
 
 StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
-  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, rpc::ReadJobSpec(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(options.job_dir));
   EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
   const proto::ModelSpec& model = spec.model();
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,
@@ -167,7 +167,7 @@ Status Worker::LoadInitialModel() {
   }
   if (!ps_) {
     // Evaluation and prediction jobs read the trained model's values.
-    EDL_ASSIGN_OR_RETURN(proto::ModelValues values, rpc::ReadModelValues(job_.trained_model));
+    EDL_ASSIGN_OR_RETURN(proto::ModelValues values, ReadModelValues(job_.trained_model));
     return Annotate(model_->Apply(values), job_.trained_model);
   }
   versions_.assign(ps_->num_shards(), -1);

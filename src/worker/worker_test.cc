@@ -217,7 +217,7 @@ class FakeServers : public rpc::ParameterServers {
     return NotForWorkers();
   }
   Status SetGroup(const proto::SetGroupRequest&) override { return NotForWorkers(); }
-  Status Stats(int, proto::PsStatsResponse*) override { return NotForWorkers(); }
+  Status Stats(PsId, proto::PsStatsResponse*) override { return NotForWorkers(); }
 
  private:
   static Status NotForWorkers() {

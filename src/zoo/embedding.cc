@@ -9,7 +9,7 @@
 
 #include "common/strings.h"
 #include "elasticdl/seed.h"
-#include "rpc/placement.h"
+#include "ps/placement.h"
 #include "zoo/embedding_spec.h"
 
 namespace elasticdl {
@@ -144,7 +144,7 @@ proto::EmbeddingTableSpec TableSpecOf(const EmbeddingOptions& options, uint64_t 
   init->set_b(options.initializer().b);
   // The job's seed and the table's name: tables of one model differ, and
   // every process of the job agrees.
-  spec.set_seed(SeedMix(job_seed, rpc::StableHash(options.name())));
+  spec.set_seed(SeedMix(job_seed, ps::StableHash(options.name())));
   if (options.optimizer().has_value()) {
     proto::OptimizerConfig* config = spec.mutable_optimizer();
     std::visit(

@@ -277,17 +277,6 @@ Status CopyPythonFiles(const ZooSources& sources, const std::string& entry_dir,
 
 }  // namespace
 
-std::string DefaultZooCacheDir() {
-  if (const char* dir = std::getenv("ELASTICDL_CACHE_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return StrCat(xdg, "/elasticdl");
-  }
-  const char* home = std::getenv("HOME");
-  return StrCat(home != nullptr ? home : "/tmp", "/.cache/elasticdl");
-}
-
 std::string DefaultPackageDir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -296,7 +285,9 @@ std::string DefaultPackageDir() {
 
 StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options) {
   EDL_ASSIGN_OR_RETURN(ZooSources sources, ScanZooSources(options.zoo_dir));
-  const std::string cache = options.cache_dir.empty() ? DefaultZooCacheDir() : options.cache_dir;
+  if (options.cache_dir.empty())
+    return absl::InvalidArgumentError("building a zoo needs a cache directory");
+  const std::string& cache = options.cache_dir;
   BuiltZoo zoo;
   zoo.identity = sources.identity;
   zoo.sources = sources.files;

@@ -25,7 +25,8 @@ namespace elasticdl {
 struct ZooBuildOptions {
   // The model zoo directory. Required.
   std::string zoo_dir;
-  // Where built zoos are kept, under zoo/<key>/. Empty: DefaultZooCacheDir().
+  // Where built zoos are kept, under zoo/<key>/. Required (the user's is
+  // Environment::cache_dir).
   std::string cache_dir;
   // The ElasticDL CMake package (the directory of ElasticDLConfig.cmake).
   // Empty: DefaultPackageDir().
@@ -64,10 +65,6 @@ struct BuiltZoo {
 // "model zoo DIR failed to compile:" followed by the compiler's error lines
 // and the path of the full log).
 StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options);
-
-// $ELASTICDL_CACHE_DIR, else $XDG_CACHE_HOME/elasticdl, else
-// $HOME/.cache/elasticdl.
-std::string DefaultZooCacheDir();
 
 // <directory of the running binary>/../lib/cmake/ElasticDL: where the
 // package lies both in the build tree (bin/ beside lib/) and installed.

@@ -60,7 +60,7 @@ EMBEDDING_MODEL = "exactness.exactness.EmbeddingExactness"
 
 
 def shard_of(name, num_shards):
-    """The parameter server holding a dense parameter (rpc/placement.h: FNV-1a 64)."""
+    """The parameter server holding a dense parameter (ps/placement.h: FNV-1a 64)."""
     h = 14695981039346656037
     for c in name.encode():
         h = ((h ^ c) * 1099511628211) % (1 << 64)

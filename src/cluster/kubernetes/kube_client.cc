@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,19 +38,17 @@ bool HoldsCertificate(const std::string& pem) {
   return cert != nullptr;
 }
 
-// `contents` in a new file only this user can read; returns its path.
-StatusOr<std::string> WritePrivateFile(const std::string& contents) {
-  std::string path = StrCat(TempDir(), "/elasticdl-kube-ca-XXXXXX");
-  const int fd = ::mkstemp(path.data());
-  if (fd < 0) return absl::InternalError(StrCat("mkstemp ", path, ": ", std::strerror(errno)));
-  const bool written =
-      ::write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
-  ::close(fd);
-  if (!written) {
-    ::unlink(path.c_str());
-    return absl::InternalError(StrCat("writing ", path, ": ", std::strerror(errno)));
+// `contents` in an anonymous file in memory (memfd): nothing on disk, gone
+// when `fd` is closed; /proc/self/fd/<fd> names it for the TLS library.
+StatusOr<int> MemoryFile(const std::string& contents) {
+  const int fd = ::memfd_create("elasticdl-kube-ca", MFD_CLOEXEC);
+  if (fd < 0) return absl::InternalError(StrCat("memfd_create: ", std::strerror(errno)));
+  if (::write(fd, contents.data(), contents.size()) != static_cast<ssize_t>(contents.size())) {
+    const int err = errno;
+    ::close(fd);
+    return absl::InternalError(StrCat("writing the certificate authority: ", std::strerror(err)));
   }
-  return path;
+  return fd;
 }
 
 absl::StatusCode CodeOf(int http_status) {
@@ -127,7 +126,7 @@ std::string UrlEncode(const std::string& s) {
 HttpKubeClient::HttpKubeClient(KubeConfig config) : config_(std::move(config)) {}
 
 HttpKubeClient::~HttpKubeClient() {
-  if (!ca_file_.empty()) ::unlink(ca_file_.c_str());
+  if (ca_fd_ >= 0) ::close(ca_fd_);
 }
 
 StatusOr<std::unique_ptr<HttpKubeClient>> HttpKubeClient::Create(KubeConfig config) {
@@ -151,7 +150,7 @@ StatusOr<std::unique_ptr<HttpKubeClient>> HttpKubeClient::Create(KubeConfig conf
     }
     // The TLS library trusts the system's authorities as well unless the
     // configuration's come from a file: only they may vouch for the server.
-    EDL_ASSIGN_OR_RETURN(client->ca_file_, WritePrivateFile(c.ca_pem));
+    EDL_ASSIGN_OR_RETURN(client->ca_fd_, MemoryFile(c.ca_pem));
   }
   if (!c.client_cert_pem.empty()) {
     Bio cert_bio = MemoryBio(c.client_cert_pem);
@@ -202,7 +201,7 @@ StatusOr<std::unique_ptr<httplib::ClientImpl>> HttpKubeClient::Connect(int read_
           StrCat(config_.source, ": cannot set up a TLS context with its client certificate"));
     }
     ssl->enable_server_certificate_verification(!config_.insecure_skip_tls_verify);
-    if (!ca_file_.empty()) ssl->set_ca_cert_path(ca_file_);
+    if (ca_fd_ >= 0) ssl->set_ca_cert_path(StrCat("/proc/self/fd/", ca_fd_));
     client = std::move(ssl);
   } else {
     client = std::make_unique<httplib::ClientImpl>(host_, port_);

@@ -77,8 +77,8 @@ class HttpKubeClient : public KubeClient {
   bool tls_ = false;
 
   // The configuration's certificate authorities, in a file of their own
-  // (removed with the client).
-  std::string ca_file_;
+  // in memory (closed with the client); -1: none.
+  int ca_fd_ = -1;
 
   std::mutex mu_;
   std::atomic<bool> cancelled_{false};

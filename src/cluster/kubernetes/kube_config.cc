@@ -159,22 +159,18 @@ StatusOr<KubeConfig> LoadInClusterConfig(const std::string& host, const std::str
   return config;
 }
 
-StatusOr<KubeConfig> KubeConfigFromEnvironment() {
-  if (const char* list = std::getenv("KUBECONFIG"); list != nullptr && *list != '\0') {
-    std::string first(list);
-    return LoadKubeConfig(first.substr(0, first.find(':')));
+StatusOr<KubeConfig> KubeConfigFromEnvironment(const Environment& env) {
+  if (!env.kubeconfig.empty()) return LoadKubeConfig(env.kubeconfig);
+  if (!env.kubernetes_service_host.empty()) {
+    return LoadInClusterConfig(env.kubernetes_service_host, env.kubernetes_service_port.empty()
+                                                                ? "443"
+                                                                : env.kubernetes_service_port);
   }
-  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
-  if (host != nullptr && *host != '\0') {
-    return LoadInClusterConfig(host, port != nullptr && *port != '\0' ? port : "443");
-  }
-  const char* home = std::getenv("HOME");
-  if (home == nullptr) {
+  if (env.home.empty()) {
     return absl::FailedPreconditionError(
         "no Kubernetes configuration: set KUBECONFIG, or HOME for ~/.kube/config");
   }
-  return LoadKubeConfig(StrCat(home, "/.kube/config"));
+  return LoadKubeConfig(StrCat(env.home, "/.kube/config"));
 }
 
 }  // namespace elasticdl::cluster

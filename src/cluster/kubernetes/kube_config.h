@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/environment.h"
 #include "elasticdl/status.h"
 
 namespace elasticdl::cluster {
@@ -49,10 +50,10 @@ StatusOr<KubeConfig> LoadInClusterConfig(const std::string& host, const std::str
 // A token file's token (surrounding whitespace dropped).
 StatusOr<std::string> ReadToken(const std::string& path);
 
-// What the process's environment points at, as client libraries choose:
-// $KUBECONFIG (the first file of the list), else the in-cluster service
-// account when KUBERNETES_SERVICE_HOST is set, else ~/.kube/config.
-StatusOr<KubeConfig> KubeConfigFromEnvironment();
+// What the environment points at, as client libraries choose: $KUBECONFIG
+// (the first file of the list), else the in-cluster service account when
+// KUBERNETES_SERVICE_HOST is set, else ~/.kube/config.
+StatusOr<KubeConfig> KubeConfigFromEnvironment(const Environment& env);
 
 }  // namespace elasticdl::cluster
 

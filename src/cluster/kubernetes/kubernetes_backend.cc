@@ -111,7 +111,10 @@ std::string CannotRun(const json& pod) {
 
 ProcessExit PodExit(const json& pod, bool deleted) {
   ProcessExit e;
-  RoleOfLabels(At(pod, "/metadata/labels"_json_pointer), &e.role, &e.id);
+  if (std::optional<ProcessName> process =
+          ProcessOfLabels(At(pod, "/metadata/labels"_json_pointer))) {
+    e.process = *process;
+  }
   const json& container = MainContainerStatus(pod);
   const json* terminated = &At(container, "/state/terminated"_json_pointer);
   if (!terminated->is_object()) terminated = &At(container, "/lastState/terminated"_json_pointer);
@@ -146,7 +149,7 @@ StatusOr<std::unique_ptr<KubernetesBackend>> KubernetesBackend::Create(
       new KubernetesBackend(std::move(options), std::move(client), std::move(on_exit)));
   if (!backend->options_.master_address.empty()) {
     // The master: the pods it creates belong to its own pod.
-    const std::string name = PodName(backend->options_.job_name, Role::kMaster, 0);
+    const std::string name = PodName(backend->options_.job_name, ProcessName::Master());
     StatusOr<json> pod = backend->client_->Get(backend->PodsPath() + "/" + name);
     if (!pod.ok()) {
       return Status(pod.status().code(),
@@ -232,17 +235,18 @@ StatusOr<json> KubernetesBackend::CreateReplacing(const std::string& collection,
   }
 }
 
-StatusOr<ProcessHandle> KubernetesBackend::StartPod(Role role, int id,
+StatusOr<ProcessHandle> KubernetesBackend::StartPod(const ProcessName& process,
                                                     const std::vector<std::string>& args) {
+  const Role role = process.role();
   EDL_ASSIGN_OR_RETURN(json pod,
-                       PodManifest(options_.spec, options_.job_name, role, id, args, owner_));
+                       PodManifest(options_.spec, options_.job_name, process, args, owner_));
   EDL_ASSIGN_OR_RETURN(json created, CreateReplacing(PodsPath(), pod));
   const std::string name = NameOf(created);
   const std::string uid = UidOf(created);
-  Track(uid, Pod{role, id, name});
+  Track(uid, Pod{process, name});
   if (role != Role::kWorker) {
     const int port = role == Role::kMaster ? kMasterPort : kPsPort;
-    EDL_ASSIGN_OR_RETURN(json service, ServiceManifest(options_.spec, options_.job_name, role, id,
+    EDL_ASSIGN_OR_RETURN(json service, ServiceManifest(options_.spec, options_.job_name, process,
                                                        port, OwnerReference(name, uid)));
     if (role == Role::kPs) service["metadata"]["ownerReferences"] = json::array({owner_});
     if (Status s = CreateReplacing(ServicesPath(), service).status(); !s.ok()) {
@@ -250,34 +254,34 @@ StatusOr<ProcessHandle> KubernetesBackend::StartPod(Role role, int id,
       return s;
     }
   }
-  if (role != Role::kMaster) spdlog::info("{} started as pod {}", RoleLabel(role, id), name);
+  if (role != Role::kMaster) spdlog::info("{} started as pod {}", process.label(), name);
   ProcessHandle handle;
   handle.backend_id = StrCat(name, "/", uid);
   return handle;
 }
 
 StatusOr<ProcessHandle> KubernetesBackend::StartMaster() {
-  return StartPod(Role::kMaster, 0, MasterPodArgs(options_.job_dir));
+  return StartPod(ProcessName::Master(), MasterPodArgs(options_.job_dir));
 }
 
-StatusOr<ProcessHandle> KubernetesBackend::StartPs(int ps_id, const PsLaunch& launch) {
+StatusOr<ProcessHandle> KubernetesBackend::StartPs(PsId ps, const PsLaunch& launch) {
   std::vector<std::string> args = {"ps",
                                    "--job_dir=" + options_.job_dir,
                                    "--master=" + options_.master_address,
-                                   StrCat("--ps_id=", ps_id),
+                                   StrCat("--ps_id=", ps.value()),
                                    "--host=$(ELASTICDL_POD_IP)",
                                    StrCat("--port=", kPsPort)};
   if (launch.restore) args.emplace_back("--restore");
-  return StartPod(Role::kPs, ps_id, args);
+  return StartPod(ProcessName::Ps(ps), args);
 }
 
-StatusOr<ProcessHandle> KubernetesBackend::StartWorker(int worker_id) {
-  return StartPod(Role::kWorker, worker_id,
+StatusOr<ProcessHandle> KubernetesBackend::StartWorker(WorkerId worker) {
+  return StartPod(ProcessName::Worker(worker),
                   {"worker", "--job_dir=" + options_.job_dir, "--master=" + options_.master_address,
-                   StrCat("--worker_id=", worker_id)});
+                   StrCat("--worker_id=", worker.value())});
 }
 
-Status KubernetesBackend::Adopt(Role role, int id, const ProcessHandle& handle) {
+Status KubernetesBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {
   const size_t slash = handle.backend_id.find('/');
   if (slash == std::string::npos) return absl::NotFoundError("no pod");
   const std::string name = handle.backend_id.substr(0, slash);
@@ -290,7 +294,7 @@ Status KubernetesBackend::Adopt(Role role, int id, const ProcessHandle& handle) 
   if (OwnerUid(pod) != owner_uid_) {
     return absl::NotFoundError(StrCat("pod ", name, " belongs to an earlier master's pod"));
   }
-  Track(uid, Pod{role, id, name});
+  Track(uid, Pod{process, name});
   return absl::OkStatus();
 }
 
@@ -302,15 +306,15 @@ Status KubernetesBackend::DeletePod(const std::string& name, int grace_seconds) 
   return absl::OkStatus();
 }
 
-Status KubernetesBackend::Signal(Role role, int id, int signal) {
+Status KubernetesBackend::Signal(const ProcessName& process, int signal) {
   std::string name;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [uid, pod] : pods_) {
-      if (pod.role == role && pod.id == id) name = pod.name;
+      if (pod.process == process) name = pod.name;
     }
   }
-  if (name.empty()) return absl::NotFoundError(StrCat(RoleLabel(role, id), ": no pod"));
+  if (name.empty()) return absl::NotFoundError(StrCat(process.label(), ": no pod"));
   // SIGTERM: the pod's own grace period. SIGKILL: the shortest one that
   // still waits for the kubelet to end the container (0 would remove the
   // object while the process may run on).
@@ -342,12 +346,11 @@ void KubernetesBackend::Track(const std::string& uid, Pod pod) {
     auto early = early_exits_.find(uid);
     if (early != early_exits_.end()) {
       ProcessExit e = early->second;
-      e.role = pod.role;
-      e.id = pod.id;
+      e.process = pod.process;
       exits.push_back(e);
       early_exits_.erase(early);
     } else {
-      pods_[uid] = std::move(pod);
+      pods_.insert_or_assign(uid, std::move(pod));
     }
   }
   Report(exits);
@@ -364,8 +367,7 @@ void KubernetesBackend::Observe(const json& pod, bool deleted) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pods_.find(uid);
     if (it != pods_.end()) {
-      e.role = it->second.role;
-      e.id = it->second.id;
+      e.process = it->second.process;
       exits.push_back(e);
       pods_.erase(it);
     } else if (!uid.empty()) {

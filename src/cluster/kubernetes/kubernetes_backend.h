@@ -63,11 +63,11 @@ class KubernetesBackend : public ClusterBackend {
   // master pod of an earlier run of the job is replaced; a running one is
   // an error (another job of that name is running).
   StatusOr<ProcessHandle> StartMaster() override;
-  StatusOr<ProcessHandle> StartPs(int ps_id, const PsLaunch& launch) override;
-  StatusOr<ProcessHandle> StartWorker(int worker_id) override;
+  StatusOr<ProcessHandle> StartPs(PsId ps, const PsLaunch& launch) override;
+  StatusOr<ProcessHandle> StartWorker(WorkerId worker) override;
   // NOT_FOUND unless the pod is still running and owned by this master's pod.
-  Status Adopt(Role role, int id, const ProcessHandle& handle) override;
-  Status Signal(Role role, int id, int signal) override;
+  Status Adopt(const ProcessName& process, const ProcessHandle& handle) override;
+  Status Signal(const ProcessName& process, int signal) override;
   // Deletes the pods this backend watches, with `grace` as their grace
   // period, and waits until they are gone. The client's leaves a finished
   // master pod in place, for its logs (deleting it removes the job's pods).
@@ -75,8 +75,7 @@ class KubernetesBackend : public ClusterBackend {
 
  private:
   struct Pod {
-    Role role;
-    int id;
+    ProcessName process;
     std::string name;
   };
   KubernetesBackend(KubernetesBackendOptions options, std::unique_ptr<KubeClient> client,
@@ -91,7 +90,8 @@ class KubernetesBackend : public ClusterBackend {
   // that one first.
   StatusOr<nlohmann::json> CreateReplacing(const std::string& collection,
                                            const nlohmann::json& object);
-  StatusOr<ProcessHandle> StartPod(Role role, int id, const std::vector<std::string>& args);
+  StatusOr<ProcessHandle> StartPod(const ProcessName& process,
+                                   const std::vector<std::string>& args);
   Status DeletePod(const std::string& name, int grace_seconds);
   // Watches a created pod; reports it at once if it already ended.
   void Track(const std::string& uid, Pod pod);

@@ -209,14 +209,14 @@ class KubernetesBackendTest : public ::testing::Test {
 
 TEST_F(KubernetesBackendTest, PodsOwnedByTheMasterAndTheirExits) {
   auto backend = Make(/*master=*/true);
-  auto ps = backend->StartPs(0, PsLaunch{});
+  auto ps = backend->StartPs(PsId(0), PsLaunch{});
   ASSERT_TRUE(ps.ok()) << ps.status();
   EXPECT_EQ(backend->Describe(*ps), "pod elasticdl-j-ps-0");
   json pod = api_->Object(StrCat(kPods, "/elasticdl-j-ps-0"));
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "master-uid");
   json service = api_->Object(StrCat(kServices, "/elasticdl-j-ps-0"));
   EXPECT_EQ(service["metadata"]["ownerReferences"][0]["uid"], "master-uid");
-  ASSERT_TRUE(backend->StartWorker(4).ok());
+  ASSERT_TRUE(backend->StartWorker(WorkerId(4)).ok());
 
   json failed = api_->Object(StrCat(kPods, "/elasticdl-j-worker-4"));
   failed["status"] = FakeKubeClient::Failed(2);
@@ -224,16 +224,15 @@ TEST_F(KubernetesBackendTest, PodsOwnedByTheMasterAndTheirExits) {
   // Deleted afterwards: reported once.
   api_->Push({{"type", "DELETED"}, {"object", failed}});
   ASSERT_EQ(exits_.WaitFor(1).size(), 1u);
-  ASSERT_TRUE(backend->Signal(Role::kPs, 0, SIGKILL).ok());
+  ASSERT_TRUE(backend->Signal(ProcessName::Ps(PsId(0)), SIGKILL).ok());
   exits_.WaitFor(2);
   std::this_thread::sleep_for(100ms);
   std::vector<ProcessExit> exits = exits_.WaitFor(2);
   ASSERT_EQ(exits.size(), 2u);
-  EXPECT_EQ(exits[0].role, Role::kWorker);
-  EXPECT_EQ(exits[0].id, 4);
+  EXPECT_EQ(exits[0].process, ProcessName::Worker(WorkerId(4)));
   EXPECT_FALSE(exits[0].ok);
   EXPECT_EQ(exits[0].description, "pod elasticdl-j-worker-4 exit code 2");
-  EXPECT_EQ(exits[1].role, Role::kPs);
+  EXPECT_EQ(exits[1].process, ProcessName::Ps(PsId(0)));
   EXPECT_EQ(exits[1].description, "pod elasticdl-j-ps-0 deleted, exit code 137");
   // SIGKILL waits for the kubelet: grace 1, not a force delete.
   EXPECT_EQ(api_->Log().back(), StrCat("DELETE ", kPods, "/elasticdl-j-ps-0 grace=1"));
@@ -242,24 +241,24 @@ TEST_F(KubernetesBackendTest, PodsOwnedByTheMasterAndTheirExits) {
 TEST_F(KubernetesBackendTest, APodThatEndedBeforeItWasWatchedIsReported) {
   api_->FailPodsAtOnce();
   auto backend = Make(/*master=*/true);
-  ASSERT_TRUE(backend->StartWorker(0).ok());
+  ASSERT_TRUE(backend->StartWorker(WorkerId(0)).ok());
   std::vector<ProcessExit> exits = exits_.WaitFor(1);
   ASSERT_EQ(exits.size(), 1u);
-  EXPECT_EQ(exits[0].id, 0);
+  EXPECT_EQ(exits[0].process, ProcessName::Worker(WorkerId(0)));
   EXPECT_EQ(exits[0].description, "pod elasticdl-j-worker-0 exit code 1");
 }
 
 TEST_F(KubernetesBackendTest, AnExpiredWatchListsAgainAndFindsWhatWentMeanwhile) {
   auto backend = Make(/*master=*/true);
-  ASSERT_TRUE(backend->StartWorker(0).ok());
-  ASSERT_TRUE(backend->StartWorker(1).ok());
+  ASSERT_TRUE(backend->StartWorker(WorkerId(0)).ok());
+  ASSERT_TRUE(backend->StartWorker(WorkerId(1)).ok());
   const int lists = api_->Lists();
   // Worker 0 vanished while the watch was down; the server says 410.
   api_->Remove(StrCat(kPods, "/elasticdl-j-worker-0"));
   api_->Push({{"type", "ERROR"}, {"object", {{"kind", "Status"}, {"code", 410}}}});
   std::vector<ProcessExit> exits = exits_.WaitFor(1);
   ASSERT_EQ(exits.size(), 1u);
-  EXPECT_EQ(exits[0].id, 0);
+  EXPECT_EQ(exits[0].process, ProcessName::Worker(WorkerId(0)));
   EXPECT_FALSE(exits[0].ok);
   EXPECT_EQ(exits[0].description, "pod elasticdl-j-worker-0 deleted, its container never ended");
   EXPECT_GT(api_->Lists(), lists);
@@ -300,14 +299,14 @@ TEST_F(KubernetesBackendTest, ARunningMasterOfTheSameNameIsRefused) {
 TEST_F(KubernetesBackendTest, AServiceThatCannotBeCreatedTakesItsPodAlong) {
   api_->FailServices(absl::PermissionDeniedError("services is forbidden"));
   auto backend = Make(/*master=*/true);
-  auto ps = backend->StartPs(1, PsLaunch{});
+  auto ps = backend->StartPs(PsId(1), PsLaunch{});
   EXPECT_EQ(ps.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(api_->Object(StrCat(kPods, "/elasticdl-j-ps-1")).is_null());
 }
 
 TEST_F(KubernetesBackendTest, APodThatCannotRunIsLostAndDeleted) {
   auto backend = Make(/*master=*/true);
-  ASSERT_TRUE(backend->StartWorker(2).ok());
+  ASSERT_TRUE(backend->StartWorker(WorkerId(2)).ok());
   json pod = api_->Object(StrCat(kPods, "/elasticdl-j-worker-2"));
   pod["status"] = json::parse(R"({"phase": "Pending", "containerStatuses": [{"name": "elasticdl",
       "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}}]})");

@@ -24,18 +24,18 @@ const char* RoleName(Role role) {
   return "worker";
 }
 
-json Labels(const std::string& job_name, Role role, int id) {
+json Labels(const std::string& job_name, const ProcessName& process) {
   return {{"app", "elasticdl"},
           {"elasticdl-job-name", job_name},
-          {"elasticdl-replica-type", RoleName(role)},
-          {"elasticdl-replica-index", std::to_string(id)}};
+          {"elasticdl-replica-type", RoleName(process.role())},
+          {"elasticdl-replica-index", std::to_string(process.index())}};
 }
 
-json Metadata(const proto::KubernetesSpec& spec, const std::string& job_name, Role role, int id,
-              const json& owner) {
-  json metadata = {{"name", PodName(job_name, role, id)},
+json Metadata(const proto::KubernetesSpec& spec, const std::string& job_name,
+              const ProcessName& process, const json& owner) {
+  json metadata = {{"name", PodName(job_name, process)},
                    {"namespace", spec.namespace_()},
-                   {"labels", Labels(job_name, role, id)}};
+                   {"labels", Labels(job_name, process)}};
   if (!owner.is_null()) metadata["ownerReferences"] = json::array({owner});
   return metadata;
 }
@@ -149,38 +149,25 @@ void Emit(YAML::Emitter& out, const json& value) {
 
 }  // namespace
 
-std::string PodName(const std::string& job_name, Role role, int id) {
-  if (role == Role::kMaster) return StrCat("elasticdl-", job_name, "-master");
-  return StrCat("elasticdl-", job_name, "-", RoleName(role), "-", id);
+std::string PodName(const std::string& job_name, const ProcessName& process) {
+  return StrCat("elasticdl-", job_name, "-", process.label());
 }
 
 std::string JobSelector(const std::string& job_name) {
   return StrCat("app=elasticdl,elasticdl-job-name=", job_name);
 }
 
-bool RoleOfLabels(const json& labels, Role* role, int* id) {
-  if (!labels.is_object()) return false;
+std::optional<ProcessName> ProcessOfLabels(const json& labels) {
+  if (!labels.is_object()) return std::nullopt;
   auto label = [&labels](const char* key) -> std::string {
     auto it = labels.find(key);
     return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
   };
   const std::string type = label("elasticdl-replica-type");
   const std::string index = label("elasticdl-replica-index");
-  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos ||
-      index.size() > 9) {
-    return false;
-  }
-  if (type == "master") {
-    *role = Role::kMaster;
-  } else if (type == "ps") {
-    *role = Role::kPs;
-  } else if (type == "worker") {
-    *role = Role::kWorker;
-  } else {
-    return false;
-  }
-  *id = std::stoi(index);
-  return true;
+  if (type == "master") return index == "0" ? std::optional(ProcessName::Master()) : std::nullopt;
+  if (type != "ps" && type != "worker") return std::nullopt;
+  return ProcessName::Parse(StrCat(type, "-", index));
 }
 
 json OwnerReference(const std::string& name, const std::string& uid) {
@@ -189,8 +176,9 @@ json OwnerReference(const std::string& name, const std::string& uid) {
 }
 
 StatusOr<json> PodManifest(const proto::KubernetesSpec& spec, const std::string& job_name,
-                           Role role, int id, const std::vector<std::string>& args,
+                           const ProcessName& process, const std::vector<std::string>& args,
                            const json& owner) {
+  const Role role = process.role();
   json env = json::array({FieldEnv("ELASTICDL_POD_NAME", "metadata.name"),
                           FieldEnv("ELASTICDL_POD_NAMESPACE", "metadata.namespace"),
                           FieldEnv("ELASTICDL_POD_IP", "status.podIP")});
@@ -241,20 +229,20 @@ StatusOr<json> PodManifest(const proto::KubernetesSpec& spec, const std::string&
   }
   json pod = {{"apiVersion", "v1"},
               {"kind", "Pod"},
-              {"metadata", Metadata(spec, job_name, role, id, owner)},
+              {"metadata", Metadata(spec, job_name, process, owner)},
               {"spec", pod_spec}};
   return Overlay(std::move(pod), spec.overlay_json(), "pod");
 }
 
 StatusOr<json> ServiceManifest(const proto::KubernetesSpec& spec, const std::string& job_name,
-                               Role role, int id, int port, const json& owner) {
+                               const ProcessName& process, int port, const json& owner) {
   json service = {
       {"apiVersion", "v1"},
       {"kind", "Service"},
-      {"metadata", Metadata(spec, job_name, role, id, owner)},
+      {"metadata", Metadata(spec, job_name, process, owner)},
       {"spec",
        {{"type", "ClusterIP"},
-        {"selector", Labels(job_name, role, id)},
+        {"selector", Labels(job_name, process)},
         {"ports", json::array({{{"name", "grpc"}, {"port", port}, {"targetPort", port}}})}}}};
   return Overlay(std::move(service), spec.overlay_json(), "service");
 }
@@ -267,9 +255,9 @@ std::vector<std::string> MasterPodArgs(const std::string& job_dir) {
 StatusOr<std::string> MasterManifestsYaml(const proto::KubernetesSpec& spec,
                                           const std::string& job_name, const std::string& job_dir) {
   EDL_ASSIGN_OR_RETURN(
-      json pod, PodManifest(spec, job_name, Role::kMaster, 0, MasterPodArgs(job_dir), json()));
+      json pod, PodManifest(spec, job_name, ProcessName::Master(), MasterPodArgs(job_dir), json()));
   EDL_ASSIGN_OR_RETURN(json service,
-                       ServiceManifest(spec, job_name, Role::kMaster, 0, kMasterPort, json()));
+                       ServiceManifest(spec, job_name, ProcessName::Master(), kMasterPort, json()));
   return ManifestsYaml({service, pod});
 }
 

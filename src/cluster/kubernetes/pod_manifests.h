@@ -13,6 +13,7 @@
 #define ELASTICDL_CLUSTER_KUBERNETES_POD_MANIFESTS_H_
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,28 +28,30 @@ inline constexpr int kMasterPort = 50001;
 inline constexpr int kPsPort = 2222;
 
 // "elasticdl-<job>-master", "elasticdl-<job>-ps-0", "elasticdl-<job>-worker-3".
-std::string PodName(const std::string& job_name, Role role, int id);
+std::string PodName(const std::string& job_name, const ProcessName& process);
 
 // The label selector of a job's pods ("app=elasticdl,elasticdl-job-name=<job>").
 std::string JobSelector(const std::string& job_name);
 
-// "elasticdl-replica-type" of a pod's labels, and its index: false when the
-// labels are not those of a pod of the job.
-bool RoleOfLabels(const nlohmann::json& labels, Role* role, int* id);
+// The process a pod runs, from its labels' "elasticdl-replica-type" and
+// "elasticdl-replica-index": nullopt when they are not those of a pod of a
+// job.
+std::optional<ProcessName> ProcessOfLabels(const nlohmann::json& labels);
 
 // An ownerReference to the pod `name` with `uid`.
 nlohmann::json OwnerReference(const std::string& name, const std::string& uid);
 
-// The pod of `role` `id` running `elasticdl <args>`; `owner` is an
+// The pod of `process` running `elasticdl <args>`; `owner` is an
 // OwnerReference or null. The --cluster_spec overlay is applied.
 StatusOr<nlohmann::json> PodManifest(const proto::KubernetesSpec& spec, const std::string& job_name,
-                                     Role role, int id, const std::vector<std::string>& args,
+                                     const ProcessName& process,
+                                     const std::vector<std::string>& args,
                                      const nlohmann::json& owner);
 
-// The ClusterIP service in front of the pod of `role` `id`, on `port`.
+// The ClusterIP service in front of the pod of `process`, on `port`.
 StatusOr<nlohmann::json> ServiceManifest(const proto::KubernetesSpec& spec,
-                                         const std::string& job_name, Role role, int id, int port,
-                                         const nlohmann::json& owner);
+                                         const std::string& job_name, const ProcessName& process,
+                                         int port, const nlohmann::json& owner);
 
 // The master pod's arguments: `elasticdl master` on `job_dir`, bound to
 // the pod's IP.

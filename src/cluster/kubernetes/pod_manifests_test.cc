@@ -31,8 +31,9 @@ proto::KubernetesSpec Spec() {
 }
 
 TEST(PodManifestsTest, WorkerPodOwnedByTheMaster) {
-  auto pod = PodManifest(Spec(), "j1", Role::kWorker, 3, {"worker", "--worker_id=3"},
-                         OwnerReference("elasticdl-j1-master", "uid-1"));
+  auto pod =
+      PodManifest(Spec(), "j1", ProcessName::Worker(WorkerId(3)), {"worker", "--worker_id=3"},
+                  OwnerReference("elasticdl-j1-master", "uid-1"));
   ASSERT_TRUE(pod.ok()) << pod.status();
   EXPECT_EQ((*pod)["metadata"]["name"], "elasticdl-j1-worker-3");
   EXPECT_EQ((*pod)["metadata"]["namespace"], "jobs");
@@ -51,11 +52,8 @@ TEST(PodManifestsTest, WorkerPodOwnedByTheMaster) {
   EXPECT_EQ(spec["volumes"][0]["persistentVolumeClaim"]["claimName"], "shared");
   EXPECT_EQ(c["env"][2]["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
   EXPECT_EQ(c["env"][3], json({{"name", "A"}, {"value", "1"}}));
-  Role role;
-  int id;
-  ASSERT_TRUE(RoleOfLabels((*pod)["metadata"]["labels"], &role, &id));
-  EXPECT_EQ(role, Role::kWorker);
-  EXPECT_EQ(id, 3);
+  EXPECT_EQ(ProcessOfLabels((*pod)["metadata"]["labels"]), ProcessName::Worker(WorkerId(3)));
+  EXPECT_EQ(ProcessOfLabels(json::object()), std::nullopt);
 }
 
 TEST(PodManifestsTest, MasterPodKeepsItsRestartPolicyAndOverlayApplies) {
@@ -63,13 +61,13 @@ TEST(PodManifestsTest, MasterPodKeepsItsRestartPolicyAndOverlayApplies) {
   spec.set_overlay_json(
       R"({"pod": {"spec": {"nodeSelector": {"pool": "cpu"}, "priorityClassName": null}},
           "service": {"metadata": {"labels": {"team": "a"}}}})");
-  auto pod = PodManifest(spec, "j1", Role::kMaster, 0, MasterPodArgs("/data/job"), json());
+  auto pod = PodManifest(spec, "j1", ProcessName::Master(), MasterPodArgs("/data/job"), json());
   ASSERT_TRUE(pod.ok());
   EXPECT_EQ((*pod)["spec"]["restartPolicy"], "OnFailure");
   EXPECT_EQ((*pod)["spec"]["nodeSelector"]["pool"], "cpu");
   EXPECT_FALSE((*pod)["metadata"].contains("ownerReferences"));
   EXPECT_EQ((*pod)["spec"]["containers"][0]["args"][2], "--host=$(ELASTICDL_POD_IP)");
-  auto service = ServiceManifest(spec, "j1", Role::kMaster, 0, kMasterPort, json());
+  auto service = ServiceManifest(spec, "j1", ProcessName::Master(), kMasterPort, json());
   ASSERT_TRUE(service.ok());
   EXPECT_EQ((*service)["metadata"]["labels"]["team"], "a");
   EXPECT_EQ((*service)["spec"]["selector"]["elasticdl-replica-type"], "master");
@@ -131,8 +129,7 @@ TEST(PodManifestsTest, PodStatusAsAnExit) {
   EXPECT_TRUE(PodFinished(pod));
   ProcessExit e = PodExit(pod, false);
   EXPECT_FALSE(e.ok);
-  EXPECT_EQ(e.role, Role::kWorker);
-  EXPECT_EQ(e.id, 2);
+  EXPECT_EQ(e.process, ProcessName::Worker(WorkerId(2)));
   EXPECT_EQ(e.description, "pod w2 exit code 137 (Error)");
   pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] = 0;
   pod["status"]["reason"] = "Evicted";

@@ -1,12 +1,12 @@
-#include "rpc/trained_model.h"
+#include "job/trained_model.h"
 
 #include <google/protobuf/text_format.h>
 
 #include "common/file.h"
 #include "common/strings.h"
-#include "rpc/job_spec.h"
+#include "job/job_spec.h"
 
-namespace elasticdl::rpc {
+namespace elasticdl {
 
 Status WriteTrainedModel(const std::string& dir, const proto::TrainedModel& record,
                          const proto::ModelValues& values) {
@@ -42,4 +42,4 @@ StatusOr<proto::ModelValues> ReadModelValues(const std::string& dir) {
   return values;
 }
 
-}  // namespace elasticdl::rpc
+}  // namespace elasticdl

@@ -6,15 +6,15 @@
 //   DIR/zoo/                  the model zoo's sources, so DIR is self-contained
 //   DIR/embeddings/           the embedding tables, if any: a checkpoint of
 //                             the parameter servers (ps/checkpoint.h)
-#ifndef ELASTICDL_RPC_TRAINED_MODEL_H_
-#define ELASTICDL_RPC_TRAINED_MODEL_H_
+#ifndef ELASTICDL_JOB_TRAINED_MODEL_H_
+#define ELASTICDL_JOB_TRAINED_MODEL_H_
 
 #include <string>
 
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 
-namespace elasticdl::rpc {
+namespace elasticdl {
 
 inline constexpr char kTrainedModelFile[] = "trained_model.pbtxt";
 inline constexpr char kParametersFile[] = "parameters.pb";
@@ -26,6 +26,6 @@ Status WriteTrainedModel(const std::string& dir, const proto::TrainedModel& reco
 StatusOr<proto::TrainedModel> ReadTrainedModelRecord(const std::string& dir);
 StatusOr<proto::ModelValues> ReadModelValues(const std::string& dir);
 
-}  // namespace elasticdl::rpc
+}  // namespace elasticdl
 
-#endif  // ELASTICDL_RPC_TRAINED_MODEL_H_
+#endif  // ELASTICDL_JOB_TRAINED_MODEL_H_

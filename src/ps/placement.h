@@ -2,15 +2,15 @@
 // name, FNV-1a, 64 bits) and an embedding row (a mix of its id): every
 // process agrees without coordination, and a parameter stays put when
 // others are added.
-#ifndef ELASTICDL_RPC_PLACEMENT_H_
-#define ELASTICDL_RPC_PLACEMENT_H_
+#ifndef ELASTICDL_PS_PLACEMENT_H_
+#define ELASTICDL_PS_PLACEMENT_H_
 
 #include <cstdint>
 #include <string_view>
 
 #include "elasticdl/seed.h"
 
-namespace elasticdl::rpc {
+namespace elasticdl::ps {
 
 inline uint64_t StableHash(std::string_view s) {
   uint64_t h = 14695981039346656037ull;
@@ -32,6 +32,6 @@ inline int RowShardOf(int64_t id, int num_shards) {
                           static_cast<uint64_t>(num_shards));
 }
 
-}  // namespace elasticdl::rpc
+}  // namespace elasticdl::ps
 
-#endif  // ELASTICDL_RPC_PLACEMENT_H_
+#endif  // ELASTICDL_PS_PLACEMENT_H_

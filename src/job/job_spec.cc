@@ -1,4 +1,4 @@
-#include "rpc/job_spec.h"
+#include "job/job_spec.h"
 
 #include <google/protobuf/text_format.h>
 
@@ -11,20 +11,18 @@
 #include "common/job_dir.h"
 #include "common/strings.h"
 
-namespace elasticdl::rpc {
-
-std::string JobSpecPath(const std::string& job_dir) { return JobSpecFile(job_dir); }
+namespace elasticdl {
 
 Status WriteJobSpec(const proto::JobSpec& spec, const std::string& job_dir) {
   std::string text;
   if (!google::protobuf::TextFormat::PrintToString(spec, &text)) {
     return absl::InternalError("cannot print the job spec");
   }
-  return WriteFileAtomically(JobSpecPath(job_dir), text);
+  return WriteFileAtomically(JobSpecFile(job_dir), text);
 }
 
 StatusOr<proto::JobSpec> ReadJobSpec(const std::string& job_dir) {
-  std::string path = JobSpecPath(job_dir);
+  std::string path = JobSpecFile(job_dir);
   EDL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   proto::JobSpec spec;
   if (!google::protobuf::TextFormat::ParseFromString(text, &spec)) {
@@ -33,4 +31,4 @@ StatusOr<proto::JobSpec> ReadJobSpec(const std::string& job_dir) {
   return spec;
 }
 
-}  // namespace elasticdl::rpc
+}  // namespace elasticdl

@@ -1,6 +1,6 @@
 // The job specification every role of a job reads from the job directory.
-#ifndef ELASTICDL_RPC_JOB_SPEC_H_
-#define ELASTICDL_RPC_JOB_SPEC_H_
+#ifndef ELASTICDL_JOB_JOB_SPEC_H_
+#define ELASTICDL_JOB_JOB_SPEC_H_
 
 #include <string>
 
@@ -8,15 +8,13 @@
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 
-namespace elasticdl::rpc {
+namespace elasticdl {
 
-// `job_dir`/job.pbtxt.
-std::string JobSpecPath(const std::string& job_dir);
-
-// Writes the spec (protobuf text format) atomically.
+// Writes the spec (protobuf text format) atomically to JobSpecFile(job_dir)
+// (common/job_dir.h).
 Status WriteJobSpec(const proto::JobSpec& spec, const std::string& job_dir);
 StatusOr<proto::JobSpec> ReadJobSpec(const std::string& job_dir);
 
-}  // namespace elasticdl::rpc
+}  // namespace elasticdl
 
-#endif  // ELASTICDL_RPC_JOB_SPEC_H_
+#endif  // ELASTICDL_JOB_JOB_SPEC_H_

@@ -10,12 +10,14 @@
 # it resumes from its journal, and `longest_pause_in_hand_outs` is the time
 # from the kill to its next task (and a little before). With LOSE=K the first
 # K workers are lost holding a task (their leases lapse after LEASE_MS); the
-# run checks that every record was still trained exactly once.
+# run checks that every record was still trained exactly once. With RATE the
+# workers together offer RATE task RPCs per second (latency below
+# saturation); without, each calls again at once (the master's capacity).
 #
 #   bench/master_big.sh [BUILD_DIR]
 #
 # Environment: RECORDS (default 100000000), WORKERS (1000), KILL_AT (none),
-# LOSE (0), LEASE_MS (3000 with LOSE, else 60000), WORK (scratch, logs and the
+# LOSE (0), RATE (none), LEASE_MS (3000 with LOSE, else 60000), WORK (scratch, logs and the
 # data file, kept between runs), ELASTICDL_CACHE_DIR.
 set -euo pipefail
 
@@ -26,6 +28,7 @@ RECORDS=${RECORDS:-100000000}
 WORKERS=${WORKERS:-1000}
 KILL_AT=${KILL_AT:-}
 LOSE=${LOSE:-0}
+RATE=${RATE:-0}
 LEASE_MS=${LEASE_MS:-$([[ $LOSE -gt 0 ]] && echo 3000 || echo 60000)}
 WORK=${WORK:-/tmp/master_big}
 mkdir -p "$WORK"
@@ -43,7 +46,7 @@ JOB=$WORK/job
 rm -rf "$JOB"
 tasks=$(((RECORDS + 1023) / 1024))
 echo "# master_big: $RECORDS records in $tasks tasks of 1024, $WORKERS workers," \
-  "kill at ${KILL_AT:-never}, $LOSE lost; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  "kill at ${KILL_AT:-never}, $LOSE lost, rate ${RATE/#0/unpaced}; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s.%N)
 "$BIN/elasticdl" train --cluster=external --model_zoo="$ROOT/model_zoo" \
   --model_def=mnist.mnist_functional_api.custom_model --training_data="$DATA" \
@@ -52,7 +55,7 @@ start=$(date +%s.%N)
   --job_dir="$JOB" >"$WORK/client.log" 2>&1 &
 client=$!
 "$BIN/master_scale" --job_dir="$JOB" --workers="$WORKERS" --minibatch_size=64 --lose="$LOSE" \
-  >"$WORK/scale.out" 2>&1 &
+  --rate="$RATE" >"$WORK/scale.out" 2>&1 &
 scale=$!
 
 # The master's pid from its event, its start-up, and its peak memory.

@@ -8,10 +8,14 @@
 // real worker, a simulated one retries a call its master did not answer
 // (UNAVAILABLE: the master restarting). With --lose=K the first K workers
 // are lost once they hold a task: they stop calling, and their tasks come
-// back when their leases lapse. bench/master_scale.sh and
+// back when their leases lapse. With --rate=R the workers together offer R
+// task RPCs per second: each starts its get-and-report cycles 2N/R seconds
+// apart (a worker's training between its calls), so that latency is
+// measured below saturation; without it each calls again at once, and the
+// figure is the master's capacity. bench/master_scale.sh and
 // bench/master_big.sh start the job (--cluster=external) and run this.
 //
-// Usage: master_scale --job_dir=DIR --workers=N --minibatch_size=B [--lose=K]
+// Usage: master_scale --job_dir=DIR --workers=N --minibatch_size=B [--lose=K] [--rate=R]
 //        master_scale --write_records=N --output=FILE   (N one-byte records)
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
@@ -105,14 +109,16 @@ class Channels {
 
 // Calls `call` on worker `index`'s connection until the master answers (a
 // restarting master is UNAVAILABLE for a while), every 100 ms as a worker
-// does, for up to two minutes.
+// does, for up to two minutes; not once the job is over (its master gone).
 template <typename Call>
-grpc::Status Answered(Channels* channels, int index, Call call, std::atomic<int>* retries) {
+grpc::Status Answered(Channels* channels, int index, Call call, std::atomic<int>* retries,
+                      const std::atomic<bool>& over) {
   grpc::Status s;
   for (int i = 0; i < 1200; ++i) {
     s = call(*channels->Get(index));
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
-        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    if ((s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+         s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) ||
+        over) {
       return s;
     }
     ++*retries;
@@ -143,7 +149,8 @@ int main(int argc, char** argv) {
   const int lose = std::atoi(Flag(argc, argv, "lose", "0").c_str());
   const int workers = std::atoi(Flag(argc, argv, "workers", "100").c_str());
   const int64_t minibatch = std::atoll(Flag(argc, argv, "minibatch_size", "64").c_str());
-  if (job_dir.empty() || workers <= 0 || minibatch <= 0) {
+  const double rate = std::atof(Flag(argc, argv, "rate", "0").c_str());
+  if (job_dir.empty() || workers <= 0 || minibatch <= 0 || rate < 0) {
     std::fprintf(stderr, "usage: master_scale --job_dir=DIR --workers=N --minibatch_size=B\n");
     return 2;
   }
@@ -167,6 +174,9 @@ int main(int argc, char** argv) {
   std::atomic<int> retries{0};
   std::atomic<int> duplicates{0};
   std::atomic<int> lost{0};
+  // A worker was told there is nothing left: the master may be gone before
+  // a paced worker calls again.
+  std::atomic<bool> over{false};
   std::mutex mu;
   std::vector<Call> calls;
   Clock::time_point all_in{}, first_done{};
@@ -204,7 +214,16 @@ int main(int argc, char** argv) {
     }
     std::vector<Call> mine;
     int64_t version = 0;
+    // --rate: this worker's cycles start `period` apart, the workers' first
+    // ones spread over a period so that they do not call in step.
+    const auto period = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(rate > 0 ? 2.0 * workers / rate : 0.0));
+    Clock::time_point next_cycle = Clock::now() + period * (index % 1000) / 1000;
     for (;;) {
+      if (rate > 0) {
+        std::this_thread::sleep_until(next_cycle);
+        next_cycle = std::max(next_cycle + period, Clock::now());
+      }
       elasticdl::proto::GetTaskRequest get;
       get.set_worker_id(id);
       elasticdl::proto::GetTaskResponse got;
@@ -214,14 +233,17 @@ int main(int argc, char** argv) {
           [&](Master::Stub& m) {
             return m.GetTask(MakeContext(milliseconds(60000), *token).get(), get, &got);
           },
-          &retries);
+          &retries, over);
       Clock::time_point t1 = Clock::now();
       if (!s.ok()) {
-        ++errors;
+        if (!over) ++errors;
         break;
       }
       const elasticdl::proto::Task& task = got.task();
-      if (task.type() == elasticdl::proto::TASK_NONE) break;
+      if (task.type() == elasticdl::proto::TASK_NONE) {
+        over = true;
+        break;
+      }
       if (task.type() == elasticdl::proto::TASK_WAIT) {
         std::this_thread::sleep_for(milliseconds(20));
         continue;
@@ -247,7 +269,7 @@ int main(int argc, char** argv) {
           [&](Master::Stub& m) {
             return m.ReportTask(MakeContext(milliseconds(60000), *token).get(), report, &ack);
           },
-          &retries);
+          &retries, over);
       t1 = Clock::now();
       if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
         // Reported to a master killed before its answer: the new one had it.
@@ -295,12 +317,13 @@ int main(int argc, char** argv) {
         std::max(longest_pause, std::chrono::duration<double>(handed[i] - handed[i - 1]).count());
   }
   std::printf(
-      "workers=%d records=%lld task_rpcs=%zu errors=%d all_registered_in=%.2fs\n"
+      "workers=%d offered_rate=%s records=%lld task_rpcs=%zu errors=%d all_registered_in=%.2fs\n"
       "window=%.2fs (all %d workers in, none finished) task_rpcs_per_s=%.0f\n"
       "get_task  p50=%.2fms p99=%.2fms (%zu calls)\n"
       "report    p50=%.2fms p99=%.2fms (%zu calls)\n"
       "longest_pause_in_hand_outs=%.3fs retried_calls=%d duplicate_reports=%d lost_workers=%d\n",
-      workers, static_cast<long long>(records.load()), calls.size(), errors.load(),
+      workers, rate > 0 ? std::to_string(static_cast<long long>(rate)).c_str() : "unpaced",
+      static_cast<long long>(records.load()), calls.size(), errors.load(),
       std::chrono::duration<double>(all_in - started).count(), seconds, workers,
       seconds > 0 ? static_cast<double>(in_window) / seconds : 0.0, Percentile(get_ms, 0.5),
       Percentile(get_ms, 0.99), get_ms.size(), Percentile(report_ms, 0.5),

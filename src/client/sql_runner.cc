@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/job_settings.h"
@@ -372,7 +373,10 @@ StatusOr<sql::Cell> Prediction(const std::string& line, const proto::SqlModel& m
   *storage = model.classes(static_cast<int>(best));
   if (model.label_type() == "INTEGER") {
     cell.kind = sql::Cell::Kind::kInteger;
-    cell.integer = std::stoll(*storage);
+    if (!absl::SimpleAtoi(*storage, &cell.integer)) {
+      return absl::DataLossError(StrCat("the model's INTEGER class '", *storage,
+                                        "' is not an integer: a damaged model record"));
+    }
   } else {
     cell.kind = sql::Cell::Kind::kText;
     cell.text = *storage;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -224,15 +225,52 @@ Status ErrnoToStatus(int err, std::string_view context) {
   }
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".tmp";
-  EDL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, WritableFile::Create(tmp));
-  EDL_RETURN_IF_ERROR(file->Append(contents));
-  EDL_RETURN_IF_ERROR(file->Close());
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(StrCat(path, ": rename failed: ", std::strerror(errno)));
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  size_t written = 0;
+  while (written < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(path, "write failed", errno);
+    written += static_cast<size_t>(n);
   }
   return absl::OkStatus();
+}
+
+Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(dir, "cannot open directory", errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoStatus(dir, "fsync failed", err);
+  return absl::OkStatus();
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  // A name no other writer uses: this process's, numbered; O_EXCL turns a
+  // clash (another host's process on shared storage) into another try.
+  static std::atomic<uint64_t> serial{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; ++attempt) {
+    tmp = StrCat(path, ".tmp.", ::getpid(), ".", serial++);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno != EEXIST || attempt == 100)) {
+      return ErrnoStatus(tmp, "cannot create", errno);
+    }
+  }
+  Status written = WriteAll(fd, contents, tmp);
+  if (written.ok() && ::fsync(fd) != 0) written = ErrnoStatus(tmp, "fsync failed", errno);
+  if (::close(fd) != 0 && written.ok()) written = ErrnoStatus(tmp, "close failed", errno);
+  if (written.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    written = ErrnoStatus(path, StrCat("rename from ", tmp, " failed"), errno);
+  }
+  if (!written.ok()) {
+    ::unlink(tmp.c_str());
+    return written;
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return SyncDirectory(dir.empty() ? "." : dir);
 }
 
 std::string AbsolutePath(const std::string& path) {

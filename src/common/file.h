@@ -98,9 +98,21 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // Creates `path` and any missing parents; OK if it already exists.
 Status CreateDirectories(const std::string& path);
 
-// Writes `contents` to `path` through a temporary file and a rename, so
-// readers see the old or the new contents, never a part.
+// Publishes `contents` at `path`, atomically and durably: written to a
+// temporary file of this call's own beside it, fsynced, renamed over `path`,
+// and the directory fsynced. Readers see the old contents or the new, never
+// a part, also after a crash or a power cut; concurrent writers of one path
+// (a task handed out twice) each publish whole contents, the last rename
+// winning. The temporary file is removed when anything fails.
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+// Writes all of `data` to `fd`, through short writes and EINTR; errors name
+// `path`.
+Status WriteAll(int fd, std::string_view data, const std::string& path);
+
+// Makes the entries of directory `dir` (a file created or renamed in it)
+// durable.
+Status SyncDirectory(const std::string& dir);
 
 // `path` made absolute against the working directory and normalised; an
 // empty path stays empty.

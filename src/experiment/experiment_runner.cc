@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <list>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "common/strings.h"
 #include "experiment/experiment_journal.h"
 #include "experiment/trial_check.h"
+#include "job/trained_model.h"
 #include "ps/checkpoint.h"
 
 namespace elasticdl::experiment {
@@ -90,6 +93,22 @@ struct Running {
   proto::GetJobStatusResponse final_status;
   std::thread thread;
 };
+
+// The experiment's `output` is replaced only where an earlier run of it left
+// the best trial's model: a trained model of the same trial. Anything else
+// there (a user's folder, the working directory) is refused, and nothing of
+// it is deleted.
+Status CheckOutputReplaceable(const ExperimentConfig& config) {
+  std::error_code ec;
+  if (!fs::exists(config.output, ec)) return absl::OkStatus();
+  StatusOr<proto::TrainedModel> record = ReadTrainedModelRecord(config.output);
+  if (record.ok() && record->model_def() == config.trial) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      StrCat(config.path, ": output ", config.output, " exists and is not a trained model of ",
+             config.trial,
+             "; name a new directory (the best trial's model replaces only one of "
+             "this experiment's)"));
+}
 
 class Runner {
  public:
@@ -399,19 +418,30 @@ StatusOr<ExperimentReport> Runner::Run() {
     report.best_trial = best->trial;
     report.best_metric = state_.trials().at(best->trial).metric;
     if (!stopping) {
-      // The best trial's trained model, as an ordinary --output directory.
+      // The best trial's trained model, as an ordinary --output directory,
+      // copied beside it under a name of its own and renamed into place;
+      // what was there goes only if it is this experiment's (checked again:
+      // the experiment may have run for hours).
+      EDL_RETURN_IF_ERROR(CheckOutputReplaceable(config_));
       const std::string from = JobDir(*best) + "/model";
-      const std::string staging = config_.output + ".partial";
       std::error_code ec;
-      fs::remove_all(staging, ec);
-      fs::create_directories(fs::path(staging).parent_path(), ec);
+      fs::create_directories(fs::path(config_.output).parent_path(), ec);
+      std::string staging = config_.output + ".partial-XXXXXX";
+      if (::mkdtemp(staging.data()) == nullptr) {
+        return ErrnoToStatus(errno, StrCat("cannot create ", staging));
+      }
       fs::copy(from, staging, fs::copy_options::recursive, ec);
-      if (ec)
-        return absl::InternalError(StrCat("copying ", from, " to ", staging, ": ", ec.message()));
-      fs::remove_all(config_.output, ec);
-      fs::rename(staging, config_.output, ec);
-      if (ec)
-        return absl::InternalError(StrCat("cannot publish ", config_.output, ": ", ec.message()));
+      if (!ec && fs::exists(config_.output)) {
+        // An earlier run's model of this experiment (CheckOutputReplaceable).
+        fs::remove_all(config_.output, ec);
+      }
+      if (!ec) fs::rename(staging, config_.output, ec);
+      if (ec) {
+        std::error_code ignored;
+        fs::remove_all(staging, ignored);
+        return absl::InternalError(
+            StrCat("cannot publish ", from, " as ", config_.output, ": ", ec.message()));
+      }
       report.output = config_.output;
     }
   }
@@ -489,6 +519,7 @@ StatusOr<ExperimentReport> Launch(const ExperimentOptions& options, bool resume)
   if (!rung_epochs.ok()) return Annotate(rung_epochs.status(), config.path);
   EDL_ASSIGN_OR_RETURN(std::vector<Params> planned, PlannedTrials(config));
   EDL_RETURN_IF_ERROR(CheckTrials(config, planned));
+  EDL_RETURN_IF_ERROR(CheckOutputReplaceable(config));
 
   EDL_RETURN_IF_ERROR(CreateDirectories(dir));
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<ClientLock> lock, ClientLock::Acquire(dir));

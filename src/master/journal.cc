@@ -36,27 +36,6 @@ StatusOr<std::string> Frame(const proto::JournalRecord& record, const std::strin
   return bytes;
 }
 
-Status WriteAll(int fd, const std::string& data, const std::string& path) {
-  size_t written = 0;
-  while (written < data.size()) {
-    ssize_t n = ::write(fd, data.data() + written, data.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoToStatus(errno, StrCat(path, ": write failed"));
-    written += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-Status SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, StrCat(dir, ": cannot open directory"));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoToStatus(err, StrCat(dir, ": fsync failed"));
-  return absl::OkStatus();
-}
-
 // Orders a queue's tasks front to back.
 void SortByOrder(std::vector<const proto::JournalTask*>* tasks) {
   std::sort(tasks->begin(), tasks->end(),

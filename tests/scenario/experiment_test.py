@@ -271,7 +271,17 @@ class ExperimentTest(unittest.TestCase):
             "undefined": (config(os.path.join(self.dir, "bad3"),
                                  hparams=f"  num_records: {NUM_RECORDS}\n"),
                           "reads hyperparameter 'quality', which hyperparameters: does not define"),
+            # A folder of the user's, and the working directory: neither is replaced (and
+            # nothing of them deleted), before any trial runs.
+            "output": (config(os.path.join(self.dir, "bad4")) + "output: notes\n",
+                       "output " + os.path.join(self.dir, "notes") +
+                       " exists and is not a trained model of"),
+            "output_cwd": (config(os.path.join(self.dir, "bad5")) + "output: .\n",
+                           "exists and is not a trained model of"),
         }
+        os.makedirs(os.path.join(self.dir, "notes"), exist_ok=True)
+        with open(os.path.join(self.dir, "notes", "mine.txt"), "w") as f:
+            f.write("a user's notes\n")
         for name, (text, message) in cases.items():
             with self.subTest(name):
                 path = self.write_config("bad_" + name, text)
@@ -282,6 +292,9 @@ class ExperimentTest(unittest.TestCase):
                 exp_dir = os.path.join(self.dir, "bad" + str(list(cases).index(name) + 1))
                 self.assertFalse(os.path.exists(os.path.join(exp_dir, "trials")),
                                  "a trial ran anyway")
+        with open(os.path.join(self.dir, "notes", "mine.txt")) as f:
+            self.assertEqual(f.read(), "a user's notes\n")
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "train.rio")))
 
     def test_python_model_searched_through_its_params(self):
         """A Python model class (seed 003) as the trial: each trial's hyperparameters are

@@ -1,5 +1,6 @@
 #include "cluster/kubernetes/kube_client.h"
 
+#include <absl/strings/numbers.h>
 #include <httplib.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -141,7 +142,13 @@ StatusOr<std::unique_ptr<HttpKubeClient>> HttpKubeClient::Create(KubeConfig conf
   client->host_ = m[2];
   if (client->host_.front() == '[')
     client->host_ = client->host_.substr(1, client->host_.size() - 2);
-  client->port_ = m[4].matched ? std::stoi(m[4]) : (client->tls_ ? 443 : 80);
+  client->port_ = client->tls_ ? 443 : 80;
+  if (m[4].matched && (!absl::SimpleAtoi(m[4].str(), &client->port_) || client->port_ < 1 ||
+                       client->port_ > 65535)) {
+    return absl::InvalidArgumentError(StrCat(client->config_.source, ": server '",
+                                             client->config_.server,
+                                             "' has no port between 1 and 65535"));
+  }
   const KubeConfig& c = client->config_;
   if (!c.ca_pem.empty()) {
     if (!HoldsCertificate(c.ca_pem)) {

@@ -127,6 +127,14 @@ TEST_F(KubeConfigTest, ClientRefusesBadMaterialAndClearText) {
             std::string::npos);
   config.server = "ftp://x";
   EXPECT_EQ(HttpKubeClient::Create(config).status().code(), absl::StatusCode::kInvalidArgument);
+  for (const char* server : {"https://h:99999999999999", "https://h:70000", "https://h:0"}) {
+    config.server = server;
+    auto refused = HttpKubeClient::Create(config);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << server;
+    EXPECT_NE(std::string(refused.status().message()).find("no port between 1 and 65535"),
+              std::string::npos)
+        << refused.status();
+  }
   // Nothing listens there: UNAVAILABLE, naming the server.
   config.server = "http://127.0.0.1:1";
   config.token.clear();

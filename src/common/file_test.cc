@@ -1,0 +1,74 @@
+#include "common/file.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testing/temp_dir.h"
+
+namespace elasticdl {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  return names;
+}
+
+TEST(WriteFileAtomicallyTest, ConcurrentWritersOfOnePathEachPublishWholeContents) {
+  testing::TempDir dir;
+  const std::string path = dir.File("predictions.csv");
+  // Two attempts of one task publishing the same file at once, many times.
+  std::vector<std::string> contents;
+  for (int w = 0; w < 4; ++w)
+    contents.push_back(std::string(64 * 1024, static_cast<char>('a' + w)));
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < 50; ++i) ASSERT_TRUE(WriteFileAtomically(path, contents[w]).ok());
+    });
+  }
+  std::vector<std::string> seen;
+  for (int i = 0; i < 200; ++i) {
+    StatusOr<std::string> now = ReadFileToString(path);
+    if (now.ok()) seen.push_back(*now);
+  }
+  for (std::thread& t : writers) t.join();
+  for (const std::string& s : seen) {
+    EXPECT_NE(std::find(contents.begin(), contents.end(), s), contents.end())
+        << "a reader saw a mix or a part (" << s.size() << " bytes)";
+  }
+  StatusOr<std::string> last = ReadFileToString(path);
+  ASSERT_TRUE(last.ok());
+  EXPECT_NE(std::find(contents.begin(), contents.end(), *last), contents.end());
+  // No temporary file is left behind.
+  EXPECT_EQ(Entries(dir.path()), std::vector<std::string>{"predictions.csv"});
+}
+
+TEST(WriteFileAtomicallyTest, AFailedPublishLeavesTheOldContentsAndNoTemporaryFile) {
+  testing::TempDir dir;
+  const std::string path = dir.File("model");
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  // The rename fails: a directory is in the way.
+  fs::create_directory(dir.File("busy"));
+  fs::create_directory(dir.File("busy/inside"));
+  Status failed = WriteFileAtomically(dir.File("busy"), "new");
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find(dir.File("busy")), std::string::npos) << failed;
+  EXPECT_EQ(*ReadFileToString(path), "old");
+  std::vector<std::string> names = Entries(dir.path());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"busy", "model"}));
+  // A directory that does not exist is named in the error.
+  Status missing = WriteFileAtomically(dir.File("no/such/dir/f"), "x");
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing;
+}
+
+}  // namespace
+}  // namespace elasticdl

@@ -4,6 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
 #include <string_view>
 
 namespace elasticdl::cli {
@@ -29,6 +32,41 @@ int ReportError(const absl::Status& status) {
 int ReportRoleError(const absl::Status& status) {
   if (!status.ok()) spdlog::error("{}", MessageOf(status));
   return ExitCode(status);
+}
+
+namespace {
+
+// An exception nobody caught, on any thread: said in one line, then the
+// process ends as a failure (not with SIGABRT and a core file).
+[[noreturn]] void OnTerminate() {
+  std::string what = "terminate called without an active exception";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what = ex.what();
+    } catch (...) {
+      what = "an exception of an unknown type";
+    }
+  }
+  fmt::print(stderr, "error: internal: {}\n", what);
+  std::fflush(stderr);
+  std::_Exit(kExitFailure);
+}
+
+}  // namespace
+
+int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code) {
+  std::set_terminate(OnTerminate);
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app->exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: internal: {}\n", e.what());
+    return kExitFailure;
+  }
+  return exit_code;
 }
 
 absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::atomic<bool>* flag) {

@@ -3,6 +3,7 @@
 #ifndef ELASTICDL_CLI_COMMAND_SUPPORT_H_
 #define ELASTICDL_CLI_COMMAND_SUPPORT_H_
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <memory>
 
@@ -27,6 +28,13 @@ int ReportError(const absl::Status& status);
 // A role's failure (master, ps, worker): logged, as its output lines are
 // labelled with the role already. Returns ExitCode(status).
 int ReportRoleError(const absl::Status& status);
+
+// Parses the command line and runs the command it names; returns the
+// process's exit code. Anything a command throws (a bug: errors are
+// Statuses) ends it with "error: internal: <what>" and kExitFailure rather
+// than an abort; so does an exception escaping another thread (a terminate
+// handler). Call once, from main.
+int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code);
 
 // SIGTERM and SIGINT set `*flag`; a role polls it and stops in order.
 absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::atomic<bool>* flag);

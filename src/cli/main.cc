@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "cli/command_support.h"
 #include "cli/control_commands.h"
 #include "cli/data_command.h"
 #include "cli/master_command.h"
@@ -50,6 +51,5 @@ int main(int argc, char** argv) {
       argc > 1 &&
       !app.get_subcommands([&](const CLI::App* c) { return c->check_name(argv[1]); }).empty();
   if (!ours) return ExecTorchBinary(argv);
-  CLI11_PARSE(app, argc, argv);
-  return exit_code;
+  return elasticdl::cli::RunCommandLine(&app, argc, argv, exit_code);
 }

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 
+#include "cli/command_support.h"
 #include "cli/control_commands.h"
 #include "cli/data_command.h"
 #include "cli/experiment_command.h"
@@ -32,6 +33,5 @@ int main(int argc, char** argv) {
   elasticdl::cli::AddMasterCommand(&app, &exit_code);
   elasticdl::cli::AddRoleCommands(&app, &exit_code);
   elasticdl::cli::AddZooCommand(&app, &exit_code);
-  CLI11_PARSE(app, argc, argv);
-  return exit_code;
+  return elasticdl::cli::RunCommandLine(&app, argc, argv, exit_code);
 }

@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "dashboard/log_tail.h"
+#include "testing/temp_dir.h"
+
 namespace elasticdl::dashboard {
 namespace {
 
@@ -267,6 +272,24 @@ TEST(JobViewTest, LatencyHistogramsRoundTripThroughJson) {
   json wrong = LatencyHistogramToJson(h);
   wrong["counts"][0] = "x";
   EXPECT_FALSE(LatencyHistogramFromJson(wrong).has_value());
+}
+
+TEST(LogTailTest, EventsWithFieldsOfTheWrongTypeAreSkippedNotFatal) {
+  testing::TempDir dir;
+  const std::string path = dir.File("events.jsonl");
+  std::ofstream(path) << R"({"t": 1, "event": "worker_started", "worker": "zero", "pid": 12})"
+                      << "\n"
+                      << R"({"t": "x", "event": "master_started", "host": 7})"
+                      << "\n"
+                      << "not json\n"
+                      << R"({"t": 2, "event": "worker_started", "worker": 1, "pid": 13})"
+                      << "\n";
+  JobView view({"j"}, nullptr);
+  LogTail tail(path);
+  tail.Poll([&view](const json& e) { view.Apply(e); });
+  const json job = view.Job(3.0);
+  ASSERT_EQ(job["workers"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["workers"][0]["pid"], 13);
 }
 
 }  // namespace

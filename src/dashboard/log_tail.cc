@@ -1,5 +1,7 @@
 #include "dashboard/log_tail.h"
 
+#include <spdlog/spdlog.h>
+
 #include <fstream>
 #include <iterator>
 
@@ -15,7 +17,12 @@ void LogTail::Poll(const std::function<void(const nlohmann::json&)>& apply) {
     const nlohmann::json event = nlohmann::json::parse(
         chunk.begin() + static_cast<std::ptrdiff_t>(start),
         chunk.begin() + static_cast<std::ptrdiff_t>(end), nullptr, /*allow_exceptions=*/false);
-    if (event.is_object()) apply(event);
+    if (!event.is_object()) continue;
+    try {
+      apply(event);
+    } catch (const nlohmann::json::exception& e) {
+      spdlog::warn("{}: skipping the event at byte {}: {}", path_, offset_ + start, e.what());
+    }
   }
   offset_ += start;  // a partial last line is read again next time
 }

@@ -1,6 +1,8 @@
 // Reads the event log (JOB_DIR/events.jsonl) as it grows: each call hands
 // over the complete lines appended since the last one, parsed; a partial
-// last line waits for its end, and lines that do not parse are skipped.
+// last line waits for its end, and lines that do not parse, or whose fields
+// have types their reader does not expect, are skipped (with a warning):
+// a damaged log costs its damaged lines, never the process reading it.
 #ifndef ELASTICDL_DASHBOARD_LOG_TAIL_H_
 #define ELASTICDL_DASHBOARD_LOG_TAIL_H_
 

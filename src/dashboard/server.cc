@@ -2,12 +2,14 @@
 
 #include <microhttpd.h>
 #include <netdb.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -147,7 +149,15 @@ MHD_Result RequestHandler::Handle(void* cls, MHD_Connection* connection, const c
                                   void** /*request_state*/) {
   // Answered at the first call, when the head has been read: a body, if
   // any, is not read (none is wanted) and the connection is closed after.
-  const Server::Reply reply = static_cast<const Server*>(cls)->Answer(connection, method, url);
+  // A C callback: nothing may escape it. A request that throws (a bug) is
+  // answered 500 and the server goes on.
+  Server::Reply reply;
+  try {
+    reply = static_cast<const Server*>(cls)->Answer(connection, method, url);
+  } catch (const std::exception& e) {
+    spdlog::error("dashboard: {} {}: {}", method, url, e.what());
+    reply = Server::Reply::Error(500, "internal error");
+  }
   MHD_Response* response = MHD_create_response_from_buffer(
       reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
   if (response == nullptr) return MHD_NO;

@@ -138,7 +138,13 @@ Status ApplyJobSettings(const WithClause& with, client::JobCommand command, JobA
 // Where and how the statement's job runs.
 void RunIn(const SqlArgs& args, const std::string& work, const std::string& name, JobArgs* job) {
   job->job_dir = work + "/job";
-  if (job->job_name.empty()) job->job_name = name;
+  if (job->job_name.empty()) {
+    // From a table's name, which may hold anything: its letters and digits.
+    job->job_name = name;
+    for (char& c : job->job_name) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-') c = '-';
+    }
+  }
   job->progress = args.progress;
   job->cancel = args.cancel;
 }
@@ -183,21 +189,24 @@ StatusOr<std::string> WorkDir(const SqlArgs& args) {
   return dir;
 }
 
-// Replaces table `name` (`columns`: "file TEXT", ...) by the rows `next`
-// gives, in one transaction: readers see the old table or the whole new one,
-// and a failure leaves the old one as it was.
+// Replaces table `name` (`columns`: "\"file\" TEXT", ..., names quoted) by the
+// rows `next` gives, in one transaction: readers see the old table or the
+// whole new one, and a failure leaves the old one as it was. `name` is any
+// name (quoted here), never SQL.
 Status ReplaceTable(sql::Database* db, const std::string& name,
                     const std::vector<std::string>& columns,
                     const std::function<StatusOr<bool>(std::vector<sql::Cell>*)>& next) {
   std::string placeholders;
   for (size_t i = 1; i <= columns.size(); ++i) placeholders += StrCat(i > 1 ? ", " : "", "$", i);
+  const std::string table = db->QuoteIdentifier(name);
   EDL_RETURN_IF_ERROR(db->Execute("BEGIN"));
-  Status status = db->Execute(StrCat("DROP TABLE IF EXISTS ", name));
+  Status status = db->Execute(StrCat("DROP TABLE IF EXISTS ", table));
   if (status.ok()) {
-    status = db->Execute(StrCat("CREATE TABLE ", name, " (", absl::StrJoin(columns, ", "), ")"));
+    status = db->Execute(StrCat("CREATE TABLE ", table, " (", absl::StrJoin(columns, ", "), ")"));
   }
   if (status.ok()) {
-    status = db->ExecuteForEach(StrCat("INSERT INTO ", name, " VALUES (", placeholders, ")"), next);
+    status =
+        db->ExecuteForEach(StrCat("INSERT INTO ", table, " VALUES (", placeholders, ")"), next);
   }
   if (status.ok()) status = db->Execute("COMMIT");
   if (!status.ok()) db->Execute("ROLLBACK").IgnoreError();
@@ -217,9 +226,9 @@ Status SaveModel(sql::Database* db, const std::string& name, const std::string& 
   size_t file = 0, offset = 0;
   std::string content;
   const std::vector<std::string> columns = {
-      StrCat("file ", db->TypeName(sql::ColumnType::kText)),
-      StrCat("part ", db->TypeName(sql::ColumnType::kInteger)),
-      StrCat("content ", db->TypeName(sql::ColumnType::kBlob))};
+      StrCat(db->QuoteIdentifier("file"), " ", db->TypeName(sql::ColumnType::kText)),
+      StrCat(db->QuoteIdentifier("part"), " ", db->TypeName(sql::ColumnType::kInteger)),
+      StrCat(db->QuoteIdentifier("content"), " ", db->TypeName(sql::ColumnType::kBlob))};
   return ReplaceTable(db, name, columns, [&](std::vector<sql::Cell>* cells) -> StatusOr<bool> {
     while (file < files.size() && offset > 0 && offset >= content.size()) {
       ++file;
@@ -256,7 +265,7 @@ Status LoadModel(sql::Database* db, const std::string& name, const std::string& 
     return WriteFileAtomically(path.string(), content);
   };
   Status status = db->Query(
-      StrCat("SELECT file, part, content FROM ", name, " ORDER BY file, part"),
+      StrCat("SELECT file, part, content FROM ", db->QuoteIdentifier(name), " ORDER BY file, part"),
       [](const std::vector<sql::ColumnInfo>&) { return absl::OkStatus(); },
       [&](const std::vector<sql::Cell>& cells) -> Status {
         const std::string file(cells[0].text);
@@ -430,13 +439,13 @@ StatusOr<SqlResult> RunPredict(const SqlArgs& args, const sql::Statement& statem
   }
   std::vector<std::string> columns;
   for (const sql::ColumnInfo& c : encoded.columns) {
-    columns.push_back(StrCat("\"", c.name, "\" ", db->TypeName(c.type)));
+    columns.push_back(StrCat(db->QuoteIdentifier(c.name), " ", db->TypeName(c.type)));
   }
   const sql::ColumnType predicted_type = sql_model.label_type() == "TEXT" ? sql::ColumnType::kText
                                          : sql_model.label_type() == "INTEGER"
                                              ? sql::ColumnType::kInteger
                                              : sql::ColumnType::kReal;
-  columns.push_back(StrCat(predict.column, " ", db->TypeName(predicted_type)));
+  columns.push_back(StrCat(db->QuoteIdentifier(predict.column), " ", db->TypeName(predicted_type)));
 
   // Each row as it was selected, from the rows file, and its prediction.
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordFile> file, RecordFile::Open(rows));

@@ -18,6 +18,19 @@ namespace elasticdl::sql {
 
 namespace {
 
+// OK when nothing but blanks and semicolons follows the statement SQLite
+// compiled from `text` (it stopped at `tail`).
+Status OneStatement(std::string_view text, const char* tail) {
+  for (const char* p = tail; p != nullptr && p < text.data() + text.size(); ++p) {
+    if (!std::isspace(static_cast<unsigned char>(*p)) && *p != ';') {
+      return absl::InvalidArgumentError(StrCat("one statement expected, found more after it: '",
+                                               std::string_view(p, text.data() + text.size() - p),
+                                               "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // SQLite's type affinity of a declared type (https://sqlite.org/datatype3.html,
 // 3.1): what the column's values are converted to on the way in.
 ColumnType SqliteAffinity(const char* declared) {
@@ -68,13 +81,7 @@ class SqliteDatabase final : public Database {
     }
     std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> owned(stmt, &sqlite3_finalize);
     if (stmt == nullptr) return absl::InvalidArgumentError("the query is empty");
-    for (const char* p = tail; p != nullptr && p < select.data() + select.size(); ++p) {
-      if (!std::isspace(static_cast<unsigned char>(*p)) && *p != ';') {
-        return absl::InvalidArgumentError(
-            StrCat("one SELECT statement expected, found more after it: '",
-                   std::string_view(p, select.data() + select.size() - p), "'"));
-      }
-    }
+    EDL_RETURN_IF_ERROR(OneStatement(select, tail));
     if (sqlite3_stmt_readonly(stmt) == 0) {
       return absl::InvalidArgumentError("not a query: it would change the database");
     }
@@ -122,15 +129,28 @@ class SqliteDatabase final : public Database {
     }
   }
 
-  Status Execute(std::string_view statements) override {
-    char* error = nullptr;
-    if (sqlite3_exec(db_, std::string(statements).c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-      Status status =
-          absl::InvalidArgumentError(StrCat(error != nullptr ? error : sqlite3_errmsg(db_)));
-      sqlite3_free(error);
-      return status;
+  Status Execute(std::string_view statement) override {
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v2(db_, statement.data(), static_cast<int>(statement.size()), &stmt,
+                           &tail) != SQLITE_OK) {
+      return absl::InvalidArgumentError(StrCat(sqlite3_errmsg(db_)));
     }
-    return absl::OkStatus();
+    std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> owned(stmt, &sqlite3_finalize);
+    if (stmt == nullptr) return absl::InvalidArgumentError("the statement is empty");
+    EDL_RETURN_IF_ERROR(OneStatement(statement, tail));
+    for (;;) {
+      const int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) return absl::OkStatus();
+      if (rc != SQLITE_ROW) return absl::InvalidArgumentError(StrCat(sqlite3_errmsg(db_)));
+    }
+  }
+
+  std::string QuoteIdentifier(std::string_view name) const override {
+    char* quoted = sqlite3_mprintf("\"%w\"", std::string(name).c_str());
+    std::string out = quoted != nullptr ? quoted : "";
+    sqlite3_free(quoted);
+    return out;
   }
 
   Status ExecuteForEach(std::string_view statement,
@@ -252,7 +272,20 @@ class PostgresDatabase final : public Database {
   Status Query(std::string_view select,
                const std::function<Status(const std::vector<ColumnInfo>&)>& on_columns,
                const std::function<Status(const std::vector<Cell>&)>& on_row) override {
-    if (PQsendQuery(conn_, std::string(select).c_str()) == 0) {
+    // In a read-only transaction of its own: a data-modifying WITH fails
+    // before it changes anything.
+    EDL_RETURN_IF_ERROR(Execute("BEGIN READ ONLY"));
+    Status status = QueryOnce(select, on_columns, on_row);
+    Status ended = Execute(status.ok() ? "COMMIT" : "ROLLBACK");
+    return status.ok() ? ended : status;
+  }
+
+  // The extended protocol: one statement only.
+  Status QueryOnce(std::string_view select,
+                   const std::function<Status(const std::vector<ColumnInfo>&)>& on_columns,
+                   const std::function<Status(const std::vector<Cell>&)>& on_row) {
+    if (PQsendQueryParams(conn_, std::string(select).c_str(), 0, nullptr, nullptr, nullptr, nullptr,
+                          0) == 0) {
       return absl::UnavailableError(StrCat(Trim(PQerrorMessage(conn_))));
     }
     PQsetSingleRowMode(conn_);
@@ -290,9 +323,12 @@ class PostgresDatabase final : public Database {
     return status;
   }
 
-  Status Execute(std::string_view statements) override {
+  Status Execute(std::string_view statement) override {
+    // The extended protocol: one statement only.
     std::unique_ptr<PGresult, decltype(&PQclear)> result(
-        PQexec(conn_, std::string(statements).c_str()), &PQclear);
+        PQexecParams(conn_, std::string(statement).c_str(), 0, nullptr, nullptr, nullptr, nullptr,
+                     0),
+        &PQclear);
     const ExecStatusType kind = PQresultStatus(result.get());
     if (kind != PGRES_COMMAND_OK && kind != PGRES_TUPLES_OK) {
       return absl::InvalidArgumentError(StrCat(Trim(PQresultErrorMessage(result.get()))));
@@ -360,6 +396,20 @@ class PostgresDatabase final : public Database {
     std::unique_ptr<PGresult, decltype(&PQclear)> deallocated(
         PQexec(conn_, StrCat("DEALLOCATE ", name).c_str()), &PQclear);
     return status;
+  }
+
+  std::string QuoteIdentifier(std::string_view name) const override {
+    char* quoted = PQescapeIdentifier(conn_, name.data(), name.size());
+    if (quoted != nullptr) {
+      std::string out = quoted;
+      PQfreemem(quoted);
+      return out;
+    }
+    // Not valid in the connection's encoding: quoted as SQL does, which the
+    // server then refuses as a name it cannot read.
+    std::string out = "\"";
+    for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
   }
 
   std::string TypeName(ColumnType type) const override {

@@ -59,16 +59,19 @@ class Database {
 
   virtual ~Database() = default;
 
-  // Runs one SELECT: `columns` once, before the first row (also for a result
-  // without rows), then `row` for each row. A callback's error stops the
+  // Runs one SELECT, once, and read-only: a second statement, or a query
+  // that would change the database (a data-modifying WITH), is refused
+  // before anything changes. `columns` once, before the first row (also for
+  // a result without rows), then `row` for each row. A callback's error stops the
   // query and is returned. Errors say what the database said; the caller
   // names the database and the statement.
   virtual Status Query(std::string_view select,
                        const std::function<Status(const std::vector<ColumnInfo>&)>& columns,
                        const std::function<Status(const std::vector<Cell>&)>& row) = 0;
 
-  // Runs statements that return no rows (CREATE, INSERT, ...).
-  virtual Status Execute(std::string_view statements) = 0;
+  // Runs one statement that returns no rows (CREATE, INSERT, ...); text
+  // holding a second statement is refused before anything runs.
+  virtual Status Execute(std::string_view statement) = 0;
   // Runs `statement`, whose parameters are written $1, $2, ..., once for
   // every row `next` fills in (it returns false when there are none left);
   // the statement is prepared once. Errors name the row (from 1).
@@ -77,6 +80,9 @@ class Database {
   // The database's name of a column type for CREATE TABLE: INTEGER, REAL,
   // TEXT, BLOB in SQLite; BIGINT, DOUBLE PRECISION, TEXT, BYTEA in PostgreSQL.
   virtual std::string TypeName(ColumnType type) const = 0;
+  // `name` as an identifier in the database's own quoting ("my model",
+  // "a""b"): any table or column name is taken as a name, never as SQL.
+  virtual std::string QuoteIdentifier(std::string_view name) const = 0;
 
   // "sqlite:///tmp/a.db", "postgresql://…" without a password.
   virtual std::string Describe() const = 0;

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/strings.h"
 #include "data/example_wire.h"
 #include "elasticdl/data/record_file.h"
 #include "sql/database.h"
+#include "testing/sql_script.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::sql {
@@ -51,7 +53,7 @@ class QueryExportTest : public ::testing::Test {
     auto db = Database::Open("sqlite://" + path_);
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
-    ASSERT_TRUE(db_->Execute(R"sql(
+    ASSERT_TRUE(testing::ExecuteScript(db_.get(), R"sql(
       CREATE TABLE employee (name TEXT, role VARCHAR(20), age INTEGER, salary REAL, note BLOB);
       INSERT INTO employee VALUES ('ann', 'eng', 31, 100.5, NULL);
       INSERT INTO employee VALUES ('bob', 'ops', 45, 80, 'x');
@@ -141,7 +143,7 @@ TEST_F(QueryExportTest, BadQueriesAndValuesAreClearErrorsAndLeaveNothing) {
   EXPECT_THAT(Error("SELECT name FROM employe"), HasSubstr("no such table: employe"));
   EXPECT_THAT(Error("DELETE FROM employee"), HasSubstr("not a query"));
   EXPECT_THAT(Error("SELECT name FROM employee; DROP TABLE employee"),
-              HasSubstr("one SELECT statement expected"));
+              HasSubstr("one statement expected"));
   // SQLite keeps what it is given: text in an INTEGER column.
   ASSERT_TRUE(db_->Execute("INSERT INTO employee VALUES ('dee', 'eng', 'forty', 70, NULL)").ok());
   EXPECT_THAT(Error("SELECT name, age FROM employee"),
@@ -150,6 +152,39 @@ TEST_F(QueryExportTest, BadQueriesAndValuesAreClearErrorsAndLeaveNothing) {
   auto count = ExportQuery(db_.get(), "SELECT name FROM employee", Options());
   ASSERT_TRUE(count.ok()) << count.status();
   EXPECT_EQ(count->records, 4u);
+}
+
+TEST_F(QueryExportTest, NamesAreQuotedAndOneStatementRunsAtATime) {
+  auto rows = [this](const std::string& select) {
+    int n = 0;
+    Status s = db_->Query(
+        select, [](const std::vector<ColumnInfo>&) { return absl::OkStatus(); },
+        [&n](const std::vector<Cell>&) {
+          ++n;
+          return absl::OkStatus();
+        });
+    return s.ok() ? n : -1;
+  };
+  // A name is a name, whatever it holds.
+  for (const std::string name : {"my model", "m; DROP TABLE employee", "a\"b", "x\" --"}) {
+    const std::string table = db_->QuoteIdentifier(name);
+    ASSERT_TRUE(
+        db_->Execute(StrCat("CREATE TABLE ", table, " (", db_->QuoteIdentifier("v w"), " INTEGER)"))
+            .ok())
+        << table;
+    ASSERT_TRUE(db_->Execute(StrCat("INSERT INTO ", table, " VALUES (1)")).ok()) << table;
+    EXPECT_EQ(rows(StrCat("SELECT * FROM ", table)), 1) << table;
+  }
+  EXPECT_EQ(db_->QuoteIdentifier("a\"b"), "\"a\"\"b\"");
+  // Execute and Query run one statement, and refuse text holding a second.
+  Status two = db_->Execute(
+      "INSERT INTO employee VALUES ('eve', 'eng', 1, 1, NULL); DROP TABLE "
+      "employee");
+  EXPECT_THAT(std::string(two.message()), HasSubstr("one statement expected")) << two;
+  EXPECT_EQ(rows("SELECT * FROM employee"), 3);
+  EXPECT_EQ(rows("SELECT 1; DELETE FROM employee"), -1);
+  EXPECT_EQ(rows("WITH d AS (SELECT 1) DELETE FROM employee"), -1);
+  EXPECT_EQ(rows("SELECT * FROM employee"), 3);
 }
 
 TEST(DatabaseOpenTest, UnknownSchemesMissingFilesAndRefusedServersAreClear) {

@@ -11,6 +11,7 @@
 #include "data/example_wire.h"
 #include "elasticdl/data/record_file.h"
 #include "sql/database.h"
+#include "testing/sql_script.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::sql {
@@ -27,7 +28,7 @@ class TabularTest : public ::testing::Test {
     auto db = Database::Open("sqlite://" + path);
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = std::move(*db);
-    ASSERT_TRUE(db_->Execute(R"sql(
+    ASSERT_TRUE(testing::ExecuteScript(db_.get(), R"sql(
       CREATE TABLE t (age INTEGER, score, role TEXT, city TEXT, grade, pay REAL);
       INSERT INTO t VALUES (30, 1.5, 'eng', 'a', 'B', 10);
       INSERT INTO t VALUES (40, NULL, 'ops', 'b', 'A', 20);
@@ -128,10 +129,12 @@ TEST_F(TabularTest, BadColumnsAndLabelsAreNamed) {
     EXPECT_FALSE(m.ok());
     return std::string(m.status().message());
   };
-  ASSERT_TRUE(db_->Execute("CREATE TABLE mixed (x REAL, y); INSERT INTO mixed VALUES (1, 'a'), "
-                           "(2, 3), (3, NULL); CREATE TABLE bad (x INTEGER, y REAL); "
-                           "INSERT INTO bad VALUES (1, 1), ('two', 2);")
-                  .ok());
+  ASSERT_TRUE(
+      testing::ExecuteScript(db_.get(),
+                             "CREATE TABLE mixed (x REAL, y); INSERT INTO mixed VALUES (1, 'a'), "
+                             "(2, 3), (3, NULL); CREATE TABLE bad (x INTEGER, y REAL); "
+                             "INSERT INTO bad VALUES (1, 1), ('two', 2);")
+          .ok());
   EXPECT_THAT(error("SELECT * FROM t", "", "regressor.DNN"), HasSubstr("needs LABEL <column>"));
   EXPECT_THAT(error("SELECT * FROM t", "salary", "regressor.DNN"),
               HasSubstr("LABEL 'salary' is not a column of the query; it selects age, score, "

@@ -274,6 +274,49 @@ class SqlTest(unittest.TestCase):
                 self.assertIn(message, proc.stderr)
                 self.assertEqual(contents(), before, "the database changed")
 
+    def test_names_are_names_and_queries_only_read(self):
+        """Table and column names that hold SQL are quoted as names; the user's query runs
+        once, as one read-only statement: nothing else in the database changes."""
+        db = self.sqlite_db("names.db")
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE salaries (x REAL)")
+        con.execute("INSERT INTO salaries VALUES (1.5)")
+        con.commit()
+        con.close()
+
+        def contents(*tables):
+            con = sqlite3.connect(db)
+            data = {t: con.execute(f'SELECT * FROM "{t}" ORDER BY 1').fetchall() for t in tables}
+            con.close()
+            return data
+        tables = ("iris_train", "iris_test", "employee", "newcomer", "salaries")
+        before = contents(*tables)
+        url = f"sqlite://{db}"
+        refused = [
+            ("WITH d AS (DELETE FROM salaries RETURNING 1) SELECT * FROM iris_train TRAIN "
+             "classifier.Linear LABEL class INTO m4", "query"),
+            ("SELECT * FROM iris_train; DELETE FROM salaries; SELECT * FROM iris_train TRAIN "
+             "classifier.Linear LABEL class INTO m5", "one statement expected"),
+        ]
+        for i, (statement, message) in enumerate(refused):
+            with self.subTest(statement=statement):
+                proc = self.sql(url, statement, f"names-refused-{i}", check=False)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertIn(message, proc.stderr)
+                self.assertEqual(contents(*tables), before)
+        self.sql(url, "SELECT * FROM iris_train TRAIN classifier.Linear WITH train.epoch=2 "
+                      'LABEL class INTO "m; DROP TABLE salaries"', "names-train")
+        proc = self.sql(url, 'SELECT * FROM iris_test PREDICT "my preds"."the class" '
+                             'USING "m; DROP TABLE salaries"', "names-predict")
+        self.assertIn(f"wrote {len(self.iris_test)} rows into table my preds", proc.stdout)
+        self.assertEqual(contents(*tables), before)
+        con = sqlite3.connect(db)
+        now = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        columns = [r[1] for r in con.execute('PRAGMA table_info("my preds")')]
+        con.close()
+        self.assertEqual(now, set(tables) | {"my preds", "m; DROP TABLE salaries"})
+        self.assertEqual(columns[-1], "the class")
+
     def test_worker_killed_during_sql_training_is_exact(self):
         """The statement's job is a job like any other: a worker SIGKILLed mid-task is
         replaced, its task redone, and every row trained once per epoch. The trained
@@ -354,6 +397,25 @@ class SqlTest(unittest.TestCase):
                 "pg-salary")
             self.sql(pg.url("hr"), TRAIN_IRIS.format(
                 model="classifier.DNN", params="hidden_units=[16, 16], "), "pg-iris")
+
+            # The query runs read-only and alone; names are names.
+            employees = pg.psql("hr", "SELECT count(*), sum(salary) FROM employee")
+            for i, statement in enumerate([
+                    "WITH d AS (DELETE FROM employee RETURNING 1) SELECT * FROM iris_train "
+                    "TRAIN classifier.Linear LABEL class INTO m4",
+                    "SELECT * FROM iris_train; DELETE FROM employee; SELECT * FROM iris_train "
+                    "TRAIN classifier.Linear LABEL class INTO m5"]):
+                proc = self.sql(pg.url("hr"), statement, f"pg-refused-{i}", check=False)
+                self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                self.assertEqual(pg.psql("hr", "SELECT count(*), sum(salary) FROM employee"),
+                                 employees)
+            self.sql(pg.url("hr"), "SELECT * FROM iris_train TRAIN classifier.Linear WITH "
+                                   'train.epoch=2 LABEL class INTO "m; DROP TABLE employee"',
+                     "pg-names")
+            self.assertEqual(pg.psql("hr", "SELECT count(*), sum(salary) FROM employee"),
+                             employees)
+            self.assertEqual(pg.psql("hr", "SELECT count(*) > 0 FROM \"m; DROP TABLE employee\""),
+                             "t")
 
             # Another database gets the model tables only, and its own rows.
             for table in ("salary_model", "iris_model"):

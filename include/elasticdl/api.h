@@ -102,6 +102,10 @@ struct JobArgs {
 
   // Workers.
   int64_t num_workers = 1;
+  // The most workers `elasticdl job scale` may ask for; 0: the cluster's
+  // capacity as the job sees it (4 per core of this machine on the local and
+  // external clusters, 1024 on Slurm and Kubernetes), at least num_workers.
+  int64_t max_workers = 0;
   // LibTorch threads per worker; 0: the machine's cores divided among them.
   int64_t num_threads = 0;
 
@@ -209,7 +213,7 @@ struct SqlArgs {
   std::string db;
   std::string statement;
   // Where the rows, the job and the model are kept while it runs; default
-  // $TMPDIR/elasticdl-jobs/sql-<time>-<pid>. Must be on storage every host
+  // $TMPDIR/elasticdl-jobs-$UID/sql-<time>-<pid>. Must be on storage every host
   // of the cluster sees.
   std::string work_dir;
   bool progress = true;

@@ -131,7 +131,7 @@ void AddSqlCommand(CLI::App* app, int* exit_code) {
       ->required();
   cmd->add_option("--work_dir", args->work_dir,
                   "Where the rows, the job and the model are kept while it runs (default: a "
-                  "new directory under $TMPDIR/elasticdl-jobs)");
+                  "new directory under $TMPDIR/elasticdl-jobs-$UID)");
   cmd->add_flag("!--no_progress", args->progress, "Do not print the job's progress");
   cmd->add_option("STATEMENT", args->statement, "The statement")->required();
   cmd->callback([args, exit_code] {

@@ -37,16 +37,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The job's directory: this user's alone (it holds the job's token). One
+// the system names is new; one the user names may exist, if it is theirs.
 StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
-  std::string dir = args.job_dir;
-  if (dir.empty()) {
-    auto now = std::chrono::system_clock::now().time_since_epoch();
-    dir = StrCat(
-        DefaultJobsRoot(ReadEnvironment()), "/", args.job_name.empty() ? kind : args.job_name, "-",
-        std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
+  if (!args.job_dir.empty()) {
+    const std::string dir = AbsolutePath(args.job_dir);
+    EDL_RETURN_IF_ERROR(Annotate(CreatePrivateDirectory(dir, /*exclusive=*/false), "--job_dir"));
+    return dir;
   }
-  dir = AbsolutePath(dir);
-  EDL_RETURN_IF_ERROR(CreateDirectories(dir));
+  const std::string root = DefaultJobsRoot(ReadEnvironment());
+  EDL_RETURN_IF_ERROR(CreatePrivateDirectory(root, /*exclusive=*/false));
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::string dir =
+      StrCat(root, "/", args.job_name.empty() ? kind : args.job_name, "-",
+             std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
+  EDL_RETURN_IF_ERROR(CreatePrivateDirectory(dir, /*exclusive=*/true));
   return dir;
 }
 

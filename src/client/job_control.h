@@ -12,7 +12,7 @@
 namespace elasticdl::client {
 
 // The directory of job `job`: `job` itself when it is a job directory, else
-// the newest job of that name under $TMPDIR/elasticdl-jobs (where jobs
+// the newest job of that name under $TMPDIR/elasticdl-jobs-$UID (where jobs
 // without --job_dir live). NOT_FOUND naming both places otherwise.
 StatusOr<std::string> FindJobDir(const std::string& job);
 

@@ -1,5 +1,8 @@
 #include "client/job_runner.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -73,8 +76,13 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
   if (!options.log_file.empty()) {
-    log.reset(std::fopen(options.log_file.c_str(), "a"));
+    // The log carries the dashboard's URL: readable by this user only, and
+    // never written through a link.
+    const int fd = ::open(options.log_file.c_str(),
+                          O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) log.reset(::fdopen(fd, "a"));
     if (log == nullptr) {
+      if (fd >= 0) ::close(fd);
       return absl::InternalError(
           StrCat("cannot open ", options.log_file, ": ", std::strerror(errno)));
     }

@@ -123,6 +123,10 @@ std::vector<JobSetting> MakeSettings() {
 
       // Workers.
       {"--num_workers", &A::num_workers, "Worker processes", kAll, 0, 1, 1 << 20},
+      {"--max_workers", &A::max_workers,
+       "The most workers `elasticdl job scale` may ask for (0: 4 per core here on the local and "
+       "external clusters, 1024 on Slurm and Kubernetes; at least --num_workers)",
+       kTrain, 0, 0, 1 << 20},
       {"--num_threads", &A::num_threads,
        "LibTorch threads per worker (0: the cores divided among the workers)", kAll, 0, 0, 4096},
 
@@ -142,7 +146,7 @@ std::vector<JobSetting> MakeSettings() {
       // The job and where it runs.
       {"--job_dir", &A::job_dir,
        "Directory for the job's spec and intermediate files (default: a new one under "
-       "$TMPDIR/elasticdl-jobs)"},
+       "$TMPDIR/elasticdl-jobs-$UID)"},
       {"--job_name", &A::job_name, "Name of the job"},
       {"--cluster", &A::cluster,
        "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
@@ -462,6 +466,10 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
         "client)");
   }
   EDL_RETURN_IF_ERROR(CheckKubernetesArgs(args, command));
+  if (args.max_workers > 0 && args.max_workers < args.num_workers) {
+    return absl::InvalidArgumentError(
+        StrCat("--max_workers=", args.max_workers, " is below --num_workers=", args.num_workers));
+  }
   if (command == JobCommand::kTrain) {
     if (args.use_async && args.grads_to_wait.value_or(0) > 0) {
       return absl::InvalidArgumentError(
@@ -545,6 +553,13 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
     threads = std::max<int64_t>(1, std::thread::hardware_concurrency() / args.num_workers);
   }
   workers->set_threads(Int32(threads));
+  int64_t max_workers = args.max_workers;
+  if (max_workers == 0) {
+    const bool here = args.cluster == "local" || args.cluster == "external";
+    max_workers =
+        here ? 4 * static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())) : 1024;
+  }
+  workers->set_max_workers(Int32(std::max(max_workers, args.num_workers)));
 
   proto::FaultTolerance* ft = spec.mutable_fault_tolerance();
   ft->set_worker_lease_ms(Int32(args.worker_lease_ms));

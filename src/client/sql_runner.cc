@@ -176,15 +176,21 @@ StatusOr<WithClause> SplitWith(const std::vector<sql::Attribute>& attributes,
   return with;
 }
 
+// The statement's directory, this user's alone (its job's token goes there):
+// a new one, or the one --work_dir names if it is theirs.
 StatusOr<std::string> WorkDir(const SqlArgs& args) {
-  std::string dir = args.work_dir;
-  if (dir.empty()) {
+  std::string dir;
+  if (!args.work_dir.empty()) {
+    dir = AbsolutePath(args.work_dir);
+    EDL_RETURN_IF_ERROR(Annotate(CreatePrivateDirectory(dir, /*exclusive=*/false), "--work_dir"));
+  } else {
+    const std::string root = DefaultJobsRoot(ReadEnvironment());
+    EDL_RETURN_IF_ERROR(CreatePrivateDirectory(root, /*exclusive=*/false));
     const auto now = std::chrono::system_clock::now().time_since_epoch();
-    dir =
-        StrCat(DefaultJobsRoot(ReadEnvironment()), "/sql-",
-               std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
+    dir = StrCat(root, "/sql-", std::chrono::duration_cast<std::chrono::milliseconds>(now).count(),
+                 "-", ::getpid());
+    EDL_RETURN_IF_ERROR(CreatePrivateDirectory(dir, /*exclusive=*/true));
   }
-  dir = AbsolutePath(dir);
   EDL_RETURN_IF_ERROR(CreateDirectories(dir + "/data"));
   return dir;
 }

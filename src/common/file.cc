@@ -289,6 +289,29 @@ Status CreateDirectories(const std::string& path) {
   return absl::OkStatus();
 }
 
+Status CreatePrivateDirectory(const std::string& path, bool exclusive) {
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  if (!parent.empty()) EDL_RETURN_IF_ERROR(CreateDirectories(parent));
+  if (::mkdir(path.c_str(), 0700) == 0) {
+    // The mode, whatever the umask.
+    if (::chmod(path.c_str(), 0700) != 0) return ErrnoStatus(path, "chmod", errno);
+    return absl::OkStatus();
+  }
+  if (errno != EEXIST) return ErrnoStatus(path, "cannot create directory", errno);
+  if (exclusive) return absl::AlreadyExistsError(StrCat(path, ": exists already"));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoStatus(path, "stat", errno);
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::PermissionDeniedError(
+        StrCat(path, ": not a directory", S_ISLNK(st.st_mode) ? " (a symbolic link)" : ""));
+  }
+  if (st.st_uid != ::getuid()) {
+    return absl::PermissionDeniedError(
+        StrCat(path, ": owned by uid ", st.st_uid, ", not by this user (uid ", ::getuid(), ")"));
+  }
+  return absl::OkStatus();
+}
+
 std::string ElasticdlBinary() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -98,6 +98,13 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // Creates `path` and any missing parents; OK if it already exists.
 Status CreateDirectories(const std::string& path);
 
+// Creates directory `path` for this user alone (mode 0700; its missing
+// parents as CreateDirectories does). An existing one is refused when
+// `exclusive` (ALREADY_EXISTS), and otherwise accepted only if it is a
+// directory of this user's, not a symbolic link (PERMISSION_DENIED naming its
+// owner): a job's secrets never go where another user can read or swap them.
+Status CreatePrivateDirectory(const std::string& path, bool exclusive);
+
 // Publishes `contents` at `path`, atomically and durably: written to a
 // temporary file of this call's own beside it, fsynced, renamed over `path`,
 // and the directory fsynced. Readers see the old contents or the new, never

@@ -1,6 +1,8 @@
 #include "common/file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -68,6 +70,34 @@ TEST(WriteFileAtomicallyTest, AFailedPublishLeavesTheOldContentsAndNoTemporaryFi
   // A directory that does not exist is named in the error.
   Status missing = WriteFileAtomically(dir.File("no/such/dir/f"), "x");
   EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing;
+}
+
+TEST(CreatePrivateDirectoryTest, OnlyThisUsersDirectoriesWithNoWayInForOthers) {
+  testing::TempDir dir;
+  const mode_t old_mask = ::umask(0);
+  Status created = CreatePrivateDirectory(dir.File("a/b/job"), /*exclusive=*/true);
+  ::umask(old_mask);
+  ASSERT_TRUE(created.ok()) << created;
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.File("a/b/job").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(CreatePrivateDirectory(dir.File("a/b/job"), true).code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(CreatePrivateDirectory(dir.File("a/b/job"), false).ok());
+  // A link to a directory, and a file, are not directories of this user's.
+  fs::create_directory_symlink(dir.File("a/b/job"), dir.File("link"));
+  Status link = CreatePrivateDirectory(dir.File("link"), false);
+  EXPECT_EQ(link.code(), StatusCode::kPermissionDenied) << link;
+  EXPECT_NE(link.message().find("symbolic link"), std::string::npos) << link;
+  ASSERT_TRUE(WriteFileAtomically(dir.File("file"), "x").ok());
+  EXPECT_EQ(CreatePrivateDirectory(dir.File("file"), false).code(), StatusCode::kPermissionDenied);
+  // Another user's directory (only root can make one here).
+  if (::getuid() == 0) {
+    fs::create_directory(dir.File("theirs"));
+    ASSERT_EQ(::chown(dir.File("theirs").c_str(), 12345, 12345), 0);
+    Status theirs = CreatePrivateDirectory(dir.File("theirs"), false);
+    EXPECT_EQ(theirs.code(), StatusCode::kPermissionDenied) << theirs;
+    EXPECT_NE(theirs.message().find("owned by uid 12345"), std::string::npos) << theirs;
+  }
 }
 
 }  // namespace

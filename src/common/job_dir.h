@@ -5,6 +5,8 @@
 #ifndef ELASTICDL_COMMON_JOB_DIR_H_
 #define ELASTICDL_COMMON_JOB_DIR_H_
 
+#include <unistd.h>
+
 #include <string>
 
 #include "common/environment.h"
@@ -41,9 +43,10 @@ inline std::string CheckpointsDir(const std::string& job_dir) { return job_dir +
 inline std::string LogsDir(const std::string& job_dir) { return job_dir + "/logs"; }
 
 // Where jobs given no --job_dir get theirs (and where `elasticdl job`
-// looks for the newest): <temp_dir>/elasticdl-jobs.
+// looks for the newest): <temp_dir>/elasticdl-jobs-<uid>, this user's alone
+// (CreatePrivateDirectory).
 inline std::string DefaultJobsRoot(const Environment& env) {
-  return env.temp_dir + "/elasticdl-jobs";
+  return env.temp_dir + "/elasticdl-jobs-" + std::to_string(::getuid());
 }
 
 }  // namespace elasticdl

@@ -302,6 +302,11 @@ Status JobState::Scale(const proto::ScaleRequest& request, proto::ScaleResponse*
     if (options_.type != proto::JOB_TRAINING && request.num_workers() == 0) {
       return absl::InvalidArgumentError("a job needs at least one worker");
     }
+    if (options_.max_workers > 0 && request.num_workers() > options_.max_workers) {
+      return absl::InvalidArgumentError(
+          StrCat("--num_workers=", request.num_workers(),
+                 ": more than the job's --max_workers=", options_.max_workers));
+    }
     members_.set_workers_target(request.num_workers());
     tasks_.set_parallelism(request.num_workers());
     response->set_num_workers(request.num_workers());

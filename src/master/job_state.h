@@ -47,8 +47,10 @@ namespace elasticdl::master {
 struct JobStateOptions {
   proto::JobType type = proto::JOB_TRAINING;
   int num_ps = 0;
-  // Workers the job runs; Scale() changes it.
+  // Workers the job runs; Scale() changes it, up to max_workers (0: no
+  // bound).
   int workers_target = 1;
+  int max_workers = 0;
   // A registered worker not heard from for this long is lost.
   std::chrono::milliseconds worker_lease{kDefaultWorkerLeaseMs};
   // Where the journal goes; empty: no journal (tests).

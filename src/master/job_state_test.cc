@@ -1,12 +1,15 @@
 #include "master/job_state.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "common/file.h"
 #include "master/journal.h"
 #include "master/master_service.h"
 #include "rpc/grpc_util.h"
@@ -415,6 +418,36 @@ TEST(JobStateTest, JoinedWorkersAreMembersAndTasksWaitForEnoughOfThem) {
   ASSERT_TRUE(journal.ok() && journal->has_value());
   JobState resumed(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr, **journal);
   EXPECT_EQ(resumed.joined_workers().size(), 2u);
+}
+
+TEST(JobStateTest, ScalingStopsAtTheJobsMaxWorkers) {
+  JobStateOptions options = StateOptions();
+  options.max_workers = 8;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  proto::ScaleRequest request;
+  proto::ScaleResponse response;
+  request.set_num_workers(8);
+  ASSERT_TRUE(state.Scale(request, &response).ok());
+  request.set_num_workers(9);
+  Status refused = state.Scale(request, &response);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("--max_workers=8"), std::string::npos) << refused;
+  EXPECT_EQ(state.workers_target(), 8);
+}
+
+TEST(JobTokenTest, ANewTokenIsAFileOfItsOwnReadableByItsOwnerOnly) {
+  testing::TempDir dir;
+  // A link planted where the token goes: its target is left alone.
+  std::ofstream(dir.File("victim")) << "keep";
+  std::filesystem::create_symlink(dir.File("victim"), rpc::JobTokenPath(dir.path()));
+  StatusOr<std::string> token = rpc::CreateJobToken(dir.path());
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*ReadFileToString(dir.File("victim")), "keep");
+  struct stat st {};
+  ASSERT_EQ(::lstat(rpc::JobTokenPath(dir.path()).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(*rpc::ReadJobToken(dir.path()), *token);
 }
 
 }  // namespace

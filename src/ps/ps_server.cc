@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "job/job_spec.h"
+#include "job/trained_model.h"
 #include "ps/checkpoint.h"
 #include "ps/checkpoint_writer.h"
 #include "ps/parameter_store.h"
@@ -222,7 +224,11 @@ Status RunPsServer(const PsServerOptions& options) {
   EDL_RETURN_IF_ERROR(
       InitializeFromCheckpoints(options, spec, checkpoint_dir, &store, &writer, &request));
 
-  PsService service(&store, token, &writer);
+  // The trained model's embedding tables, where the master has them written.
+  const std::string export_dir = job.output().empty()
+                                     ? std::string()
+                                     : StrCat(AbsolutePath(job.output()), "/", kEmbeddingsDir);
+  PsService service(&store, token, &writer, export_dir);
   std::string address;
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
                        rpc::StartServer(options.host, options.port, {&service}, &address));

@@ -1,5 +1,7 @@
 #include "ps/ps_service.h"
 
+#include <filesystem>
+
 #include "common/strings.h"
 #include "ps/checkpoint.h"
 #include "rpc/histogram_codec.h"
@@ -56,6 +58,14 @@ grpc::Status PsService::Export(grpc::ServerContext* context, const proto::Export
     if (request->dir().empty() || request->dir()[0] != '/') {
       return absl::InvalidArgumentError(
           StrCat("export to '", request->dir(), "': an absolute directory is expected"));
+    }
+    // Only where the job's trained model goes: an authenticated caller
+    // cannot make the server write elsewhere.
+    if (export_dir_.empty() || std::filesystem::path(request->dir()).lexically_normal() !=
+                                   std::filesystem::path(export_dir_).lexically_normal()) {
+      return absl::PermissionDeniedError(
+          StrCat("export to '", request->dir(), "': this server exports only to ",
+                 export_dir_.empty() ? "no directory (the job has no --output)" : export_dir_));
     }
     EDL_ASSIGN_OR_RETURN(ShardSnapshot snapshot, store_->Snapshot());
     response->set_version(snapshot.version);

@@ -19,8 +19,14 @@ class PsService final : public proto::ParameterServer::Service {
   // `store` (and `checkpoints`, whose figures Stats reports, if any) must
   // outlive the service. Every call must carry `token` (see
   // rpc/job_token.h); an empty token accepts every call (in-process tests).
-  PsService(ParameterStore* store, std::string token, CheckpointWriter* checkpoints = nullptr)
-      : store_(store), token_(std::move(token)), checkpoints_(checkpoints) {}
+  // Export writes to `export_dir` alone (the job's trained model's
+  // embeddings/; empty: nowhere), whatever directory a caller names.
+  PsService(ParameterStore* store, std::string token, CheckpointWriter* checkpoints = nullptr,
+            std::string export_dir = "")
+      : store_(store),
+        token_(std::move(token)),
+        checkpoints_(checkpoints),
+        export_dir_(std::move(export_dir)) {}
 
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                     proto::PullResponse* response) override;
@@ -43,6 +49,7 @@ class PsService final : public proto::ParameterServer::Service {
   ParameterStore* const store_;
   const std::string token_;
   CheckpointWriter* const checkpoints_;
+  const std::string export_dir_;
 };
 
 }  // namespace elasticdl::ps

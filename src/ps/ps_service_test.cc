@@ -19,6 +19,7 @@
 #include "rpc/grpc_util.h"
 #include "rpc/job_token.h"
 #include "rpc/tensor_codec.h"
+#include "testing/temp_dir.h"
 
 namespace elasticdl::ps {
 namespace {
@@ -28,7 +29,7 @@ using std::chrono::milliseconds;
 
 constexpr char kToken[] = "secret-token";
 
-class PsServiceTest : public testing::Test {
+class PsServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ParameterStoreOptions options;
@@ -100,6 +101,34 @@ TEST_F(PsServiceTest, CallsWithoutTheTokenAreRefused) {
   EXPECT_EQ(pulled.instance(), 5u);
 }
 
+TEST_F(PsServiceTest, ExportWritesOnlyWhereTheJobsModelGoes) {
+  // This server was given no export directory: it writes nowhere.
+  proto::ExportRequest request;
+  request.set_dir("/tmp");
+  proto::ExportResponse exported;
+  Status refused = Call(&proto::ParameterServer::Stub::Export, request, &exported);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  // One that was: there, and nowhere else (a path that climbs out included).
+  ::elasticdl::testing::TempDir dir;
+  const std::string allowed = dir.File("model/embeddings");
+  PsService service(store_.get(), "", nullptr, allowed);
+  for (const std::string& elsewhere :
+       {dir.File("other"), allowed + "/../../escape", std::string("/")}) {
+    grpc::ServerContext context;
+    request.set_dir(elsewhere);
+    EXPECT_EQ(service.Export(&context, &request, &exported).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << elsewhere;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("other")));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("escape")));
+  grpc::ServerContext context;
+  request.set_dir(allowed);
+  grpc::Status written = service.Export(&context, &request, &exported);
+  EXPECT_TRUE(written.ok()) << written.error_message();
+  EXPECT_TRUE(std::filesystem::exists(allowed));
+}
+
 TEST_F(PsServiceTest, BadPushesAreInvalidAndChangeNothing) {
   proto::PushResponse out;
   Status shape = Call(&proto::ParameterServer::Stub::Push, Push(torch::ones({3})), &out);
@@ -166,12 +195,12 @@ class FakeMaster final : public proto::Master::Service {
   std::vector<proto::RegisterPsRequest> registrations;
 };
 
-class PsServerTest : public testing::Test {
+class PsServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     job_dir_ = (fs::temp_directory_path() /
                 ("edl_ps_server_" + std::to_string(::getpid()) + "_" +
-                 testing::UnitTest::GetInstance()->current_test_info()->name()))
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                    .string();
     fs::remove_all(job_dir_);
     fs::create_directories(job_dir_);

@@ -42,7 +42,11 @@ StatusOr<std::string> CreateJobToken(const std::string& job_dir) {
     token += kHex[b & 15];
   }
   const std::string path = TokenFile(job_dir);
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A file of its own: whatever had the name (an earlier job's token, a
+  // link planted to make us write elsewhere) goes, and the new one is
+  // created exclusively, never through a link.
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoToStatus(errno, path);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return ErrnoToStatus(errno, path);
   bool ok = write(fd, token.data(), token.size()) == static_cast<ssize_t>(token.size());
   int err = errno;

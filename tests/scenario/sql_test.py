@@ -168,7 +168,7 @@ class SqlTest(unittest.TestCase):
         schema = con.execute("SELECT sql FROM sqlite_master WHERE name = "
                              "'newcomer_salary'").fetchone()[0]
         self.assertIn('"name" TEXT, "age" INTEGER, "years" INTEGER, "role" TEXT, '
-                      '"dept" TEXT, predicted_salary REAL', schema)
+                      '"dept" TEXT, "predicted_salary" REAL', schema)
         rows = con.execute("SELECT name, predicted_salary FROM newcomer_salary").fetchall()
         con.close()
         self.assert_salary_rmse(rows, what, factor)

@@ -158,15 +158,7 @@ StatusOr<std::unique_ptr<WritableFile>> WritableFile::Create(const std::string& 
 }
 
 Status WritableFile::FlushBuffer() {
-  size_t done = 0;
-  while (done < buffer_.size()) {
-    ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(path_, "write", errno);
-    }
-    done += static_cast<size_t>(w);
-  }
+  EDL_RETURN_IF_ERROR(WriteAll(fd_, buffer_, path_));
   buffer_.clear();
   return absl::OkStatus();
 }

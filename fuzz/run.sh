@@ -3,7 +3,7 @@
 # corpus. See docs/fuzzing.md.
 #
 #   fuzz/run.sh TARGET [SECONDS] [libFuzzer flags...]
-#       TARGET: recordio, tfrecord, compression or example. SECONDS defaults
+#       TARGET: one of `targets` below (docs/fuzzing.md). SECONDS defaults
 #       to 600. Extra flags go to libFuzzer (e.g. -jobs=2, -fork=1
 #       -ignore_crashes=1, -runs=0). The run works in
 #       build-fuzz/fuzz-work/TARGET/: corpus/ (seeds plus what the fuzzer
@@ -19,7 +19,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${ELASTICDL_FUZZ_BUILD:-$root/build-fuzz}
-targets=(recordio tfrecord compression example idx csv)
+targets=(recordio tfrecord compression example idx csv sql_statement params kubeconfig experiment_config
+  events)
 
 usage() {
   echo "usage: $0 {$(IFS='|'; echo "${targets[*]}")} [SECONDS] [libFuzzer flags...]" >&2
@@ -31,7 +32,8 @@ usage() {
 # Longest input each target is given: a few chunks or records, or one Example.
 max_len() {
   case $1 in
-    example) echo 8192 ;;
+    example | kubeconfig | experiment_config) echo 8192 ;;
+    sql_statement | params) echo 4096 ;;
     *) echo 32768 ;;
   esac
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "common/strings.h"
@@ -105,6 +107,30 @@ class MetricsText {
 double NumberOr(const json& j, const char* key, double otherwise = 0) {
   auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : otherwise;
+}
+
+// The integer at `key`; `otherwise` when there is none. A value that is not
+// an integer T holds (1e94 for a pid) is a type error, as nlohmann's own for
+// a field of another type, so the event is skipped (LogTail): converting it
+// would be undefined.
+template <typename T>
+T IntegerOr(const json& j, const char* key, T otherwise) {
+  auto it = j.find(key);
+  if (it == j.end()) return otherwise;
+  if (it->is_number_unsigned() &&
+      it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+    return static_cast<T>(it->get<uint64_t>());
+  }
+  if (it->is_number_integer() && !it->is_number_unsigned()) {
+    const int64_t v = it->get<int64_t>();
+    if (v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+        v <= static_cast<int64_t>(std::numeric_limits<T>::max())) {
+      return static_cast<T>(v);
+    }
+  }
+  throw json::type_error::create(
+      302, StrCat("'", key, "' must be an integer within its field's range, not ", it->dump()),
+      &*it);
 }
 
 // The parameter servers' figures, from their last reports.
@@ -232,13 +258,17 @@ JobView::JobView(JobViewOptions options, StatusSource status)
 
 void JobView::Apply(const json& e) {
   if (!e.is_object()) return;
+  // The integer fields first: an event with one that is not an integer of
+  // its field's range is refused (IntegerOr throws) before anything changes.
+  for (const char* key : {"worker", "ps", "pid"}) IntegerOr(e, key, 0);
+  for (const char* key : {"task", "model_version"}) IntegerOr<int64_t>(e, key, 0);
   const std::string event = e.value("event", "");
   const double t = NumberOr(e, "t");
   std::lock_guard<std::mutex> lock(mu_);
   if (first_t_ == 0 || t < first_t_) first_t_ = t;
   last_t_ = std::max(last_t_, t);
-  auto worker = [&]() -> Process& { return workers_[e.value("worker", -1)]; };
-  auto ps = [&]() -> Process& { return ps_[e.value("ps", -1)]; };
+  auto worker = [&]() -> Process& { return workers_[IntegerOr(e, "worker", -1)]; };
+  auto ps = [&]() -> Process& { return ps_[IntegerOr(e, "ps", -1)]; };
   if (event == "master_started") {
     ++master_starts_;
     host_ = e.value("host", host_);
@@ -246,7 +276,7 @@ void JobView::Apply(const json& e) {
   } else if (event == "worker_started" || event == "worker_joined") {
     Process& p = worker();
     p.state = "starting";
-    p.pid = e.value("pid", 0);
+    p.pid = IntegerOr(e, "pid", 0);
     p.host = e.value("host", host_);
     p.relaunch = e.value("relaunch", false);
     p.started = t;
@@ -264,7 +294,7 @@ void JobView::Apply(const json& e) {
   } else if (event == "ps_started") {
     Process& p = ps();
     p.state = "starting";
-    p.pid = e.value("pid", 0);
+    p.pid = IntegerOr(e, "pid", 0);
     p.host = host_;
     if (e.value("relaunch", false)) ++p.restarts;
     p.started = t;
@@ -282,11 +312,11 @@ void JobView::Apply(const json& e) {
     ++dispatched_;
     if (e.value("redispatch", false)) ++redispatched_;
     Process& p = worker();
-    p.task = e.value("task", -1);
+    p.task = IntegerOr<int64_t>(e, "task", -1);
     if (p.state == "starting" || p.state.empty()) p.state = "running";
     dispatched_at_[p.task] = t;
   } else if (event == "task_done" || event == "task_stopped") {
-    const int64_t task = e.value("task", -1);
+    const int64_t task = IntegerOr<int64_t>(e, "task", -1);
     Process& p = worker();
     if (p.task == task) p.task = -1;
     if (event == "task_stopped") {
@@ -304,7 +334,7 @@ void JobView::Apply(const json& e) {
           loss_.erase(loss_.begin(), loss_.begin() + static_cast<std::ptrdiff_t>(loss_.size() / 2));
           loss_dropped_ += options_.max_points / 2;
         }
-        loss_.push_back({t, e.value("model_version", int64_t{0}), e["loss"].get<double>()});
+        loss_.push_back({t, IntegerOr<int64_t>(e, "model_version", 0), e["loss"].get<double>()});
       }
     }
     dispatched_at_.erase(task);
@@ -319,7 +349,7 @@ void JobView::Apply(const json& e) {
     ++nonfinite_;
   } else if (event == "evaluation") {
     evaluations_.push_back({{"t", t},
-                            {"version", e.value("model_version", int64_t{0})},
+                            {"version", IntegerOr<int64_t>(e, "model_version", 0)},
                             {"metrics", e.value("metrics", json::object())}});
   } else if (event == "job_finished") {
     finished_t_ = t;

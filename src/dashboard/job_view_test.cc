@@ -292,5 +292,28 @@ TEST(LogTailTest, EventsWithFieldsOfTheWrongTypeAreSkippedNotFatal) {
   EXPECT_EQ(job["workers"][0]["pid"], 13);
 }
 
+TEST(LogTailTest, NumbersTooLargeForTheirFieldsAreSkippedNotConverted) {
+  // Found by fuzz/events_fuzzer.cc: a pid of 1.2e94 was converted to int.
+  testing::TempDir dir;
+  const std::string path = dir.File("events.jsonl");
+  std::ofstream(path) << R"({"t": 1, "event": "ps_started", "ps": 0, "pid": 1.2e94})"
+                      << "\n"
+                      << R"({"t": 1, "event": "worker_started", "worker": 1e300, "pid": 3})"
+                      << "\n"
+                      << R"({"t": 1, "event": "worker_started", "worker": 9223372036854775808})"
+                      << "\n"
+                      << R"({"t": 1, "event": "task_dispatched", "worker": 1, "task": 1.5})"
+                      << "\n"
+                      << R"({"t": 2, "event": "worker_started", "worker": 1, "pid": 13})"
+                      << "\n";
+  JobView view({"j"}, nullptr);
+  LogTail(path).Poll([&view](const json& e) { view.Apply(e); });
+  const json job = view.Job(3.0);
+  EXPECT_EQ(job["ps"].size(), 0u) << job.dump();
+  ASSERT_EQ(job["workers"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["workers"][0]["pid"], 13);
+  EXPECT_EQ(job["tasks"]["dispatched"], 0);
+}
+
 }  // namespace
 }  // namespace elasticdl::dashboard

@@ -314,17 +314,24 @@ StatusOr<SqlResult> RunTrain(const SqlArgs& args, const sql::Statement& statemen
   JobArgs job;
   EDL_RETURN_IF_ERROR(ApplyJobSettings(with, client::JobCommand::kTrain, &job));
   EDL_ASSIGN_OR_RETURN(std::string work, WorkDir(args));
-  EDL_ASSIGN_OR_RETURN(
-      proto::SqlModel sql_model,
-      sql::DeriveTabular(db, statement.select, train.columns, train.label, *model, with.tabular));
+  // The query runs once: its rows are recorded for the encoding pass.
+  sql::QueryRecording recording;
+  recording.rows_path = work + "/data/query.rows";
+  EDL_RETURN_IF_ERROR(CreateDirectories(work + "/data"));
+  EDL_ASSIGN_OR_RETURN(proto::SqlModel sql_model,
+                       sql::DeriveTabular(db, statement.select, train.columns, train.label, *model,
+                                          with.tabular, &recording));
   std::vector<std::string> attributes;
   for (const sql::Attribute& a : train.attributes) {
     attributes.push_back(StrCat(a.key, "=", a.value.ToString()));
   }
   sql_model.set_attributes(absl::StrJoin(attributes, ", "));
   const std::string data = work + "/data/train.recordio";
-  EDL_ASSIGN_OR_RETURN(sql::EncodeResult encoded,
-                       sql::EncodeTabular(db, statement.select, sql_model, data, ""));
+  StatusOr<sql::EncodeResult> encoding =
+      sql::EncodeTabular(db, statement.select, sql_model, data, "", &recording);
+  std::error_code removed;
+  std::filesystem::remove(recording.rows_path, removed);
+  EDL_ASSIGN_OR_RETURN(sql::EncodeResult encoded, std::move(encoding));
   std::vector<std::string> inputs;
   for (const proto::SqlColumn& c : sql_model.columns()) {
     inputs.push_back(StrCat(c.name(), c.numeric() ? " (number)"

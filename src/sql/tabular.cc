@@ -192,6 +192,28 @@ ColumnType Widen(ColumnType type, const Cell& cell) {
 
 }  // namespace
 
+namespace {
+
+// Runs `select` on `db`, or reads `recorded` back when given, with
+// Database::Query's callbacks.
+Status ReadQuery(Database* db, std::string_view select, const QueryRecording* recorded,
+                 const std::function<Status(const std::vector<ColumnInfo>&)>& on_columns,
+                 const std::function<Status(const std::vector<Cell>&)>& on_row) {
+  if (recorded == nullptr) return db->Query(select, on_columns, on_row);
+  EDL_RETURN_IF_ERROR(on_columns(recorded->columns));
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordFile> file,
+                       RecordFile::Open(recorded->rows_path, RecordFormat::kRecordIO));
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordScanner> scanner, file->Scan(0, file->num_records()));
+  std::vector<Cell> cells;
+  while (scanner->Next()) {
+    EDL_RETURN_IF_ERROR(ParseSelectedRow(scanner->record(), &cells));
+    EDL_RETURN_IF_ERROR(on_row(cells));
+  }
+  return scanner->status();
+}
+
+}  // namespace
+
 StatusOr<const PrebuiltModel*> FindPrebuiltModel(std::string_view name) {
   std::vector<std::string> names;
   for (const PrebuiltModel& m : Models()) {
@@ -205,7 +227,7 @@ StatusOr<const PrebuiltModel*> FindPrebuiltModel(std::string_view name) {
 StatusOr<proto::SqlModel> DeriveTabular(Database* db, std::string_view select,
                                         const std::vector<std::string>& features,
                                         const std::string& label, const PrebuiltModel& model,
-                                        const TabularOptions& options) {
+                                        const TabularOptions& options, QueryRecording* recording) {
   if (label.empty()) {
     return absl::InvalidArgumentError(
         StrCat("TRAIN ", model.name, " needs LABEL <column>: the column it learns to predict"));
@@ -222,10 +244,22 @@ StatusOr<proto::SqlModel> DeriveTabular(Database* db, std::string_view select,
   const auto in_query = [&](const Status& status) {
     return Annotate(status, StrCat(db->Describe(), ": query \"", select, "\""));
   };
-  EDL_RETURN_IF_ERROR(in_query(db->Query(
+  std::unique_ptr<RecordWriter> recorder;
+  std::string recorded_row;
+  const auto drop_recording = [&] {
+    if (recording == nullptr) return;
+    recorder.reset();
+    std::error_code ec;
+    std::filesystem::remove(recording->rows_path, ec);
+  };
+  Status read = db->Query(
       select,
       [&](const std::vector<ColumnInfo>& columns) -> Status {
         EDL_RETURN_IF_ERROR(CheckColumnNames(columns));
+        if (recording != nullptr) {
+          recording->columns = columns;
+          EDL_ASSIGN_OR_RETURN(recorder, RecordWriter::Create(recording->rows_path, {}));
+        }
         EDL_ASSIGN_OR_RETURN(label_index, FindColumn(columns, label, "LABEL"));
         if (features.empty()) {
           for (size_t i = 0; i < columns.size(); ++i) {
@@ -253,6 +287,11 @@ StatusOr<proto::SqlModel> DeriveTabular(Database* db, std::string_view select,
       },
       [&](const std::vector<Cell>& cells) -> Status {
         ++row;
+        if (recorder != nullptr) {
+          recorded_row.clear();
+          AppendRow(cells, &recorded_row);
+          EDL_RETURN_IF_ERROR(recorder->Write(recorded_row));
+        }
         for (size_t i : feature_index) stats[i].Add(cells[i], row, max_distinct);
         const Cell& y = cells[label_index];
         if (y.kind == Cell::Kind::kNull) {
@@ -294,8 +333,13 @@ StatusOr<proto::SqlModel> DeriveTabular(Database* db, std::string_view select,
                      " is for"));
         }
         return absl::OkStatus();
-      })));
-  if (row == 0) return in_query(absl::InvalidArgumentError("the query returned no rows"));
+      });
+  if (read.ok() && row == 0) read = absl::InvalidArgumentError("the query returned no rows");
+  if (read.ok() && recorder != nullptr) read = recorder->Close();
+  if (!read.ok()) {
+    drop_recording();
+    return in_query(read);
+  }
 
   proto::SqlModel result;
   result.set_model(model.name);
@@ -379,7 +423,7 @@ std::string TabularParams(const proto::SqlModel& model) {
 
 StatusOr<EncodeResult> EncodeTabular(Database* db, std::string_view select,
                                      const proto::SqlModel& model, const std::string& records_path,
-                                     const std::string& rows_path) {
+                                     const std::string& rows_path, const QueryRecording* recorded) {
   const bool training = rows_path.empty();
   Encoder enc;
   EncodeResult result;
@@ -402,8 +446,8 @@ StatusOr<EncodeResult> EncodeTabular(Database* db, std::string_view select,
   std::vector<int64_t> ids;
   std::string record, row_bytes;
   uint64_t row = 0;
-  Status status = db->Query(
-      select,
+  Status status = ReadQuery(
+      db, select, recorded,
       [&](const std::vector<ColumnInfo>& columns) -> Status {
         EDL_RETURN_IF_ERROR(CheckColumnNames(columns));
         for (const proto::SqlColumn& c : model.columns()) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "common/crc.h"
+#include "common/file.h"
 #include "data/example_wire.h"
 #include "elasticdl/data/record_file.h"
 #include "sql/database.h"
@@ -103,6 +104,58 @@ TEST_F(TabularTest, ColumnsBecomeNumbersOrIdsFromTheirTypesAndValues) {
   EXPECT_THAT(rows[2][1].floats, ElementsAre(30));
   EXPECT_THAT(rows[2][2].floats, ElementsAre(40, 2.5));  // NULL age: the mean
   EXPECT_THAT(rows[1][2].floats, ElementsAre(40, static_cast<float>(7.0 / 3)));
+}
+
+// A database that counts the queries run on it.
+class CountingDatabase final : public Database {
+ public:
+  explicit CountingDatabase(Database* db) : db_(db) {}
+  Status Query(std::string_view select,
+               const std::function<Status(const std::vector<ColumnInfo>&)>& columns,
+               const std::function<Status(const std::vector<Cell>&)>& row) override {
+    ++queries;
+    return db_->Query(select, columns, row);
+  }
+  Status Execute(std::string_view statement) override { return db_->Execute(statement); }
+  Status ExecuteForEach(std::string_view statement,
+                        const std::function<StatusOr<bool>(std::vector<Cell>*)>& next) override {
+    return db_->ExecuteForEach(statement, next);
+  }
+  std::string TypeName(ColumnType type) const override { return db_->TypeName(type); }
+  std::string QuoteIdentifier(std::string_view name) const override {
+    return db_->QuoteIdentifier(name);
+  }
+  std::string Describe() const override { return db_->Describe(); }
+  int queries = 0;
+
+ private:
+  Database* db_;
+};
+
+TEST_F(TabularTest, TrainingRunsTheQueryOnceAndEncodesWhatItRead) {
+  CountingDatabase db(db_.get());
+  QueryRecording recording;
+  recording.rows_path = dir_.File("query.rows");
+  auto m = DeriveTabular(&db, "SELECT * FROM t", {}, "pay", Model("regressor.DNN"), {}, &recording);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(recording.columns.size(), 6u);
+  const std::string once = dir_.File("once.recordio");
+  auto encoded = EncodeTabular(&db, "SELECT * FROM t", *m, once, "", &recording);
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  EXPECT_EQ(db.queries, 1);
+  EXPECT_EQ(encoded->records, 4u);
+  // The same records as a second run of the query gives.
+  const std::string twice = dir_.File("twice.recordio");
+  ASSERT_TRUE(EncodeTabular(&db, "SELECT * FROM t", *m, twice, "").ok());
+  EXPECT_EQ(db.queries, 2);
+  EXPECT_EQ(*ReadFileToString(once), *ReadFileToString(twice));
+  // A query that fails leaves no recording behind.
+  QueryRecording failed;
+  failed.rows_path = dir_.File("failed.rows");
+  EXPECT_FALSE(
+      DeriveTabular(&db, "SELECT * FROM t WHERE 0", {}, "pay", Model("regressor.DNN"), {}, &failed)
+          .ok());
+  EXPECT_FALSE(std::filesystem::exists(failed.rows_path));
 }
 
 TEST_F(TabularTest, AClassifiersLabelsAreTheirValuesSorted) {

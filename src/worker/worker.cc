@@ -17,7 +17,7 @@
 #include "python/python_zoo.h"
 #include "rpc/grpc_util.h"
 #include "rpc/histogram_codec.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 #include "zoo/embedding_spec.h"
 #include "zoo/zoo_library.h"
 
@@ -66,7 +66,7 @@ WorkerJob WorkerJob::Of(const proto::JobSpec& spec) {
 
 StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(options.job_dir));
-  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(rpc::JobCredentials credentials, rpc::ReadJobCredentials(options.job_dir));
   const proto::ModelSpec& model = spec.model();
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,
                        python::OpenZoo(model.zoo_library(), model.zoo_python_dir()));
@@ -80,7 +80,7 @@ StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
                        ZooProgram::Resolve(std::move(library), names, model.params()));
   int threads = options.num_threads > 0 ? options.num_threads : spec.workers().threads();
   torch::set_num_threads(std::max(threads, 1));
-  WorkerPeers peers = GrpcPeers(options.master_address, token);
+  WorkerPeers peers = GrpcPeers(options.master_address, credentials);
   return std::make_unique<Worker>(options, WorkerJob::Of(spec), std::move(program),
                                   std::move(peers));
 }
@@ -173,7 +173,7 @@ Status Worker::LoadInitialModel() {
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
   awaiting_step_.assign(ps_->num_shards(), false);
-  EDL_RETURN_IF_ERROR(Pull());
+  EDL_RETURN_IF_ERROR(PullWhileServersComeUp());
   // Shards nobody has initialized (Pull left their version at -1) take this
   // worker's values; the first worker's values win, and everyone then pulls
   // the winners.
@@ -242,17 +242,20 @@ Status Worker::Reconnect() {
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
   awaiting_step_.assign(ps_->num_shards(), false);
+  EDL_RETURN_IF_ERROR(PullWhileServersComeUp());
+  spdlog::info("parameter servers are back");
+  return absl::OkStatus();
+}
+
+Status Worker::PullWhileServersComeUp() {
   const auto deadline = std::chrono::steady_clock::now() + options_.register_patience;
   while (true) {
     Status s = Pull();
-    if (s.ok()) break;
-    if (!rpc::IsUnreachable(s) || std::chrono::steady_clock::now() > deadline) return s;
+    if (s.ok() || !rpc::IsUnreachable(s) || std::chrono::steady_clock::now() > deadline) return s;
     // A server may have died again: the master knows the new address.
     std::this_thread::sleep_for(milliseconds(200));
     EDL_RETURN_IF_ERROR(Register());
   }
-  spdlog::info("parameter servers are back");
-  return absl::OkStatus();
 }
 
 StatusOr<std::shared_ptr<const RecordFile>> Worker::OpenFile(const std::string& path) {

@@ -58,7 +58,7 @@
 namespace elasticdl::worker {
 
 struct WorkerOptions {
-  // The job directory holding job.pbtxt and the job's token.
+  // The job directory holding job.pbtxt and the job's credentials.
   std::string job_dir;
   int worker_id = 0;
   // host:port of the master.
@@ -134,6 +134,10 @@ class Worker {
   Status Report(const proto::ReportTaskRequest& report);
   // Waits for the lost parameter server(s) to come back and reconnects.
   Status Reconnect();
+  // Pulls, and while a server cannot be reached (not yet serving, gone,
+  // its connection not yet made) asks the master for the servers again and
+  // retries, for up to options_.register_patience.
+  Status PullWhileServersComeUp();
 
   void HeartbeatLoop();
   void StopHeartbeats();

@@ -13,7 +13,10 @@
 //          Adagrad). Beside them, in this process and on one core, the
 //          machine's bounds for the same rows: memcpy of the rows' bytes,
 //          and a lookup loop (absl::flat_hash_map id -> row, then memcpy of
-//          the row); and the store's own table read without RPC.
+//          the row); and the store's own table read without RPC. With
+//          --credentials=FILE (a job's credentials file) the server and the
+//          clients speak mutual TLS with them, as a job does; without,
+//          plaintext (--insecure_transport).
 // scale    For each size in --scale_rows (default 1M, 10M, 50M rows of
 //          dimension 16, Adagrad: one slot): a fresh server filled with that
 //          many rows; bytes per row (the server's resident memory grown,
@@ -63,6 +66,7 @@
 #include "ps/placement.h"
 #include "ps/ps_service.h"
 #include "rpc/grpc_util.h"
+#include "rpc/job_credentials.h"
 #include "rpc/ps_client.h"
 
 namespace elasticdl::bench {
@@ -74,6 +78,8 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 struct Flags {
   std::string only;
+  // A job's credentials file: P5 over mutual TLS; empty: plaintext.
+  std::string credentials;
   int64_t dim = 16;
   int64_t batch = 4096;
   int64_t rows = 2'000'000;
@@ -117,7 +123,7 @@ std::vector<std::vector<int64_t>> ZipfRequests(const Flags& f, int count, uint64
 // The server side: `embedding_bench --serve=PS_ID,NUM_PS,DIM,OPTIMIZER,ZEROS,MAX_ROWS
 // --serve_fd=FD` serves one table "t" and writes its address to FD.
 // OPTIMIZER: adagrad (lr 0.01) or sgd (lr 1).
-[[noreturn]] void Serve(const std::string& what, int fd) {
+[[noreturn]] void Serve(const std::string& what, int fd, const std::string& credentials_file) {
   std::vector<int64_t> v;
   for (std::string_view s(what); !s.empty();) {
     size_t comma = s.find(',');
@@ -153,7 +159,10 @@ std::vector<std::vector<int64_t>> ZipfRequests(const Flags& f, int count, uint64
   if (Status s = store.Init(values, &accepted, &version); !s.ok()) Die(s);
   ps::PsService service(&store, /*token=*/"");
   std::string address;
-  auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address));
+  const rpc::JobCredentials credentials = credentials_file.empty()
+                                              ? rpc::JobCredentials{}
+                                              : OrDie(rpc::ReadCredentialsFile(credentials_file));
+  auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address, credentials));
   if (write(fd, address.data(), address.size()) != static_cast<ssize_t>(address.size())) _exit(1);
   close(fd);
   server->Wait();
@@ -165,6 +174,8 @@ struct TableSetup {
   bool sgd = false;  // SGD lr 1; else Adagrad lr 0.01
   bool zeros = false;
   int64_t max_rows = 0;
+  // The credentials file the server serves with (TLS); empty: plaintext.
+  std::string credentials;
 };
 
 // A parameter server in a process of its own: this program again, with
@@ -178,12 +189,13 @@ class ServerProcess {
         StrCat("--serve=", ps_id, ",", num_ps, ",", setup.dim, ",", setup.sgd ? "sgd" : "adagrad",
                ",", setup.zeros ? 1 : 0, ",", setup.max_rows);
     const std::string serve_fd = StrCat("--serve_fd=", fds[1]);
+    const std::string credentials = StrCat("--credentials=", setup.credentials);
     pid_ = fork();
     if (pid_ < 0) Die(absl::InternalError("fork failed"));
     if (pid_ == 0) {
       close(fds[0]);
       execl("/proc/self/exe", "embedding_bench", serve.c_str(), serve_fd.c_str(),
-            static_cast<char*>(nullptr));
+            credentials.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);
@@ -230,8 +242,11 @@ class ServerProcess {
 // Clients of a set of servers, sending rows of table "t" to their shards.
 class RowClient {
  public:
-  RowClient(const std::vector<std::string>& addresses, int64_t dim)
-      : client_(addresses), dim_(dim), num_shards_(static_cast<int>(addresses.size())) {}
+  RowClient(const std::vector<std::string>& addresses, int64_t dim,
+            const rpc::JobCredentials& credentials = {})
+      : client_(addresses, credentials),
+        dim_(dim),
+        num_shards_(static_cast<int>(addresses.size())) {}
 
   // Pulls `ids`; the rows land in *rows (ids.size() x dim).
   void Pull(const std::vector<int64_t>& ids, std::vector<float>* rows) {
@@ -426,14 +441,20 @@ void RunRows(const Flags& f) {
   // Over RPC, one server process.
   TableSetup setup;
   setup.dim = dim;
+  setup.credentials = f.credentials;
+  const rpc::JobCredentials credentials = f.credentials.empty()
+                                              ? rpc::JobCredentials{}
+                                              : OrDie(rpc::ReadCredentialsFile(f.credentials));
+  std::printf("# rows over RPC: %s\n", credentials.uses_tls() ? "mutual TLS" : "plaintext");
   ServerProcess server(setup, 0, 1);
   {
-    RowClient filler({server.address()}, dim);
+    RowClient filler({server.address()}, dim, credentials);
     Fill(filler, f.rows, dim, 0.01f);
   }
   std::vector<std::unique_ptr<RowClient>> clients;
   for (int c = 0; c < f.clients; ++c) {
-    clients.push_back(std::make_unique<RowClient>(std::vector<std::string>{server.address()}, dim));
+    clients.push_back(
+        std::make_unique<RowClient>(std::vector<std::string>{server.address()}, dim, credentials));
   }
   std::vector<std::vector<float>> buffers(static_cast<size_t>(f.clients));
   // The server's cores: CPU seconds it used per second of the figure.
@@ -720,6 +741,8 @@ int Main(int argc, char** argv) {
       serve_fd = std::atoi(v);
     } else if (const char* v = value("--only=")) {
       f.only = v;
+    } else if (const char* v = value("--credentials=")) {
+      f.credentials = v;
     } else if (const char* v = value("--batch=")) {
       f.batch = std::atoll(v);
     } else if (const char* v = value("--rows=")) {
@@ -754,7 +777,8 @@ int Main(int argc, char** argv) {
       f.bare_table_rows = std::atoll(v);
     } else {
       std::fprintf(stderr,
-                   "usage: embedding_bench [--only=rows,scale,spread,bare] [--batch=N] [--rows=N] "
+                   "usage: embedding_bench [--only=rows,scale,spread,bare] [--credentials=FILE] "
+                   "[--batch=N] [--rows=N] "
                    "[--vocab=N] [--zipf=X] [--clients=N] [--seconds=X] [--scale_rows=N,N,...] "
                    "[--spread_rows=N] [--budget=N] [--spread_servers=N] [--data=DIR] "
                    "[--records=N] [--minibatch=N] [--threads=N] [--warmup=N] "
@@ -762,7 +786,7 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!serve.empty()) Serve(serve, serve_fd);
+  if (!serve.empty()) Serve(serve, serve_fd, f.credentials);
   torch::set_num_threads(f.threads);
   auto want = [&](std::string_view s) {
     if (f.only.empty()) return s != "bare" || !f.data.empty();

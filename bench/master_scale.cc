@@ -35,7 +35,7 @@
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 
 namespace {
 
@@ -74,7 +74,8 @@ int WriteRecords(int64_t n, const std::string& path) {
 // 500 ms, rather than waiting out gRPC's reconnect backoff.
 class Channels {
  public:
-  Channels(std::string address, int n) : address_(std::move(address)), stubs_(n), renewed_(n) {
+  Channels(std::string address, elasticdl::rpc::JobCredentials credentials, int n)
+      : address_(std::move(address)), credentials_(std::move(credentials)), stubs_(n), renewed_(n) {
     for (int i = 0; i < n; ++i) stubs_[i] = New(i);
   }
   std::shared_ptr<Master::Stub> Get(int i) {
@@ -91,17 +92,16 @@ class Channels {
 
  private:
   std::shared_ptr<Master::Stub> New(int i) const {
-    grpc::ChannelArguments args;
-    args.SetInt("elasticdl.bench.channel", i);  // no shared subchannel
-    // As every channel of a job (rpc::MakeChannel).
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    return Master::NewStub(
-        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args));
+    // As every channel of a job (rpc::MakeChannel), each a connection of
+    // its own.
+    grpc::ChannelArguments args = elasticdl::rpc::ChannelArgumentsOf(credentials_);
+    args.SetInt("elasticdl.bench.channel", i);
+    return Master::NewStub(grpc::CreateCustomChannel(
+        address_, elasticdl::rpc::ChannelCredentialsOf(credentials_), args));
   }
 
   const std::string address_;
+  const elasticdl::rpc::JobCredentials credentials_;
   std::mutex mu_;
   std::vector<std::shared_ptr<Master::Stub>> stubs_;
   std::vector<Clock::time_point> renewed_;
@@ -154,20 +154,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: master_scale --job_dir=DIR --workers=N --minibatch_size=B\n");
     return 2;
   }
-  // The client writes the token, then starts the master, which writes its address.
-  elasticdl::StatusOr<std::string> token = absl::NotFoundError("no token yet");
+  // The client writes the credentials, then starts the master, which writes its address.
+  elasticdl::StatusOr<elasticdl::rpc::JobCredentials> credentials =
+      absl::NotFoundError("no credentials yet");
   std::string address;
   for (int i = 0; i < 3000 && address.empty(); ++i) {
-    if (!token.ok()) token = elasticdl::rpc::ReadJobToken(job_dir);
+    if (!credentials.ok()) credentials = elasticdl::rpc::ReadJobCredentials(job_dir);
     auto a = elasticdl::ReadFileToString(job_dir + "/master.addr");
-    if (token.ok() && a.ok()) address = *a;
+    if (credentials.ok() && a.ok()) address = *a;
     if (address.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (address.empty()) {
     std::fprintf(stderr, "no running master in %s after 5 minutes\n", job_dir.c_str());
     return 1;
   }
-  Channels channels(address, 16);
+  Channels channels(address, *credentials, 16);
   std::atomic<int> registered{0};
   std::atomic<int64_t> records{0};
   std::atomic<int> errors{0};
@@ -190,7 +191,8 @@ int main(int argc, char** argv) {
     join.set_host("bench");
     join.set_pid(getpid());
     elasticdl::proto::JoinResponse joined;
-    if (!master.Join(MakeContext(milliseconds(60000), *token).get(), join, &joined).ok()) {
+    if (!master.Join(MakeContext(milliseconds(60000), credentials->token).get(), join, &joined)
+             .ok()) {
       ++errors;
       return;
     }
@@ -199,8 +201,8 @@ int main(int argc, char** argv) {
     reg.set_worker_id(id);
     for (;;) {
       elasticdl::proto::RegisterWorkerResponse r;
-      grpc::Status s =
-          master.RegisterWorker(MakeContext(milliseconds(60000), *token).get(), reg, &r);
+      grpc::Status s = master.RegisterWorker(
+          MakeContext(milliseconds(60000), credentials->token).get(), reg, &r);
       if (s.ok()) break;
       if (s.error_code() != grpc::StatusCode::UNAVAILABLE) {
         ++errors;
@@ -231,7 +233,7 @@ int main(int argc, char** argv) {
       grpc::Status s = Answered(
           &channels, index,
           [&](Master::Stub& m) {
-            return m.GetTask(MakeContext(milliseconds(60000), *token).get(), get, &got);
+            return m.GetTask(MakeContext(milliseconds(60000), credentials->token).get(), get, &got);
           },
           &retries, over);
       Clock::time_point t1 = Clock::now();
@@ -267,7 +269,8 @@ int main(int argc, char** argv) {
       s = Answered(
           &channels, index,
           [&](Master::Stub& m) {
-            return m.ReportTask(MakeContext(milliseconds(60000), *token).get(), report, &ack);
+            return m.ReportTask(MakeContext(milliseconds(60000), credentials->token).get(), report,
+                                &ack);
           },
           &retries, over);
       t1 = Clock::now();

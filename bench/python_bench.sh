@@ -35,16 +35,11 @@ REPS=${REPS:-3}
 SEEDS=${SEEDS-1 2 3 4 5}
 PYTHON=${PYTHON:-/usr/bin/python3}
 WORK=${WORK:-$(mktemp -d -t python_bench.XXXXXX)}
-PER_FILE=10000  # records per file written by `elasticdl data mnist`
+DATA=${DATA:-$WORK/mnist}
+source "$ROOT/bench/mnist_jobs.sh"
 
 cmake --build "$BUILD" --target elasticdl >&2
-DATA=${DATA:-$WORK/mnist}
-[[ -d $DATA/train ]] || "$BIN/elasticdl" data mnist --output "$DATA" >/dev/null
-(( RECORDS % PER_FILE == 0 )) || { echo "RECORDS must be a multiple of $PER_FILE" >&2; exit 1; }
-SUBSET=$WORK/subset-$RECORDS
-rm -rf "$SUBSET" && mkdir -p "$SUBSET"
-mapfile -t FILES < <(ls "$DATA/train" | sort | head -n $((RECORDS / PER_FILE)))
-for f in "${FILES[@]}"; do ln -s "$DATA/train/$f" "$SUBSET/$f"; done
+mnist_subset
 LOG=$WORK/log
 mkdir -p "$LOG"
 echo "# python_bench: $RECORDS records, $REPS reps, seeds '$SEEDS', $(nproc) cores, load" \
@@ -52,15 +47,11 @@ echo "# python_bench: $RECORDS records, $REPS reps, seeds '$SEEDS', $(nproc) cor
 
 # "accuracy records/s" of one `elasticdl train`.
 ours() {  # zoo workers threads log [flags...]
-  local zoo=$1 workers=$2 threads=$3 log=$4
-  shift 4
-  "$BIN/elasticdl" train --model_zoo="$zoo" --model_def=mnist.mnist_functional_api.custom_model \
-    --num_epochs=1 --num_workers="$workers" --num_ps_pods=1 --num_threads="$threads" \
-    --minibatch_size=64 --num_minibatches_per_task=8 --no_progress --job_dir="$log.job" "$@" \
-    >"$log" 2>&1 || { echo "0 0"; return; }
+  local log=$4
+  train_mnist "$@" || { echo "0 0"; return; }
   local acc rate
   acc=$(sed -n 's/^accuracy: \([0-9.]*\) .*/\1/p' "$log" | tail -n1)
-  rate=$(sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$log")
+  rate=$(records_per_second "$log")
   echo "${acc:-0} ${rate:-0}"
 }
 TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824

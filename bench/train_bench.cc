@@ -183,7 +183,7 @@ void RunPs(const Flags& f, const ZooProgram& program) {
   ps::ParameterStore store(options);
   ps::PsService service(&store, /*token=*/"");
   std::string address;
-  auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address));
+  auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address, {}));
   rpc::PsClient client({address});
   worker::ShardedModel model(OrDie(program.MakeModel()), 1);
   {

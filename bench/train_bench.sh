@@ -37,21 +37,14 @@ RECORDS=${RECORDS:-30000}
 REPS=${REPS:-2}
 PYTHON=${PYTHON:-/usr/bin/python3}
 WORK=${WORK:-$(mktemp -d -t train_bench.XXXXXX)}
-PER_FILE=10000  # records per file written by `elasticdl data mnist`
+DATA=${DATA:-$WORK/mnist}
+source "$ROOT/bench/mnist_jobs.sh"
 
 # Benchmarks are not part of the default build: build (or bring up to date) what runs.
 cmake --build "$BUILD" --target elasticdl train_bench >&2
 
 # The data: the first RECORDS records, as whole files (symlinks).
-DATA=${DATA:-$WORK/mnist}
-if [[ ! -d $DATA/train ]]; then
-  "$BIN/elasticdl" data mnist --output "$DATA" >/dev/null
-fi
-(( RECORDS % PER_FILE == 0 )) || { echo "RECORDS must be a multiple of $PER_FILE" >&2; exit 1; }
-SUBSET=$WORK/subset-$RECORDS
-rm -rf "$SUBSET" && mkdir -p "$SUBSET"
-mapfile -t FILES < <(ls "$DATA/train" | sort | head -n $((RECORDS / PER_FILE)))
-for f in "${FILES[@]}"; do ln -s "$DATA/train/$f" "$SUBSET/$f"; done
+mnist_subset
 
 LOG=$WORK/log
 mkdir -p "$LOG"
@@ -60,14 +53,8 @@ echo "# train_bench: $RECORDS records, $REPS reps, $(nproc) cores, load $(cut -d
 
 # samples/s of `elasticdl train` from its "(X s of training: Y records/s)" line.
 ours() {  # workers threads log [flags...]
-  local workers=$1 threads=$2 log=$3
-  shift 3
-  "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" \
-    --model_def=mnist.mnist_functional_api.custom_model --training_data="$SUBSET" \
-    --num_epochs=1 --num_workers="$workers" --num_ps_pods=1 --num_threads="$threads" \
-    --minibatch_size=64 --num_minibatches_per_task=8 --no_progress --job_dir="$log.job" "$@" \
-    >"$log" 2>&1
-  sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$log"
+  train_mnist "$ROOT/model_zoo" "$1" "$2" "$3" --training_data="$SUBSET" "${@:4}"
+  records_per_second "$3"
 }
 bare() {  # threads log
   "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare >"$2" 2>&1

@@ -53,6 +53,9 @@ PACKAGES=(
   # --cluster=kubernetes's tests: the API's object model checks the manifests
   # and the official client checks the tests' fake API server
   python3-kubernetes python3-yaml
+  # the security tests' gRPC client (plaintext, another job's certificate,
+  # a 900 MB request without the job's token)
+  python3-grpcio
 )
 
 missing=()

@@ -128,6 +128,9 @@ struct JobArgs {
   std::string master_addr;
   std::string partition;
   bool detach = false;
+  // Plaintext gRPC between the job's processes (rpc/job_credentials.h): no
+  // TLS, the token alone authenticating calls. For a network the job owns.
+  bool insecure_transport = false;
 
   // Kubernetes (seed 003's flags): the image every pod runs, the namespace
   // (default: the kubeconfig context's), resources "cpu=1,memory=4096Mi"

@@ -45,7 +45,7 @@ void AddJobControlCommands(CLI::App* app, int* exit_code) {
     fmt::print("{}\n", st->DebugString());
     if (st->finished()) {
       fmt::print("dashboard: elasticdl dashboard {}\n", *dir);
-    } else if (StatusOr<std::string> url = client::DashboardUrl(*dir); url.ok()) {
+    } else if (StatusOr<std::string> url = client::DashboardLoginUrl(*dir); url.ok()) {
       fmt::print("dashboard: {}\n", *url);
     }
   });

@@ -66,12 +66,13 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   auto wait_s = std::make_shared<double>(60);
   CLI::App* w = app->add_subcommand(
       "worker",
-      "Join a running job as a worker: elasticdl worker --master=HOST:PORT --token_file=FILE "
-      "(the job directory's token file, on storage this host shares)");
+      "Join a running job as a worker: elasticdl worker --master=HOST:PORT "
+      "--credentials_file=FILE (a copy of the job directory's credentials file)");
   w->add_option("--master", worker_options->master_address, "host:port of the job's master")
       ->required();
-  w->add_option("--token_file", join_options->token_file,
-                "The job's token file (<job_dir>/token); needed to join");
+  w->add_option("--credentials_file,--token_file", join_options->credentials_file,
+                "The job's credentials (a copy of <job_dir>/credentials: its certificate, key and "
+                "token); needed to join");
   w->add_option("--wait_for_master", *wait_s, "Seconds to keep trying to reach the master")
       ->capture_default_str();
   w->add_option("--num_threads", worker_options->num_threads,
@@ -84,9 +85,10 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     const bool joining = id_opt->count() == 0;
     if (joining) {
       spdlog::set_pattern("[worker] %v");
-      if (join_options->token_file.empty()) {
+      if (join_options->credentials_file.empty()) {
         *exit_code = ReportRoleError(absl::InvalidArgumentError(
-            "--token_file is required to join a job (the job directory's token file)"));
+            "--credentials_file is required to join a job (a copy of the job directory's "
+            "credentials file)"));
         return;
       }
       join_options->master_address = worker_options->master_address;

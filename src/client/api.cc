@@ -25,7 +25,7 @@
 #include "job/trained_model.h"
 #include "ps/checkpoint.h"
 #include "python/python_zoo.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 #include "zoo/lr_schedule_config.h"
 #include "zoo/zoo_builder.h"
 #include "zoo/zoo_library.h"
@@ -37,7 +37,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The job's directory: this user's alone (it holds the job's token). One
+// The job's directory: this user's alone (it holds the job's credentials). One
 // the system names is new; one the user names may exist, if it is theirs.
 StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
   if (!args.job_dir.empty()) {
@@ -213,7 +213,7 @@ StatusOr<JobResult> RunWritten(const JobArgs& args, const std::string& job_dir) 
 
 StatusOr<JobResult> Run(const JobArgs& args, const proto::JobSpec& spec) {
   EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
-  EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
+  EDL_RETURN_IF_ERROR(rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport).status());
   return RunWritten(args, spec.job_dir());
 }
 
@@ -376,8 +376,12 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(ZooSource zoo, ResolveZooSource(args.model_zoo));
   EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec));
   RecordZooSource(zoo, spec.mutable_model());
+  if (!spec.output().empty()) {
+    // Refused now rather than after training: the model replaces the whole directory.
+    EDL_RETURN_IF_ERROR(Annotate(CheckTrainedModelReplaceable(spec.output()), "--output"));
+  }
   EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
-  EDL_RETURN_IF_ERROR(rpc::CreateJobToken(spec.job_dir()).status());
+  EDL_RETURN_IF_ERROR(rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport).status());
   return spec;
 }
 

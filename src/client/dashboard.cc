@@ -12,23 +12,14 @@
 #include "dashboard/log_tail.h"
 #include "dashboard/server.h"
 #include "job/job_spec.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::client {
-
-StatusOr<std::string> DashboardUrl(const std::string& job_dir) {
-  StatusOr<std::string> url = ReadFileToString(DashboardUrlFile(job_dir));
-  if (!url.ok()) {
-    return absl::NotFoundError(StrCat(job_dir, ": no dashboard (the master has not started one)"));
-  }
-  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
-  return StrCat(*url, "/?token=", token);
-}
 
 Status ServeDashboard(const ServeDashboardOptions& options) {
   const std::string& job_dir = options.job_dir;
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(job_dir));
-  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
+  EDL_ASSIGN_OR_RETURN(rpc::JobCredentials credentials, rpc::ReadJobCredentials(job_dir));
   // The status: the final one once the job ended, else its master's; none
   // when neither answers (a master that died).
   dashboard::JobView view({spec.job_name()}, [job_dir]() -> nlohmann::json {
@@ -42,11 +33,16 @@ Status ServeDashboard(const ServeDashboardOptions& options) {
   dashboard::ServerOptions server_options;
   server_options.host = options.host;
   server_options.port = options.port;
-  server_options.token = token;
+  server_options.token = credentials.token;
+  server_options.tls_certificate = credentials.certificate;
+  server_options.tls_private_key = credentials.private_key;
   server_options.web_dir = ReadEnvironment().web_dir;
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<dashboard::Server> server,
                        dashboard::Server::Start(server_options, &view));
-  if (options.on_serving) options.on_serving(server->url_with_token());
+  if (options.on_serving) {
+    EDL_ASSIGN_OR_RETURN(std::string login, server->NewLoginUrl());
+    options.on_serving(login);
+  }
   while (options.cancel == nullptr || !options.cancel->load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     tail.Poll(apply);

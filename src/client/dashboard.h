@@ -13,17 +13,14 @@
 
 namespace elasticdl::client {
 
-// The running master's dashboard, token included; NOT_FOUND before the
-// master has started it (or when it could not).
-StatusOr<std::string> DashboardUrl(const std::string& job_dir);
-
 struct ServeDashboardOptions {
   std::string job_dir;
   std::string host = "127.0.0.1";
   int port = 0;
   // Polled; serving ends once it is set.
   const std::atomic<bool>* cancel = nullptr;
-  // Called once with the URL (token included) when serving has begun.
+  // Called once with a login link (dashboard::Server::NewLoginUrl) when
+  // serving has begun.
   std::function<void(const std::string& url)> on_serving;
 };
 

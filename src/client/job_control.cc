@@ -12,7 +12,7 @@
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "job/job_spec.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::client {
 namespace {
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 struct Connection {
   std::unique_ptr<proto::Master::Stub> stub;
-  std::string token;
+  rpc::JobCredentials credentials;
   std::string address;
 };
 
@@ -33,8 +33,8 @@ StatusOr<Connection> Connect(const std::string& job_dir) {
         StrCat(job_dir, ": the job has no master address (not started yet, or not a job)"));
   }
   c.address = *address;
-  EDL_ASSIGN_OR_RETURN(c.token, rpc::ReadJobToken(job_dir));
-  c.stub = proto::Master::NewStub(rpc::MakeChannel(c.address));
+  EDL_ASSIGN_OR_RETURN(c.credentials, rpc::ReadJobCredentials(job_dir));
+  c.stub = proto::Master::NewStub(rpc::MakeChannel(c.address, c.credentials));
   return c;
 }
 
@@ -86,7 +86,7 @@ StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir,
                                                    std::chrono::milliseconds timeout) {
   if (auto final_status = ReadFinalStatus(job_dir); final_status.ok()) return final_status;
   EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
-  auto context = rpc::MakeContext(timeout, c.token);
+  auto context = rpc::MakeContext(timeout, c.credentials.token);
   proto::GetJobStatusResponse response;
   grpc::Status s = c.stub->GetJobStatus(context.get(), proto::GetJobStatusRequest(), &response);
   if (!s.ok()) return Unreachable(c, job_dir, s);
@@ -95,13 +95,23 @@ StatusOr<proto::GetJobStatusResponse> GetJobStatus(const std::string& job_dir,
 
 Status ScaleJob(const std::string& job_dir, int num_workers, std::chrono::milliseconds timeout) {
   EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
-  auto context = rpc::MakeContext(timeout, c.token);
+  auto context = rpc::MakeContext(timeout, c.credentials.token);
   proto::ScaleRequest request;
   request.set_num_workers(num_workers);
   proto::ScaleResponse response;
   grpc::Status s = c.stub->Scale(context.get(), request, &response);
   if (!s.ok()) return Unreachable(c, job_dir, s);
   return absl::OkStatus();
+}
+
+StatusOr<std::string> DashboardLoginUrl(const std::string& job_dir,
+                                        std::chrono::milliseconds timeout) {
+  EDL_ASSIGN_OR_RETURN(Connection c, Connect(job_dir));
+  auto context = rpc::MakeContext(timeout, c.credentials.token);
+  proto::DashboardLoginResponse response;
+  grpc::Status s = c.stub->DashboardLogin(context.get(), {}, &response);
+  if (!s.ok()) return Unreachable(c, job_dir, s);
+  return response.login_url();
 }
 
 }  // namespace elasticdl::client

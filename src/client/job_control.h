@@ -30,6 +30,11 @@ StatusOr<proto::GetJobStatusResponse> GetJobStatus(
 Status ScaleJob(const std::string& job_dir, int num_workers,
                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+// A new link to the running job's dashboard, good for one login (the
+// master's DashboardLogin); NOT_FOUND when the job has no dashboard.
+StatusOr<std::string> DashboardLoginUrl(
+    const std::string& job_dir, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
 }  // namespace elasticdl::client
 
 #endif  // ELASTICDL_CLIENT_JOB_CONTROL_H_

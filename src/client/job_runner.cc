@@ -27,7 +27,7 @@
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "job/job_spec.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::client {
 namespace {
@@ -71,7 +71,7 @@ class LogFollower {
 StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   const std::string& job_dir = options.job_dir;
   auto cancelled = [&options] { return options.cancel != nullptr && options.cancel->load(); };
-  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(job_dir));
+  EDL_ASSIGN_OR_RETURN(rpc::JobCredentials credentials, rpc::ReadJobCredentials(job_dir));
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(job_dir));
 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(nullptr, &std::fclose);
@@ -169,10 +169,10 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
     if (master == nullptr) {
       auto address = ReadFileToString(MasterAddressFile(job_dir));
       if (address.ok()) {
-        master = proto::Master::NewStub(rpc::MakeChannel(*address));
+        master = proto::Master::NewStub(rpc::MakeChannel(*address, credentials));
         if (*address != master_address && !backend->starts_workers()) {
           sink.Line("client", StrCat("workers join with: elasticdl worker --master=", *address,
-                                     " --token_file=", rpc::JobTokenPath(job_dir)));
+                                     " --credentials_file=", CredentialsFile(job_dir)));
         }
         master_address = *address;
       }
@@ -180,13 +180,18 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
     if (master != nullptr) {
       proto::GetJobStatusRequest request;
       proto::GetJobStatusResponse status;
-      auto context = rpc::MakeContext(milliseconds(500), token);
+      auto context = rpc::MakeContext(milliseconds(500), credentials.token);
       if (master->GetJobStatus(context.get(), request, &status).ok()) {
         bar.Update(status);
         reported_failure = status.failed() ? status.message() : std::string();
         if (!status.dashboard_url().empty() && status.dashboard_url() != dashboard) {
+          // A link good for one login while this master lives: the log
+          // keeps nothing that opens the job later.
           dashboard = status.dashboard_url();
-          sink.Line("client", StrCat("dashboard: ", dashboard, "/?token=", token));
+          proto::DashboardLoginResponse login;
+          auto login_context = rpc::MakeContext(milliseconds(2000), credentials.token);
+          const bool have_login = master->DashboardLogin(login_context.get(), {}, &login).ok();
+          sink.Line("client", StrCat("dashboard: ", have_login ? login.login_url() : dashboard));
         }
       }
     }

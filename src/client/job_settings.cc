@@ -152,7 +152,7 @@ std::vector<JobSetting> MakeSettings() {
        "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
        "/etc/slurm/slurm.conf), kubernetes (pods: $KUBECONFIG, else ~/.kube/config, else the "
        "pod's service account) or external (workers join with `elasticdl worker "
-       "--master=HOST:PORT --token_file=FILE`)"},
+       "--master=HOST:PORT --credentials_file=FILE`)"},
       {"--master_addr", &A::master_addr,
        "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's name "
        "under Slurm; port 0: any free one)"},
@@ -195,6 +195,10 @@ std::vector<JobSetting> MakeSettings() {
       {"--yaml", &A::yaml,
        "Kubernetes: write the master's pod and service to this file (for kubectl apply) "
        "instead of submitting them"},
+      {"--insecure_transport", &A::insecure_transport,
+       "true: the job's processes call one another in plaintext, authenticated by the job's "
+       "token alone (default: mutual TLS with certificates of a CA of the job's own)",
+       kAll},
       {"--detach", &A::detach,
        "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll, 0, 0,
        0, /*is_switch=*/true},

@@ -25,7 +25,7 @@ class ExternalBackend : public ClusterBackend {
     return absl::FailedPreconditionError(
         StrCat("worker ", worker.value(),
                ": the external cluster starts no workers; start one with `elasticdl worker "
-               "--master=... --token_file=...`"));
+               "--master=... --credentials_file=...`"));
   }
   Status Adopt(const ProcessName& process, const ProcessHandle& handle) override {
     return local_.Adopt(process, handle);

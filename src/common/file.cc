@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
+#include <cstdio>  // renameat2, RENAME_EXCHANGE
 #include <cstring>
 #include <filesystem>
 
@@ -235,6 +235,50 @@ Status SyncDirectory(const std::string& dir) {
   const int err = errno;
   ::close(fd);
   if (rc != 0) return ErrnoStatus(dir, "fsync failed", err);
+  return absl::OkStatus();
+}
+
+Status SyncTree(const std::string& dir) {
+  namespace fs = std::filesystem;
+  auto sync = [](const std::string& path, int flags) -> Status {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+    if (fd < 0) return ErrnoToStatus(errno, path);
+    const bool synced = ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (!synced) return ErrnoToStatus(err, StrCat("fsync ", path));
+    return absl::OkStatus();
+  };
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::file_status st = it->symlink_status(ec);
+    if (ec) break;
+    if (fs::is_regular_file(st)) EDL_RETURN_IF_ERROR(sync(it->path().string(), 0));
+    if (fs::is_directory(st)) EDL_RETURN_IF_ERROR(sync(it->path().string(), O_DIRECTORY));
+  }
+  if (ec) return absl::InternalError(StrCat(dir, ": ", ec.message()));
+  return sync(dir, O_DIRECTORY);
+}
+
+Status ReplaceDirectory(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool exists = fs::exists(to, ec);
+  if (!exists) {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return ErrnoToStatus(errno, StrCat("renaming ", from, " to ", to));
+    }
+  } else {
+    if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_EXCHANGE) != 0) {
+      return ErrnoToStatus(errno, StrCat("exchanging ", from, " and ", to));
+    }
+  }
+  const std::string parent = fs::path(to).parent_path().string();
+  EDL_RETURN_IF_ERROR(SyncDirectory(parent.empty() ? "." : parent));
+  if (exists) {
+    fs::remove_all(from, ec);  // the old contents, now under `from`
+    if (ec) return absl::InternalError(StrCat("removing ", from, ": ", ec.message()));
+  }
   return absl::OkStatus();
 }
 

@@ -121,6 +121,15 @@ Status WriteAll(int fd, std::string_view data, const std::string& path);
 // durable.
 Status SyncDirectory(const std::string& dir);
 
+// Makes every file and directory under `dir` (and dir itself) durable.
+Status SyncTree(const std::string& dir);
+
+// Puts directory `from` in the place of `to` in one step: renamed there
+// when `to` does not exist; else the two are exchanged (renameat2
+// RENAME_EXCHANGE) and what was `to` is removed from `from`'s name. `to`'s
+// parent is synced after. A crash leaves `to` old or new, never a mix.
+Status ReplaceDirectory(const std::string& from, const std::string& to);
+
 // `path` made absolute against the working directory and normalised; an
 // empty path stays empty.
 std::string AbsolutePath(const std::string& path);

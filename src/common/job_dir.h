@@ -16,8 +16,9 @@ namespace elasticdl {
 
 // The job as submitted (proto::JobSpec, text format).
 inline std::string JobSpecFile(const std::string& job_dir) { return job_dir + "/job.pbtxt"; }
-// The job's secret, readable by its owner only (rpc/job_token.h).
-inline std::string TokenFile(const std::string& job_dir) { return job_dir + "/token"; }
+// The job's token, certificate, key and CA, readable by its owner only
+// (rpc/job_credentials.h).
+inline std::string CredentialsFile(const std::string& job_dir) { return job_dir + "/credentials"; }
 // The master's journal (master/journal.h), and the single snapshot file an
 // older master kept instead.
 inline std::string JournalFile(const std::string& job_dir) { return job_dir + "/journal.log"; }

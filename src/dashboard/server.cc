@@ -3,6 +3,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -24,7 +25,26 @@ using nlohmann::json;
 
 namespace {
 
-constexpr char kCookie[] = "elasticdl_token";
+constexpr char kCookie[] = "elasticdl_session";
+
+// 32 random bytes as hex: a login code or a session.
+StatusOr<std::string> NewSecret() {
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, "getrandom");
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
 
 // Compares in time independent of where the strings differ.
 bool SameSecret(const std::string& a, const std::string& b) {
@@ -73,8 +93,18 @@ std::string WebDir() { return InstalledShareDir("web"); }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, const JobView* view) {
   if (options.token.empty()) return absl::InvalidArgumentError("the dashboard needs a job token");
+  if (options.tls_certificate.empty() != options.tls_private_key.empty()) {
+    return absl::InvalidArgumentError("the dashboard needs both a certificate and its key");
+  }
   std::unique_ptr<Server> server(new Server());
   server->token_ = options.token;
+  server->tls_ = !options.tls_certificate.empty();
+  server->tls_certificate_ = options.tls_certificate;
+  server->tls_private_key_ = options.tls_private_key;
+  if (server->tls_ && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    return absl::FailedPreconditionError(
+        "this libmicrohttpd has no TLS: the dashboard cannot serve HTTPS");
+  }
   const std::string web_dir = options.web_dir.empty() ? WebDir() : options.web_dir;
   std::error_code ec;
   for (fs::directory_iterator it(web_dir, ec); !ec && it != fs::directory_iterator();
@@ -107,6 +137,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, co
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, &freeaddrinfo);
   unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD;
   if (found->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (server->tls_) flags |= MHD_USE_TLS;
+  // Without TLS the key and certificate options end the list.
+  const MHD_OPTION tls_key = server->tls_ ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END;
   server->daemon_ = MHD_start_daemon(
       flags, 0, nullptr, nullptr, &RequestHandler::Handle, server.get(),  //
       MHD_OPTION_SOCK_ADDR, found->ai_addr,                               //
@@ -115,6 +148,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, co
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(std::max(options.max_connections, 1)),
       MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned int>(std::max(options.idle_timeout_s, 1)),
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, options.connection_memory,  //
+      tls_key, server->tls_private_key_.c_str(),                      //
+      MHD_OPTION_HTTPS_MEM_CERT, server->tls_certificate_.c_str(),    //
       MHD_OPTION_END);
   if (server->daemon_ == nullptr) {
     return absl::UnavailableError(StrCat("the dashboard cannot listen on ", options.host, ":",
@@ -122,9 +157,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, co
   }
   const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
   const int port = info != nullptr ? info->port : options.port;
+  const char* scheme = server->tls_ ? "https://" : "http://";
   server->url_ = found->ai_family == AF_INET6 && options.host.find(':') != std::string::npos
-                     ? StrCat("http://[", options.host, "]:", port)
-                     : StrCat("http://", options.host, ":", port);
+                     ? StrCat(scheme, "[", options.host, "]:", port)
+                     : StrCat(scheme, options.host, ":", port);
   return server;
 }
 
@@ -152,7 +188,7 @@ MHD_Result RequestHandler::Handle(void* cls, MHD_Connection* connection, const c
   // answered 500 and the server goes on.
   Server::Reply reply;
   try {
-    reply = static_cast<const Server*>(cls)->Answer(connection, method, url);
+    reply = static_cast<Server*>(cls)->Answer(connection, method, url);
   } catch (const std::exception& e) {
     spdlog::error("dashboard: {} {}: {}", method, url, e.what());
     reply = Server::Reply::Error(500, "internal error");
@@ -169,29 +205,67 @@ MHD_Result RequestHandler::Handle(void* cls, MHD_Connection* connection, const c
   return queued;
 }
 
+StatusOr<std::string> Server::NewLoginUrl() {
+  EDL_ASSIGN_OR_RETURN(std::string code, NewSecret());
+  std::lock_guard<std::mutex> lock(mu_);
+  login_codes_.push_back(code);
+  if (login_codes_.size() > kMaxLoginCodes) login_codes_.pop_front();
+  return StrCat(url_, "/?login=", code);
+}
+
+std::string Server::Login(const std::string& code) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(login_codes_.begin(), login_codes_.end(),
+                         [&](const std::string& c) { return SameSecret(c, code); });
+  if (it == login_codes_.end()) return "";
+  login_codes_.erase(it);
+  StatusOr<std::string> session = NewSecret();
+  if (!session.ok()) return "";
+  sessions_.push_back(*session);
+  if (sessions_.size() > kMaxSessions) sessions_.pop_front();
+  return *session;
+}
+
+bool Server::Authorized(MHD_Connection* connection) {
+  if (std::string auth = Lookup(connection, MHD_HEADER_KIND, "Authorization");
+      auth.rfind("Bearer ", 0) == 0) {
+    return SameSecret(auth.substr(7), token_);
+  }
+  const std::string session = Lookup(connection, MHD_COOKIE_KIND, kCookie);
+  if (session.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(sessions_.begin(), sessions_.end(),
+                     [&](const std::string& s) { return SameSecret(s, session); });
+}
+
 Server::Reply Server::Answer(MHD_Connection* connection, const std::string& method,
-                             const std::string& path) const {
-  // Every request: the method, then the token.
+                             const std::string& path) {
+  // Every request: the method, then a login, a session or the token.
   if (method != "GET" && method != "HEAD") {
     Reply reply = Reply::Error(405, StrCat("method ", method, " not allowed"));
     reply.headers.emplace_back("Allow", "GET, HEAD");
     return reply;
   }
-  const char* query_token = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "token");
-  std::string offered;
-  if (query_token != nullptr) {
-    offered = query_token;
-  } else if (std::string auth = Lookup(connection, MHD_HEADER_KIND, "Authorization");
-             auth.rfind("Bearer ", 0) == 0) {
-    offered = auth.substr(7);
-  } else {
-    offered = Lookup(connection, MHD_COOKIE_KIND, kCookie);
+  if (const char* code = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, "login");
+      code != nullptr && path == "/") {
+    const std::string session = Login(code);
+    if (session.empty()) {
+      return Reply::Error(401,
+                          "this login link was used already, or is not this job's: "
+                          "`elasticdl job status JOB_DIR` prints a new one");
+    }
+    // On to the page, the code gone from the address bar and the history.
+    Reply reply{303, "text/plain; charset=utf-8", "", {{"Location", "/"}}};
+    reply.headers.emplace_back("Set-Cookie",
+                               StrCat(kCookie, "=", session, "; Path=/; HttpOnly; SameSite=Strict",
+                                      tls_ ? "; Secure" : ""));
+    return reply;
   }
-  if (!SameSecret(offered, token_)) {
+  if (!Authorized(connection)) {
     Reply reply = Reply::Error(
-        401, offered.empty() ? "the job token is missing: open the URL `elasticdl job status` "
-                               "prints, or send Authorization: Bearer TOKEN"
-                             : "wrong job token");
+        401,
+        "not logged in: open the login link `elasticdl job status JOB_DIR` prints, or send "
+        "Authorization: Bearer TOKEN (the job's token)");
     reply.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"elasticdl\"");
     return reply;
   }
@@ -219,11 +293,6 @@ Server::Reply Server::Answer(MHD_Connection* connection, const std::string& meth
   } else {
     reply = Reply::Error(404, StrCat("HTTP 404 for ", path));
   }
-  if (query_token != nullptr) {
-    // The page's own requests then carry the cookie.
-    reply.headers.emplace_back("Set-Cookie",
-                               StrCat(kCookie, "=", token_, "; Path=/; HttpOnly; SameSite=Strict"));
-  }
   return reply;
 }
 
@@ -232,8 +301,6 @@ Server::Reply Server::File(const std::string& name) const {
   if (it == files_.end()) return Reply::Error(404, StrCat("no such file: ", name));
   return {200, it->second.first, it->second.second, {{"Cache-Control", "no-cache"}}};
 }
-
-std::string Server::url_with_token() const { return StrCat(url_, "/?token=", token_); }
 
 void Server::Stop() {
   if (daemon_ != nullptr) MHD_stop_daemon(daemon_);

@@ -5,7 +5,9 @@
 #include <httplib.h>
 
 #include <fstream>
+#include <vector>
 
+#include "rpc/job_credentials.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::dashboard {
@@ -46,18 +48,38 @@ class ServerTest : public ::testing::Test {
   std::unique_ptr<httplib::Client> client_;
 };
 
-TEST_F(ServerTest, TheTokenInTheQuerySetsACookieThatLaterRequestsCarry) {
-  auto res = Get("/?token=" + kToken);
+// The path and query of a login link.
+std::string PathOf(const std::string& url) { return url.substr(url.find("/?login=")); }
+
+TEST_F(ServerTest, ALoginLinkWorksOnceAndLeavesASessionCookie) {
+  StatusOr<std::string> login = server_->NewLoginUrl();
+  ASSERT_TRUE(login.ok()) << login.status();
+  EXPECT_EQ(login->rfind(server_->url() + "/?login=", 0), 0u) << *login;
+  EXPECT_THAT(*login, ::testing::Not(HasSubstr(kToken)));
+  auto res = Get(PathOf(*login));
   ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(res->body, "<html>dashboard</html>");
+  // On to the page, without the code.
+  EXPECT_EQ(res->status, 303);
+  EXPECT_EQ(res->get_header_value("Location"), "/");
   const std::string cookie = res->get_header_value("Set-Cookie");
-  EXPECT_THAT(cookie, HasSubstr("elasticdl_token=" + kToken));
+  EXPECT_THAT(cookie, HasSubstr("elasticdl_session="));
   EXPECT_THAT(cookie, HasSubstr("HttpOnly"));
-  auto api = Get("/api/job", {{"Cookie", "other=1; elasticdl_token=" + kToken}});
+  EXPECT_THAT(cookie, HasSubstr("SameSite=Strict"));
+  const std::string session = cookie.substr(0, cookie.find(';'));
+  auto page = Get("/", {{"Cookie", "other=1; " + session}});
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->body, "<html>dashboard</html>");
+  auto api = Get("/api/job", {{"Cookie", session}});
   ASSERT_TRUE(api);
   EXPECT_EQ(api->status, 200);
   EXPECT_EQ(nlohmann::json::parse(api->body)["job"], "job-s");
+  // The link is spent.
+  auto again = Get(PathOf(*login));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 401);
+  EXPECT_THAT(again->body, HasSubstr("used already"));
+  // Programs send the token.
   auto metrics = Get("/metrics", Bearer());
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
@@ -69,21 +91,43 @@ TEST_F(ServerTest, TheTokenInTheQuerySetsACookieThatLaterRequestsCarry) {
   EXPECT_THAT(js->get_header_value("Content-Type"), HasSubstr("text/javascript"));
 }
 
-TEST_F(ServerTest, NoTokenOrAWrongOneIsRefusedEverywhere) {
+TEST_F(ServerTest, WithoutALoginOrTheTokenEverythingIsRefused) {
+  const std::string forged(64, 'f');
   for (const std::string path : {"/", "/api/job", "/metrics", "/static/dashboard.js", "/nope"}) {
     auto none = Get(path);
     ASSERT_TRUE(none) << path;
     EXPECT_EQ(none->status, 401) << path;
     EXPECT_THAT(none->get_header_value("WWW-Authenticate"), HasSubstr("Bearer"));
-    EXPECT_THAT(none->body, HasSubstr("missing"));
+    EXPECT_THAT(none->body, HasSubstr("not logged in"));
     auto wrong = Get(path, Bearer(std::string(64, 'x')));
     ASSERT_TRUE(wrong) << path;
     EXPECT_EQ(wrong->status, 401) << path;
-    EXPECT_THAT(wrong->body, HasSubstr("wrong job token"));
-    auto prefix = Get(path + "?token=" + kToken.substr(0, 10));
-    ASSERT_TRUE(prefix) << path;
-    EXPECT_EQ(prefix->status, 401) << path;
+    auto cookie = Get(path, {{"Cookie", "elasticdl_session=" + forged}});
+    ASSERT_TRUE(cookie) << path;
+    EXPECT_EQ(cookie->status, 401) << path;
+    // The token is not a login, in the query or as a cookie.
+    auto query = Get(path + "?token=" + kToken);
+    ASSERT_TRUE(query) << path;
+    EXPECT_EQ(query->status, 401) << path;
+    auto token_cookie = Get(path, {{"Cookie", "elasticdl_session=" + kToken}});
+    ASSERT_TRUE(token_cookie) << path;
+    EXPECT_EQ(token_cookie->status, 401) << path;
   }
+  auto guessed = Get("/?login=" + forged);
+  ASSERT_TRUE(guessed);
+  EXPECT_EQ(guessed->status, 401);
+  EXPECT_TRUE(guessed->get_header_value("Set-Cookie").empty());
+}
+
+TEST_F(ServerTest, OnlyTheNewestLoginLinksAreKept) {
+  std::vector<std::string> links;
+  for (size_t i = 0; i <= Server::kMaxLoginCodes; ++i) links.push_back(*server_->NewLoginUrl());
+  auto oldest = Get(PathOf(links.front()));
+  ASSERT_TRUE(oldest);
+  EXPECT_EQ(oldest->status, 401);
+  auto newest = Get(PathOf(links.back()));
+  ASSERT_TRUE(newest);
+  EXPECT_EQ(newest->status, 303);
 }
 
 TEST_F(ServerTest, UnknownPathsAndFilesOutsideTheWebDirectoryAreNotFound) {
@@ -137,6 +181,38 @@ TEST_F(ServerTest, BadQueriesAndHugeHeadersAreRefusedAndTheServerGoesOn) {
   auto after = Get("/api/job", Bearer());
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 200);
+}
+
+TEST(ServerTlsTest, WithACertificateItServesHttpsOnly) {
+  testing::TempDir web;
+  std::ofstream(web.File("index.html")) << "<html>dashboard</html>";
+  JobView view({"j"}, nullptr);
+  StatusOr<rpc::JobCredentials> job = rpc::GenerateJobCredentials();
+  ASSERT_TRUE(job.ok()) << job.status();
+  ServerOptions options;
+  options.token = job->token;
+  options.web_dir = web.path();
+  options.tls_certificate = job->certificate;
+  options.tls_private_key = job->private_key;
+  auto server = Server::Start(options, &view);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string url = (*server)->url();
+  ASSERT_EQ(url.rfind("https://127.0.0.1:", 0), 0u) << url;
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  httplib::SSLClient tls("127.0.0.1", port);
+  tls.enable_server_certificate_verification(false);
+  auto res = tls.Get("/?login=" + PathOf(*(*server)->NewLoginUrl()).substr(8));
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 303);
+  EXPECT_THAT(res->get_header_value("Set-Cookie"), HasSubstr("; Secure"));
+  auto api = tls.Get("/api/job", {{"Authorization", "Bearer " + job->token}});
+  ASSERT_TRUE(api);
+  EXPECT_EQ(api->status, 200);
+  // Plain HTTP to that port gets no answer.
+  httplib::Client plain("127.0.0.1", port);
+  plain.set_read_timeout(2);
+  auto refused = plain.Get("/api/job", {{"Authorization", "Bearer " + job->token}});
+  EXPECT_TRUE(!refused || refused->status != 200);
 }
 
 TEST(ServerStartTest, WithoutTheWebFilesItSaysWhereItLooked) {

@@ -215,7 +215,8 @@ Status Runner::Start(const RungRun& run, bool journal) {
                                      /*live=*/true));
   }
   EDL_RETURN_IF_ERROR(CreateDirectories(fs::path(r.job_dir).parent_path().string()));
-  const bool prepared = fs::exists(JobSpecFile(r.job_dir)) && fs::exists(TokenFile(r.job_dir));
+  const bool prepared =
+      fs::exists(JobSpecFile(r.job_dir)) && fs::exists(CredentialsFile(r.job_dir));
   if (!prepared) r.workers_applied = workers;
   Say(StrCat(prepared ? "resuming" : "starting", " trial ", run.trial, " rung ", run.rung, " (",
              args.num_epochs, " epoch(s), ", workers, " worker(s)): ", args.params, "; log ",

@@ -241,9 +241,9 @@ TEST(MasterServiceTest, RefusesCallsWithoutTheTokenAndOversizedOnes) {
   const std::string token(64, 'a');
   MasterService service(&state, token);
   std::string address;
-  auto server = rpc::StartServer("127.0.0.1", 0, {&service}, &address, kMaxMasterRequestBytes);
+  auto server = rpc::StartServer("127.0.0.1", 0, {&service}, &address, {}, kMaxMasterRequestBytes);
   ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = proto::Master::NewStub(rpc::MakeChannel(address));
+  auto stub = proto::Master::NewStub(rpc::MakeChannel(address, {}));
 
   proto::GetJobStatusResponse status;
   auto anonymous = rpc::MakeContext(5s);
@@ -433,21 +433,6 @@ TEST(JobStateTest, ScalingStopsAtTheJobsMaxWorkers) {
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
   EXPECT_NE(refused.message().find("--max_workers=8"), std::string::npos) << refused;
   EXPECT_EQ(state.workers_target(), 8);
-}
-
-TEST(JobTokenTest, ANewTokenIsAFileOfItsOwnReadableByItsOwnerOnly) {
-  testing::TempDir dir;
-  // A link planted where the token goes: its target is left alone.
-  std::ofstream(dir.File("victim")) << "keep";
-  std::filesystem::create_symlink(dir.File("victim"), rpc::JobTokenPath(dir.path()));
-  StatusOr<std::string> token = rpc::CreateJobToken(dir.path());
-  ASSERT_TRUE(token.ok()) << token.status();
-  EXPECT_EQ(*ReadFileToString(dir.File("victim")), "keep");
-  struct stat st {};
-  ASSERT_EQ(::lstat(rpc::JobTokenPath(dir.path()).c_str(), &st), 0);
-  EXPECT_TRUE(S_ISREG(st.st_mode));
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(*rpc::ReadJobToken(dir.path()), *token);
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ Master::Master(MasterConfig config, MasterPeers peers, bool resumed)
     : config_(std::move(config)),
       peers_(std::move(peers)),
       resumed_(resumed),
-      service_(nullptr, config_.token),
+      service_(nullptr, config_.credentials.token),
       events_(EventLogFile(config_.job_dir)) {}
 
 Master::~Master() {
@@ -90,7 +90,7 @@ Master::~Master() {
 }
 
 StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers peers) {
-  if (!peers.connect_ps) peers.connect_ps = rpc::GrpcParameterServers(config.token);
+  if (!peers.connect_ps) peers.connect_ps = rpc::GrpcParameterServers(config.credentials);
   // A journal means an earlier master of this job died: resume its job,
   // where workers and parameter servers keep calling the old address.
   EDL_ASSIGN_OR_RETURN(std::optional<proto::MasterJournal> journal, ReadJournal(config.job_dir));
@@ -102,7 +102,7 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
   // Calls are answered UNAVAILABLE until the job's state exists, which
   // needs the address the server got.
   EDL_ASSIGN_OR_RETURN(m->server_, rpc::StartServer(c.host, c.port, {&m->service_}, &m->address_,
-                                                    kMaxMasterRequestBytes));
+                                                    c.credentials, kMaxMasterRequestBytes));
   cluster::BackendConfig backend_config = c.backend;
   backend_config.master_address = m->address_;
   ExitQueue* exits = &m->exits_;
@@ -125,7 +125,8 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
       Observer::Start(observer_options, &m->events_, m->state_.get());
   if (observer.ok()) {
     m->observer_ = std::move(*observer);
-    m->service_.set_dashboard_url(m->observer_->url());
+    Observer* observer = m->observer_.get();
+    m->service_.set_dashboard(observer->url(), [observer] { return observer->NewLoginUrl(); });
   } else {
     spdlog::warn("no dashboard for this job: {}", std::string(observer.status().message()));
   }
@@ -139,8 +140,9 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
                c.spec.seed(), m->resumed_ ? " (resumed from its journal)" : "");
   if (m->observer_) spdlog::info("dashboard at {}", m->observer_->url());
   if (!m->backend_->starts_workers()) {
-    spdlog::info("waiting for {} worker(s) to join: elasticdl worker --master={} --token_file={}",
-                 c.state.workers_target, m->address_, rpc::JobTokenPath(c.job_dir));
+    spdlog::info(
+        "waiting for {} worker(s) to join: elasticdl worker --master={} --credentials_file={}",
+        c.state.workers_target, m->address_, CredentialsFile(c.job_dir));
   }
 
   m->supervisor_ =
@@ -181,11 +183,13 @@ StatusOr<bool> Master::WriteResults() {
   const proto::JobSpec& spec = config_.spec;
   Status written;
   if (spec.type() == proto::JOB_TRAINING) {
-    written =
-        WriteTrainingResults(spec, config_.checkpoint_at_end, Servers(kServerCallTimeout).get());
+    Observer* observer = observer_.get();
+    written = WriteTrainingResults(
+        spec, config_.checkpoint_at_end, Servers(kServerCallTimeout).get(),
+        [observer](const std::string& dir) {
+          return observer != nullptr ? observer->CopyEventFiles(dir) : Status();
+        });
     if (written.ok() && !spec.output().empty()) {
-      if (observer_) written = observer_->CopyEventFiles(spec.output());
-      EDL_RETURN_IF_ERROR_WITH_CONTEXT(written, "writing the trained model");
       spdlog::info("trained model written to {}", spec.output());
     }
   } else if (spec.type() == proto::JOB_PREDICTION) {

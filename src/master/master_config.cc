@@ -7,7 +7,7 @@
 #include "common/strings.h"
 #include "job/job_spec.h"
 #include "job/trained_model.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::master {
 namespace {
@@ -40,16 +40,16 @@ Status BindAddress(const proto::ClusterSpec& cluster, std::string* host, int* po
 
 StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, ReadJobSpec(options.job_dir));
-  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
-  return ConfigureMaster(options, spec, std::move(token));
+  EDL_ASSIGN_OR_RETURN(rpc::JobCredentials credentials, rpc::ReadJobCredentials(options.job_dir));
+  return ConfigureMaster(options, spec, std::move(credentials));
 }
 
 StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto::JobSpec& spec,
-                                       std::string token) {
+                                       rpc::JobCredentials credentials) {
   MasterConfig config;
   config.spec = spec;
   config.job_dir = options.job_dir;
-  config.token = std::move(token);
+  config.credentials = std::move(credentials);
   config.host = options.host;
   config.port = options.port;
   EDL_RETURN_IF_ERROR(BindAddress(spec.cluster(), &config.host, &config.port));
@@ -112,7 +112,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   config.observer.job_dir = options.job_dir;
   config.observer.job_name = spec.job_name();
   config.observer.host = config.host;
-  config.observer.token = config.token;
+  config.observer.credentials = config.credentials;
   config.observer.web_dir = options.environment.web_dir;
 
   config.publish_group = training && update == proto::UpdateRule::SYNC_EVERY_WORKER;

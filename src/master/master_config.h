@@ -18,12 +18,13 @@
 #include "master/observer.h"
 #include "master/supervisor.h"
 #include "master/task_manager.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::master {
 
 // How the master process was started: the command line's part.
 struct MasterOptions {
-  // The job directory holding job.pbtxt and the job's token.
+  // The job directory holding job.pbtxt and the job's credentials.
   std::string job_dir;
   // Interface and port to serve on; port 0 picks a free one. The job's
   // --master_addr, and a resumed job's earlier address, come first.
@@ -41,8 +42,9 @@ struct MasterConfig {
   // record, the predictions' file) are described by it.
   proto::JobSpec spec;
   std::string job_dir;
-  // The job's token: every RPC of the job carries it.
-  std::string token;
+  // The job's token and certificates: every RPC of the job is made and
+  // served with them.
+  rpc::JobCredentials credentials;
   // Where to serve (see MasterOptions).
   std::string host;
   int port = 0;
@@ -74,12 +76,12 @@ struct MasterConfig {
 };
 
 // The configuration of the job in `options.job_dir`: reads its spec and
-// token (and, for an evaluation job, the trained model's record). A spec
+// credentials (and, for an evaluation job, the trained model's record). A spec
 // that cannot run is INVALID_ARGUMENT naming the flag.
 StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options);
 // The same from a spec at hand (tests).
 StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto::JobSpec& spec,
-                                       std::string token);
+                                       rpc::JobCredentials credentials);
 
 }  // namespace elasticdl::master
 

@@ -53,6 +53,22 @@ grpc::Status MasterService::GetJobStatus(grpc::ServerContext* context,
   });
 }
 
+grpc::Status MasterService::DashboardLogin(grpc::ServerContext* context,
+                                           const proto::DashboardLoginRequest*,
+                                           proto::DashboardLoginResponse* response) {
+  return Serve(*context, [&](JobState*) -> Status {
+    std::function<StatusOr<std::string>()> new_login_url;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      new_login_url = new_login_url_;
+    }
+    if (!new_login_url) return absl::NotFoundError("the job has no dashboard");
+    EDL_ASSIGN_OR_RETURN(std::string url, new_login_url());
+    response->set_login_url(url);
+    return absl::OkStatus();
+  });
+}
+
 grpc::Status MasterService::Heartbeat(grpc::ServerContext* context,
                                       const proto::HeartbeatRequest* request,
                                       proto::HeartbeatResponse* response) {

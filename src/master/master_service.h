@@ -4,6 +4,7 @@
 #define ELASTICDL_MASTER_MASTER_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -24,10 +25,12 @@ class MasterService final : public proto::Master::Service {
   MasterService(JobState* state, std::string token) : state_(state), token_(std::move(token)) {}
 
   void set_state(JobState* state) { state_ = state; }
-  // Told in every GetJobStatus answer.
-  void set_dashboard_url(std::string url) {
+  // The dashboard: its URL, told in every GetJobStatus answer, and what
+  // makes a login link for DashboardLogin.
+  void set_dashboard(std::string url, std::function<StatusOr<std::string>()> new_login_url) {
     std::lock_guard<std::mutex> lock(mu_);
     dashboard_url_ = std::move(url);
+    new_login_url_ = std::move(new_login_url);
   }
 
   grpc::Status RegisterPs(grpc::ServerContext* context, const proto::RegisterPsRequest* request,
@@ -47,6 +50,9 @@ class MasterService final : public proto::Master::Service {
                          proto::HeartbeatResponse* response) override;
   grpc::Status Scale(grpc::ServerContext* context, const proto::ScaleRequest* request,
                      proto::ScaleResponse* response) override;
+  grpc::Status DashboardLogin(grpc::ServerContext* context,
+                              const proto::DashboardLoginRequest* request,
+                              proto::DashboardLoginResponse* response) override;
 
  private:
   // Checks the token and that the state is there, then runs `call` on it
@@ -58,6 +64,7 @@ class MasterService final : public proto::Master::Service {
   const std::string token_;
   std::mutex mu_;
   std::string dashboard_url_;
+  std::function<StatusOr<std::string>()> new_login_url_;
 };
 
 }  // namespace elasticdl::master

@@ -124,7 +124,7 @@ class FakeServers : public rpc::ParameterServers {
 class Caller {
  public:
   explicit Caller(const std::string& address)
-      : stub_(proto::Master::NewStub(rpc::MakeChannel(address))) {}
+      : stub_(proto::Master::NewStub(rpc::MakeChannel(address, {}))) {}
 
   Status RegisterPs(int ps) {
     proto::RegisterPsRequest request;
@@ -232,7 +232,7 @@ class MasterTest : public ::testing::Test {
   MasterConfig Config() {
     MasterOptions options;
     options.job_dir = job_dir_;
-    StatusOr<MasterConfig> config = ConfigureMaster(options, spec_, kToken);
+    StatusOr<MasterConfig> config = ConfigureMaster(options, spec_, {kToken});
     EXPECT_TRUE(config.ok()) << config.status();
     return *config;
   }
@@ -530,7 +530,7 @@ TEST(MasterConfigTest, DerivesEachRoleFromTheSpec) {
   spec.mutable_ps()->set_checkpoint_steps(100);
   spec.mutable_workers()->set_num_workers(5);
   spec.mutable_fault_tolerance()->set_max_worker_relaunches(9);
-  StatusOr<MasterConfig> config = ConfigureMaster(options, spec, "t");
+  StatusOr<MasterConfig> config = ConfigureMaster(options, spec, {"t"});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->records_per_task, 32);
   EXPECT_EQ(config->state.num_ps, 3);
@@ -544,23 +544,23 @@ TEST(MasterConfigTest, DerivesEachRoleFromTheSpec) {
   EXPECT_EQ(config->backend.kind, "local");
   EXPECT_EQ(config->backend.binary, "/bin/elasticdl");
   EXPECT_EQ(config->host, "127.0.0.1");
-  EXPECT_EQ(config->observer.token, "t");
+  EXPECT_EQ(config->observer.credentials.token, "t");
 
   spec.mutable_ps()->mutable_update()->set_mode(proto::UpdateRule::SYNC_FIXED);
-  config = ConfigureMaster(options, spec, "t");
+  config = ConfigureMaster(options, spec, {"t"});
   ASSERT_TRUE(config.ok());
   EXPECT_TRUE(config->state.flush_at_end);
   EXPECT_FALSE(config->publish_group);
 
   // Prediction needs servers only to restore a model's embedding tables.
   spec.set_type(proto::JOB_PREDICTION);
-  config = ConfigureMaster(options, spec, "t");
+  config = ConfigureMaster(options, spec, {"t"});
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->state.num_ps, 0);
   EXPECT_FALSE(config->state.flush_at_end);
   EXPECT_FALSE(config->checkpoint_at_end);
   spec.mutable_ps()->set_checkpoint_dir_for_init("/ckpt");
-  config = ConfigureMaster(options, spec, "t");
+  config = ConfigureMaster(options, spec, {"t"});
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->state.num_ps, 3);
 }
@@ -572,14 +572,14 @@ TEST(MasterConfigTest, ServesWhereTheJobSays) {
   spec.mutable_tasks()->set_minibatch_size(1);
   spec.mutable_tasks()->set_num_minibatches_per_task(1);
   spec.mutable_cluster()->set_master_addr("10.0.0.7:7000");
-  StatusOr<MasterConfig> config = ConfigureMaster(options, spec, "t");
+  StatusOr<MasterConfig> config = ConfigureMaster(options, spec, {"t"});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->host, "10.0.0.7");
   EXPECT_EQ(config->port, 7000);
   EXPECT_EQ(config->observer.host, "10.0.0.7");
 
   spec.mutable_cluster()->set_master_addr(":7000");
-  config = ConfigureMaster(options, spec, "t");
+  config = ConfigureMaster(options, spec, {"t"});
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(config.status().message().find("--master_addr=:7000"), std::string::npos);
 }
@@ -588,7 +588,7 @@ TEST(MasterConfigTest, RefusesTasksWithoutRecords) {
   MasterOptions options;
   proto::JobSpec spec;
   spec.mutable_tasks()->set_minibatch_size(16);
-  StatusOr<MasterConfig> config = ConfigureMaster(options, spec, "t");
+  StatusOr<MasterConfig> config = ConfigureMaster(options, spec, {"t"});
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(config.status().message().find("--num_minibatches_per_task=0"), std::string::npos)
       << config.status();

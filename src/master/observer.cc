@@ -37,7 +37,9 @@ StatusOr<std::unique_ptr<Observer>> Observer::Start(const ObserverOptions& optio
   dashboard::ServerOptions server_options;
   server_options.host = options.host;
   server_options.port = options.port;
-  server_options.token = options.token;
+  server_options.token = options.credentials.token;
+  server_options.tls_certificate = options.credentials.certificate;
+  server_options.tls_private_key = options.credentials.private_key;
   server_options.web_dir = options.web_dir;
   EDL_ASSIGN_OR_RETURN(observer->server_, dashboard::Server::Start(server_options, &self->view_));
   EDL_RETURN_IF_ERROR(

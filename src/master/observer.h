@@ -21,6 +21,7 @@
 #include "elasticdl/status.h"
 #include "master/event_log.h"
 #include "master/job_state.h"
+#include "rpc/job_credentials.h"
 #include "rpc/parameter_servers.h"
 
 namespace elasticdl::master {
@@ -31,8 +32,9 @@ struct ObserverOptions {
   // Where the dashboard listens (port 0: a free one).
   std::string host = "127.0.0.1";
   int port = 0;
-  // The dashboard's password (the job's token).
-  std::string token;
+  // The job's credentials: the token programs send the dashboard, the
+  // certificate it serves HTTPS with.
+  rpc::JobCredentials credentials;
   // The dashboard's web files; empty: dashboard::WebDir().
   std::string web_dir;
   // Reaches the parameter servers for their figures.
@@ -59,6 +61,8 @@ class Observer {
   // The training job's TensorBoard files, copied into its output directory.
   Status CopyEventFiles(const std::string& output_dir) const;
   const std::string& url() const { return server_->url(); }
+  // A link that logs a person in once (dashboard::Server::NewLoginUrl).
+  StatusOr<std::string> NewLoginUrl() { return server_->NewLoginUrl(); }
 
  private:
   Observer(const ObserverOptions& options, EventLog* events, JobState* state);

@@ -87,37 +87,40 @@ proto::TrainedModel ModelRecord(const proto::JobSpec& spec, const proto::ModelVa
   return record;
 }
 
-Status WriteOutputModel(const proto::JobSpec& spec, rpc::ParameterServers* servers) {
+Status WriteOutputModel(const proto::JobSpec& spec, rpc::ParameterServers* servers,
+                        const std::function<Status(const std::string&)>& add_files) {
   EDL_ASSIGN_OR_RETURN(proto::ModelValues values, PullModel(servers));
   if (std::string bad = FirstNonFinite(values); !bad.empty()) {
     return absl::DataLossError(StrCat("'", bad, "' holds non-finite values at model version ",
                                       values.version(), "; the model is not written"));
   }
-  if (values.embedding_tables_size() > 0) {
-    // The tables stay where they are big: each server writes its rows.
-    const std::string dir = spec.output() + "/" + kEmbeddingsDir;
-    std::error_code ec;
-    fs::remove_all(dir, ec);  // an earlier model's tables
-    if (ec) return absl::InternalError(StrCat("cannot remove ", dir, ": ", ec.message()));
-    std::vector<proto::ExportResponse> exported;
-    // One version directory for all: the model's version.
-    EDL_RETURN_IF_ERROR(servers->Export(dir, values.version(), &exported));
-  }
-  EDL_RETURN_IF_ERROR(WriteTrainedModel(spec.output(), ModelRecord(spec, values), values));
-  return CopyTree(spec.job_dir() + "/" + kZooDir, spec.output() + "/" + kZooDir);
+  return PublishTrainedModel(spec.output(), [&](const std::string& staging) -> Status {
+    if (values.embedding_tables_size() > 0) {
+      // The tables stay where they are big: each server writes its rows.
+      std::vector<proto::ExportResponse> exported;
+      // One version directory for all: the model's version.
+      EDL_RETURN_IF_ERROR(
+          servers->Export(staging + "/" + kEmbeddingsDir, values.version(), &exported));
+    }
+    EDL_RETURN_IF_ERROR(WriteTrainedModel(staging, ModelRecord(spec, values), values));
+    EDL_RETURN_IF_ERROR(CopyTree(spec.job_dir() + "/" + kZooDir, staging + "/" + kZooDir));
+    return add_files ? add_files(staging) : absl::OkStatus();
+  });
 }
 
 }  // namespace
 
 Status WriteTrainingResults(const proto::JobSpec& spec, bool checkpoint,
-                            rpc::ParameterServers* servers) {
+                            rpc::ParameterServers* servers,
+                            const std::function<Status(const std::string&)>& add_files) {
   if (checkpoint) {
     std::vector<proto::FlushResponse> flushed;
     EDL_RETURN_IF_ERROR_WITH_CONTEXT(servers->Flush(&flushed, /*checkpoint=*/true),
                                      "writing the last checkpoint");
   }
   if (!spec.output().empty()) {
-    EDL_RETURN_IF_ERROR_WITH_CONTEXT(WriteOutputModel(spec, servers), "writing the trained model");
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(WriteOutputModel(spec, servers, add_files),
+                                     "writing the trained model");
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #ifndef ELASTICDL_MASTER_RESULTS_H_
 #define ELASTICDL_MASTER_RESULTS_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,11 +19,13 @@ namespace elasticdl::master {
 
 // A training job: with `checkpoint`, every server checkpoints what it holds;
 // with an output directory in `spec`, the model is read from `servers` and
-// written there with the job's zoo (<job_dir>/zoo). UNAVAILABLE
-// (rpc::IsUnreachable) when a server cannot be reached: the caller may try
-// again.
+// published there whole (PublishTrainedModel) with the job's zoo
+// (<job_dir>/zoo) and what `add_files` (if set) writes into the directory
+// being built. UNAVAILABLE (rpc::IsUnreachable) when a server cannot be
+// reached: the caller may try again.
 Status WriteTrainingResults(const proto::JobSpec& spec, bool checkpoint,
-                            rpc::ParameterServers* servers);
+                            rpc::ParameterServers* servers,
+                            const std::function<Status(const std::string&)>& add_files = {});
 
 // A prediction job: the workers' parts (<job_dir>/predictions/task-<id>.csv)
 // concatenated in the order of the input under one header, into

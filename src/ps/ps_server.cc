@@ -18,7 +18,7 @@
 #include "ps/parameter_store.h"
 #include "ps/ps_service.h"
 #include "rpc/grpc_util.h"
-#include "rpc/job_token.h"
+#include "rpc/job_credentials.h"
 #include "zoo/lr_schedule_config.h"
 
 namespace elasticdl::ps {
@@ -196,7 +196,8 @@ std::string CheckpointDirOf(const proto::PsSpec& spec, const std::string& job_di
 
 Status RunPsServer(const PsServerOptions& options) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec job, ReadJobSpec(options.job_dir));
-  EDL_ASSIGN_OR_RETURN(std::string token, rpc::ReadJobToken(options.job_dir));
+  EDL_ASSIGN_OR_RETURN(rpc::JobCredentials credentials, rpc::ReadJobCredentials(options.job_dir));
+  const std::string& token = credentials.token;
   // A parameter server's part of the job: its settings and the optimizer.
   const proto::PsSpec& spec = job.ps();
   EDL_ASSIGN_OR_RETURN(ParameterStoreOptions store_options,
@@ -224,16 +225,19 @@ Status RunPsServer(const PsServerOptions& options) {
   EDL_RETURN_IF_ERROR(
       InitializeFromCheckpoints(options, spec, checkpoint_dir, &store, &writer, &request));
 
-  // The trained model's embedding tables, where the master has them written.
-  const std::string export_dir = job.output().empty()
-                                     ? std::string()
-                                     : StrCat(AbsolutePath(job.output()), "/", kEmbeddingsDir);
+  // The trained model's embedding tables, where the master has them written
+  // (the model being built beside the output, PublishTrainedModel).
+  const std::string export_dir =
+      job.output().empty()
+          ? std::string()
+          : StrCat(TrainedModelStagingDir(AbsolutePath(job.output())), "/", kEmbeddingsDir);
   PsService service(&store, token, &writer, export_dir);
   std::string address;
-  EDL_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
-                       rpc::StartServer(options.host, options.port, {&service}, &address));
+  EDL_ASSIGN_OR_RETURN(
+      std::unique_ptr<grpc::Server> server,
+      rpc::StartServer(options.host, options.port, {&service}, &address, credentials));
   request.set_address(address);
-  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address));
+  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address, credentials));
   Status s = Register(options, master.get(), token, request);
   if (s.ok()) {
     spdlog::info("parameter server {} serving on {} ({}, {}; checkpoints in {})", options.ps_id,

@@ -17,6 +17,7 @@
 #include "ps/ps_server.h"
 #include "ps/shard_state.h"
 #include "rpc/grpc_util.h"
+#include "rpc/job_credentials.h"
 #include "rpc/job_token.h"
 #include "rpc/tensor_codec.h"
 #include "testing/temp_dir.h"
@@ -36,10 +37,10 @@ class PsServiceTest : public ::testing::Test {
     options.instance = 5;
     store_ = std::make_unique<ParameterStore>(options);
     service_ = std::make_unique<PsService>(store_.get(), kToken);
-    auto server = rpc::StartServer("127.0.0.1", 0, {service_.get()}, &address_);
+    auto server = rpc::StartServer("127.0.0.1", 0, {service_.get()}, &address_, {});
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
-    stub_ = proto::ParameterServer::NewStub(rpc::MakeChannel(address_));
+    stub_ = proto::ParameterServer::NewStub(rpc::MakeChannel(address_, {}));
     proto::InitRequest init;
     init.mutable_values()->set_version(0);
     ASSERT_TRUE(
@@ -204,9 +205,10 @@ class PsServerTest : public ::testing::Test {
                    .string();
     fs::remove_all(job_dir_);
     fs::create_directories(job_dir_);
-    auto token = rpc::CreateJobToken(job_dir_);
-    ASSERT_TRUE(token.ok()) << token.status();
-    master_.token = *token;
+    auto credentials = rpc::CreateJobCredentials(job_dir_);
+    ASSERT_TRUE(credentials.ok()) << credentials.status();
+    credentials_ = *credentials;
+    master_.token = credentials_.token;
     spec_.mutable_ps()->set_num_ps(2);
     spec_.mutable_model()->mutable_optimizer_config()->mutable_sgd()->set_lr(0.1);
     ASSERT_TRUE(WriteJobSpec(spec_, job_dir_).ok());
@@ -218,7 +220,7 @@ class PsServerTest : public ::testing::Test {
   }
 
   void StartMaster(int port) {
-    auto server = rpc::StartServer("127.0.0.1", port, {&master_}, &master_address_);
+    auto server = rpc::StartServer("127.0.0.1", port, {&master_}, &master_address_, credentials_);
     ASSERT_TRUE(server.ok()) << server.status();
     master_server_ = std::move(server).value();
   }
@@ -235,6 +237,7 @@ class PsServerTest : public ::testing::Test {
   }
 
   std::string job_dir_;
+  rpc::JobCredentials credentials_;
   proto::JobSpec spec_;
   FakeMaster master_;
   std::unique_ptr<grpc::Server> master_server_;
@@ -331,7 +334,7 @@ TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   ASSERT_FALSE(ps_address.empty());
-  auto stub = proto::ParameterServer::NewStub(rpc::MakeChannel(ps_address));
+  auto stub = proto::ParameterServer::NewStub(rpc::MakeChannel(ps_address, credentials_));
   proto::InitRequest init;
   ASSERT_TRUE(
       rpc::EncodeTensor("w", torch::ones({2}), init.mutable_values()->add_parameters()).ok());

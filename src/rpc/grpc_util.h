@@ -1,5 +1,7 @@
-// gRPC plumbing shared by every role: channels and servers that accept large
-// tensors, and conversions between grpc::Status and our Status.
+// gRPC plumbing shared by every role: channels and servers of a job (mutual
+// TLS with the job's certificate, the token checked before a request is
+// read, large tensors accepted), and conversions between grpc::Status and
+// our Status.
 #ifndef ELASTICDL_RPC_GRPC_UTIL_H_
 #define ELASTICDL_RPC_GRPC_UTIL_H_
 
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "elasticdl/status.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::rpc {
 
@@ -17,16 +20,30 @@ namespace elasticdl::rpc {
 // small for model parameters.
 inline constexpr int kMaxMessageBytes = 1 << 30;
 
-// A channel to `address` ("host:port") with the message limits raised.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// A channel to `address` ("host:port") of the job whose `credentials` are
+// given, with the message limits raised. With a certificate (uses_tls()):
+// TLS, presenting the job's certificate and accepting only a server whose
+// certificate the job's CA issued. Without: plaintext.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const JobCredentials& credentials);
+// MakeChannel's parts, for a caller that adds arguments of its own.
+grpc::ChannelArguments ChannelArgumentsOf(const JobCredentials& credentials);
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOf(const JobCredentials& credentials);
 
 // Starts a server on `host` (port 0: any free port) with `services`
 // registered and the message limits raised. `*address` receives
 // "host:port" of the bound port. Requests larger than `max_request_bytes`
 // are refused (RESOURCE_EXHAUSTED) before reaching a service.
+//
+// With a certificate in `credentials`: TLS that requires a client
+// certificate issued by the job's CA (a plaintext client or another job's
+// fails the handshake), and a call without the job's token is refused
+// (UNAUTHENTICATED) from its headers, before any of its body is read.
+// Without: plaintext, the token checked by the services only.
 StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
                                                     const std::vector<grpc::Service*>& services,
                                                     std::string* address,
+                                                    const JobCredentials& credentials,
                                                     int max_request_bytes = kMaxMessageBytes);
 
 Status FromGrpc(const grpc::Status& status);

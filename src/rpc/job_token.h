@@ -1,17 +1,17 @@
-// The per-job secret every call between the processes of a job carries.
-//
-// The client generates the token when it creates the job directory and
-// leaves it there readable by the owner only (`<job_dir>/token`); the master,
-// parameter servers and workers read it from there. Calls carry it as
-// metadata; a server refuses a call without it (UNAUTHENTICATED) before
-// looking at the request.
+// The per-job token every call between the processes of a job carries, as
+// metadata: the second factor beside the job's certificate
+// (rpc/job_credentials.h). A server refuses a call without it
+// (UNAUTHENTICATED) before reading the request (rpc/grpc_util.h), and its
+// services check it again (GuardedCall).
 #ifndef ELASTICDL_RPC_JOB_TOKEN_H_
 #define ELASTICDL_RPC_JOB_TOKEN_H_
 
 #include <grpcpp/grpcpp.h>
 
 #include <exception>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "common/strings.h"
 #include "elasticdl/status.h"
@@ -22,18 +22,16 @@ namespace elasticdl::rpc {
 // The metadata key of the token on every call.
 inline constexpr char kTokenMetadataKey[] = "x-elasticdl-token";
 
-// Generates a new random token and writes it to `job_dir`/token (mode 0600).
-StatusOr<std::string> CreateJobToken(const std::string& job_dir);
-
-// `job_dir`/token.
-std::string JobTokenPath(const std::string& job_dir);
-
-// The token of the job in `job_dir`.
-StatusOr<std::string> ReadJobToken(const std::string& job_dir);
+// Compares without returning early, so the time taken does not tell how
+// much of a guess was right.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 // OK when `context` carries `token`; UNAUTHENTICATED otherwise. An empty
 // `token` accepts every call (in-process tests).
 grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token);
+// The same on a call's headers (as an AuthMetadataProcessor sees them).
+grpc::Status CheckToken(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                        const std::string& token);
 
 // Adds `token` to the call's metadata (nothing when empty).
 void AttachToken(grpc::ClientContext* context, const std::string& token);

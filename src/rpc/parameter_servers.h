@@ -18,6 +18,7 @@
 #include "common/ids.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::rpc {
 
@@ -57,8 +58,8 @@ class ParameterServers {
 using ConnectParameterServers = std::function<std::unique_ptr<ParameterServers>(
     const std::vector<std::string>& addresses, std::chrono::milliseconds timeout)>;
 
-// Over gRPC, every call carrying the job's `token`.
-ConnectParameterServers GrpcParameterServers(std::string token);
+// Over gRPC with the job's `credentials` (TLS, and the token on every call).
+ConnectParameterServers GrpcParameterServers(JobCredentials credentials);
 
 }  // namespace elasticdl::rpc
 

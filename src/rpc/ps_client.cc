@@ -8,11 +8,11 @@
 
 namespace elasticdl::rpc {
 
-PsClient::PsClient(const std::vector<std::string>& addresses, std::string token,
+PsClient::PsClient(const std::vector<std::string>& addresses, const JobCredentials& credentials,
                    std::chrono::milliseconds timeout)
-    : addresses_(addresses), token_(std::move(token)), timeout_(timeout) {
+    : addresses_(addresses), token_(credentials.token), timeout_(timeout) {
   for (const std::string& a : addresses) {
-    stubs_.push_back(proto::ParameterServer::NewStub(MakeChannel(a)));
+    stubs_.push_back(proto::ParameterServer::NewStub(MakeChannel(a, credentials)));
   }
 }
 
@@ -128,10 +128,11 @@ Status PsClient::Stats(PsId shard, proto::PsStatsResponse* response) {
   return absl::OkStatus();
 }
 
-ConnectParameterServers GrpcParameterServers(std::string token) {
-  return [token = std::move(token)](const std::vector<std::string>& addresses,
-                                    std::chrono::milliseconds timeout) {
-    return std::unique_ptr<ParameterServers>(std::make_unique<PsClient>(addresses, token, timeout));
+ConnectParameterServers GrpcParameterServers(JobCredentials credentials) {
+  return [credentials = std::move(credentials)](const std::vector<std::string>& addresses,
+                                                std::chrono::milliseconds timeout) {
+    return std::unique_ptr<ParameterServers>(
+        std::make_unique<PsClient>(addresses, credentials, timeout));
   };
 }
 

@@ -11,14 +11,17 @@
 
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "elasticdl/status.h"
+#include "rpc/job_credentials.h"
 #include "rpc/parameter_servers.h"
 
 namespace elasticdl::rpc {
 
 class PsClient final : public ParameterServers {
  public:
-  // `token`: the job's token (job_token.h), attached to every call.
-  explicit PsClient(const std::vector<std::string>& addresses, std::string token = "",
+  // `credentials`: the job's (job_credentials.h): the channels' TLS, and the
+  // token attached to every call. Default: plaintext, no token (tests).
+  explicit PsClient(const std::vector<std::string>& addresses,
+                    const JobCredentials& credentials = {},
                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
   int num_shards() const override { return static_cast<int>(stubs_.size()); }

@@ -1,6 +1,5 @@
 #include "worker/join.h"
 
-#include <absl/strings/ascii.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "job/job_spec.h"
 #include "rpc/grpc_util.h"
+#include "rpc/job_credentials.h"
 
 namespace elasticdl::worker {
 namespace {
@@ -40,31 +40,47 @@ Status CheckDataVisible(const proto::TaskSpec& tasks) {
   return absl::OkStatus();
 }
 
+// gRPC's words for a TLS handshake that failed (as opposed to a master not
+// listening yet).
+bool IsHandshakeFailure(const Status& status) {
+  const std::string m(status.message());
+  return m.find("andshake") != std::string::npos || m.find("SSL_ERROR") != std::string::npos;
+}
+
 }  // namespace
 
 StatusOr<JoinedJob> JoinJob(const JoinOptions& options) {
-  StatusOr<std::string> token_text = ReadFileToString(options.token_file);
-  if (!token_text.ok()) {
-    return Annotate(token_text.status(), StrCat("--token_file=", options.token_file));
+  StatusOr<rpc::JobCredentials> credentials = rpc::ReadCredentialsFile(options.credentials_file);
+  if (!credentials.ok()) {
+    return Annotate(credentials.status(), StrCat("--credentials_file=", options.credentials_file));
   }
-  const std::string token(absl::StripTrailingAsciiWhitespace(*token_text));
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   proto::JoinRequest request;
   request.set_host(host);
   request.set_pid(::getpid());
   proto::JoinResponse response;
-  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address));
+  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address, *credentials));
   const auto deadline = std::chrono::steady_clock::now() + options.wait_for_master;
   Status last;
   while (true) {
-    auto context = rpc::MakeContext(milliseconds(3000), token);
+    auto context = rpc::MakeContext(milliseconds(3000), credentials->token);
     last = rpc::FromGrpc(master->Join(context.get(), request, &response));
     if (last.ok()) break;
     if (last.code() == absl::StatusCode::kUnauthenticated) {
-      return absl::UnauthenticatedError(StrCat("the master at ", options.master_address,
-                                               " refused the token in ", options.token_file,
-                                               ": is it this job's token file?"));
+      return absl::UnauthenticatedError(
+          StrCat("the master at ", options.master_address, " refused the credentials in ",
+                 options.credentials_file, ": is it this job's credentials file?"));
+    }
+    // A master of the job's CA that will not shake hands with this
+    // certificate (another job's, an earlier run's) answers no better later.
+    if (last.code() == absl::StatusCode::kUnavailable && IsHandshakeFailure(last)) {
+      return absl::UnauthenticatedError(
+          StrCat("the master at ", options.master_address,
+                 " refused the TLS handshake with the certificate in ", options.credentials_file,
+                 " (or holds a certificate of another CA): is it a copy of this job's credentials "
+                 "file, <job_dir>/credentials, as the job's latest run wrote it? (",
+                 last.message(), ")"));
     }
     if (last.code() != absl::StatusCode::kUnavailable &&
         last.code() != absl::StatusCode::kDeadlineExceeded) {
@@ -77,7 +93,7 @@ StatusOr<JoinedJob> JoinJob(const JoinOptions& options) {
     }
     std::this_thread::sleep_for(milliseconds(500));
     // A fresh channel connects at once instead of backing off.
-    master = proto::Master::NewStub(rpc::MakeChannel(options.master_address));
+    master = proto::Master::NewStub(rpc::MakeChannel(options.master_address, *credentials));
   }
   JoinedJob joined;
   joined.worker_id = response.worker_id();

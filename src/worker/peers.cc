@@ -16,10 +16,10 @@ constexpr milliseconds kChannelRenewal{500};
 
 class GrpcMaster : public MasterClient {
  public:
-  GrpcMaster(std::string address, std::string token)
+  GrpcMaster(std::string address, rpc::JobCredentials credentials)
       : address_(std::move(address)),
-        token_(std::move(token)),
-        stub_(proto::Master::NewStub(rpc::MakeChannel(address_))) {}
+        credentials_(std::move(credentials)),
+        stub_(proto::Master::NewStub(rpc::MakeChannel(address_, credentials_))) {}
 
   Status RegisterWorker(const proto::RegisterWorkerRequest& request,
                         proto::RegisterWorkerResponse* response, milliseconds timeout) override {
@@ -43,7 +43,7 @@ class GrpcMaster : public MasterClient {
     std::lock_guard<std::mutex> lock(mu_);
     if (std::chrono::steady_clock::now() - renewed_ < kChannelRenewal) return;
     renewed_ = std::chrono::steady_clock::now();
-    stub_ = proto::Master::NewStub(rpc::MakeChannel(address_));
+    stub_ = proto::Master::NewStub(rpc::MakeChannel(address_, credentials_));
   }
 
  private:
@@ -54,12 +54,12 @@ class GrpcMaster : public MasterClient {
       std::lock_guard<std::mutex> lock(mu_);
       stub = stub_;
     }
-    auto context = rpc::MakeContext(timeout, token_);
+    auto context = rpc::MakeContext(timeout, credentials_.token);
     return rpc::FromGrpc((stub.get()->*method)(context.get(), request, response));
   }
 
   const std::string address_;
-  const std::string token_;
+  const rpc::JobCredentials credentials_;
   std::mutex mu_;
   std::shared_ptr<proto::Master::Stub> stub_;
   std::chrono::steady_clock::time_point renewed_;
@@ -67,12 +67,12 @@ class GrpcMaster : public MasterClient {
 
 }  // namespace
 
-WorkerPeers GrpcPeers(const std::string& master_address, const std::string& token) {
+WorkerPeers GrpcPeers(const std::string& master_address, const rpc::JobCredentials& credentials) {
   WorkerPeers peers;
-  peers.master = std::make_unique<GrpcMaster>(master_address, token);
-  peers.connect_ps = [token](const std::vector<std::string>& addresses) {
+  peers.master = std::make_unique<GrpcMaster>(master_address, credentials);
+  peers.connect_ps = [credentials](const std::vector<std::string>& addresses) {
     return std::unique_ptr<rpc::ParameterServers>(
-        std::make_unique<rpc::PsClient>(addresses, token));
+        std::make_unique<rpc::PsClient>(addresses, credentials));
   };
   return peers;
 }

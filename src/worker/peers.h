@@ -45,8 +45,8 @@ struct WorkerPeers {
 };
 
 // gRPC to the master at `master_address` and to the servers, every call
-// carrying the job's `token`.
-WorkerPeers GrpcPeers(const std::string& master_address, const std::string& token);
+// made with the job's `credentials` (TLS, the token on every call).
+WorkerPeers GrpcPeers(const std::string& master_address, const rpc::JobCredentials& credentials);
 
 }  // namespace elasticdl::worker
 

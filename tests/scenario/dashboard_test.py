@@ -2,6 +2,10 @@
 metrics page scraped by a real Prometheus server, TensorBoard's event file read
 back by a reader of the test's own, and bad requests that must not touch the job.
 
+The dashboard speaks HTTPS with the job's certificate (the test trusts the job's
+CA from its credentials file); a person logs in through a one-time link the
+client prints, programs send the job's token.
+
 Needs Debian's chromium and prometheus, and puppeteer-core in web/node_modules
 (scripts/setup.sh installs them all).
 """
@@ -12,6 +16,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -22,6 +27,7 @@ import urllib.parse
 
 import crc32c
 
+import credentials
 import job_test
 from job_test import Job
 
@@ -117,10 +123,22 @@ class DashboardTest(job_test.JobTestCase):
             time.sleep(0.2)
         self.fail(f"no {path} after {timeout} s")
 
+    def trust(self, job_dir):
+        """Requests to https:// URLs from now on trust the job's CA (and only it); the
+        job's credentials."""
+        job = credentials.read(os.path.join(job_dir, "credentials"))
+        self.tls = ssl.create_default_context(cadata=job.ca_certificate.decode())
+        # The certificate names the job (credentials.SERVER_NAME), not this host.
+        self.tls.check_hostname = False
+        return job
+
     def request(self, base, path, method="GET", headers=None):
-        """(status, body) of one request to the dashboard at `base` (http://host:port)."""
+        """(status, body) of one request to the dashboard at `base` (https://host:port)."""
         u = urllib.parse.urlsplit(base)
-        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        if u.scheme == "https":
+            conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=10, context=self.tls)
+        else:
+            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
         try:
             conn.request(method, path, headers=headers or {})
             res = conn.getresponse()
@@ -141,7 +159,19 @@ class DashboardTest(job_test.JobTestCase):
         self.assertEqual(self.request(base, "/api/job")[0], 401)
         self.assertEqual(self.request(base, "/metrics", headers={"Authorization": "Bearer x"})[0],
                          401)
-        self.assertEqual(self.request(base, "/?token=" + "0" * len(token))[0], 401)
+        # The token is no login; nor is a made-up code.
+        self.assertEqual(self.request(base, "/?token=" + token)[0], 401)
+        self.assertEqual(self.request(base, "/?login=" + "0" * 64)[0], 401)
+        # Plain HTTP to the dashboard's port is not served.
+        u = urllib.parse.urlsplit(base)
+        plain = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        try:
+            plain.request("GET", "/api/job", headers=bearer)
+            self.assertNotEqual(plain.getresponse().status, 200)
+        except (http.client.HTTPException, OSError):
+            pass  # the TLS server dropped it
+        finally:
+            plain.close()
         for path in ["/nope", "/api/nope", "/static/../token", "/static/%2e%2e%2ftoken",
                      "/static/..%2f..%2fjob.pbtxt", "/../job.pbtxt", "/static/"]:
             status, body = self.request(base, path, headers=bearer)
@@ -154,22 +184,27 @@ class DashboardTest(job_test.JobTestCase):
         u = urllib.parse.urlsplit(base)
         flood = "".join(f"X-{i}: a\r\n" for i in range(200000))
         for extra in [f"X-Huge: {'h' * 100000}\r\n", flood]:
-            with socket.create_connection((u.hostname, u.port), timeout=10) as s:
+            with self.tls.wrap_socket(socket.create_connection((u.hostname, u.port), timeout=10),
+                                      server_hostname=credentials.SERVER_NAME) as s:
                 try:
                     s.sendall(f"GET /api/job HTTP/1.1\r\nHost: x\r\n"
                               f"Authorization: Bearer {token}\r\n{extra}\r\n".encode())
-                except (BrokenPipeError, ConnectionResetError):
+                except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
                     pass  # the server answered and closed before the rest arrived
                 answer = s.recv(4096)
             self.assertTrue(answer.startswith(b"HTTP/1.1 431 "), answer[:200])
         # Still serving.
         self.assertEqual(self.request(base, "/api/job", headers=bearer)[0], 200)
 
-    def start_prometheus(self, base, token):
-        """A Prometheus server scraping the dashboard's /metrics every second; its port."""
+    def start_prometheus(self, base, job):
+        """A Prometheus server scraping the dashboard's /metrics every second over
+        HTTPS, trusting the job's CA and sending its token; its port."""
         u = urllib.parse.urlsplit(base)
         prom_dir = os.path.join(self.dir, "prometheus")
         os.makedirs(prom_dir)
+        ca_file = os.path.join(prom_dir, "job-ca.pem")
+        with open(ca_file, "wb") as f:
+            f.write(job.ca_certificate)
         config = os.path.join(prom_dir, "prometheus.yml")
         with open(config, "w") as f:
             f.write(f"""global:
@@ -177,9 +212,13 @@ class DashboardTest(job_test.JobTestCase):
 scrape_configs:
   - job_name: elasticdl
     honor_labels: true
+    scheme: https
+    tls_config:
+      ca_file: {ca_file}
+      server_name: {credentials.SERVER_NAME}
     authorization:
       type: Bearer
-      credentials: {token}
+      credentials: {job.token}
     static_configs:
       - targets: ["{u.hostname}:{u.port}"]
 """)
@@ -239,10 +278,13 @@ scrape_configs:
                                   checkpoint_steps=20, worker_lease_ms=3000))
         self._jobs.append(job)
         base = self.wait_for_file(job, os.path.join(job_dir, "dashboard.url")).strip()
-        with open(os.path.join(job_dir, "token")) as f:
-            token = f.read().strip()
-        url = f"{base}/?token={token}"
-        prometheus = self.start_prometheus(base, token)
+        self.assertTrue(base.startswith("https://"), base)
+        secrets = self.trust(job_dir)
+        token = secrets.token
+        # The link the client printed: good for one login.
+        url = self.wait_for_login_link(job)
+        self.assertTrue(url.startswith(base + "/?login="), url)
+        prometheus = self.start_prometheus(base, secrets)
 
         live = self.browser(url, self.output_path("dashboard-live.png"), "live")
         lines = []
@@ -269,14 +311,39 @@ scrape_configs:
         self.assertIn("status 200", lines)
         self.assertIn("lost", lines)
         self.assertIn("replaced", lines)
-        self.assertIn("wrong-token 401", lines)
+        self.assertIn("wrong-login 401", lines)
+        # The browser used the link: it opens nothing now. `job status` makes another.
+        self.assertEqual(self.request(base, url[len(base):])[0], 401)
+        status = subprocess.run([job_test.BIN, "job", "status", job_dir], capture_output=True,
+                                text=True, timeout=60)
+        again = re.search(r"^dashboard: (\S+)$", status.stdout, re.M)
+        self.assertTrue(again, status.stdout + status.stderr)
+        self.assertNotEqual(again.group(1), url)
+        self.assertEqual(self.request(base, again.group(1)[len(base):])[0], 303)
 
         self.assertEqual(job.wait(job_test.JOB_TIMEOUT), 0, job.describe())
+        # Nothing the client printed or logged carries the job's token.
+        self.assertNotIn(token, job.stdout + job.stderr)
+        logs = os.path.join(job_dir, "logs")
+        for name in os.listdir(logs) if os.path.isdir(logs) else []:
+            with open(os.path.join(logs, name), errors="replace") as f:
+                self.assertNotIn(token, f.read(), name)
         # Every record of every epoch trained once, the killed worker's task included.
         self.assertEqual(self.trained(job)[0], job_test.TRAIN_RECORDS * epochs, job.describe())
         self.check_prometheus(prometheus, job_name)
         self.check_event_files(job, job_dir, output)
         self.check_dashboard_after_the_job(job_dir, token)
+
+    def wait_for_login_link(self, job, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(r"dashboard: (https://\S+/\?login=\w+)", job.stderr)
+            if found:
+                return found.group(1)
+            if job.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        self.fail(f"no login link printed\n{job.describe()}")
 
     def check_metrics_page(self, base, token):
         """/metrics passes `promtool check metrics`; the job's name."""
@@ -331,11 +398,12 @@ scrape_configs:
         self.addCleanup(server.stdout.close)
         try:
             line = server.stdout.readline()
-            if not line.startswith("dashboard: http://"):
+            if not line.startswith("dashboard: https://"):
                 server.kill()
                 self.fail(line + server.stderr.read())
             url = line.split(" ", 1)[1].strip()
-            self.assertIn(f"token={token}", url)
+            self.assertIn("/?login=", url)
+            self.assertNotIn(token, url)
             base = url.split("/?", 1)[0]
             status, body = self.request(base, "/api/job",
                                         headers={"Authorization": f"Bearer {token}"})
@@ -347,7 +415,7 @@ scrape_configs:
             ended = self.browser(url, self.output_path("dashboard-ended.png"), "ended")
             out, _ = ended.communicate(timeout=120)
             self.assertEqual(ended.returncode, 0, out)
-            self.assertIn("wrong-token 401", out)
+            self.assertIn("wrong-login 401", out)
             found = re.search(r"^ended (\d+) (\d+)$", out, re.M)
             self.assertTrue(found, out)
             self.assertGreater(int(found.group(1)), 10)

@@ -9,15 +9,24 @@ master through the address the job advertised. The job directory and data
 are on this machine's filesystem, which all namespaces share, as a Slurm
 cluster's hosts share their storage.
 
+Workers are handed a copy of the job's credentials file (its certificate, key
+and token); the job's servers refuse callers without them: plaintext, another
+job's certificate, no token (a 900 MB request among them, refused before it is
+read).
+
 Needs root (ip netns). Exactness jobs train tests/zoo/exactness (see
 exactness.py).
 """
 import os
+import shutil
 import signal
 import subprocess
 import time
 import unittest
 
+import grpc
+
+import credentials
 import exactness
 import job_test
 from exact_jobs import ExactJobCase
@@ -85,9 +94,9 @@ class ExternalTest(ExactJobCase):
     def start_master(self, name, **flags):
         return self.start(name, prefix=netns(MASTER_NS), **flags)
 
-    def join(self, ns, address, token_file, *flags):
-        worker = job_test.Job(["worker", f"--master={address}", f"--token_file={token_file}",
-                               *flags], prefix=netns(ns))
+    def join(self, ns, address, credentials_file, *flags):
+        worker = job_test.Job(["worker", f"--master={address}",
+                               f"--credentials_file={credentials_file}", *flags], prefix=netns(ns))
         self._jobs.append(worker)
         return worker
 
@@ -116,7 +125,9 @@ class ExternalTest(ExactJobCase):
         job, job_dir, output, log = self.start_master(name, **flags)
         address = self.master_address(job, job_dir, log)
         self.assertTrue(address.startswith(MASTER_IP + ":"), address)
-        token = os.path.join(job_dir, "token")
+        # The workers' hosts are handed a copy of the job's credentials.
+        token = os.path.join(self.dir, f"{name}-credentials")
+        shutil.copyfile(os.path.join(job_dir, "credentials"), token)
         a = [self.join(HOST_A, address, token) for _ in range(2)]
         # Two joined: the job waits for the third before handing out tasks.
         self.until(job, log, lambda: len(log.of("worker_joined")) == 2, "two workers joined")
@@ -150,13 +161,12 @@ class ExternalTest(ExactJobCase):
         self.assertEqual(exactness.check_metrics(job.stdout, VALIDATION_RECORDS, 2), "",
                          self.describe(job, log))
         self.assertIn(f"workers join with: elasticdl worker --master={address} "
-                      f"--token_file={token}", job.stderr)
+                      f"--credentials_file={job_dir}/credentials", job.stderr)
         self.assertEqual(job_test.job_processes(job_dir), {})
 
     def test_unreachable_master(self):
-        token = os.path.join(self.dir, "token")
-        with open(token, "w") as f:
-            f.write("0" * 64)
+        token = os.path.join(self.dir, "credentials")
+        credentials.write_other_job(token)
         worker = self.join(HOST_B, f"{MASTER_IP}:1", token, "--wait_for_master=3")
         code = worker.wait(30)
         self.assertIsNotNone(code, "the worker hung")
@@ -164,20 +174,83 @@ class ExternalTest(ExactJobCase):
         self.assertLess(worker.elapsed, 15, worker.describe())
         self.assertIn(f"cannot reach the master at {MASTER_IP}:1", worker.stdout)
 
-    def test_wrong_token_is_refused(self):
-        job, job_dir, _, log = self.start_master("wrong-token", num_workers=1)
+    def test_another_jobs_credentials_are_refused(self):
+        job, job_dir, _, log = self.start_master("wrong-credentials", num_workers=1)
         address = self.master_address(job, job_dir, log)
-        token = os.path.join(self.dir, "other-token")
-        with open(token, "w") as f:
-            f.write("f" * 64)
-        worker = self.join(HOST_A, address, token)
+        others = os.path.join(self.dir, "other-credentials")
+        credentials.write_other_job(others)
+        worker = self.join(HOST_A, address, others)
         self.assertEqual(worker.wait(30), 1, worker.describe())
-        self.assertIn("refused the token", worker.stdout)
+        self.assertLess(worker.elapsed, 15, worker.describe())
+        self.assertIn("refused the TLS handshake", worker.stdout)
+        # The old token file: told what to pass instead.
+        bare = os.path.join(self.dir, "token")
+        with open(bare, "w") as f:
+            f.write("f" * 64)
+        worker = self.join(HOST_A, address, bare)
+        self.assertEqual(worker.wait(30), 1, worker.describe())
+        self.assertIn("pass the job's credentials file", worker.stdout)
         log.poll()
         self.assertEqual(log.of("worker_joined"), [])
         job.proc.send_signal(signal.SIGINT)
         self.assertIsNotNone(job.wait(30), job.describe())
 
+    def test_servers_refuse_callers_without_the_jobs_credentials(self):
+        """Master and parameter server: plaintext, another job's certificate and calls
+        without the token are refused; a 900 MB push without the token is refused before
+        the server reads it (its peak memory grows by a few MB at most)."""
+        job, job_dir, _, log = self.start("security", master_addr="127.0.0.1:0", num_workers=1)
+        master = self.master_address(job, job_dir, log)
+        ps = self.wait_event(job, log, lambda e: e["event"] == "ps_registered", "the PS")
+        ps_pid = self.wait_event(job, log, lambda e: e["event"] == "ps_started", "PS pid")["pid"]
+        ours = credentials.read(os.path.join(job_dir, "credentials"))
+        others = credentials.write_other_job(os.path.join(self.dir, "other-credentials"))
+        status = "/elasticdl.proto.Master/GetJobStatus"
+        stats = "/elasticdl.proto.ParameterServer/Stats"
+
+        def call(channel, method, request=b"", token=None, as_=ours, timeout=10):
+            with channel:
+                try:
+                    channel.unary_unary(method)(request, metadata=as_.metadata(token),
+                                                timeout=timeout)
+                    return grpc.StatusCode.OK, ""
+                except grpc.RpcError as e:
+                    return e.code(), e.details()
+
+        for address, method in ((master, status), (ps["address"], stats)):
+            with self.subTest(address=address):
+                # The job's own credentials: served (the positive control).
+                self.assertEqual(call(ours.channel(address), method)[0], grpc.StatusCode.OK)
+                # Plaintext, even with the job's token: no TLS handshake, no call.
+                code, _ = call(grpc.insecure_channel(address), method)
+                self.assertEqual(code, grpc.StatusCode.UNAVAILABLE)
+                # Another job's certificate, with this job's token.
+                code, _ = call(others.channel(address), method, token=ours.token, as_=others)
+                self.assertEqual(code, grpc.StatusCode.UNAVAILABLE)
+                # The job's certificate without the token, or with another.
+                for token in ("", others.token):
+                    code, details = call(ours.channel(address), method, token=token)
+                    self.assertEqual(code, grpc.StatusCode.UNAUTHENTICATED, details)
+
+        def peak_kb(pid):
+            with open(f"/proc/{pid}/status") as f:
+                return int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
+
+        before = peak_kb(ps_pid)
+        big = b"\0" * (900 << 20)
+        started = time.monotonic()
+        code, details = call(ours.channel(ps["address"]), "/elasticdl.proto.ParameterServer/Push",
+                             big, token=others.token, timeout=120)
+        del big
+        grown = peak_kb(ps_pid) - before
+        print(f"900 MB push without the token: {code.name} after "
+              f"{time.monotonic() - started:.2f} s; PS peak memory grew {grown} kB")
+        self.assertEqual(code, grpc.StatusCode.UNAUTHENTICATED, details)
+        self.assertLess(grown, 8 << 10)
+        log.poll()
+        self.assertEqual(log.of("worker_joined"), [])
+        job.proc.send_signal(signal.SIGINT)
+        self.assertIsNotNone(job.wait(30), job.describe())
 
 if __name__ == "__main__":
     unittest.main()

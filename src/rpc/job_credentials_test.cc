@@ -1,0 +1,173 @@
+// A job's credentials file, and gRPC between processes of a job over mutual
+// TLS: a caller needs the job's certificate and its token; a plaintext
+// caller, one with another job's certificate and one without the token are
+// refused before the service runs.
+#include "rpc/job_credentials.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "common/file.h"
+#include "common/job_dir.h"
+#include "elasticdl/proto/elasticdl.grpc.pb.h"
+#include "rpc/grpc_util.h"
+#include "rpc/job_token.h"
+#include "testing/temp_dir.h"
+
+namespace elasticdl::rpc {
+namespace {
+
+using std::chrono::milliseconds;
+
+JobCredentials Generate(bool tls = true) {
+  StatusOr<JobCredentials> c = GenerateJobCredentials(tls);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(JobCredentialsTest, ANewFileIsItsOwnReadableByItsOwnerOnly) {
+  testing::TempDir dir;
+  // A link planted where the credentials go: its target is left alone.
+  std::ofstream(dir.File("victim")) << "keep";
+  std::filesystem::create_symlink(dir.File("victim"), CredentialsFile(dir.path()));
+  StatusOr<JobCredentials> made = CreateJobCredentials(dir.path());
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(*ReadFileToString(dir.File("victim")), "keep");
+  struct stat st {};
+  ASSERT_EQ(::lstat(CredentialsFile(dir.path()).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  StatusOr<JobCredentials> read = ReadJobCredentials(dir.path());
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->token, made->token);
+  EXPECT_EQ(read->token.size(), 64u);
+  EXPECT_EQ(read->certificate, made->certificate);
+  EXPECT_EQ(read->ca_certificate, made->ca_certificate);
+  EXPECT_EQ(read->private_key, made->private_key);
+  EXPECT_TRUE(read->uses_tls());
+}
+
+TEST(JobCredentialsTest, EveryJobGetsAnotherCaAndToken) {
+  JobCredentials a = Generate(), b = Generate();
+  EXPECT_NE(a.token, b.token);
+  EXPECT_NE(a.ca_certificate, b.ca_certificate);
+  EXPECT_NE(a.private_key, b.private_key);
+}
+
+TEST(JobCredentialsTest, APlaintextJobHasATokenOnly) {
+  JobCredentials plain = Generate(/*tls=*/false);
+  StatusOr<JobCredentials> back = DecodeJobCredentials(EncodeJobCredentials(plain), "f");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->token, plain.token);
+  EXPECT_FALSE(back->uses_tls());
+}
+
+TEST(JobCredentialsTest, BadFilesAreRefusedNamingTheFile) {
+  JobCredentials a = Generate(), b = Generate();
+  auto refused = [](const std::string& text, const std::string& expected) {
+    StatusOr<JobCredentials> c = DecodeJobCredentials(text, "/jobs/j/credentials");
+    ASSERT_FALSE(c.ok()) << expected;
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << c.status();
+    EXPECT_NE(c.status().message().find("/jobs/j/credentials"), std::string::npos) << c.status();
+    EXPECT_NE(c.status().message().find(expected), std::string::npos) << c.status();
+  };
+  // The old token file.
+  refused(a.token + "\n", "pass the job's credentials file");
+  refused("", "no ELASTICDL JOB TOKEN");
+  // Another job's CA beside this job's certificate.
+  JobCredentials mixed = a;
+  mixed.ca_certificate = b.ca_certificate;
+  refused(EncodeJobCredentials(mixed), "not issued by the CA beside it");
+  JobCredentials wrong_key = a;
+  wrong_key.private_key = b.private_key;
+  refused(EncodeJobCredentials(wrong_key), "not the certificate's");
+  JobCredentials no_ca = a;
+  no_ca.ca_certificate.clear();
+  refused(EncodeJobCredentials(no_ca), "a token, a certificate, its private key");
+  std::string cut = EncodeJobCredentials(a);
+  cut.resize(cut.size() - 40);
+  refused(cut, "PEM block");
+}
+
+// A master service whose GetJobStatus answers; counts the calls that reach it.
+class CountingMaster final : public proto::Master::Service {
+ public:
+  explicit CountingMaster(std::string token) : token_(std::move(token)) {}
+  grpc::Status GetJobStatus(grpc::ServerContext* context, const proto::GetJobStatusRequest*,
+                            proto::GetJobStatusResponse* response) override {
+    ++calls;
+    return GuardedCall(*context, token_, "GetJobStatus", [&]() -> Status {
+      response->set_epoch(7);
+      return absl::OkStatus();
+    });
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  const std::string token_;
+};
+
+class MutualTlsTest : public ::testing::Test {
+ protected:
+  JobCredentials job_ = Generate();
+};
+
+TEST_F(MutualTlsTest, OnlyTheJobsCertificateWithItsTokenIsServed) {
+  CountingMaster service(job_.token);
+  std::string address;
+  auto server = StartServer("127.0.0.1", 0, {&service}, &address, job_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto call = [&](const JobCredentials& as, const std::string& token) {
+    auto stub = proto::Master::NewStub(MakeChannel(address, as));
+    auto context = MakeContext(milliseconds(3000), token);
+    proto::GetJobStatusResponse response;
+    return FromGrpc(stub->GetJobStatus(context.get(), {}, &response));
+  };
+  Status ok = call(job_, job_.token);
+  EXPECT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(service.calls.load(), 1);
+
+  // Plaintext: the TLS handshake fails, nothing reaches the service.
+  Status plain = call(JobCredentials{job_.token}, job_.token);
+  EXPECT_EQ(plain.code(), absl::StatusCode::kUnavailable) << plain;
+  // Another job's certificate (and this job's token): refused in the
+  // handshake; with the other job's CA the client refuses the server too.
+  JobCredentials other = Generate();
+  Status foreign = call(other, job_.token);
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kUnavailable) << foreign;
+  JobCredentials other_cert_this_ca = other;
+  other_cert_this_ca.ca_certificate = job_.ca_certificate;
+  Status foreign_cert = call(other_cert_this_ca, job_.token);
+  EXPECT_EQ(foreign_cert.code(), absl::StatusCode::kUnavailable) << foreign_cert;
+  // The job's certificate without the token, or with another: refused from
+  // the headers, before the service runs.
+  for (const std::string& token : {std::string(), other.token}) {
+    Status no_token = call(job_, token);
+    EXPECT_EQ(no_token.code(), absl::StatusCode::kUnauthenticated) << no_token;
+  }
+  EXPECT_EQ(service.calls.load(), 1);
+  (*server)->Shutdown();
+}
+
+TEST_F(MutualTlsTest, AJobsChannelRefusesAPlaintextServer) {
+  CountingMaster plain_service("");
+  std::string address;
+  auto server = StartServer("127.0.0.1", 0, {&plain_service}, &address, JobCredentials{});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = proto::Master::NewStub(MakeChannel(address, job_));
+  auto context = MakeContext(milliseconds(3000), job_.token);
+  proto::GetJobStatusResponse response;
+  Status s = FromGrpc(stub->GetJobStatus(context.get(), {}, &response));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  // The token never went out in the clear: the service saw no call.
+  EXPECT_EQ(plain_service.calls.load(), 0);
+  (*server)->Shutdown();
+}
+
+}  // namespace
+}  // namespace elasticdl::rpc

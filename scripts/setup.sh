@@ -54,8 +54,9 @@ PACKAGES=(
   # and the official client checks the tests' fake API server
   python3-kubernetes python3-yaml
   # the security tests' gRPC client (plaintext, another job's certificate,
-  # a 900 MB request without the job's token)
-  python3-grpcio
+  # a 900 MB request without the job's token) and the certificates of that
+  # other job
+  python3-grpcio python3-cryptography
 )
 
 missing=()

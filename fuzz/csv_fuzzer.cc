@@ -15,6 +15,7 @@
 #include "data/example_wire.h"
 #include "fuzz_check.h"
 #include "seed_mode.h"
+#include "temp_file.h"
 
 namespace elasticdl::fuzz {
 namespace {
@@ -22,14 +23,6 @@ namespace {
 Status WriteSeeds(const std::string& dir) {
   EDL_RETURN_IF_ERROR(WriteSeed(dir, "people", ",name,age,height\n\"Ada, C\",36,1.65\nBob,41,\n"));
   return WriteSeed(dir, "quoted", "\x01a;b\n\"x\"\"y\";-7\n\"multi\nline\";1e3\n");
-}
-
-const std::string& TempPath() {
-  static const std::string path = [] {
-    const char* base = std::getenv("TMPDIR");
-    return std::string(base ? base : "/tmp") + "/csv_fuzzer." + std::to_string(::getpid()) + ".csv";
-  }();
-  return path;
 }
 
 }  // namespace
@@ -43,13 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const char kDelimiters[] = {',', ';', '\t', '|'};
   CsvOptions options;
   options.delimiter = kDelimiters[data[0] % 4];
-  const std::string& path = fuzz::TempPath();
-  {
-    FILE* f = std::fopen(path.c_str(), "wb");
-    EDL_FUZZ_CHECK(f != nullptr, "cannot write {}", path);
-    std::fwrite(data + 1, 1, size - 1, f);
-    std::fclose(f);
-  }
+  const std::string path = fuzz::WriteTempFile("csv_fuzzer", ".csv", data + 1, size - 1);
   StatusOr<CsvSchema> schema = ScanCsv(path, options);
   if (!schema.ok()) {
     EDL_FUZZ_CHECK(schema.status().code() == StatusCode::kInvalidArgument,

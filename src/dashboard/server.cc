@@ -3,7 +3,6 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "common/file.h"
+#include "common/secret.h"
 #include "common/strings.h"
 #include "common/wall_time.h"
 
@@ -27,31 +27,9 @@ namespace {
 
 constexpr char kCookie[] = "elasticdl_session";
 
-// 32 random bytes as hex: a login code or a session.
-StatusOr<std::string> NewSecret() {
-  unsigned char bytes[32];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoToStatus(errno, "getrandom");
-    got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
-
-// Compares in time independent of where the strings differ.
+// A secret offered equals ours (never an empty one).
 bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size() || a.empty()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+  return !a.empty() && ConstantTimeEquals(a, b);
 }
 
 const char* ContentType(const std::string& name) {
@@ -206,7 +184,7 @@ MHD_Result RequestHandler::Handle(void* cls, MHD_Connection* connection, const c
 }
 
 StatusOr<std::string> Server::NewLoginUrl() {
-  EDL_ASSIGN_OR_RETURN(std::string code, NewSecret());
+  EDL_ASSIGN_OR_RETURN(std::string code, RandomHex(32));
   std::lock_guard<std::mutex> lock(mu_);
   login_codes_.push_back(code);
   if (login_codes_.size() > kMaxLoginCodes) login_codes_.pop_front();
@@ -219,7 +197,7 @@ std::string Server::Login(const std::string& code) {
                          [&](const std::string& c) { return SameSecret(c, code); });
   if (it == login_codes_.end()) return "";
   login_codes_.erase(it);
-  StatusOr<std::string> session = NewSecret();
+  StatusOr<std::string> session = RandomHex(32);
   if (!session.ok()) return "";
   sessions_.push_back(*session);
   if (sessions_.size() > kMaxSessions) sessions_.pop_front();

@@ -6,7 +6,6 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "common/file.h"
 #include "common/job_dir.h"
+#include "common/secret.h"
 #include "common/strings.h"
 
 namespace elasticdl::rpc {
@@ -77,12 +77,6 @@ std::string Hex(const unsigned char* bytes, size_t n) {
     out += kHex[bytes[i] & 15];
   }
   return out;
-}
-
-StatusOr<std::string> NewToken() {
-  unsigned char bytes[kTokenBytes];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) return OpenSslError("generating the job token");
-  return Hex(bytes, sizeof bytes);
 }
 
 Status AddExtension(X509* cert, X509V3_CTX* ctx, int nid, const char* value) {
@@ -183,7 +177,7 @@ StatusOr<std::vector<unsigned char>> Unhex(std::string_view hex) {
 
 StatusOr<JobCredentials> GenerateJobCredentials(bool tls, int days) {
   JobCredentials out;
-  EDL_ASSIGN_OR_RETURN(out.token, NewToken());
+  EDL_ASSIGN_OR_RETURN(out.token, RandomHex(kTokenBytes));
   if (!tls) return out;
   EDL_ASSIGN_OR_RETURN(PKey ca_key, NewKey());
   EDL_ASSIGN_OR_RETURN(PKey key, NewKey());

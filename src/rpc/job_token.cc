@@ -2,13 +2,6 @@
 
 namespace elasticdl::rpc {
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& token) {
   return CheckToken(context.client_metadata(), token);
 }

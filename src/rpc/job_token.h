@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/secret.h"
 #include "common/strings.h"
 #include "elasticdl/status.h"
 #include "rpc/grpc_util.h"
@@ -21,10 +22,6 @@ namespace elasticdl::rpc {
 
 // The metadata key of the token on every call.
 inline constexpr char kTokenMetadataKey[] = "x-elasticdl-token";
-
-// Compares without returning early, so the time taken does not tell how
-// much of a guess was right.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 // OK when `context` carries `token`; UNAUTHENTICATED otherwise. An empty
 // `token` accepts every call (in-process tests).

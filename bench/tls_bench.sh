@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# What mutual TLS costs a job: each figure with TLS (the default) beside the
-# same run with --insecure_transport=true (plaintext), interleaved in one run.
+# What securing a job's calls costs: each figure as jobs run by default
+# (mutual TLS between hosts, the job's Unix sockets on one machine) beside
+# the same run with --insecure_transport=true (plaintext), interleaved in one
+# run; and, for P1's job and P5, TLS over TCP (what calls between hosts pay)
+# beside plaintext over TCP (--local_sockets=false).
 #
-#   P1's job  elasticdl train, 1 worker x 2 threads + 1 PS     TLS / plaintext   goal >= 0.97
-#   P2's job  elasticdl train, 2 workers x 1 thread + 1 PS     TLS / plaintext   goal >= 0.97
-#   P5        embedding rows pulled and pushed per second       TLS / plaintext   info
+#   P1's job  elasticdl train, 1 worker x 2 threads + 1 PS     secure / plaintext  goal >= 0.97
+#             the same over TCP                                 TLS / plaintext     info
+#   P2's job  elasticdl train, 2 workers x 1 thread + 1 PS     secure / plaintext  goal >= 0.97
+#   P5        embedding rows pulled and pushed per second, TCP  TLS / plaintext     info
 #
 # P1 and P2 divide these jobs by a limit and a peer that do not change with
-# TLS, so the ratios here are what TLS takes off P1 and P2. The jobs are
+# security, so the ratios here are what it takes off P1 and P2. The jobs are
 # train_bench.sh's (same model, data, flags); P5's run is
-# `embedding_bench --only=rows` with and without --credentials.
+# `embedding_bench --only=rows` with and without --credentials (a file: TCP).
 #
-#   bench/tls_bench.sh [BUILD_DIR]      # default build; about 8 minutes
+#   bench/tls_bench.sh [BUILD_DIR]      # default build; about 10 minutes
 #
 # Environment: RECORDS (default 30000), REPS (default 3), DATA (a folder with
 # train/ from `elasticdl data mnist`; written under $WORK when missing), WORK
@@ -52,6 +56,8 @@ declare -A R
 for ((i = 1; i <= REPS; i++)); do
   R[tls12]+=" $(ours 1 2 "$LOG/tls12.$i")"
   R[plain12]+=" $(ours 1 2 "$LOG/plain12.$i" --insecure_transport=true)"
+  R[tcptls12]+=" $(ours 1 2 "$LOG/tcptls12.$i" --local_sockets=false)"
+  R[tcpplain12]+=" $(ours 1 2 "$LOG/tcpplain12.$i" --local_sockets=false --insecure_transport=true)"
   R[tls21]+=" $(ours 2 1 "$LOG/tls21.$i")"
   R[plain21]+=" $(ours 2 1 "$LOG/plain21.$i" --insecure_transport=true)"
   read -r pull push <<<"$(rows "$LOG/rows-tls.$i" --credentials="$CREDENTIALS")"
@@ -59,7 +65,7 @@ for ((i = 1; i <= REPS; i++)); do
   read -r pull push <<<"$(rows "$LOG/rows-plain.$i")"
   R[plainpull]+=" $pull"; R[plainpush]+=" $push"
   line="# rep $i:"
-  for k in tls12 plain12 tls21 plain21 tlspull plainpull tlspush plainpush; do line+=" $k=${R[$k]##* }"; done
+  for k in tls12 plain12 tcptls12 tcpplain12 tls21 plain21 tlspull plainpull tlspush plainpush; do line+=" $k=${R[$k]##* }"; done
   echo "$line"
 done
 
@@ -70,13 +76,14 @@ stat() {  # "best median"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 echo
-printf '%-48s %12s %12s %12s %12s %7s %7s\n' "(best / median of $REPS)" "TLS best" "median" "plain best" "median" ratio median
+printf '%-56s %12s %12s %12s %12s %7s %7s\n' "(best / median of $REPS)" "secure best" "median" "plain best" "median" ratio median
 row() {  # label key_tls key_plain
   read -r TB TM <<<"$(stat "${R[$2]}")"
   read -r PB PM <<<"$(stat "${R[$3]}")"
-  printf '%-48s %12s %12s %12s %12s %7s %7s\n' "$1" "$TB" "$TM" "$PB" "$PM" "$(ratio "$TB" "$PB")" "$(ratio "$TM" "$PM")"
+  printf '%-56s %12s %12s %12s %12s %7s %7s\n' "$1" "$TB" "$TM" "$PB" "$PM" "$(ratio "$TB" "$PB")" "$(ratio "$TM" "$PM")"
 }
 row "P1's job, 1 worker x 2 threads + 1 PS (samples/s)" tls12 plain12
+row "P1's job over TCP: TLS / plaintext (samples/s)" tcptls12 tcpplain12
 row "P2's job, 2 workers x 1 thread + 1 PS (samples/s)" tls21 plain21
-row "P5 pull (M rows/s)" tlspull plainpull
-row "P5 push, Adagrad (M rows/s)" tlspush plainpush
+row "P5 pull over TCP: TLS / plaintext (M rows/s)" tlspull plainpull
+row "P5 push, Adagrad, over TCP: TLS / plaintext (M rows/s)" tlspush plainpush

@@ -131,6 +131,10 @@ struct JobArgs {
   // Plaintext gRPC between the job's processes (rpc/job_credentials.h): no
   // TLS, the token alone authenticating calls. For a network the job owns.
   bool insecure_transport = false;
+  // Servers also listen on Unix sockets in the job directory, and processes
+  // on the same machine call them there (rpc/job_credentials.h). false: TCP
+  // for every call (a job directory on a file system without sockets).
+  bool local_sockets = true;
 
   // Kubernetes (seed 003's flags): the image every pod runs, the namespace
   // (default: the kubeconfig context's), resources "cpu=1,memory=4096Mi"

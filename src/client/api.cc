@@ -213,7 +213,9 @@ StatusOr<JobResult> RunWritten(const JobArgs& args, const std::string& job_dir) 
 
 StatusOr<JobResult> Run(const JobArgs& args, const proto::JobSpec& spec) {
   EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
-  EDL_RETURN_IF_ERROR(rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport).status());
+  EDL_RETURN_IF_ERROR(
+      rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport, args.local_sockets)
+          .status());
   return RunWritten(args, spec.job_dir());
 }
 
@@ -381,7 +383,9 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
     EDL_RETURN_IF_ERROR(Annotate(CheckTrainedModelReplaceable(spec.output()), "--output"));
   }
   EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
-  EDL_RETURN_IF_ERROR(rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport).status());
+  EDL_RETURN_IF_ERROR(
+      rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport, args.local_sockets)
+          .status());
   return spec;
 }
 

@@ -199,6 +199,10 @@ std::vector<JobSetting> MakeSettings() {
        "true: the job's processes call one another in plaintext, authenticated by the job's "
        "token alone (default: mutual TLS with certificates of a CA of the job's own)",
        kAll},
+      {"--local_sockets", &A::local_sockets,
+       "false: processes on one machine call one another over TCP too (default: through Unix "
+       "sockets in the job directory, which only the job's user can enter)",
+       kAll},
       {"--detach", &A::detach,
        "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll, 0, 0,
        0, /*is_switch=*/true},

@@ -40,6 +40,9 @@ inline std::string FinalStatusFile(const std::string& job_dir) { return job_dir 
 inline std::string EventLogFile(const std::string& job_dir) { return job_dir + "/events.jsonl"; }
 // The parameter servers' checkpoints, unless the job names another folder.
 inline std::string CheckpointsDir(const std::string& job_dir) { return job_dir + "/checkpoints"; }
+// The Unix sockets the job's servers also listen on, for callers on the same
+// machine (rpc/job_credentials.h).
+inline std::string SocketsDir(const std::string& job_dir) { return job_dir + "/sockets"; }
 // The processes' logs, on backends that write them to files.
 inline std::string LogsDir(const std::string& job_dir) { return job_dir + "/logs"; }
 

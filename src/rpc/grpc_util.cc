@@ -1,5 +1,14 @@
 #include "rpc/grpc_util.h"
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+
 #include "common/strings.h"
 #include "rpc/job_token.h"
 
@@ -23,6 +32,62 @@ class TokenProcessor final : public grpc::AuthMetadataProcessor {
  private:
   const std::string token_;
 };
+
+std::shared_ptr<grpc::ServerCredentials> WithToken(std::shared_ptr<grpc::ServerCredentials> creds,
+                                                   const std::string& token) {
+  if (!token.empty()) creds->SetAuthMetadataProcessor(std::make_shared<TokenProcessor>(token));
+  return creds;
+}
+
+// `<socket_dir>/<name>`, or "" when there is no sockets directory or the path
+// does not fit a socket address.
+std::string SocketPath(const std::string& socket_dir, const std::string& name) {
+  if (socket_dir.empty()) return "";
+  std::string path = StrCat(socket_dir, "/", name);
+  return path.size() < sizeof(sockaddr_un::sun_path) ? path : "";
+}
+
+// The socket through which the server at `address` serves callers on this
+// machine, or "" when there is none: a socket a server of this kernel
+// accepts on (one left by a server that died refuses, and so does one that
+// a server on another host made in a job directory on shared storage).
+std::string LocalSocketOf(const std::string& address, const JobCredentials& credentials) {
+  std::string path = SocketPath(credentials.socket_dir, address);
+  if (path.empty()) return "";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  path.copy(sa.sun_path, path.size());
+  int rc = 0;
+  do {
+    rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa);
+  } while (rc != 0 && errno == EINTR);
+  ::close(fd);
+  return rc == 0 ? path : "";
+}
+
+// Whether `dir` is a directory that only this user can enter (what makes
+// its sockets as safe as the TLS port): theirs, mode 0700, not a link.
+bool PrivateSocketDir(const std::string& dir) {
+  struct stat st {};
+  return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::getuid() &&
+         (st.st_mode & 0777) == 0700;
+}
+
+// Publishes `socket` under the server's TCP address in its directory (a
+// relative link, replacing a predecessor's: a master restarted on its port).
+void PublishSocket(const std::string& socket_dir, const std::string& socket,
+                   const std::string& address) {
+  const std::string link = SocketPath(socket_dir, address);
+  if (link.empty()) return;
+  const std::string tmp = StrCat(link, ".tmp.", ::getpid());
+  ::unlink(tmp.c_str());
+  const std::string target = socket.substr(socket_dir.size() + 1);
+  if (::symlink(target.c_str(), tmp.c_str()) != 0 || std::rename(tmp.c_str(), link.c_str()) != 0) {
+    ::unlink(tmp.c_str());  // callers use TCP
+  }
+}
 
 }  // namespace
 
@@ -50,6 +115,12 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOf(const JobCredenti
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const JobCredentials& credentials) {
+  if (std::string socket = LocalSocketOf(address, credentials); !socket.empty()) {
+    JobCredentials local;  // no certificate: no TLS arguments
+    return grpc::CreateCustomChannel(StrCat("unix:", socket),
+                                     grpc::experimental::LocalCredentials(UDS),
+                                     ChannelArgumentsOf(local));
+  }
   return grpc::CreateCustomChannel(address, ChannelCredentialsOf(credentials),
                                    ChannelArgumentsOf(credentials));
 }
@@ -65,15 +136,23 @@ StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     ssl.pem_root_certs = credentials.ca_certificate;
     ssl.pem_key_cert_pairs.push_back({credentials.private_key, credentials.certificate});
-    server_credentials = grpc::SslServerCredentials(ssl);
-    if (!credentials.token.empty()) {
-      server_credentials->SetAuthMetadataProcessor(
-          std::make_shared<TokenProcessor>(credentials.token));
-    }
+    server_credentials = WithToken(grpc::SslServerCredentials(ssl), credentials.token);
   }
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(StrCat(host, ":", port), server_credentials, &bound_port);
+  // The same services on a socket of this process's own in the job's sockets
+  // directory, published under the TCP address once it is known.
+  static std::atomic<int> serial{0};
+  std::string socket = SocketPath(credentials.socket_dir, StrCat(::getpid(), ".", serial++));
+  if (!socket.empty() && PrivateSocketDir(credentials.socket_dir)) {
+    ::unlink(socket.c_str());  // an earlier process's of the same pid
+    builder.AddListeningPort(
+        StrCat("unix:", socket),
+        WithToken(grpc::experimental::LocalServerCredentials(UDS), credentials.token));
+  } else {
+    socket.clear();
+  }
   builder.SetMaxReceiveMessageSize(max_request_bytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   for (grpc::Service* s : services) builder.RegisterService(s);
@@ -82,6 +161,7 @@ StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int
     return absl::UnavailableError(StrCat("cannot listen on ", host, ":", port));
   }
   *address = StrCat(host, ":", bound_port);
+  if (!socket.empty()) PublishSocket(credentials.socket_dir, socket, *address);
   return server;
 }
 

@@ -24,6 +24,11 @@ inline constexpr int kMaxMessageBytes = 1 << 30;
 // given, with the message limits raised. With a certificate (uses_tls()):
 // TLS, presenting the job's certificate and accepting only a server whose
 // certificate the job's CA issued. Without: plaintext.
+//
+// When the server serves on this machine through a socket in the job's
+// sockets directory (`credentials.socket_dir`; see StartServer), the channel
+// goes through that socket instead, without TLS (job_credentials.h says why
+// that is as safe).
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const JobCredentials& credentials);
 // MakeChannel's parts, for a caller that adds arguments of its own.
@@ -40,6 +45,10 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOf(const JobCredenti
 // fails the handshake), and a call without the job's token is refused
 // (UNAUTHENTICATED) from its headers, before any of its body is read.
 // Without: plaintext, the token checked by the services only.
+//
+// With a sockets directory in `credentials`, the server also listens on a
+// Unix socket there, linked under the name `*address`, for MakeChannel's
+// callers on this machine; the token is checked from their headers too.
 StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
                                                     const std::vector<grpc::Service*>& services,
                                                     std::string* address,

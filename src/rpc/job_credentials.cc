@@ -8,10 +8,13 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -291,7 +294,8 @@ StatusOr<JobCredentials> DecodeJobCredentials(std::string_view text, const std::
   return out;
 }
 
-StatusOr<JobCredentials> CreateJobCredentials(const std::string& job_dir, bool tls) {
+StatusOr<JobCredentials> CreateJobCredentials(const std::string& job_dir, bool tls,
+                                              bool local_sockets) {
   EDL_ASSIGN_OR_RETURN(JobCredentials credentials, GenerateJobCredentials(tls));
   const std::string path = CredentialsFile(job_dir);
   // A file of its own: whatever had the name (an earlier run's credentials,
@@ -304,11 +308,23 @@ StatusOr<JobCredentials> CreateJobCredentials(const std::string& job_dir, bool t
   if (written.ok() && ::fsync(fd) != 0) written = ErrnoToStatus(errno, path);
   ::close(fd);
   EDL_RETURN_IF_ERROR(written);
+  const std::string sockets = SocketsDir(job_dir);
+  std::error_code ec;
+  std::filesystem::remove_all(sockets, ec);  // an earlier run's, links to dead servers
+  if (ec) return absl::InternalError(StrCat(sockets, ": cannot remove: ", ec.message()));
+  if (local_sockets) {
+    EDL_RETURN_IF_ERROR(CreatePrivateDirectory(sockets, /*exclusive=*/true));
+    credentials.socket_dir = sockets;
+  }
   return credentials;
 }
 
 StatusOr<JobCredentials> ReadJobCredentials(const std::string& job_dir) {
-  return ReadCredentialsFile(CredentialsFile(job_dir));
+  EDL_ASSIGN_OR_RETURN(JobCredentials credentials, ReadCredentialsFile(CredentialsFile(job_dir)));
+  struct stat st {};
+  const std::string sockets = SocketsDir(job_dir);
+  if (::lstat(sockets.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) credentials.socket_dir = sockets;
+  return credentials;
 }
 
 StatusOr<JobCredentials> ReadCredentialsFile(const std::string& path) {

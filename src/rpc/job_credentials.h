@@ -14,6 +14,14 @@
 // joining from another host (`worker --master=... --credentials_file=...`) is
 // handed a copy. A job started with --insecure_transport has a token only,
 // and its calls go in plaintext.
+//
+// Processes that read the credentials from the job directory also share its
+// `sockets/` directory: servers listen there on Unix sockets too, and a
+// caller on the same machine calls through one instead of TCP. Only the
+// job's user (and root, who can read the credentials file anyway) can enter
+// the 0700 job directory, so the kernel has made the check that the client
+// certificate makes on TCP; such a call never reaches a network, so it goes
+// without TLS. The token is still checked before the body is read.
 #ifndef ELASTICDL_RPC_JOB_CREDENTIALS_H_
 #define ELASTICDL_RPC_JOB_CREDENTIALS_H_
 
@@ -32,6 +40,12 @@ struct JobCredentials {
   std::string ca_certificate;  // the job's CA
   std::string certificate;     // issued by the CA, for both ends of a call
   std::string private_key;     // the certificate's key (PKCS #8)
+
+  // The job's sockets directory (`<job_dir>/sockets`), for processes that
+  // share the job directory; empty for a credentials file read elsewhere (a
+  // worker on another host) or a job run with --local_sockets=false: TCP
+  // only.
+  std::string socket_dir;
 
   bool uses_tls() const { return !certificate.empty(); }
 };
@@ -55,10 +69,15 @@ std::string EncodeJobCredentials(const JobCredentials& credentials);
 StatusOr<JobCredentials> DecodeJobCredentials(std::string_view text, const std::string& where);
 
 // Generates credentials and writes them to `<job_dir>/credentials`, created
-// exclusively (whatever had the name goes first, a link included), 0600.
-StatusOr<JobCredentials> CreateJobCredentials(const std::string& job_dir, bool tls = true);
+// exclusively (whatever had the name goes first, a link included), 0600. The
+// result, like ReadJobCredentials', names the job's sockets directory.
+// Unless `local_sockets` is false it also creates the job's sockets
+// directory (0700); otherwise it removes an earlier run's.
+StatusOr<JobCredentials> CreateJobCredentials(const std::string& job_dir, bool tls = true,
+                                              bool local_sockets = true);
 
-// The credentials of the job in `job_dir`, or in the file at `path`.
+// The credentials of the job in `job_dir` (with its sockets directory, when
+// it has one), or in the file at `path` (without).
 StatusOr<JobCredentials> ReadJobCredentials(const std::string& job_dir);
 StatusOr<JobCredentials> ReadCredentialsFile(const std::string& path);
 

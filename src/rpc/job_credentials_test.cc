@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "common/file.h"
 #include "common/job_dir.h"
@@ -50,6 +51,16 @@ TEST(JobCredentialsTest, ANewFileIsItsOwnReadableByItsOwnerOnly) {
   EXPECT_EQ(read->ca_certificate, made->ca_certificate);
   EXPECT_EQ(read->private_key, made->private_key);
   EXPECT_TRUE(read->uses_tls());
+  // The job's sockets directory, for this user alone.
+  EXPECT_EQ(read->socket_dir, SocketsDir(dir.path()));
+  ASSERT_EQ(::lstat(read->socket_dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  // --local_sockets=false: none, an earlier run's removed.
+  ASSERT_TRUE(CreateJobCredentials(dir.path(), true, /*local_sockets=*/false).ok());
+  EXPECT_FALSE(std::filesystem::exists(SocketsDir(dir.path())));
+  EXPECT_EQ(ReadJobCredentials(dir.path())->socket_dir, "");
 }
 
 TEST(JobCredentialsTest, EveryJobGetsAnotherCaAndToken) {
@@ -101,6 +112,10 @@ class CountingMaster final : public proto::Master::Service {
   grpc::Status GetJobStatus(grpc::ServerContext* context, const proto::GetJobStatusRequest*,
                             proto::GetJobStatusResponse* response) override {
     ++calls;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_peer_ = context->peer();
+    }
     return GuardedCall(*context, token_, "GetJobStatus", [&]() -> Status {
       response->set_epoch(7);
       return absl::OkStatus();
@@ -108,12 +123,28 @@ class CountingMaster final : public proto::Master::Service {
   }
   std::atomic<int> calls{0};
 
+  std::string last_peer() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_peer_;
+  }
+
  private:
   const std::string token_;
+  std::mutex mu_;
+  std::string last_peer_;
 };
 
 class MutualTlsTest : public ::testing::Test {
  protected:
+  // GetJobStatus of the master at `address`, called as `as` with `token`.
+  static Status CallMaster(const std::string& address, const JobCredentials& as,
+                           const std::string& token) {
+    auto stub = proto::Master::NewStub(MakeChannel(address, as));
+    auto context = MakeContext(milliseconds(3000), token);
+    proto::GetJobStatusResponse response;
+    return FromGrpc(stub->GetJobStatus(context.get(), {}, &response));
+  }
+
   JobCredentials job_ = Generate();
 };
 
@@ -123,10 +154,7 @@ TEST_F(MutualTlsTest, OnlyTheJobsCertificateWithItsTokenIsServed) {
   auto server = StartServer("127.0.0.1", 0, {&service}, &address, job_);
   ASSERT_TRUE(server.ok()) << server.status();
   auto call = [&](const JobCredentials& as, const std::string& token) {
-    auto stub = proto::Master::NewStub(MakeChannel(address, as));
-    auto context = MakeContext(milliseconds(3000), token);
-    proto::GetJobStatusResponse response;
-    return FromGrpc(stub->GetJobStatus(context.get(), {}, &response));
+    return CallMaster(address, as, token);
   };
   Status ok = call(job_, job_.token);
   EXPECT_TRUE(ok.ok()) << ok;
@@ -166,6 +194,71 @@ TEST_F(MutualTlsTest, AJobsChannelRefusesAPlaintextServer) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   // The token never went out in the clear: the service saw no call.
   EXPECT_EQ(plain_service.calls.load(), 0);
+  (*server)->Shutdown();
+}
+
+// Processes sharing the job directory call one another through Unix sockets
+// in its 0700 sockets directory, the token still required; others use TCP.
+TEST_F(MutualTlsTest, CallersOnThisMachineGoThroughTheJobsSocketsWithTheToken) {
+  testing::TempDir dir;
+  JobCredentials local = job_;
+  local.socket_dir = SocketsDir(dir.path());
+  ASSERT_TRUE(CreatePrivateDirectory(local.socket_dir, true).ok());
+  CountingMaster service(job_.token);
+  std::string address;
+  auto server = StartServer("127.0.0.1", 0, {&service}, &address, local);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto call = [&](const JobCredentials& as, const std::string& token) {
+    return CallMaster(address, as, token);
+  };
+  Status ok = call(local, job_.token);
+  ASSERT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(service.last_peer().rfind("unix:", 0), 0u) << service.last_peer();
+  // A copy of the credentials file elsewhere (no sockets directory): TCP, TLS.
+  ok = call(job_, job_.token);
+  ASSERT_TRUE(ok.ok()) << ok;
+  EXPECT_EQ(service.last_peer().rfind("ipv4:", 0), 0u) << service.last_peer();
+  EXPECT_EQ(service.calls.load(), 2);
+  // Through the socket without the token, or with another job's: refused
+  // from the headers.
+  for (const std::string& token : {std::string(), Generate().token}) {
+    Status refused = call(local, token);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kUnauthenticated) << refused;
+  }
+  EXPECT_EQ(service.calls.load(), 2);
+  (*server)->Shutdown();
+}
+
+// A sockets directory others may enter is not listened in.
+TEST_F(MutualTlsTest, NoSocketInADirectoryOthersCanEnter) {
+  testing::TempDir dir;
+  JobCredentials local = job_;
+  local.socket_dir = SocketsDir(dir.path());
+  ASSERT_TRUE(CreatePrivateDirectory(local.socket_dir, true).ok());
+  ASSERT_EQ(::chmod(local.socket_dir.c_str(), 0755), 0);
+  CountingMaster service(job_.token);
+  std::string address;
+  auto server = StartServer("127.0.0.1", 0, {&service}, &address, local);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_TRUE(std::filesystem::is_empty(local.socket_dir));
+  (*server)->Shutdown();
+}
+
+// A socket nobody accepts on (its server died, or it is another host's on
+// shared storage) is passed over for TCP.
+TEST_F(MutualTlsTest, ASocketNobodyServesIsPassedOverForTcp) {
+  testing::TempDir dir;
+  CountingMaster service(job_.token);
+  std::string address;
+  auto server = StartServer("127.0.0.1", 0, {&service}, &address, job_);  // TCP only
+  ASSERT_TRUE(server.ok()) << server.status();
+  JobCredentials local = job_;
+  local.socket_dir = SocketsDir(dir.path());
+  ASSERT_TRUE(CreatePrivateDirectory(local.socket_dir, true).ok());
+  std::filesystem::create_symlink("gone.sock", local.socket_dir + "/" + address);
+  Status s = CallMaster(address, local, job_.token);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(service.last_peer().rfind("ipv4:", 0), 0u) << service.last_peer();
   (*server)->Shutdown();
 }
 

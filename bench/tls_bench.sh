@@ -17,7 +17,8 @@
 #
 #   bench/tls_bench.sh [BUILD_DIR]      # default build; about 10 minutes
 #
-# Environment: RECORDS (default 30000), REPS (default 3), DATA (a folder with
+# Environment: ONLY (some of "p1 p1tcp p2 p5", the figures to run; default all),
+# RECORDS (default 30000), REPS (default 3), DATA (a folder with
 # train/ from `elasticdl data mnist`; written under $WORK when missing), WORK
 # (scratch, default a new temp dir). OMP_WAIT_POLICY reaches every run alike.
 set -euo pipefail
@@ -52,20 +53,31 @@ rows() {  # log [flags...]: "pull push" rows/s
 ours 1 2 "$LOG/warm" >/dev/null || { echo "elasticdl train failed: see $LOG/warm" >&2; exit 1; }
 CREDENTIALS=$LOG/warm.job/credentials
 
+want() { [[ " ${ONLY:-p1 p1tcp p2 p5} " == *" $1 "* ]]; }
 declare -A R
 for ((i = 1; i <= REPS; i++)); do
-  R[tls12]+=" $(ours 1 2 "$LOG/tls12.$i")"
-  R[plain12]+=" $(ours 1 2 "$LOG/plain12.$i" --insecure_transport=true)"
-  R[tcptls12]+=" $(ours 1 2 "$LOG/tcptls12.$i" --local_sockets=false)"
-  R[tcpplain12]+=" $(ours 1 2 "$LOG/tcpplain12.$i" --local_sockets=false --insecure_transport=true)"
-  R[tls21]+=" $(ours 2 1 "$LOG/tls21.$i")"
-  R[plain21]+=" $(ours 2 1 "$LOG/plain21.$i" --insecure_transport=true)"
-  read -r pull push <<<"$(rows "$LOG/rows-tls.$i" --credentials="$CREDENTIALS")"
-  R[tlspull]+=" $pull"; R[tlspush]+=" $push"
-  read -r pull push <<<"$(rows "$LOG/rows-plain.$i")"
-  R[plainpull]+=" $pull"; R[plainpush]+=" $push"
+  if want p1; then
+    R[tls12]+=" $(ours 1 2 "$LOG/tls12.$i")"
+    R[plain12]+=" $(ours 1 2 "$LOG/plain12.$i" --insecure_transport=true)"
+  fi
+  if want p1tcp; then
+    R[tcptls12]+=" $(ours 1 2 "$LOG/tcptls12.$i" --local_sockets=false)"
+    R[tcpplain12]+=" $(ours 1 2 "$LOG/tcpplain12.$i" --local_sockets=false --insecure_transport=true)"
+  fi
+  if want p2; then
+    R[tls21]+=" $(ours 2 1 "$LOG/tls21.$i")"
+    R[plain21]+=" $(ours 2 1 "$LOG/plain21.$i" --insecure_transport=true)"
+  fi
+  if want p5; then
+    read -r pull push <<<"$(rows "$LOG/rows-tls.$i" --credentials="$CREDENTIALS")"
+    R[tlspull]+=" $pull"; R[tlspush]+=" $push"
+    read -r pull push <<<"$(rows "$LOG/rows-plain.$i")"
+    R[plainpull]+=" $pull"; R[plainpush]+=" $push"
+  fi
   line="# rep $i:"
-  for k in tls12 plain12 tcptls12 tcpplain12 tls21 plain21 tlspull plainpull tlspush plainpush; do line+=" $k=${R[$k]##* }"; done
+  for k in tls12 plain12 tcptls12 tcpplain12 tls21 plain21 tlspull plainpull tlspush plainpush; do
+    if [[ -v R[$k] ]]; then line+=" $k=${R[$k]##* }"; fi
+  done
   echo "$line"
 done
 
@@ -82,8 +94,8 @@ row() {  # label key_tls key_plain
   read -r PB PM <<<"$(stat "${R[$3]}")"
   printf '%-56s %12s %12s %12s %12s %7s %7s\n' "$1" "$TB" "$TM" "$PB" "$PM" "$(ratio "$TB" "$PB")" "$(ratio "$TM" "$PM")"
 }
-row "P1's job, 1 worker x 2 threads + 1 PS (samples/s)" tls12 plain12
-row "P1's job over TCP: TLS / plaintext (samples/s)" tcptls12 tcpplain12
-row "P2's job, 2 workers x 1 thread + 1 PS (samples/s)" tls21 plain21
-row "P5 pull over TCP: TLS / plaintext (M rows/s)" tlspull plainpull
-row "P5 push, Adagrad, over TCP: TLS / plaintext (M rows/s)" tlspush plainpush
+if want p1; then row "P1's job, 1 worker x 2 threads + 1 PS (samples/s)" tls12 plain12; fi
+if want p1tcp; then row "P1's job over TCP: TLS / plaintext (samples/s)" tcptls12 tcpplain12; fi
+if want p2; then row "P2's job, 2 workers x 1 thread + 1 PS (samples/s)" tls21 plain21; fi
+if want p5; then row "P5 pull over TCP: TLS / plaintext (M rows/s)" tlspull plainpull; fi
+if want p5; then row "P5 push, Adagrad, over TCP: TLS / plaintext (M rows/s)" tlspush plainpush; fi

@@ -38,7 +38,6 @@ import collections
 import os
 import shutil
 import signal
-import struct
 import time
 
 import chaos_test
@@ -51,58 +50,9 @@ KILLS = int(os.environ.get("CRASH_KILLS", "8"))
 TRAINING_KILLS = 3
 NUM_PS = 2
 
-# -- CRC32C (Castagnoli), as common/crc.h, masked as LevelDB does ------------------------
-
-
-def _crc32c_table():
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC_TABLE = _crc32c_table()
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    table = _CRC_TABLE
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def unmask_crc(masked):
-    rot = (masked - 0xA282EAD8) & 0xFFFFFFFF
-    return ((rot >> 17) | (rot << 15)) & 0xFFFFFFFF
-
-
 def checkpoint_version(data, name):
-    """The version a checkpoint file's header names; ValueError when the file is not
-    whole (ps/checkpoint.cc: magic, then frames of length, masked CRC, payload)."""
-    if data[:8] != b"EDLCKPT1":
-        raise ValueError(f"{name}: no checkpoint magic ({len(data)} bytes)")
-    pos, frames = 8, []
-    while pos < len(data):
-        if len(data) - pos < 12:
-            raise ValueError(f"{name}: a frame header cut short at {pos}")
-        length, masked = struct.unpack_from("<QI", data, pos)
-        payload = data[pos + 12:pos + 12 + length]
-        if len(payload) != length:
-            raise ValueError(f"{name}: frame at {pos} holds {len(payload)} of {length} bytes")
-        if crc32c(payload) != unmask_crc(masked):
-            raise ValueError(f"{name}: frame at {pos} fails its CRC")
-        frames.append(payload)
-        pos += 12 + length
-    if not frames:
-        raise ValueError(f"{name}: no frames")
-    header = exactness.wire_fields(frames[0])
-    blocks = next((v for n, t, v in header if n == 10 and t == 0), 0)
-    if blocks != len(frames) - 1:
-        raise ValueError(f"{name}: {blocks} row blocks declared, {len(frames) - 1} found")
+    """The version a whole checkpoint file's header names (ValueError when not whole)."""
+    header = exactness.wire_fields(exactness.checkpoint_frames(data, name)[0])
     return next((v for n, t, v in header if n == 1 and t == 0), 0)
 
 

@@ -21,7 +21,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compat"))
+import crc32c  # noqa: E402
 from make_compat_files import NONE, example, recordio_chunk, tfrecord  # noqa: E402
+from read_files import unmasked  # noqa: E402
 
 # A zoo of test models, apart from the users' model_zoo.
 MODEL_ZOO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "zoo")
@@ -161,6 +163,32 @@ def _packed_varints(value):
     return out
 
 
+def checkpoint_frames(data, name):
+    """The frames of a checkpoint file (ps/checkpoint.cc: magic, then frames of length,
+    masked CRC32C, payload), the header first; ValueError naming `name` when the file is
+    not whole: cut short, a CRC that fails, row blocks missing."""
+    if data[:8] != b"EDLCKPT1":
+        raise ValueError(f"{name}: not a checkpoint file ({len(data)} bytes)")
+    pos, frames = 8, []
+    while pos < len(data):
+        if len(data) - pos < 12:
+            raise ValueError(f"{name}: a frame header cut short at {pos}")
+        length, masked = struct.unpack_from("<QI", data, pos)
+        payload = data[pos + 12:pos + 12 + length]
+        if len(payload) != length:
+            raise ValueError(f"{name}: frame at {pos} holds {len(payload)} of {length} bytes")
+        if crc32c.crc32c(payload) != unmasked(masked):
+            raise ValueError(f"{name}: frame at {pos} fails its CRC")
+        frames.append(payload)
+        pos += 12 + length
+    if not frames:
+        raise ValueError(f"{name}: no frames")
+    blocks = next((v for n, t, v in wire_fields(frames[0]) if n == 10 and t == 0), 0)
+    if blocks != len(frames) - 1:
+        raise ValueError(f"{name}: {blocks} row blocks declared, {len(frames) - 1} found")
+    return frames
+
+
 def read_embedding_rows(directory, table):
     """Rows of embedding table `table` in a trained model's embeddings/
     directory (one checkpoint file per parameter server, ps/checkpoint.h):
@@ -173,19 +201,7 @@ def read_embedding_rows(directory, table):
     rows = {}
     for name in sorted(os.listdir(version_dir)):
         with open(os.path.join(version_dir, name), "rb") as f:
-            data = f.read()
-        if data[:8] != b"EDLCKPT1":
-            raise ValueError(f"{name}: not a checkpoint file")
-        pos, frames = 8, []
-        while pos < len(data):
-            length = struct.unpack_from("<Q", data, pos)[0]
-            frames.append(data[pos + 12:pos + 12 + length])
-            pos += 12 + length
-        header = wire_fields(frames[0])
-        count = next((v for n, t, v in header if n == 10 and t == 0), 0)
-        if count != len(frames) - 1:
-            raise ValueError(f"{name}: {count} embedding blocks declared, "
-                             f"{len(frames) - 1} found")
+            frames = checkpoint_frames(f.read(), name)
         for frame in frames[1:]:
             block_rows = next(v for n, t, v in wire_fields(frame) if n == 1)
             fields = wire_fields(block_rows)

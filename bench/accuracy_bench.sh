@@ -18,6 +18,8 @@
 #         with N workers x 1 thread
 #   mN    the main job (scripts/main_job.sh): default flags, the zoo's
 #         standardized_dataset_fn and adam_optimizer, N workers x 1 thread
+#   rN    the main job under --distribution_strategy=AllreduceStrategy, N
+#         workers x 1 thread (no parameter server)
 #   aN    N workers, --use_async=true (--max_staleness=1, the default)
 #   auN   N workers, --use_async=true --max_staleness=-1 (no bound)
 #   amN   N workers, --use_async=true --max_staleness=-1 --lr_staleness_modulation=true
@@ -61,10 +63,12 @@ bare() {  # seed log [flags...]
 ours() {  # seed log workers threads flags...
   local seed=$1 log=$2 workers=$3 threads=$4
   shift 4
+  local servers=(--num_ps_pods=1)
+  [[ " $* " =~ " --distribution_strategy=AllreduceStrategy " ]] && servers=()
   "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" \
     --model_def=mnist.mnist_functional_api.custom_model --training_data="${TRAIN:-$DATA/train}" \
     --validation_data="$DATA/test" --num_epochs="$EPOCHS" --num_workers="$workers" \
-    --num_threads="$threads" --num_ps_pods=1 --minibatch_size=64 --seed="$seed" \
+    --num_threads="$threads" "${servers[@]}" --minibatch_size=64 --seed="$seed" \
     --no_progress --job_dir="$log.job" "$@" >"$log" 2>&1 || { echo "0 0"; return; }
   local acc rate
   acc=$(sed -n 's/^accuracy: \([0-9.]*\) .*/\1/p' "$log" | tail -n1)
@@ -83,6 +87,8 @@ run() {  # row seed log
     e) ours "$2" "$3" 2 1 --grads_to_wait=2 "${@:4}" ;;
     w*) ours "$2" "$3" "${1#w}" 1 ;;
     m*) ours "$2" "$3" "${1#m}" 1 --dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer ;;
+    r*) ours "$2" "$3" "${1#r}" 1 --dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer \
+          --distribution_strategy=AllreduceStrategy ;;
     au*) ours "$2" "$3" "${1#au}" 1 --use_async=true --max_staleness=-1 ;;
     am*) ours "$2" "$3" "${1#am}" 1 --use_async=true --max_staleness=-1 \
            --lr_staleness_modulation=true ;;
@@ -120,6 +126,7 @@ describe() {
     e) echo "2 workers, --grads_to_wait=2" ;;
     w*) echo "${1#w} workers, default flags (sync, one minibatch per worker)" ;;
     m*) echo "the main job with ${1#m} workers (standardized inputs, Adam)" ;;
+    r*) echo "the main job, AllreduceStrategy, ${1#r} workers" ;;
     au*) echo "${1#au} workers, async, no staleness bound" ;;
     am*) echo "${1#am} workers, async, no bound, lr staleness modulation" ;;
     a*) echo "${1#a} workers, async, --max_staleness=1 (default)" ;;
@@ -127,7 +134,7 @@ describe() {
 }
 for row in $ROWS; do
   base=a
-  [[ $row == [A-E] || $row == m* ]] && base=A
+  [[ $row == [A-E] || $row == m* || $row == r* ]] && base=A
   mean_a=$(tr ' ' '\n' <<<"${ACC[$base]:-}" | awk 'NF { s += $1; n++ } END { print n ? s / n : 0 }')
   read -r mean min max <<<"$(tr ' ' '\n' <<<"${ACC[$row]}" | awk 'NF { s += $1; n++;
     if (n == 1 || $1 < lo) lo = $1; if (n == 1 || $1 > hi) hi = $1 }

@@ -53,6 +53,12 @@ def make_model():
         nn.Linear(9216, 10))
 
 
+def epoch_batches(loader, sampler, epoch):
+    """The loader's batches of one epoch, as they are drawn."""
+    sampler.set_epoch(epoch)
+    yield from loader
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mnist", default="/usr/share/datasets/fashion-mnist")
@@ -60,11 +66,16 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--log_steps", action="store_true",
+                   help="print READY at start and a STEP line per step (allreduce_recovery.py)")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    if args.log_steps:
+        print(f"READY rank={rank} pid={os.getpid()}", flush=True)
 
     images = read_idx(os.path.join(args.mnist, "train-images-idx3-ubyte.gz"))[:args.records]
     labels = read_idx(os.path.join(args.mnist, "train-labels-idx1-ubyte.gz"))[:args.records]
@@ -78,7 +89,8 @@ def main():
     model.train()
 
     samples, start = 0, None
-    for i, (x, y) in enumerate(loader):
+    batches = (b for epoch in range(args.epochs) for b in epoch_batches(loader, sampler, epoch))
+    for i, (x, y) in enumerate(batches):
         if i == args.warmup:
             dist.barrier()
             start = time.perf_counter()
@@ -89,6 +101,8 @@ def main():
         loss.item()
         if start is not None and i > args.warmup - 1:
             samples += x.shape[0]
+        if args.log_steps:
+            print(f"STEP rank={rank} step={i}", flush=True)
     window = time.perf_counter() - start
     t = torch.tensor([float(samples), window], dtype=torch.float64)
     w = torch.tensor([window], dtype=torch.float64)

@@ -1,5 +1,6 @@
 # Helpers for the benchmarks that train the MNIST model (train_bench.sh,
-# python_bench.sh, tls_bench.sh). Source it after setting ROOT and BIN.
+# python_bench.sh, tls_bench.sh, allreduce_bench.sh). Source it after setting
+# ROOT and BIN (and PYTHON, RECORDS for ddp).
 
 PER_FILE=10000  # records per file written by `elasticdl data mnist`
 
@@ -17,12 +18,16 @@ mnist_subset() {
 
 # One epoch of `elasticdl train` of mnist.mnist_functional_api.custom_model
 # with the benchmarks' flags; its output goes to LOG, its job directory to
-# LOG.job. Flags after LOG are added (--training_data among them).
+# LOG.job. Flags after LOG are added (--training_data among them); one
+# parameter server unless they name --distribution_strategy=AllreduceStrategy.
 train_mnist() {  # zoo workers threads log [flags...]
   local zoo=$1 workers=$2 threads=$3 log=$4
   shift 4
+  # One parameter server, unless the flags pick a strategy without any.
+  local servers=(--num_ps_pods=1)
+  [[ " $* " =~ " --distribution_strategy=AllreduceStrategy " ]] && servers=()
   "$BIN/elasticdl" train --model_zoo="$zoo" --model_def=mnist.mnist_functional_api.custom_model \
-    --num_epochs=1 --num_workers="$workers" --num_ps_pods=1 --num_threads="$threads" \
+    --num_epochs=1 --num_workers="$workers" "${servers[@]}" --num_threads="$threads" \
     --minibatch_size=64 --num_minibatches_per_task=8 --no_progress --job_dir="$log.job" "$@" \
     >"$log" 2>&1
 }
@@ -31,3 +36,30 @@ train_mnist() {  # zoo workers threads log [flags...]
 records_per_second() {  # log
   sed -n 's/.*s of training: \([0-9.]*\) records\/s.*/\1/p' "$1"
 }
+
+# Builds (or finds cached) the zoo outside every timed run: a job of one
+# worker on the subset's first file (output in LOG).
+warm_zoo() {  # log
+  local warm=$WORK/warm
+  rm -rf "$warm" && mkdir -p "$warm" && ln -s "$SUBSET/${FILES[0]}" "$warm/"
+  train_mnist "$ROOT/model_zoo" 1 1 "$1" --training_data="$warm" ||
+    { echo "elasticdl train failed: see $1" >&2; exit 1; }
+}
+
+# samples/s of torchrun DDP over gloo (bench/ddp_mnist.py), 2 processes x 1
+# thread, on the first RECORDS records; its output goes to LOG.
+ddp() {  # log
+  OMP_NUM_THREADS=1 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node=2 \
+    --redirects 2 --tee 2 "$ROOT/bench/ddp_mnist.py" --records="$RECORDS" --threads=1 \
+    >"$1" 2>&1
+  sed -n 's/.*RESULT ddp .*samples_per_s=\([0-9.]*\).*/\1/p' "$1" | head -n1
+}
+
+# "best median" of a list of numbers.
+stat() {
+  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {
+    if (NR == 0) { print "0 0"; exit }
+    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print a[NR], m }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r >= g ? "goal met" : "goal NOT met") }'; }

@@ -102,8 +102,6 @@ median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {
 range() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk 'NR == 1 {lo=$1} {hi=$1} END {
   printf "%s-%s", lo, hi }'; }
 mean() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | awk '{s+=$1} END { printf "%.4f", NR ? s / NR : 0 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
-verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r >= g ? "goal met" : "goal NOT met") }'; }
 
 echo
 printf '%-58s %9s  %s\n' "samples/s (median of $REPS; range)" median range

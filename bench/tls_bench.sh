@@ -81,12 +81,6 @@ for ((i = 1; i <= REPS; i++)); do
   echo "$line"
 done
 
-stat() {  # "best median"
-  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {
-    if (NR == 0) { print "0 0"; exit }
-    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print a[NR], m }'
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
 echo
 printf '%-56s %12s %12s %12s %12s %7s %7s\n' "(best / median of $REPS)" "secure best" "median" "plain best" "median" ratio median
 row() {  # label key_tls key_plain

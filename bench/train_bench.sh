@@ -60,18 +60,8 @@ bare() {  # threads log
   "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare >"$2" 2>&1
   sed -n 's/^RESULT bare .*samples_per_s=\([0-9.]*\).*/\1/p' "$2"
 }
-ddp() {  # log
-  OMP_NUM_THREADS=1 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node=2 \
-    --redirects 2 --tee 2 "$ROOT/bench/ddp_mnist.py" --records="$RECORDS" --threads=1 \
-    >"$1" 2>&1
-  sed -n 's/.*RESULT ddp .*samples_per_s=\([0-9.]*\).*/\1/p' "$1" | head -n1
-}
 
-# Build (or find cached) the zoo outside every timed run: a job on one file.
-WARM=$WORK/warm && rm -rf "$WARM" && mkdir -p "$WARM" && ln -s "$SUBSET/${FILES[0]}" "$WARM/"
-SUBSET_SAVED=$SUBSET; SUBSET=$WARM
-ours 1 2 "$LOG/warm" >/dev/null || { echo "elasticdl train failed: see $LOG/warm" >&2; exit 1; }
-SUBSET=$SUBSET_SAVED
+warm_zoo "$LOG/warm"
 
 # Our workers and servers tell glibc's malloc to keep freed memory
 # (mallopt at start-up; src/common/process_tuning.h). The limit gets the same
@@ -100,11 +90,6 @@ done
 "$BIN/train_bench" --data="$SUBSET" --threads=2 --records=6000 --only=tensors >"$LOG/tensors2" 2>&1 || true
 "$BIN/train_bench" --threads=1 --only=ps >"$LOG/ps" 2>&1 || true
 
-stat() {  # "best median" of a list of numbers
-  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {
-    if (NR == 0) { print "0 0"; exit }
-    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print a[NR], m }'
-}
 read -r B2 B2M <<<"$(stat "${R[bare2]}")"
 read -r B2T B2TM <<<"$(stat "${R[bare2m]}")"
 read -r O12 O12M <<<"$(stat "${R[ours1x2]}")"
@@ -113,8 +98,6 @@ read -r D21T D21TM <<<"$(stat "${R[ddp2x1m]}")"
 read -r O21 O21M <<<"$(stat "${R[ours2x1]}")"
 read -r O11 O11M <<<"$(stat "${R[ours1x1]}")"
 read -r A21 A21M <<<"$(stat "${R[async2x1]}")"
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
-verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r >= g ? "goal met" : "goal NOT met") }'; }
 
 echo
 printf '%-56s %10s %10s\n' "samples/s (best / median of $REPS)" best median

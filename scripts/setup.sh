@@ -16,6 +16,9 @@ PACKAGES=(
   # generic libblas.so.3, whose reference implementation makes a dense layer
   # several times slower; OpenBLAS with OpenMP takes LibTorch's thread count)
   libtorch-dev libopenblas0-openmp
+  # AllreduceStrategy: c10d's Gloo process group, shipped in libtorch, needs
+  # Gloo's headers and library
+  libgloo-dev
   # protocol, RPC and status types
   libprotobuf-dev protobuf-compiler libabsl-dev libgrpc++-dev protobuf-compiler-grpc
   # model-zoo identity (SHA-256)

@@ -90,7 +90,12 @@ struct JobArgs {
   // default) averages grads_to_wait gradients per step (unset: one of every
   // worker training at the time; 0: the old spelling of use_async);
   // asynchronous makes each gradient a step.
-  int64_t num_ps_pods = 1;
+  // How workers combine gradients: "ParameterServerStrategy" (servers hold
+  // the model), "AllreduceStrategy" (every worker holds it; gradients are
+  // all-reduced) or "Local" (one worker holds it and trains alone).
+  std::string distribution_strategy = "ParameterServerStrategy";
+  // Unset: 1 under ParameterServerStrategy, none otherwise.
+  std::optional<int64_t> num_ps_pods;
   bool use_async = false;
   std::optional<int64_t> grads_to_wait;
   int64_t sync_version_tolerance = 0;

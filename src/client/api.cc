@@ -266,12 +266,7 @@ StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const client::Zoo
                                           const std::string& dir, proto::TrainedModel* record) {
   EDL_ASSIGN_OR_RETURN(std::vector<proto::ShardCheckpoint> shards,
                        ps::ReadNewestCompleteCheckpoint(args.checkpoint_dir_for_init));
-  proto::ModelValues values;
-  values.set_version(shards[0].version());
-  for (const proto::ShardCheckpoint& shard : shards) {
-    for (const proto::ParameterState& p : shard.parameters()) *values.add_parameters() = p.value();
-    for (const proto::Tensor& b : shard.buffers()) *values.add_buffers() = b;
-  }
+  proto::ModelValues values = ps::ModelValuesOf(shards);
   EDL_ASSIGN_OR_RETURN(std::string identity, ZooIdentity(args.model_zoo));
   record->set_zoo_identity(identity);
   client::RecordZooSource(source, record);

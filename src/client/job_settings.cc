@@ -100,7 +100,13 @@ std::vector<JobSetting> MakeSettings() {
        kTrain},
 
       // Parameter servers and steps.
-      {"--num_ps_pods", &A::num_ps_pods, "Parameter server shards", kTrain, 0, 1, 1024},
+      {"--distribution_strategy", &A::distribution_strategy,
+       "ParameterServerStrategy (servers hold the model; the default), AllreduceStrategy (every "
+       "worker holds the model and gradients are all-reduced; dense models) or Local (one "
+       "worker trains alone)",
+       kTrain},
+      {"--num_ps_pods", &A::num_ps_pods,
+       "Parameter server shards (ParameterServerStrategy; default 1)", kTrain, 0, 1, 1024},
       {"--use_async", &A::use_async, "true: asynchronous updates, each gradient a step of its own",
        kTrain},
       {"--grads_to_wait", &A::grads_to_wait,
@@ -417,6 +423,39 @@ proto::UpdateRule UpdateRuleOf(const JobArgs& args) {
   return rule;
 }
 
+StatusOr<proto::DistributionStrategy> StrategyOf(const std::string& name) {
+  if (name == "ParameterServerStrategy") return proto::PARAMETER_SERVER_STRATEGY;
+  if (name == "AllreduceStrategy") return proto::ALLREDUCE_STRATEGY;
+  if (name == "Local") return proto::LOCAL_STRATEGY;
+  return absl::InvalidArgumentError(
+      StrCat("--distribution_strategy=", name,
+             ": expected ParameterServerStrategy, AllreduceStrategy or Local"));
+}
+
+Status CheckStrategy(const JobArgs& args) {
+  EDL_ASSIGN_OR_RETURN(proto::DistributionStrategy strategy,
+                       StrategyOf(args.distribution_strategy));
+  if (strategy == proto::PARAMETER_SERVER_STRATEGY) return absl::OkStatus();
+  const std::string flag = "--distribution_strategy=" + args.distribution_strategy;
+  if (args.num_ps_pods.has_value()) {
+    return absl::InvalidArgumentError(StrCat(
+        "--num_ps_pods=", *args.num_ps_pods, " with ", flag,
+        ": the workers hold the model, without parameter servers (models with Embedding layers "
+        "need ParameterServerStrategy)"));
+  }
+  if (args.use_async || args.grads_to_wait.has_value()) {
+    return absl::InvalidArgumentError(
+        StrCat(args.use_async ? "--use_async" : "--grads_to_wait", " with ", flag,
+               ": its steps are synchronous, one minibatch of every worker each"));
+  }
+  if (strategy == proto::LOCAL_STRATEGY && args.num_workers != 1) {
+    return absl::InvalidArgumentError(StrCat("--num_workers=", args.num_workers, " with ", flag,
+                                             ": Local trains in one worker (AllreduceStrategy "
+                                             "trains in several)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 unsigned CommandBit(JobCommand command) {
@@ -479,6 +518,7 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
         StrCat("--max_workers=", args.max_workers, " is below --num_workers=", args.num_workers));
   }
   if (command == JobCommand::kTrain) {
+    EDL_RETURN_IF_ERROR(CheckStrategy(args));
     if (args.use_async && args.grads_to_wait.value_or(0) > 0) {
       return absl::InvalidArgumentError(
           StrCat("--grads_to_wait=", *args.grads_to_wait,
@@ -546,7 +586,11 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
 
   if (command == JobCommand::kTrain) {
     proto::PsSpec* ps = spec.mutable_ps();
-    ps->set_num_ps(Int32(args.num_ps_pods));
+    EDL_ASSIGN_OR_RETURN(proto::DistributionStrategy strategy,
+                         StrategyOf(args.distribution_strategy));
+    spec.set_strategy(strategy);
+    ps->set_num_ps(
+        strategy == proto::PARAMETER_SERVER_STRATEGY ? Int32(args.num_ps_pods.value_or(1)) : 0);
     *ps->mutable_update() = UpdateRuleOf(args);
     ps->set_checkpoint_steps(args.checkpoint_steps);
     ps->set_checkpoint_dir(AbsolutePath(args.checkpoint_dir));

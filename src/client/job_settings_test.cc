@@ -168,6 +168,50 @@ TEST(JobSettingsTest, CombinationsAreChecked) {
             std::string::npos);
 }
 
+TEST(JobSettingsTest, TheDistributionStrategyIsCheckedAndRecorded) {
+  JobArgs a = TrainArgs();
+  a.distribution_strategy = "Horovod";
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--distribution_strategy=Horovod: expected ParameterServerStrategy, "
+            "AllreduceStrategy or Local");
+  a.distribution_strategy = "AllreduceStrategy";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
+  a.num_ps_pods = 2;
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--num_ps_pods=2 with --distribution_strategy=AllreduceStrategy: the workers hold the "
+            "model, without parameter servers (models with Embedding layers need "
+            "ParameterServerStrategy)");
+  a.num_ps_pods.reset();
+  a.use_async = true;
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--use_async with --distribution_strategy=AllreduceStrategy: its steps are "
+            "synchronous, one minibatch of every worker each");
+  a.use_async = false;
+  a.distribution_strategy = "Local";
+  a.num_workers = 3;
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--num_workers=3 with --distribution_strategy=Local: Local trains in one worker "
+            "(AllreduceStrategy trains in several)");
+  a.num_workers = 1;
+  StatusOr<proto::JobSpec> local = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->strategy(), proto::LOCAL_STRATEGY);
+  EXPECT_EQ(local->ps().num_ps(), 0);
+
+  a = TrainArgs();
+  a.distribution_strategy = "AllreduceStrategy";
+  a.num_workers = 4;
+  StatusOr<proto::JobSpec> allreduce = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(allreduce.ok()) << allreduce.status();
+  EXPECT_EQ(allreduce->strategy(), proto::ALLREDUCE_STRATEGY);
+  EXPECT_EQ(allreduce->ps().num_ps(), 0);
+  // The default strategy keeps one server unless told otherwise.
+  StatusOr<proto::JobSpec> ps = JobSpecOf(TrainArgs(), JobCommand::kTrain);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->strategy(), proto::PARAMETER_SERVER_STRATEGY);
+  EXPECT_EQ(ps->ps().num_ps(), 1);
+}
+
 TEST(JobSettingsTest, TheUpdateRuleIsDecidedOnce) {
   JobArgs a = TrainArgs();
   a.sync_version_tolerance = 2;

@@ -281,6 +281,7 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
   members_.Register(worker);
   response->set_leave(members_.leaving(worker));
+  if (options_.collective) response->set_group_version(collective_.version());
   // After a master restart, tasks the journal has this worker hold but it
   // is not working on go back to the queue.
   tasks_.ReconcileWorker(worker, task, request.attempt());
@@ -289,6 +290,69 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
     progress_unwritten_ = true;
   }
   return absl::OkStatus();
+}
+
+Status JobState::Rendezvous(const proto::RendezvousRequest& request,
+                            proto::RendezvousResponse* response) {
+  const WorkerId worker(request.worker_id());
+  if (!options_.collective) {
+    return absl::FailedPreconditionError("this job's workers do not form a collective group");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
+  if (request.leave()) {
+    collective_.Leave(worker);
+    return absl::OkStatus();
+  }
+  members_.Register(worker);
+  EDL_RETURN_IF_ERROR(collective_.Join(worker, request.failed_version(), response));
+  Event("group_version", {{"worker", worker.value()},
+                          {"version", response->version()},
+                          {"rank", response->rank()},
+                          {"world_size", response->world_size()}});
+  return absl::OkStatus();
+}
+
+Status JobState::GroupStore(const proto::GroupStoreRequest& request,
+                            proto::GroupStoreResponse* response) {
+  const WorkerId worker(request.worker_id());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
+  }
+  // May wait for a key: not under the state's lock.
+  return collective_.Store(worker, request, response);
+}
+
+Status JobState::GroupState(const proto::GroupStateRequest& request,
+                            proto::GroupStateResponse* response) {
+  const WorkerId worker(request.worker_id());
+  uint64_t change = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
+    if (request.group_version() != collective_.version()) {
+      return absl::FailedPreconditionError(
+          StrCat("collective group version ", request.group_version(), " is over"));
+    }
+    // Work counted on a newer model than the group's is lost with the
+    // workers that held it: redo it.
+    if (!request.from_checkpoint() && request.model_version() >= tasks_.model_version()) {
+      return absl::OkStatus();
+    }
+    std::vector<proto::TaskProgress> applied(request.applied().begin(), request.applied().end());
+    const int reopened = tasks_.PsRestored(applied);
+    response->set_reopened(reopened);
+    spdlog::info(
+        "the collective group goes on from model version {}{}; {} task(s) to redo "
+        "(in part)",
+        request.model_version(), request.from_checkpoint() ? " (a checkpoint)" : "", reopened);
+    Event("group_state_restored", {{"version", request.model_version()},
+                                   {"from_checkpoint", request.from_checkpoint()},
+                                   {"reopened", reopened}});
+    change = ChangedLocked();
+  }
+  return Durable(change);
 }
 
 Status JobState::Scale(const proto::ScaleRequest& request, proto::ScaleResponse* response) {
@@ -423,6 +487,7 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!members_.Remove(worker, clean)) return 0;
     group_.Leave(worker);
+    collective_.Leave(worker);
     requeued = tasks_.RecoverWorker(worker);
     if (clean) {
       Event("worker_left", {{"worker", worker.value()}, {"requeued", requeued}});

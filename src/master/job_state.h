@@ -37,6 +37,7 @@
 #include "elasticdl/api.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "master/collective_group.h"
 #include "master/event_log.h"
 #include "master/membership.h"
 #include "master/task_manager.h"
@@ -67,6 +68,9 @@ struct JobStateOptions {
   // No task is handed out before this many workers have registered (the
   // `external` cluster: workers that others start). Later ones may join.
   int wait_for_workers = 0;
+  // AllreduceStrategy: the workers train in a collective group whose
+  // rendezvous is the master (CollectiveGroup); heartbeats tell its version.
+  bool collective = false;
   // What leases and the throughput estimate are measured with. Not owned.
   const Clock* clock = Clock::Steady();
 };
@@ -95,6 +99,12 @@ class JobState {
   Status ReportTask(const proto::ReportTaskRequest& request);
   Status Heartbeat(const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response);
   Status Scale(const proto::ScaleRequest& request, proto::ScaleResponse* response);
+  // AllreduceStrategy (see CollectiveGroup).
+  Status Rendezvous(const proto::RendezvousRequest& request, proto::RendezvousResponse* response);
+  Status GroupStore(const proto::GroupStoreRequest& request, proto::GroupStoreResponse* response);
+  // A new group version's state: when it is older than what the master
+  // counted, the tasks counted beyond it are set back (TaskManager::PsRestored).
+  Status GroupState(const proto::GroupStateRequest& request, proto::GroupStateResponse* response);
   void GetStatus(proto::GetJobStatusResponse* response);
   // The dashboard's status (dashboard::JobView::StatusSource): GetStatus,
   // the tasks queued and held, and each worker's milliseconds since it was
@@ -186,6 +196,8 @@ class JobState {
   int master_restarts_ = 0;
   int nonfinite_minibatches_ = 0;
   TrainingGroup group_;
+  // AllreduceStrategy; thread-safe by itself (its store calls wait).
+  CollectiveGroup collective_;
   // Whether a training task was handed out: until then a started worker
   // joins the group at once (the job's first steps wait for every worker it
   // starts); afterwards at its first training task, so that the workers

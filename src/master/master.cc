@@ -184,11 +184,13 @@ StatusOr<bool> Master::WriteResults() {
   Status written;
   if (spec.type() == proto::JOB_TRAINING) {
     Observer* observer = observer_.get();
-    written = WriteTrainingResults(
-        spec, config_.checkpoint_at_end, Servers(kServerCallTimeout).get(),
-        [observer](const std::string& dir) {
-          return observer != nullptr ? observer->CopyEventFiles(dir) : Status();
-        });
+    auto add_files = [observer](const std::string& dir) {
+      return observer != nullptr ? observer->CopyEventFiles(dir) : Status();
+    };
+    written = config_.collective
+                  ? WriteCollectiveTrainingResults(spec, state_->model_version(), add_files)
+                  : WriteTrainingResults(spec, config_.checkpoint_at_end,
+                                         Servers(kServerCallTimeout).get(), add_files);
     if (written.ok() && !spec.output().empty()) {
       spdlog::info("trained model written to {}", spec.output());
     }

@@ -92,7 +92,9 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
     state.worker_lease = std::chrono::milliseconds(spec.fault_tolerance().worker_lease_ms());
   }
   state.job_dir = options.job_dir;
-  state.flush_at_end = training && update != proto::UpdateRule::ASYNC;
+  const bool collective = training && spec.strategy() != proto::PARAMETER_SERVER_STRATEGY;
+  state.flush_at_end = training && !collective && update != proto::UpdateRule::ASYNC;
+  state.collective = collective;
   state.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
 
   config.supervisor.num_ps = num_ps;
@@ -115,8 +117,9 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   config.observer.credentials = config.credentials;
   config.observer.web_dir = options.environment.web_dir;
 
-  config.publish_group = training && update == proto::UpdateRule::SYNC_EVERY_WORKER;
-  config.checkpoint_at_end = training && spec.ps().checkpoint_steps() > 0;
+  config.publish_group = training && !collective && update == proto::UpdateRule::SYNC_EVERY_WORKER;
+  config.checkpoint_at_end = training && !collective && spec.ps().checkpoint_steps() > 0;
+  config.collective = collective;
   return config;
 }
 

@@ -66,6 +66,9 @@ struct MasterConfig {
   // A training job checkpoints its servers once the tasks are done (so that
   // a later job can start from the end).
   bool checkpoint_at_end = false;
+  // AllreduceStrategy: the workers hold the model; the trained model is
+  // the checkpoint they write when training ends.
+  bool collective = false;
   // How long the results may fail to be written for want of a parameter
   // server that is registered but does not answer, before the job fails.
   std::chrono::milliseconds results_patience{std::chrono::seconds(60)};

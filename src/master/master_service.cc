@@ -75,6 +75,24 @@ grpc::Status MasterService::Heartbeat(grpc::ServerContext* context,
   return Serve(*context, [&](JobState* s) { return s->Heartbeat(*request, response); });
 }
 
+grpc::Status MasterService::Rendezvous(grpc::ServerContext* context,
+                                       const proto::RendezvousRequest* request,
+                                       proto::RendezvousResponse* response) {
+  return Serve(*context, [&](JobState* s) { return s->Rendezvous(*request, response); });
+}
+
+grpc::Status MasterService::GroupStore(grpc::ServerContext* context,
+                                       const proto::GroupStoreRequest* request,
+                                       proto::GroupStoreResponse* response) {
+  return Serve(*context, [&](JobState* s) { return s->GroupStore(*request, response); });
+}
+
+grpc::Status MasterService::GroupState(grpc::ServerContext* context,
+                                       const proto::GroupStateRequest* request,
+                                       proto::GroupStateResponse* response) {
+  return Serve(*context, [&](JobState* s) { return s->GroupState(*request, response); });
+}
+
 grpc::Status MasterService::Scale(grpc::ServerContext* context, const proto::ScaleRequest* request,
                                   proto::ScaleResponse* response) {
   return Serve(*context, [&](JobState* s) { return s->Scale(*request, response); });

@@ -50,6 +50,12 @@ class MasterService final : public proto::Master::Service {
                          proto::HeartbeatResponse* response) override;
   grpc::Status Scale(grpc::ServerContext* context, const proto::ScaleRequest* request,
                      proto::ScaleResponse* response) override;
+  grpc::Status Rendezvous(grpc::ServerContext* context, const proto::RendezvousRequest* request,
+                          proto::RendezvousResponse* response) override;
+  grpc::Status GroupStore(grpc::ServerContext* context, const proto::GroupStoreRequest* request,
+                          proto::GroupStoreResponse* response) override;
+  grpc::Status GroupState(grpc::ServerContext* context, const proto::GroupStateRequest* request,
+                          proto::GroupStateResponse* response) override;
   grpc::Status DashboardLogin(grpc::ServerContext* context,
                               const proto::DashboardLoginRequest* request,
                               proto::DashboardLoginResponse* response) override;

@@ -6,8 +6,10 @@
 #include <filesystem>
 
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "job/trained_model.h"
+#include "ps/checkpoint.h"
 
 namespace elasticdl::master {
 namespace {
@@ -87,9 +89,11 @@ proto::TrainedModel ModelRecord(const proto::JobSpec& spec, const proto::ModelVa
   return record;
 }
 
-Status WriteOutputModel(const proto::JobSpec& spec, rpc::ParameterServers* servers,
-                        const std::function<Status(const std::string&)>& add_files) {
-  EDL_ASSIGN_OR_RETURN(proto::ModelValues values, PullModel(servers));
+// Publishes `values` as the trained model; the servers (when the model has
+// embedding tables) export their rows into it.
+Status PublishModel(const proto::JobSpec& spec, const proto::ModelValues& values,
+                    rpc::ParameterServers* servers,
+                    const std::function<Status(const std::string&)>& add_files) {
   if (std::string bad = FirstNonFinite(values); !bad.empty()) {
     return absl::DataLossError(StrCat("'", bad, "' holds non-finite values at model version ",
                                       values.version(), "; the model is not written"));
@@ -119,9 +123,29 @@ Status WriteTrainingResults(const proto::JobSpec& spec, bool checkpoint,
                                      "writing the last checkpoint");
   }
   if (!spec.output().empty()) {
-    EDL_RETURN_IF_ERROR_WITH_CONTEXT(WriteOutputModel(spec, servers, add_files),
-                                     "writing the trained model");
+    StatusOr<proto::ModelValues> values = PullModel(servers);
+    EDL_RETURN_IF_ERROR_WITH_CONTEXT(
+        values.ok() ? PublishModel(spec, *values, servers, add_files) : values.status(),
+        "writing the trained model");
   }
+  return absl::OkStatus();
+}
+
+Status WriteCollectiveTrainingResults(const proto::JobSpec& spec, int64_t model_version,
+                                      const std::function<Status(const std::string&)>& add_files) {
+  if (spec.output().empty()) return absl::OkStatus();
+  const std::string dir = spec.ps().checkpoint_dir().empty() ? CheckpointsDir(spec.job_dir())
+                                                             : spec.ps().checkpoint_dir();
+  const std::string path = ps::CheckpointPath(dir, model_version, 0, 1);
+  StatusOr<proto::ShardCheckpoint> checkpoint = ps::ReadCheckpoint(path);
+  if (absl::IsNotFound(checkpoint.status())) {
+    return absl::UnavailableError(StrCat("waiting for the workers' checkpoint of model version ",
+                                         model_version, " (", path, ")"));
+  }
+  EDL_RETURN_IF_ERROR(checkpoint.status());
+  proto::ModelValues values = ps::ModelValuesOf({*checkpoint});
+  EDL_RETURN_IF_ERROR_WITH_CONTEXT(PublishModel(spec, values, nullptr, add_files),
+                                   "writing the trained model");
   return absl::OkStatus();
 }
 

@@ -27,6 +27,15 @@ Status WriteTrainingResults(const proto::JobSpec& spec, bool checkpoint,
                             rpc::ParameterServers* servers,
                             const std::function<Status(const std::string&)>& add_files = {});
 
+// AllreduceStrategy: the workers hold the model, and write it as a
+// checkpoint (one shard) when training ends. With an output directory in
+// `spec`, the checkpoint of `model_version` in the job's checkpoint
+// directory is published as the trained model, as above. UNAVAILABLE while
+// that checkpoint is not there yet.
+Status WriteCollectiveTrainingResults(
+    const proto::JobSpec& spec, int64_t model_version,
+    const std::function<Status(const std::string&)>& add_files = {});
+
 // A prediction job: the workers' parts (<job_dir>/predictions/task-<id>.csv)
 // concatenated in the order of the input under one header, into
 // `spec.output()` (a .csv file, or predictions.csv in that directory).

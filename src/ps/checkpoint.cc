@@ -283,4 +283,14 @@ StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const
   return files;
 }
 
+proto::ModelValues ModelValuesOf(const std::vector<proto::ShardCheckpoint>& shards) {
+  proto::ModelValues values;
+  if (!shards.empty()) values.set_version(shards[0].version());
+  for (const proto::ShardCheckpoint& shard : shards) {
+    for (const proto::ParameterState& p : shard.parameters()) *values.add_parameters() = p.value();
+    for (const proto::Tensor& b : shard.buffers()) *values.add_buffers() = b;
+  }
+  return values;
+}
+
 }  // namespace elasticdl::ps

@@ -64,6 +64,10 @@ StatusOr<proto::ShardCheckpoint> ReadNewestCheckpoint(const std::string& dir, in
 // DATA_LOSS naming it. NOT_FOUND, naming `dir`, when no version is complete.
 StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const std::string& dir);
 
+// The parameters and buffers of `shards` (all the files of one version), at
+// their version: what a trained model's parameters.pb holds.
+proto::ModelValues ModelValuesOf(const std::vector<proto::ShardCheckpoint>& shards);
+
 // Which set ReadNewestCompleteCheckpoint would read: its version and number
 // of shards, from the file names alone. NOT_FOUND as there.
 struct CompleteCheckpoint {

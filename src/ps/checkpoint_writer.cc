@@ -11,7 +11,9 @@
 namespace elasticdl::ps {
 
 CheckpointWriter::CheckpointWriter(CheckpointWriterOptions options)
-    : options_(std::move(options)), thread_([this] { Loop(); }) {}
+    : options_(std::move(options)),
+      owner_(options_.owner.empty() ? StrCat("parameter server ", options_.ps_id) : options_.owner),
+      thread_([this] { Loop(); }) {}
 
 CheckpointWriter::~CheckpointWriter() {
   {
@@ -27,10 +29,8 @@ bool CheckpointWriter::Offer(ShardSnapshot snapshot) {
   if (snapshot.version <= newest_offered_) return false;
   if (writing_ || queued_.has_value()) {
     ++stats_.skipped;
-    spdlog::warn(
-        "parameter server {}: checkpoint of version {} skipped: the previous one is still being "
-        "written",
-        options_.ps_id, snapshot.version);
+    spdlog::warn("{}: checkpoint of version {} skipped: the previous one is still being written",
+                 owner_, snapshot.version);
     return false;
   }
   newest_offered_ = snapshot.version;
@@ -56,8 +56,7 @@ Status CheckpointWriter::WriteNow(ShardSnapshot snapshot) {
   std::lock_guard<std::mutex> lock(mu_);
   if (last_written_ == version) return absl::OkStatus();
   if (!last_status_.ok()) return last_status_;
-  return absl::InternalError(StrCat("parameter server ", options_.ps_id,
-                                    ": the checkpoint of version ", version,
+  return absl::InternalError(StrCat(owner_, ": the checkpoint of version ", version,
                                     " was not written (an older version was offered?)"));
 }
 
@@ -112,15 +111,14 @@ Status CheckpointWriter::Write(ShardSnapshot snapshot) {
   if (s.ok())
     s = RetainCheckpoints(options_.dir, options_.ps_id, options_.num_ps, options_.keep_max);
   if (!s.ok()) {
-    spdlog::error("parameter server {}: checkpoint of version {} failed: {}", options_.ps_id,
-                  version, std::string(s.message()));
+    spdlog::error("{}: checkpoint of version {} failed: {}", owner_, version,
+                  std::string(s.message()));
     return s;
   }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();
-  spdlog::info("parameter server {}: checkpoint of version {} written in {} ms ({})",
-               options_.ps_id, version, ms,
+  spdlog::info("{}: checkpoint of version {} written in {} ms ({})", owner_, version, ms,
                CheckpointPath(options_.dir, version, options_.ps_id, options_.num_ps));
   return absl::OkStatus();
 }

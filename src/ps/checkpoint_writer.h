@@ -37,6 +37,8 @@ struct CheckpointWriterOptions {
   int num_ps = 1;
   // Keep the newest this many checkpoints of this shard; 0 keeps all.
   int keep_max = 0;
+  // Who writes, for log lines and errors; empty: "parameter server <ps_id>".
+  std::string owner;
 };
 
 class CheckpointWriter {
@@ -69,6 +71,7 @@ class CheckpointWriter {
   Status Write(ShardSnapshot snapshot);
 
   const CheckpointWriterOptions options_;
+  const std::string owner_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::optional<ShardSnapshot> queued_;

@@ -37,6 +37,18 @@ class GrpcMaster : public MasterClient {
                    milliseconds timeout) override {
     return Call(&proto::Master::Stub::Heartbeat, request, response, timeout);
   }
+  Status Rendezvous(const proto::RendezvousRequest& request, proto::RendezvousResponse* response,
+                    milliseconds timeout) override {
+    return Call(&proto::Master::Stub::Rendezvous, request, response, timeout);
+  }
+  Status GroupStore(const proto::GroupStoreRequest& request, proto::GroupStoreResponse* response,
+                    milliseconds timeout) override {
+    return Call(&proto::Master::Stub::GroupStore, request, response, timeout);
+  }
+  Status GroupState(const proto::GroupStateRequest& request, proto::GroupStateResponse* response,
+                    milliseconds timeout) override {
+    return Call(&proto::Master::Stub::GroupState, request, response, timeout);
+  }
   void Reconnect() override {
     // A channel that failed to connect backs off before trying again; a new
     // one connects at once.

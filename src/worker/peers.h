@@ -32,9 +32,30 @@ class MasterClient {
   virtual Status Heartbeat(const proto::HeartbeatRequest& request,
                            proto::HeartbeatResponse* response,
                            std::chrono::milliseconds timeout) = 0;
+  // AllreduceStrategy: the collective group's rendezvous (the master).
+  virtual Status Rendezvous(const proto::RendezvousRequest& request,
+                            proto::RendezvousResponse* response,
+                            std::chrono::milliseconds timeout) {
+    return Unsupported("Rendezvous");
+  }
+  virtual Status GroupStore(const proto::GroupStoreRequest& request,
+                            proto::GroupStoreResponse* response,
+                            std::chrono::milliseconds timeout) {
+    return Unsupported("GroupStore");
+  }
+  virtual Status GroupState(const proto::GroupStateRequest& request,
+                            proto::GroupStateResponse* response,
+                            std::chrono::milliseconds timeout) {
+    return Unsupported("GroupState");
+  }
   // Calls failed as unreachable: connect afresh (a restarted master listens
   // on the same address) rather than wait out a backoff. Thread-safe.
   virtual void Reconnect() {}
+
+ private:
+  static Status Unsupported(const char* call) {
+    return absl::UnimplementedError(std::string(call) + " is not supported by this master");
+  }
 };
 
 struct WorkerPeers {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 #include "elasticdl/seed.h"
 #include "job/job_spec.h"
@@ -61,6 +62,17 @@ WorkerJob WorkerJob::Of(const proto::JobSpec& spec) {
   }
   job.trained_model = spec.model().trained_model();
   job.predictions_dir = spec.job_dir() + "/predictions";
+  if (spec.type() == proto::JOB_TRAINING) job.strategy = spec.strategy();
+  job.optimizer = spec.model().optimizer_config();
+  job.checkpoint_dir = spec.ps().checkpoint_dir().empty() ? CheckpointsDir(spec.job_dir())
+                                                          : spec.ps().checkpoint_dir();
+  job.checkpoint_steps = spec.ps().checkpoint_steps();
+  job.keep_checkpoint_max = spec.ps().keep_checkpoint_max();
+  job.checkpoint_dir_for_init = spec.ps().checkpoint_dir_for_init();
+  job.max_steps = spec.tasks().max_steps();
+  if (spec.fault_tolerance().collective_timeout_ms() > 0) {
+    job.collective_timeout = milliseconds(spec.fault_tolerance().collective_timeout_ms());
+  }
   return job;
 }
 
@@ -562,6 +574,10 @@ void Worker::HeartbeatLoop() {
       if (response.leave() && !leave_.exchange(true)) {
         spdlog::info("the master asks this worker to leave");
       }
+      int64_t seen = latest_group_version_.load();
+      while (response.group_version() > seen &&
+             !latest_group_version_.compare_exchange_weak(seen, response.group_version())) {
+      }
     } else if (rpc::IsUnreachable(s)) {
       peers_.master->Reconnect();
     } else if (s.code() == absl::StatusCode::kFailedPrecondition) {
@@ -584,6 +600,7 @@ void Worker::StopHeartbeats() {
 }
 
 Status Worker::Run() {
+  if (job_.strategy != proto::PARAMETER_SERVER_STRATEGY) return RunCollective();
   EDL_RETURN_IF_ERROR(Register());
   EDL_RETURN_IF_ERROR(LoadInitialModel());
   heartbeat_ = std::thread(&Worker::HeartbeatLoop, this);
@@ -638,5 +655,11 @@ Status Worker::Run() {
     if (reconnect) EDL_RETURN_IF_ERROR(Reconnect());
   }
 }
+
+// The collective group's calls (collective_trainer.cc).
+template Status Worker::CallMaster(const char*, decltype(&MasterClient::Rendezvous),
+                                   const proto::RendezvousRequest&, proto::RendezvousResponse*);
+template Status Worker::CallMaster(const char*, decltype(&MasterClient::GroupState),
+                                   const proto::GroupStateRequest&, proto::GroupStateResponse*);
 
 }  // namespace elasticdl::worker

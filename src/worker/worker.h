@@ -85,9 +85,24 @@ struct WorkerJob {
   std::string trained_model;
   // Prediction: where each task's CSV part goes.
   std::string predictions_dir;
+  // Training: how gradients are combined; under AllreduceStrategy (and
+  // Local) the worker holds the model and its optimizer (CollectiveTrainer).
+  proto::DistributionStrategy strategy = proto::PARAMETER_SERVER_STRATEGY;
+  proto::OptimizerConfig optimizer;
+  // AllreduceStrategy: where checkpoints go, how often, how many are kept;
+  // the checkpoint a new job starts from; the last model version; how long
+  // a collective waits for a silent peer.
+  std::string checkpoint_dir;
+  int64_t checkpoint_steps = 0;
+  int keep_checkpoint_max = 0;
+  std::string checkpoint_dir_for_init;
+  int64_t max_steps = 0;
+  std::chrono::milliseconds collective_timeout{60000};
 
   static WorkerJob Of(const proto::JobSpec& spec);
 };
+
+class CollectiveTrainer;
 
 class Worker {
  public:
@@ -103,10 +118,14 @@ class Worker {
   Status Run();
 
  private:
+  friend class CollectiveTrainer;
+
   // A master call, retried while the master is unreachable (restarting).
   template <typename Request, typename Response, typename Method>
   Status CallMaster(const char* what, Method method, const Request& request, Response* response);
 
+  // AllreduceStrategy and Local: CollectiveTrainer (collective_trainer.cc).
+  Status RunCollective();
   Status Register();
   Status LoadInitialModel();
   // Pulls what changed. With `wait_for_steps`, first waits until every step
@@ -165,6 +184,8 @@ class Worker {
   std::atomic<int64_t> minibatches_done_{0};
   std::atomic<bool> leave_{false};  // the master asked us to leave
   std::atomic<bool> lost_{false};   // the master no longer knows us
+  // AllreduceStrategy: the newest collective group version heartbeats told.
+  std::atomic<int64_t> latest_group_version_{0};
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
   bool heartbeat_quit_ = false;

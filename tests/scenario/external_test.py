@@ -121,6 +121,13 @@ class ExternalTest(ExactJobCase):
         """The same with the Python exactness model: its workers import it on their hosts."""
         self.two_hosts_one_lost("py-two-hosts", model_def=PYTHON_MODEL)
 
+    def test_allreduce_on_two_hosts_one_host_lost(self):
+        """AllreduceStrategy across hosts: the workers' Gloo connections cross the network
+        namespaces; host A's two workers die at once, the survivor goes on alone, and a
+        worker joining later receives the model from it."""
+        self.two_hosts_one_lost("ar-two-hosts", distribution_strategy="AllreduceStrategy",
+                                num_ps_pods=None)
+
     def two_hosts_one_lost(self, name, **flags):
         job, job_dir, output, log = self.start_master(name, **flags)
         address = self.master_address(job, job_dir, log)

@@ -274,6 +274,12 @@ class SlurmTest(ExactJobCase):
         """The same with the Python exactness model: Slurm's nodes import it."""
         self.node_lost("py-node-lost", model_def="exactness.python_exactness.Exactness")
 
+    def test_allreduce_node_lost_mid_job(self):
+        """AllreduceStrategy, three workers all-reducing on both nodes: the survivors
+        regroup without the lost node's workers, a replacement joins, the job is exact."""
+        self.node_lost("ar-node-lost", distribution_strategy="AllreduceStrategy",
+                       num_ps_pods=None, num_workers=3)
+
     def node_lost(self, label, **flags):
         def scenario(run):
             job, job_dir, output, log = self.start(f"{label}-{run}", checkpoint_steps=8, **flags)

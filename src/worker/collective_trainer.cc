@@ -1,0 +1,786 @@
+// AllreduceStrategy (and Local): a worker that holds the whole model and its
+// optimizer, and trains in lockstep with the other workers of the
+// collective group (worker/collective.h).
+//
+// A step: every member says what it brings (a header: its minibatch's task
+// and index, or nothing; whether it leaves; whether it heard of a newer group
+// version), and the headers are summed so that every member knows every
+// other's. Members with a minibatch run forward and backward, reducing
+// gradient buckets as backward produces them; members without one add
+// zeros. The sum is divided by the number of minibatches, and every member
+// applies the same optimizer step to the same values: their models stay
+// identical, as do the minibatches of each task the model holds (`applied`,
+// per task a prefix, as a parameter server keeps it).
+//
+// Exact-once: a minibatch counts once its step completed. A step that fails
+// on some member (a peer died) is not applied there; when the group forms
+// again, its members agree on the newest state any of them holds and the
+// others take it (a broadcast), so a step applied anywhere is applied
+// everywhere, and `applied` tells each member where its task goes on. The
+// master counts work from the members' reports; when a group's state is
+// older than what it counted (every member that held newer state is gone,
+// or the state came from a checkpoint), the new group's rank 0 tells it and
+// the master sets those tasks back (GroupState).
+//
+// Membership: a member that stops (SIGTERM, scale-down, the job is over)
+// says so in a step's header and leaves after it; the others form a new
+// version at once. A newer version (a worker joined, or the master lost one)
+// is heard of through heartbeats; the member that hears it first says so in
+// the next header and everybody regroups after that step. A member waiting
+// in a collective gives up when a newer version appears, so a frozen peer
+// costs its lease, not Gloo's timeout.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "common/crc.h"
+#include "common/file.h"
+#include "common/strings.h"
+#include "elasticdl/seed.h"
+#include "elasticdl/zoo/lr_schedule.h"
+#include "elasticdl/zoo/optimizer.h"
+#include "ps/checkpoint.h"
+#include "ps/checkpoint_writer.h"
+#include "ps/shard_state.h"
+#include "rpc/grpc_util.h"
+#include "rpc/tensor_codec.h"
+#include "worker/collective.h"
+#include "worker/worker.h"
+#include "zoo/embedding_spec.h"
+#include "zoo/lr_schedule_config.h"
+
+namespace elasticdl::worker {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kMasterCallTimeout{10000};
+// Gradient buckets of about this many bytes (DDP's default is 25 MB; small
+// models here reduce in one or two).
+constexpr int64_t kBucketBytes = 4 << 20;
+
+// The header of a step: one row per member, summed over the group.
+enum Column : int64_t {
+  kPresent,  // 1: the member brings a minibatch
+  kTask,     // its task and index
+  kMinibatch,
+  kLeaving,  // 1: the member leaves after this step
+  kRegroup,  // 1: it heard of a newer group version
+  kIdle,     // 1: it has no task
+  kJobOver,  // 1: it leaves because the job is over
+  kColumns
+};
+
+// The local address that reaches `master_address` (host:port): where the
+// other members reach this one.
+std::string LocalAddressTowards(const std::string& master_address) {
+  const size_t colon = master_address.rfind(':');
+  std::string host = master_address.substr(0, colon);
+  const std::string port = colon == std::string::npos ? "0" : master_address.substr(colon + 1);
+  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr) {
+    return "127.0.0.1";
+  }
+  std::string address = "127.0.0.1";
+  const int fd = socket(found->ai_family, SOCK_DGRAM, 0);
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    char text[INET6_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+      const void* at =
+          local.ss_family == AF_INET6
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+      if (inet_ntop(local.ss_family, at, text, sizeof(text)) != nullptr) address = text;
+    }
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  return address;
+}
+
+}  // namespace
+
+class CollectiveTrainer {
+ public:
+  explicit CollectiveTrainer(Worker* worker) : w_(*worker) {}
+  Status Run();
+
+ private:
+  // How a run of steps in one group version ended.
+  enum class Outcome { kRegroup, kFailed, kLeave };
+
+  // The task being trained: its pipeline, where it is, and its report.
+  struct Current {
+    proto::Task task;
+    std::optional<Dataset<Example>> batches;
+    int64_t position = 0;  // index of the next minibatch the pipeline yields
+    // The last minibatch taken from the pipeline, not yet applied.
+    std::optional<Example> pending;
+    int64_t pending_index = -1;
+    proto::ReportTaskRequest report;
+  };
+
+  Status BuildModel();
+  Status Rendezvous(int64_t failed_version, proto::RendezvousResponse* place);
+  // Agrees on the group's state: the newest any member holds, or the
+  // checkpoint or initial model when none holds any.
+  Status Synchronize(bool* rewound);
+  Status InitializeState(bool* from_checkpoint);
+  StatusOr<ps::ShardSnapshot> Snapshot() const;
+  StatusOr<std::string> EncodeState() const;
+  // Loads a checkpoint's values (and, when `everything`, its optimizer
+  // state, version and applied minibatches).
+  Status LoadState(const proto::ShardCheckpoint& checkpoint, bool everything);
+  // The steps of one group version, which this worker asked to join at
+  // `asked` (logged with its first step).
+  StatusOr<Outcome> Steps(std::chrono::steady_clock::time_point asked);
+  // Gets a task when there is none: false when the worker leaves (asked
+  // to stop, or the job is over).
+  StatusOr<bool> EnsureTask();
+  // The minibatch the current task brings to the next step (nullopt when
+  // the task is done: it is reported and dropped).
+  StatusOr<std::optional<int64_t>> NextMinibatch();
+  Status ReportCurrent(bool stopped, const std::string& error = "", bool nonfinite = false);
+  Status StartTask(const proto::Task& task);
+  Status WriteFinalCheckpoint();
+  bool Abandoned() const {
+    return group_ != nullptr && w_.latest_group_version_.load() > group_->version();
+  }
+
+  Worker& w_;
+  std::shared_ptr<Model> model_;
+  std::vector<std::pair<std::string, torch::Tensor>> parameters_;
+  std::vector<std::pair<std::string, torch::Tensor>> buffers_;
+  OptimizerSpec optimizer_spec_ = torch::optim::SGDOptions(0.1);
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  LearningRateSchedule schedule_;
+  double base_lr_ = 0;
+  double learning_rate_ = 0;
+  std::unique_ptr<GradientBuckets> buckets_;
+  std::unique_ptr<CollectiveGroup> group_;
+  std::unique_ptr<ps::CheckpointWriter> checkpoints_;
+
+  bool has_state_ = false;
+  int64_t version_ = 0;
+  std::map<int64_t, int64_t> applied_;
+  std::optional<Current> current_;
+  bool idle_ = false;      // no task this step
+  bool leaving_ = false;   // leaves after the next step
+  bool job_over_ = false;  // the master said so
+  // This member is the lowest of those the job is over for in its last step.
+  bool writes_final_checkpoint_ = false;
+};
+
+Status Worker::RunCollective() { return CollectiveTrainer(this).Run(); }
+
+Status CollectiveTrainer::BuildModel() {
+  torch::manual_seed(job_seeds::InitialModel(w_.job_.seed));
+  EDL_ASSIGN_OR_RETURN(model_, w_.program_.MakeModel());
+  EDL_ASSIGN_OR_RETURN(std::vector<EmbeddingImpl*> embeddings, EmbeddingsOf(*model_));
+  if (!embeddings.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat("the model's embedding table '", embeddings[0]->options().name(),
+               "' lives on parameter servers: AllreduceStrategy trains dense models only; use "
+               "--distribution_strategy=ParameterServerStrategy for models with Embedding layers"));
+  }
+  w_.model_ = std::make_unique<ShardedModel>(model_, 1);
+  std::vector<torch::Tensor> trainable;
+  for (const auto& item : model_->named_parameters()) {
+    parameters_.emplace_back(item.key(), item.value());
+    if (item.value().requires_grad()) trainable.push_back(item.value());
+  }
+  for (const auto& item : model_->named_buffers()) buffers_.emplace_back(item.key(), item.value());
+  EDL_ASSIGN_OR_RETURN(optimizer_spec_, ParseOptimizer(w_.job_.optimizer.SerializeAsString()));
+  if (w_.job_.optimizer.has_lr_schedule()) {
+    EDL_ASSIGN_OR_RETURN(schedule_, LrScheduleFromProto(w_.job_.optimizer.lr_schedule()));
+  }
+  base_lr_ = std::visit([](const auto& o) { return static_cast<double>(o.lr()); }, optimizer_spec_);
+  EDL_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(optimizer_spec_, trainable));
+  buckets_ = std::make_unique<GradientBuckets>(trainable, kBucketBytes);
+  ps::CheckpointWriterOptions writer;
+  writer.dir = w_.job_.checkpoint_dir;
+  writer.keep_max = w_.job_.keep_checkpoint_max;
+  writer.owner = StrCat("worker ", w_.options_.worker_id);
+  checkpoints_ = std::make_unique<ps::CheckpointWriter>(writer);
+  return absl::OkStatus();
+}
+
+Status CollectiveTrainer::Rendezvous(int64_t failed_version, proto::RendezvousResponse* place) {
+  proto::RendezvousRequest request;
+  request.set_worker_id(w_.options_.worker_id);
+  request.set_failed_version(failed_version);
+  return w_.CallMaster("joining the collective group", &MasterClient::Rendezvous, request, place);
+}
+
+StatusOr<ps::ShardSnapshot> CollectiveTrainer::Snapshot() const {
+  ps::ShardSnapshot s;
+  s.version = version_;
+  s.optimizer = w_.job_.optimizer;
+  s.applied = applied_;
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : parameters_) {
+    ps::ParameterSnapshot& out = s.parameters[name];
+    out.value = p.detach().clone();
+    ps::ExportOptimizerState(optimizer_spec_, *optimizer_, p, &out);
+  }
+  for (const auto& [name, b] : buffers_) s.buffers[name] = b.detach().clone();
+  return s;
+}
+
+StatusOr<std::string> CollectiveTrainer::EncodeState() const {
+  EDL_ASSIGN_OR_RETURN(ps::ShardSnapshot snapshot, Snapshot());
+  proto::ShardCheckpoint checkpoint;
+  EDL_RETURN_IF_ERROR(ps::EncodeSnapshot(std::move(snapshot), &checkpoint));
+  return checkpoint.SerializeAsString();
+}
+
+Status CollectiveTrainer::LoadState(const proto::ShardCheckpoint& checkpoint, bool everything) {
+  std::map<std::string, const proto::ParameterState*> states;
+  std::map<std::string, const proto::Tensor*> buffers;
+  for (const proto::ParameterState& p : checkpoint.parameters()) states[p.value().name()] = &p;
+  for (const proto::Tensor& b : checkpoint.buffers()) buffers[b.name()] = &b;
+  const bool slots_apply =
+      everything || checkpoint.optimizer().kind_case() == w_.job_.optimizer.kind_case();
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, p] : parameters_) {
+    auto it = states.find(name);
+    if (it == states.end()) {
+      return absl::FailedPreconditionError(StrCat("the checkpoint (version ", checkpoint.version(),
+                                                  ") has no parameter '", name, "' of the model"));
+    }
+    torch::Tensor target = p;
+    EDL_RETURN_IF_ERROR(Annotate(rpc::CopyInto(it->second->value(), target), name));
+    if (slots_apply) {
+      EDL_ASSIGN_OR_RETURN(rpc::NamedTensors slots, rpc::DecodeTensors(it->second->slots()));
+      EDL_RETURN_IF_ERROR(ps::ImportOptimizerState(optimizer_spec_, name, slots, it->second->step(),
+                                                   p, optimizer_.get()));
+    }
+  }
+  for (const auto& [name, b] : buffers_) {
+    auto it = buffers.find(name);
+    if (it == buffers.end()) continue;
+    torch::Tensor target = b;
+    EDL_RETURN_IF_ERROR(Annotate(rpc::CopyInto(*it->second, target), name));
+  }
+  version_ = checkpoint.version();
+  if (everything) {
+    applied_.clear();
+    for (const proto::TaskProgress& t : checkpoint.applied())
+      applied_[t.task_id()] = t.minibatches();
+  }
+  has_state_ = true;
+  return absl::OkStatus();
+}
+
+Status CollectiveTrainer::InitializeState(bool* from_checkpoint) {
+  *from_checkpoint = false;
+  // This job's own checkpoints first: every worker was lost, and the group
+  // goes on from the newest.
+  StatusOr<proto::ShardCheckpoint> own = ps::ReadNewestCheckpoint(w_.job_.checkpoint_dir, 0, 1);
+  if (own.ok()) {
+    *from_checkpoint = true;
+    spdlog::info("the collective group starts from this job's checkpoint of version {}",
+                 own->version());
+    return LoadState(*own, /*everything=*/true);
+  }
+  if (!absl::IsNotFound(own.status())) return own.status();
+  if (!w_.job_.checkpoint_dir_for_init.empty()) {
+    EDL_ASSIGN_OR_RETURN(std::vector<proto::ShardCheckpoint> shards,
+                         ps::ReadNewestCompleteCheckpoint(w_.job_.checkpoint_dir_for_init));
+    proto::ShardCheckpoint merged = shards[0];
+    for (size_t i = 1; i < shards.size(); ++i) {
+      for (const auto& p : shards[i].parameters()) *merged.add_parameters() = p;
+      for (const auto& b : shards[i].buffers()) *merged.add_buffers() = b;
+    }
+    EDL_RETURN_IF_ERROR(LoadState(merged, /*everything=*/false));
+    applied_.clear();
+    return absl::OkStatus();
+  }
+  // The model as built from the job's seed (BuildModel).
+  version_ = 0;
+  applied_.clear();
+  has_state_ = true;
+  return absl::OkStatus();
+}
+
+Status CollectiveTrainer::Synchronize(bool* rewound) {
+  *rewound = false;
+  EDL_ASSIGN_OR_RETURN(auto states,
+                       group_->AllGather({has_state_ ? 1 : 0, has_state_ ? version_ : -1}));
+  int source = -1;
+  int64_t newest = -1;
+  bool all_there = true;
+  for (int r = 0; r < group_->world_size(); ++r) {
+    if (states[r][0] == 1 && states[r][1] > newest) {
+      newest = states[r][1];
+      source = r;
+    }
+  }
+  for (int r = 0; r < group_->world_size(); ++r) {
+    all_there = all_there && states[r][0] == 1 && states[r][1] == newest;
+  }
+  bool from_checkpoint = false;
+  if (source < 0) {
+    // Nobody holds a state: every member starts the same way, and checks
+    // that they agree.
+    EDL_RETURN_IF_ERROR(InitializeState(&from_checkpoint));
+    EDL_ASSIGN_OR_RETURN(std::string bytes, EncodeState());
+    const int64_t fingerprint = crc::Crc32c(bytes);
+    EDL_ASSIGN_OR_RETURN(auto fingerprints, group_->AllGather({fingerprint}));
+    for (int r = 0; r < group_->world_size(); ++r) {
+      if (fingerprints[r][0] != fingerprint) {
+        return absl::FailedPreconditionError(StrCat(
+            "the model's initial values differ between worker ranks 0 and ", r,
+            " although every worker built it from the job's seed: the model's constructor is "
+            "not deterministic (it draws from a generator other than LibTorch's, or from the "
+            "clock); AllreduceStrategy needs every worker to build the same model"));
+      }
+    }
+  } else if (!all_there) {
+    std::string bytes;
+    if (group_->rank() == source) {
+      EDL_ASSIGN_OR_RETURN(bytes, EncodeState());
+    }
+    EDL_RETURN_IF_ERROR(group_->Broadcast(&bytes, source));
+    if (group_->rank() != source && !(has_state_ && version_ == newest)) {
+      proto::ShardCheckpoint state;
+      if (!state.ParseFromString(bytes)) {
+        return absl::DataLossError("the group's state arrived damaged");
+      }
+      EDL_RETURN_IF_ERROR(LoadState(state, /*everything=*/true));
+      spdlog::info("took the collective group's state at model version {} from rank {}", version_,
+                   source);
+    }
+  }
+  // Rank 0 tells the master the state the group goes on from; when the
+  // master sets work back, every member drops its task.
+  int64_t reopened = 0;
+  if (group_->rank() == 0) {
+    proto::GroupStateRequest request;
+    request.set_worker_id(w_.options_.worker_id);
+    request.set_group_version(group_->version());
+    request.set_model_version(version_);
+    request.set_from_checkpoint(from_checkpoint);
+    for (const auto& [task, minibatches] : applied_) {
+      proto::TaskProgress* p = request.add_applied();
+      p->set_task_id(task);
+      p->set_minibatches(minibatches);
+    }
+    proto::GroupStateResponse response;
+    EDL_RETURN_IF_ERROR(w_.CallMaster("telling the master the group's state",
+                                      &MasterClient::GroupState, request, &response));
+    reopened = response.reopened();
+  }
+  EDL_ASSIGN_OR_RETURN(auto told, group_->AllGather({reopened}));
+  *rewound = told[0][0] > 0;
+  return absl::OkStatus();
+}
+
+Status CollectiveTrainer::StartTask(const proto::Task& task) {
+  Current c;
+  c.task = task;
+  c.report.set_worker_id(w_.options_.worker_id);
+  c.report.set_task_id(task.task_id());
+  c.report.set_attempt(task.attempt());
+  c.report.set_minibatches_done(task.minibatches_done());
+  w_.minibatches_done_ = task.minibatches_done();
+  w_.attempt_ = task.attempt();
+  w_.task_id_ = task.task_id();
+  current_ = std::move(c);
+  return absl::OkStatus();
+}
+
+Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, bool nonfinite) {
+  if (!current_) return absl::OkStatus();
+  proto::ReportTaskRequest& report = current_->report;
+  auto it = applied_.find(current_->task.task_id());
+  report.set_minibatches_done(it == applied_.end() ? 0 : it->second);
+  report.set_stopped(stopped);
+  report.set_model_version(version_);
+  report.set_learning_rate(learning_rate_);
+  if (!error.empty()) report.set_error(error);
+  report.set_nonfinite(nonfinite);
+  Status s = w_.Report(report);
+  current_.reset();
+  w_.task_id_ = -1;
+  return s;
+}
+
+StatusOr<bool> CollectiveTrainer::EnsureTask() {
+  idle_ = false;
+  while (!current_) {
+    if (w_.lost_) return absl::AbortedError("the master took this worker as lost");
+    if (w_.stopping() || job_over_) return false;
+    proto::GetTaskRequest request;
+    request.set_worker_id(w_.options_.worker_id);
+    proto::GetTaskResponse response;
+    EDL_RETURN_IF_ERROR(
+        w_.CallMaster("asking the master for a task", &MasterClient::GetTask, request, &response));
+    const proto::Task& task = response.task();
+    switch (task.type()) {
+      case proto::TASK_NONE:
+        job_over_ = true;
+        return false;
+      case proto::TASK_WAIT:
+        idle_ = true;
+        return true;
+      case proto::TASK_TRAINING:
+        EDL_RETURN_IF_ERROR(StartTask(task));
+        break;
+      default: {
+        // Evaluation on this member's model (the group's, at version_):
+        // the others wait in the next step meanwhile.
+        EDL_RETURN_IF_ERROR(StartTask(task));
+        Status s = w_.RunTask(task, &current_->report);
+        if (!s.ok()) current_->report.set_error(std::string(s.message()));
+        EDL_RETURN_IF_ERROR(w_.Report(current_->report));
+        current_.reset();
+        w_.task_id_ = -1;
+      }
+    }
+  }
+  return true;
+}
+
+StatusOr<std::optional<int64_t>> CollectiveTrainer::NextMinibatch() {
+  Current& c = *current_;
+  const int64_t want = applied_[c.task.task_id()];
+  if (c.pending && c.pending_index == want) return want;
+  c.pending.reset();
+  if (!c.batches || c.position > want) {
+    EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, w_.Batches(c.task, Mode::TRAINING));
+    c.batches = std::move(batches);
+    c.position = 0;
+  }
+  while (c.position <= want) {
+    torch::manual_seed(job_seeds::PipelinePull(w_.job_.seed, c.task.task_id(), c.position));
+    StatusOr<std::optional<Example>> batch = c.batches->Next();
+    if (!batch.ok()) return w_.DatasetError(batch.status());
+    if (!batch->has_value()) return std::optional<int64_t>();
+    ++c.position;
+    if (c.position - 1 == want) {
+      c.pending = std::move(**batch);
+      c.pending_index = want;
+    }
+  }
+  return want;
+}
+
+Status CollectiveTrainer::WriteFinalCheckpoint() {
+  if (checkpoints_->last_written_version() == version_) return absl::OkStatus();
+  std::error_code ignored;
+  if (std::filesystem::exists(ps::CheckpointPath(w_.job_.checkpoint_dir, version_, 0, 1),
+                              ignored)) {
+    return absl::OkStatus();
+  }
+  EDL_ASSIGN_OR_RETURN(ps::ShardSnapshot snapshot, Snapshot());
+  return checkpoints_->WriteNow(std::move(snapshot));
+}
+
+StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
+    std::chrono::steady_clock::time_point asked) {
+  Model& model = *model_;
+  bool stepped = false;
+  while (true) {
+    // What this member brings. Asked to stop, nothing: it leaves after
+    // this step, and the rest of its task goes back.
+    bool staying = !w_.stopping();
+    if (staying) {
+      EDL_ASSIGN_OR_RETURN(staying, EnsureTask());
+    }
+    std::optional<int64_t> minibatch;
+    while (staying && current_) {
+      if (w_.job_.max_steps > 0 && version_ >= w_.job_.max_steps) {
+        spdlog::info("task {}: the model reached the job's max_steps ({})",
+                     current_->task.task_id(), w_.job_.max_steps);
+        EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
+        EDL_ASSIGN_OR_RETURN(staying, EnsureTask());
+        continue;
+      }
+      StatusOr<std::optional<int64_t>> next = NextMinibatch();
+      if (!next.ok()) {
+        EDL_RETURN_IF_ERROR(ReportCurrent(false, std::string(next.status().message())));
+      } else if (!next->has_value()) {
+        EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/false));  // done
+      } else {
+        minibatch = **next;
+        break;
+      }
+      EDL_ASSIGN_OR_RETURN(staying, EnsureTask());
+    }
+    leaving_ = !staying;
+
+    // Forward first: a non-finite loss withdraws the minibatch.
+    torch::Tensor loss;
+    double loss_value = 0;
+    if (minibatch) {
+      const Example& batch = *current_->pending;
+      model.train();
+      torch::manual_seed(job_seeds::Minibatch(w_.job_.seed, current_->task.task_id(), *minibatch));
+      StatusOr<torch::Tensor> outputs = w_.program_.Forward(model, batch.features, true);
+      StatusOr<torch::Tensor> computed =
+          outputs.ok() ? w_.program_.Loss(batch.labels, *outputs) : outputs.status();
+      if (!computed.ok()) {
+        EDL_RETURN_IF_ERROR(ReportCurrent(false, std::string(computed.status().message())));
+        minibatch.reset();
+      } else {
+        loss = *computed;
+        loss_value = loss.item<double>();
+        if (!std::isfinite(loss_value)) {
+          const std::string error =
+              StrCat("training diverged: minibatch ", *minibatch, " of task ",
+                     current_->task.task_id(), " computed on model version ", version_,
+                     " gave a non-finite loss (", loss_value, "); it was left out of the step");
+          EDL_RETURN_IF_ERROR(ReportCurrent(false, error, /*nonfinite=*/true));
+          minibatch.reset();
+        }
+      }
+    }
+
+    // The header.
+    std::vector<int64_t> row(kColumns, 0);
+    row[kPresent] = minibatch ? 1 : 0;
+    if (minibatch) {
+      row[kTask] = current_->task.task_id();
+      row[kMinibatch] = *minibatch;
+    }
+    row[kLeaving] = leaving_ ? 1 : 0;
+    row[kRegroup] = w_.latest_group_version_.load() > group_->version() ? 1 : 0;
+    row[kIdle] = current_ ? 0 : 1;
+    row[kJobOver] = leaving_ && job_over_ ? 1 : 0;
+    StatusOr<std::vector<std::vector<int64_t>>> header = group_->AllGather(row);
+    if (!header.ok()) return Outcome::kFailed;
+    // A minibatch two members bring (a task handed out again) counts once:
+    // the lowest rank's.
+    int64_t count = 0;
+    bool mine_counts = minibatch.has_value();
+    bool any_leaving = false, regroup = false, all_idle = true;
+    // The job is over for these members: the first of them writes the
+    // model's last checkpoint, which the master publishes.
+    int first_over = -1;
+    for (int r = group_->world_size() - 1; r >= 0; --r) {
+      if ((*header)[r][kJobOver] == 1) first_over = r;
+    }
+    writes_final_checkpoint_ = first_over == group_->rank();
+    for (int r = 0; r < group_->world_size(); ++r) {
+      const std::vector<int64_t>& h = (*header)[r];
+      any_leaving = any_leaving || h[kLeaving] == 1;
+      regroup = regroup || h[kRegroup] == 1;
+      all_idle = all_idle && h[kIdle] == 1;
+      if (h[kPresent] != 1) continue;
+      bool duplicate = false;
+      for (int q = 0; q < r; ++q) {
+        const std::vector<int64_t>& o = (*header)[q];
+        duplicate = duplicate ||
+                    (o[kPresent] == 1 && o[kTask] == h[kTask] && o[kMinibatch] == h[kMinibatch]);
+      }
+      if (duplicate) {
+        if (r == group_->rank()) mine_counts = false;
+        continue;
+      }
+      ++count;
+    }
+
+    // Backward reduces buckets as they fill; without a minibatch, zeros.
+    buckets_->Begin(group_.get(), mine_counts);
+    if (mine_counts) {
+      try {
+        loss.backward();
+      } catch (const std::exception& e) {
+        // The others wait for this member's buckets: send zeros, and fail
+        // the task.
+        buckets_->Begin(group_.get(), false);
+        Status finished = buckets_->Finish(1);
+        if (!finished.ok()) return Outcome::kFailed;
+        return w_.program_.Annotate(
+            absl::InvalidArgumentError(StrCat("backward failed: ", e.what())), EntryKind::kLoss);
+      }
+    }
+    // Buffers (BatchNorm statistics): the mean over the members that ran a
+    // forward, like the gradients.
+    std::optional<torch::Tensor> flat_buffers;
+    if (!buffers_.empty() && count > 0) {
+      std::vector<torch::Tensor> parts;
+      for (const auto& [name, b] : buffers_) {
+        parts.push_back(mine_counts ? b.detach().to(torch::kDouble).reshape({-1})
+                                    : torch::zeros({b.numel()}, torch::kDouble));
+      }
+      flat_buffers = torch::cat(parts);
+    }
+    Status reduced = buckets_->Finish(count > 0 ? static_cast<double>(count) : 1.0);
+    if (reduced.ok() && flat_buffers) reduced = group_->AllReduce(*flat_buffers);
+    if (!reduced.ok()) {
+      spdlog::warn("step on model version {} failed: {}", version_, std::string(reduced.message()));
+      return Outcome::kFailed;
+    }
+
+    if (count > 0) {
+      if (!buckets_->AllFinite()) {
+        // Every member sees the same sum: nobody applies it, and each one
+        // that brought a minibatch fails its task (retried by the master).
+        if (minibatch) {
+          EDL_RETURN_IF_ERROR(
+              ReportCurrent(false,
+                            StrCat("training diverged: the gradients of the step on model version ",
+                                   version_, " (minibatch ", *minibatch, " of this worker among ",
+                                   count, ") hold non-finite values; the step was not applied"),
+                            /*nonfinite=*/true));
+        }
+      } else {
+        learning_rate_ = schedule_.LearningRate(base_lr_, version_);
+        if (!schedule_.is_constant()) {
+          for (auto& group : optimizer_->param_groups()) group.options().set_lr(learning_rate_);
+        }
+        try {
+          optimizer_->step();
+        } catch (const std::exception& e) {
+          return absl::InternalError(StrCat("optimizer step failed: ", e.what()));
+        }
+        if (flat_buffers) {
+          torch::NoGradGuard no_grad;
+          flat_buffers->div_(static_cast<double>(count));
+          int64_t at = 0;
+          for (auto& [name, b] : buffers_) {
+            torch::Tensor mean = flat_buffers->narrow(0, at, b.numel()).view(b.sizes());
+            b.copy_(b.is_floating_point() ? mean : mean.round());
+            at += b.numel();
+          }
+        }
+        const int64_t before = minibatch ? applied_[current_->task.task_id()] : 0;
+        for (int r = 0; r < group_->world_size(); ++r) {
+          const std::vector<int64_t>& h = (*header)[r];
+          if (h[kPresent] != 1) continue;
+          int64_t& done = applied_[h[kTask]];
+          done = std::max(done, h[kMinibatch] + 1);
+        }
+        ++version_;
+        if (!stepped) {
+          stepped = true;
+          spdlog::info(
+              "collective group version {} ({} workers): first step, to model version {}, {} ms "
+              "after asking to join",
+              group_->version(), group_->world_size(), version_,
+              std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - asked)
+                  .count());
+        }
+        if (minibatch && current_) {
+          Current& c = *current_;
+          if (mine_counts) {
+            c.report.set_loss_sum(c.report.loss_sum() + loss_value);
+            c.report.set_minibatches(c.report.minibatches() + 1);
+            c.report.set_records(c.report.records() + c.pending->labels.size(0));
+          }
+          c.pending.reset();
+          // Heartbeats tell what every member has applied: up to the
+          // step before this one.
+          w_.minibatches_done_ = before;
+        }
+        if (group_->rank() == 0 && w_.job_.checkpoint_steps > 0 &&
+            version_ % w_.job_.checkpoint_steps == 0) {
+          EDL_ASSIGN_OR_RETURN(ps::ShardSnapshot snapshot, Snapshot());
+          checkpoints_->Offer(std::move(snapshot));
+        }
+      }
+    }
+
+    if (leaving_) return Outcome::kLeave;
+    if (any_leaving || regroup) return Outcome::kRegroup;
+    if (all_idle) std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+Status CollectiveTrainer::Run() {
+  EDL_RETURN_IF_ERROR(w_.Register());
+  EDL_RETURN_IF_ERROR(BuildModel());
+  w_.heartbeat_ = std::thread(&Worker::HeartbeatLoop, &w_);
+  const std::string host = LocalAddressTowards(w_.options_.master_address);
+  int64_t failed_version = 0;
+  while (true) {
+    if (w_.lost_) return absl::AbortedError("the master took this worker as lost");
+    proto::RendezvousResponse place;
+    const auto asked = std::chrono::steady_clock::now();
+    EDL_RETURN_IF_ERROR(Rendezvous(failed_version, &place));
+    // Versions only grow: what heartbeats told before this one is older.
+    int64_t seen = w_.latest_group_version_.load();
+    while (place.version() > seen &&
+           !w_.latest_group_version_.compare_exchange_weak(seen, place.version())) {
+    }
+    CollectiveGroup::Options options;
+    options.host = host;
+    options.timeout = w_.job_.collective_timeout;
+    const int64_t version = place.version();
+    options.abandoned = [this, version] { return w_.latest_group_version_.load() > version; };
+    StatusOr<std::unique_ptr<CollectiveGroup>> group =
+        CollectiveGroup::Connect(w_.peers_.master.get(), w_.options_.worker_id, place, options);
+    if (!group.ok()) {
+      if (absl::IsPermissionDenied(group.status())) spdlog::error("{}", group.status().ToString());
+      failed_version = version;
+      std::this_thread::sleep_for(milliseconds(20));
+      continue;
+    }
+    group_ = std::move(*group);
+    spdlog::info("collective group version {}: rank {} of {}", version, group_->rank(),
+                 group_->world_size());
+    bool rewound = false;
+    Status synced = Synchronize(&rewound);
+    if (absl::IsFailedPrecondition(synced) && !has_state_) return synced;
+    if (!synced.ok()) {
+      spdlog::warn("collective group version {}: {}", version, std::string(synced.message()));
+      group_.reset();
+      failed_version = version;
+      continue;
+    }
+    if (rewound && current_) {
+      // The master took the tasks back; somebody redoes them from the
+      // group's state.
+      EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
+    }
+    StatusOr<Outcome> outcome = Steps(asked);
+    if (!outcome.ok()) {
+      group_.reset();
+      return outcome.status();
+    }
+    switch (*outcome) {
+      case Outcome::kLeave: {
+        EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
+        if (writes_final_checkpoint_) EDL_RETURN_IF_ERROR(WriteFinalCheckpoint());
+        checkpoints_->Flush();
+        proto::RendezvousRequest request;
+        request.set_worker_id(w_.options_.worker_id);
+        request.set_leave(true);
+        proto::RendezvousResponse ignored;
+        w_.CallMaster("leaving the collective group", &MasterClient::Rendezvous, request, &ignored)
+            .IgnoreError();
+        group_.reset();
+        spdlog::info(job_over_ ? "the job is over" : "stopping as asked");
+        return absl::OkStatus();
+      }
+      case Outcome::kRegroup:
+        // Somebody leaves: this version is over. A newer version: take it.
+        failed_version = w_.latest_group_version_.load() > version ? 0 : version;
+        break;
+      case Outcome::kFailed:
+        failed_version = version;
+        break;
+    }
+    group_.reset();
+  }
+}
+
+}  // namespace elasticdl::worker

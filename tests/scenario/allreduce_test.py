@@ -1,0 +1,99 @@
+"""The chaos scenarios under --distribution_strategy=AllreduceStrategy.
+
+The same row-exact jobs as chaos_test.py (tests/zoo/exactness, whose
+dataset_fn shuffles every task's records, and unit_step_optimizer, which
+lowers every row of a step's records by exactly 1 whatever the number of
+minibatches in the step), with the model and its optimizer on the workers
+and gradients all-reduced, three workers: kills inside tasks, SIGTERM,
+scaling up and down, a worker frozen until its lease lapses, the master
+killed. Every scenario also requires that survivors keep their processes:
+only the workers the test stops are ever replaced.
+
+Environment: as chaos_test.py (CHAOS_REPEAT, CHAOS_SEED, ELASTICDL_BIN).
+"""
+import os
+import signal
+import time
+import unittest
+
+import chaos_test
+import exactness
+
+
+class AllreduceChaosTest(chaos_test.ChaosTest):
+    FLAGS = {"distribution_strategy": "AllreduceStrategy", "num_ps_pods": None,
+             "num_workers": 3}
+
+    # Parameter servers, asynchronous steps and --grads_to_wait are the other
+    # strategy's.
+    test_repeated_worker_sigkills_async = None
+    test_ps_sigkill_restores_checkpoint = None
+    test_embedding_ps_sigkill_restores_rows = None
+    test_embedding_worker_sigkills_async = None
+    test_sync_training_applies_the_last_partial_step = None
+
+    def assertSurvivorsKept(self, job, log, replaced=()):
+        """Every worker process the job started lived until the job (or the test) ended it:
+        each worker id was started once, but those in `replaced`."""
+        describe = self.describe(job, log)
+        for worker, starts in self.starts(log).items():
+            if worker not in replaced:
+                self.assertEqual(starts, 1, f"worker {worker} was started again\n{describe}")
+        lost = {e.get("worker") for e in log.of("worker_lost")}
+        self.assertLessEqual(lost, set(replaced), describe)
+
+    @staticmethod
+    def starts(log):
+        counts = {}
+        for e in log.of("worker_started"):
+            counts[e.get("worker")] = counts.get(e.get("worker"), 0) + 1
+        return counts
+
+    def test_baseline(self):
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(f"ar-baseline-{run}", num_epochs=epochs)
+            self.assertExact(job, job_dir, output, log, epochs)
+            describe = self.describe(job, log)
+            self.assertEqual(log.of("ps_started"), [], describe)
+            self.assertEqual(len(log.of("worker_started")), 3, describe)
+            self.assertSurvivorsKept(job, log)
+            self.assertEqual(log.training_done(), chaos_test.TASKS_PER_EPOCH * epochs, describe)
+            # The trained model is the final checkpoint of the workers.
+            self.assertTrue(os.path.isdir(os.path.join(job_dir, "checkpoints")), describe)
+        self.repeat(scenario)
+
+    def test_worker_frozen_until_its_lease_lapses(self):
+        """SIGSTOP one worker inside a task: the others wait in the step's collective
+        until the master takes the frozen one as lost (its lease lapses), then go on
+        without it; resumed, it finds itself out of the job. Exact."""
+        lease_ms = 2000
+
+        def scenario(run):
+            epochs = 2
+            job, job_dir, output, log = self.start(
+                f"ar-frozen-{run}", num_epochs=epochs, worker_lease_ms=lease_ms,
+                params=exactness.model_params(chaos_test.TRAIN_RECORDS,
+                                              chaos_test.SIGKILL_SLEEP_MS))
+            self.until(job, log, lambda: log.training_done() >= 1, "a finished training task")
+            worker, pid, _, sent = self.signal_worker_mid_task(job, job_dir, log, signal.SIGSTOP)
+            try:
+                lost = self.wait_event(job, log, lambda e: e.get("event") == "worker_lost" and
+                                       e.get("worker") == worker, f"worker_lost of {worker}")
+                self.assertGreaterEqual(lost["t"] - sent, lease_ms / 1000 * 0.9,
+                                        self.describe(job, log))
+                done = log.training_done()
+                self.until(job, log, lambda: log.training_done() > done,
+                           "a task finished without the frozen worker")
+            finally:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            self.assertExact(job, job_dir, output, log, epochs)
+            self.assertSurvivorsKept(job, log, replaced=(worker,))
+        self.repeat(scenario)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -11,7 +11,13 @@
 #include "rpc/histogram_codec.h"
 
 namespace elasticdl::master {
-namespace {}  // namespace
+namespace {
+
+// How long the collective group's first version waits for the workers the
+// master started (one that does not come is left for a later version).
+constexpr std::chrono::seconds kFirstGroupPatience{15};
+
+}  // namespace
 
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
     : options_(std::move(options)),
@@ -306,6 +312,20 @@ Status JobState::Rendezvous(const proto::RendezvousRequest& request,
   }
   members_.Register(worker);
   EDL_RETURN_IF_ERROR(collective_.Join(worker, request.failed_version(), response));
+  if (!collective_formed_) {
+    // The first version waits for every worker started so far (or for
+    // kFirstGroupPatience): a job's first steps average one minibatch of
+    // each, as the parameter servers' first synchronous steps do.
+    if (!first_rendezvous_) first_rendezvous_ = Now();
+    const std::vector<WorkerId> members = collective_.members();
+    size_t expected = 0;
+    for (WorkerId w : members_.workers()) expected += members_.leaving(w) ? 0 : 1;
+    if (members.size() < expected && Now() - *first_rendezvous_ < kFirstGroupPatience) {
+      response->set_world_size(0);  // ask again
+      return absl::OkStatus();
+    }
+    collective_formed_ = true;
+  }
   Event("group_version", {{"worker", worker.value()},
                           {"version", response->version()},
                           {"rank", response->rank()},

@@ -198,6 +198,10 @@ class JobState {
   TrainingGroup group_;
   // AllreduceStrategy; thread-safe by itself (its store calls wait).
   CollectiveGroup collective_;
+  // Whether a version has been handed out; before that, workers asking
+  // wait for the others started (since the first asked).
+  bool collective_formed_ = false;
+  std::optional<Clock::time_point> first_rendezvous_;
   // Whether a training task was handed out: until then a started worker
   // joins the group at once (the job's first steps wait for every worker it
   // starts); afterwards at its first training task, so that the workers

@@ -326,7 +326,7 @@ void GradientBuckets::LaunchReady() {
   }
 }
 
-Status GradientBuckets::Finish(double divisor) {
+void GradientBuckets::LaunchRemaining() {
   active_ = false;
   // What backward did not reach (an absent member: everything) is zero.
   for (Slot& slot : slots_) {
@@ -337,6 +337,10 @@ Status GradientBuckets::Finish(double divisor) {
     ++bucket.ready;
   }
   LaunchReady();
+}
+
+Status GradientBuckets::Finish(double divisor) {
+  LaunchRemaining();
   Status failed;
   for (Bucket& b : buckets_) {
     Status s = group_->Wait(b.work);

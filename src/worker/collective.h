@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
 #include "elasticdl/proto/elasticdl.pb.h"
@@ -34,7 +35,6 @@
 
 namespace c10d {
 class ProcessGroupGloo;
-class Work;
 }  // namespace c10d
 
 namespace elasticdl::worker {
@@ -108,6 +108,9 @@ class GradientBuckets {
   // A step: its gradients go to `group`. A member without a minibatch
   // (`present` false) contributes zeros.
   void Begin(CollectiveGroup* group, bool present);
+  // After backward: starts reducing the buckets not started yet (zeros for
+  // parameters backward did not reach). Finish does it when not called.
+  void LaunchRemaining();
   // After backward (or at once when not present): reduces what is left,
   // waits for every bucket, and sets each parameter's gradient. Not OK when
   // a collective failed (gradients are then left undefined).

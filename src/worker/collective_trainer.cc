@@ -130,9 +130,12 @@ class CollectiveTrainer {
     proto::Task task;
     std::optional<Dataset<Example>> batches;
     int64_t position = 0;  // index of the next minibatch the pipeline yields
-    // The last minibatch taken from the pipeline, not yet applied.
-    std::optional<Example> pending;
-    int64_t pending_index = -1;
+    // Minibatches taken from the pipeline and not yet applied, by index.
+    std::map<int64_t, Example> ready;
+    // How many minibatches the pipeline yields, once it has ended.
+    std::optional<int64_t> end;
+    // A prefetch's failure, for the step that needs its minibatch.
+    Status error;
     proto::ReportTaskRequest report;
   };
 
@@ -156,6 +159,11 @@ class CollectiveTrainer {
   // The minibatch the current task brings to the next step (nullopt when
   // the task is done: it is reported and dropped).
   StatusOr<std::optional<int64_t>> NextMinibatch();
+  // Runs the current task's pipeline until minibatch `index` is ready or
+  // the pipeline ends, dropping ready ones below `from` (applied). Every
+  // minibatch is the same on every run of the pipeline (seeded from the job,
+  // the task and its index), so one run ahead of a failed step is reused.
+  Status Fill(int64_t from, int64_t index);
   Status ReportCurrent(bool stopped, const std::string& error = "", bool nonfinite = false);
   Status StartTask(const proto::Task& task);
   Status WriteFinalCheckpoint();
@@ -458,27 +466,37 @@ StatusOr<bool> CollectiveTrainer::EnsureTask() {
   return true;
 }
 
-StatusOr<std::optional<int64_t>> CollectiveTrainer::NextMinibatch() {
+Status CollectiveTrainer::Fill(int64_t from, int64_t index) {
   Current& c = *current_;
-  const int64_t want = applied_[c.task.task_id()];
-  if (c.pending && c.pending_index == want) return want;
-  c.pending.reset();
-  if (!c.batches || c.position > want) {
+  c.ready.erase(c.ready.begin(), c.ready.lower_bound(from));
+  if (c.ready.count(index) > 0 || (c.end && index >= *c.end)) return absl::OkStatus();
+  if (!c.batches || c.position > index) {
     EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, w_.Batches(c.task, Mode::TRAINING));
     c.batches = std::move(batches);
     c.position = 0;
+    c.end.reset();
+    c.ready.clear();
   }
-  while (c.position <= want) {
+  while (c.position <= index) {
     torch::manual_seed(job_seeds::PipelinePull(w_.job_.seed, c.task.task_id(), c.position));
     StatusOr<std::optional<Example>> batch = c.batches->Next();
     if (!batch.ok()) return w_.DatasetError(batch.status());
-    if (!batch->has_value()) return std::optional<int64_t>();
-    ++c.position;
-    if (c.position - 1 == want) {
-      c.pending = std::move(**batch);
-      c.pending_index = want;
+    if (!batch->has_value()) {
+      c.end = c.position;
+      return absl::OkStatus();
     }
+    if (c.position >= from) c.ready.emplace(c.position, std::move(**batch));
+    ++c.position;
   }
+  return absl::OkStatus();
+}
+
+StatusOr<std::optional<int64_t>> CollectiveTrainer::NextMinibatch() {
+  Current& c = *current_;
+  EDL_RETURN_IF_ERROR(std::exchange(c.error, absl::OkStatus()));
+  const int64_t want = applied_[c.task.task_id()];
+  EDL_RETURN_IF_ERROR(Fill(want, want));
+  if (c.ready.count(want) == 0) return std::optional<int64_t>();
   return want;
 }
 
@@ -530,7 +548,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     torch::Tensor loss;
     double loss_value = 0;
     if (minibatch) {
-      const Example& batch = *current_->pending;
+      const Example& batch = current_->ready.at(*minibatch);
       model.train();
       torch::manual_seed(job_seeds::Minibatch(w_.job_.seed, current_->task.task_id(), *minibatch));
       StatusOr<torch::Tensor> outputs = w_.program_.Forward(model, batch.features, true);
@@ -553,82 +571,96 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       }
     }
 
-    // The header.
-    std::vector<int64_t> row(kColumns, 0);
-    row[kPresent] = minibatch ? 1 : 0;
-    if (minibatch) {
-      row[kTask] = current_->task.task_id();
-      row[kMinibatch] = *minibatch;
-    }
-    row[kLeaving] = leaving_ ? 1 : 0;
-    row[kRegroup] = w_.latest_group_version_.load() > group_->version() ? 1 : 0;
-    row[kIdle] = current_ ? 0 : 1;
-    row[kJobOver] = leaving_ && job_over_ ? 1 : 0;
-    StatusOr<std::vector<std::vector<int64_t>>> header = group_->AllGather(row);
-    if (!header.ok()) return Outcome::kFailed;
-    // A minibatch two members bring (a task handed out again) counts once:
-    // the lowest rank's.
-    int64_t count = 0;
-    bool mine_counts = minibatch.has_value();
-    bool any_leaving = false, regroup = false, all_idle = true;
-    // The job is over for these members: the first of them writes the
-    // model's last checkpoint, which the master publishes.
-    int first_over = -1;
-    for (int r = group_->world_size() - 1; r >= 0; --r) {
-      if ((*header)[r][kJobOver] == 1) first_over = r;
-    }
-    writes_final_checkpoint_ = first_over == group_->rank();
-    for (int r = 0; r < group_->world_size(); ++r) {
-      const std::vector<int64_t>& h = (*header)[r];
-      any_leaving = any_leaving || h[kLeaving] == 1;
-      regroup = regroup || h[kRegroup] == 1;
-      all_idle = all_idle && h[kIdle] == 1;
-      if (h[kPresent] != 1) continue;
-      bool duplicate = false;
-      for (int q = 0; q < r; ++q) {
-        const std::vector<int64_t>& o = (*header)[q];
-        duplicate = duplicate ||
-                    (o[kPresent] == 1 && o[kTask] == h[kTask] && o[kMinibatch] == h[kMinibatch]);
+    // The header and the buffers go out now, and are reduced while backward
+    // runs: every member learns what the others brought without a round
+    // trip of its own.
+    torch::Tensor header = torch::zeros({group_->world_size(), kColumns}, torch::kLong);
+    {
+      int64_t* row = header[group_->rank()].data_ptr<int64_t>();
+      row[kPresent] = minibatch ? 1 : 0;
+      if (minibatch) {
+        row[kTask] = current_->task.task_id();
+        row[kMinibatch] = *minibatch;
       }
-      if (duplicate) {
-        if (r == group_->rank()) mine_counts = false;
-        continue;
+      row[kLeaving] = leaving_ ? 1 : 0;
+      row[kRegroup] = w_.latest_group_version_.load() > group_->version() ? 1 : 0;
+      row[kIdle] = current_ ? 0 : 1;
+      row[kJobOver] = leaving_ && job_over_ ? 1 : 0;
+    }
+    auto header_work = group_->StartAllReduce(header);
+    // Buffers (BatchNorm statistics): the mean over the members that ran a
+    // forward, like the gradients.
+    std::optional<torch::Tensor> flat_buffers;
+    c10::intrusive_ptr<c10d::Work> buffers_work;
+    if (!buffers_.empty()) {
+      std::vector<torch::Tensor> parts;
+      for (const auto& [name, b] : buffers_) {
+        parts.push_back(minibatch ? b.detach().to(torch::kDouble).reshape({-1})
+                                  : torch::zeros({b.numel()}, torch::kDouble));
       }
-      ++count;
+      flat_buffers = torch::cat(parts);
+      buffers_work = group_->StartAllReduce(*flat_buffers);
     }
 
     // Backward reduces buckets as they fill; without a minibatch, zeros.
-    buckets_->Begin(group_.get(), mine_counts);
-    if (mine_counts) {
+    buckets_->Begin(group_.get(), minibatch.has_value());
+    if (minibatch) {
       try {
         loss.backward();
       } catch (const std::exception& e) {
-        // The others wait for this member's buckets: send zeros, and fail
-        // the task.
-        buckets_->Begin(group_.get(), false);
-        Status finished = buckets_->Finish(1);
-        if (!finished.ok()) return Outcome::kFailed;
+        // Some buckets are out already: this step cannot be finished
+        // honestly. Leaving fails it on every member, who redo it without
+        // this one.
         return w_.program_.Annotate(
             absl::InvalidArgumentError(StrCat("backward failed: ", e.what())), EntryKind::kLoss);
       }
     }
-    // Buffers (BatchNorm statistics): the mean over the members that ran a
-    // forward, like the gradients.
-    std::optional<torch::Tensor> flat_buffers;
-    if (!buffers_.empty() && count > 0) {
-      std::vector<torch::Tensor> parts;
-      for (const auto& [name, b] : buffers_) {
-        parts.push_back(mine_counts ? b.detach().to(torch::kDouble).reshape({-1})
-                                    : torch::zeros({b.numel()}, torch::kDouble));
-      }
-      flat_buffers = torch::cat(parts);
+    // While the last buckets are reduced: the task's next minibatch.
+    buckets_->LaunchRemaining();
+    if (minibatch && current_) {
+      Status prefetched = Fill(*minibatch, *minibatch + 1);
+      if (!prefetched.ok()) current_->error = prefetched;
     }
+    if (!group_->Wait(header_work).ok()) return Outcome::kFailed;
+    int64_t count = 0;
+    bool any_leaving = false, regroup = false, all_idle = true;
+    // Two members bringing one minibatch (a task handed out twice, which
+    // only a race with the master setting work back can make): the step is
+    // dropped everywhere, and the higher rank gives its task up.
+    bool duplicate = false, mine_duplicates = false;
+    // The job is over for these members: the first of them writes the
+    // model's last checkpoint, which the master publishes.
+    int first_over = -1;
+    for (int r = 0; r < group_->world_size(); ++r) {
+      const int64_t* h = header[r].data_ptr<int64_t>();
+      any_leaving = any_leaving || h[kLeaving] == 1;
+      regroup = regroup || h[kRegroup] == 1;
+      all_idle = all_idle && h[kIdle] == 1;
+      if (h[kJobOver] == 1 && first_over < 0) first_over = r;
+      if (h[kPresent] != 1) continue;
+      ++count;
+      for (int q = 0; q < r; ++q) {
+        const int64_t* o = header[q].data_ptr<int64_t>();
+        if (o[kPresent] == 1 && o[kTask] == h[kTask] && o[kMinibatch] == h[kMinibatch]) {
+          duplicate = true;
+          mine_duplicates = mine_duplicates || r == group_->rank();
+        }
+      }
+    }
+    writes_final_checkpoint_ = first_over == group_->rank();
     Status reduced = buckets_->Finish(count > 0 ? static_cast<double>(count) : 1.0);
-    if (reduced.ok() && flat_buffers) reduced = group_->AllReduce(*flat_buffers);
+    if (reduced.ok() && buffers_work) reduced = group_->Wait(buffers_work);
     if (!reduced.ok()) {
       spdlog::warn("step on model version {} failed: {}", version_, std::string(reduced.message()));
       return Outcome::kFailed;
     }
+    if (duplicate) {
+      spdlog::warn("step on model version {} dropped: two workers brought the same minibatch",
+                   version_);
+      if (mine_duplicates) EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
+      count = 0;
+    }
+    const bool mine_counts = minibatch.has_value() && !duplicate;
 
     if (count > 0) {
       if (!buckets_->AllFinite()) {
@@ -664,7 +696,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         }
         const int64_t before = minibatch ? applied_[current_->task.task_id()] : 0;
         for (int r = 0; r < group_->world_size(); ++r) {
-          const std::vector<int64_t>& h = (*header)[r];
+          const int64_t* h = header[r].data_ptr<int64_t>();
           if (h[kPresent] != 1) continue;
           int64_t& done = applied_[h[kTask]];
           done = std::max(done, h[kMinibatch] + 1);
@@ -684,9 +716,9 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
           if (mine_counts) {
             c.report.set_loss_sum(c.report.loss_sum() + loss_value);
             c.report.set_minibatches(c.report.minibatches() + 1);
-            c.report.set_records(c.report.records() + c.pending->labels.size(0));
+            c.report.set_records(c.report.records() + c.ready.at(*minibatch).labels.size(0));
           }
-          c.pending.reset();
+          c.ready.erase(*minibatch);
           // Heartbeats tell what every member has applied: up to the
           // step before this one.
           w_.minibatches_done_ = before;
@@ -716,6 +748,11 @@ Status CollectiveTrainer::Run() {
     proto::RendezvousResponse place;
     const auto asked = std::chrono::steady_clock::now();
     EDL_RETURN_IF_ERROR(Rendezvous(failed_version, &place));
+    if (place.world_size() == 0) {  // the job's first version is not formed yet
+      if (w_.stopping()) return absl::OkStatus();
+      std::this_thread::sleep_for(milliseconds(20));
+      continue;
+    }
     // Versions only grow: what heartbeats told before this one is older.
     int64_t seen = w_.latest_group_version_.load();
     while (place.version() > seen &&

@@ -106,8 +106,7 @@ class MasterStore : public c10d::Store {
   const std::function<bool()> abandoned_;
 };
 
-// The local address that reaches `master_address` (host:port): what the
-// other members reach this one at, when no host is given.
+// The SHA-256 digest of `data`, as raw bytes.
 std::string Sha256Hex(const std::string& data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);

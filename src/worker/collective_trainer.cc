@@ -65,7 +65,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr milliseconds kMasterCallTimeout{10000};
 // Gradient buckets of about this many bytes (DDP's default is 25 MB; small
 // models here reduce in one or two).
 constexpr int64_t kBucketBytes = 4 << 20;
@@ -188,7 +187,6 @@ class CollectiveTrainer {
   int64_t version_ = 0;
   std::map<int64_t, int64_t> applied_;
   std::optional<Current> current_;
-  bool idle_ = false;      // no task this step
   bool leaving_ = false;   // leaves after the next step
   bool job_over_ = false;  // the master said so
   // This member is the lowest of those the job is over for in its last step.
@@ -431,7 +429,6 @@ Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, 
 }
 
 StatusOr<bool> CollectiveTrainer::EnsureTask() {
-  idle_ = false;
   while (!current_) {
     if (w_.lost_) return absl::AbortedError("the master took this worker as lost");
     if (w_.stopping() || job_over_) return false;
@@ -446,7 +443,6 @@ StatusOr<bool> CollectiveTrainer::EnsureTask() {
         job_over_ = true;
         return false;
       case proto::TASK_WAIT:
-        idle_ = true;
         return true;
       case proto::TASK_TRAINING:
         EDL_RETURN_IF_ERROR(StartTask(task));

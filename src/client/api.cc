@@ -26,6 +26,7 @@
 #include "ps/checkpoint.h"
 #include "python/python_zoo.h"
 #include "rpc/job_credentials.h"
+#include "zoo/embedding_spec.h"
 #include "zoo/lr_schedule_config.h"
 #include "zoo/zoo_builder.h"
 #include "zoo/zoo_library.h"
@@ -164,7 +165,10 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   if (spec->type() == proto::JOB_TRAINING) {
     EDL_RETURN_IF_ERROR(ApplyTrialCallbacks(args, program, spec->mutable_tasks()));
   }
-  EDL_RETURN_IF_ERROR(program.MakeModel().status());
+  EDL_ASSIGN_OR_RETURN(std::shared_ptr<Model> built_model, program.MakeModel());
+  if (spec->strategy() != proto::PARAMETER_SERVER_STRATEGY) {
+    EDL_RETURN_IF_ERROR(CheckDenseModel(*built_model, args.distribution_strategy));
+  }
   EDL_ASSIGN_OR_RETURN(OptimizerSpec optimizer, program.Optimizer());
   if (!spec->mutable_model()->mutable_optimizer_config()->ParseFromString(
           SerializeOptimizer(optimizer))) {

@@ -29,6 +29,16 @@
 // the next header and everybody regroups after that step. A member waiting
 // in a collective gives up when a newer version appears, so a frozen peer
 // costs its lease, not Gloo's timeout.
+//
+// Reproducibility: a sum over three or more members depends on which member
+// brings which minibatch (floating-point addition is not associative; a
+// sum of two is the same either way). So members that need a task at the
+// same step take turns in rank order, each reporting its last task and
+// asking for the next one in its turn: the master, which deals tasks in a
+// seeded order, then deals them to the same ranks on every run. A member
+// says in a step's header that its minibatch is its task's last (its
+// pipeline is read two minibatches ahead), and the turns follow that step;
+// at a version's first step, the members without a task take them.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
@@ -78,6 +88,7 @@ enum Column : int64_t {
   kRegroup,  // 1: it heard of a newer group version
   kIdle,     // 1: it has no task
   kJobOver,  // 1: it leaves because the job is over
+  kLast,     // 1: its minibatch is its task's last
   kColumns
 };
 
@@ -158,6 +169,15 @@ class CollectiveTrainer {
   // The minibatch the current task brings to the next step (nullopt when
   // the task is done: it is reported and dropped).
   StatusOr<std::optional<int64_t>> NextMinibatch();
+  // Turns (see the top of this file): whether members take turns at all;
+  // waiting for this member's turn at the current step and passing it on
+  // (false: the group failed meanwhile).
+  bool TakesTurns() const { return group_->world_size() >= 3; }
+  bool AwaitTurn();
+  bool PassTurn(int to);
+  // How many minibatches past the one a step needs the pipeline is read:
+  // two when the header must say whether that one is the task's last.
+  int64_t ReadAhead() const { return TakesTurns() ? 2 : 1; }
   // Runs the current task's pipeline until minibatch `index` is ready or
   // the pipeline ends, dropping ready ones below `from` (applied). Every
   // minibatch is the same on every run of the pipeline (seeded from the job,
@@ -187,7 +207,11 @@ class CollectiveTrainer {
   int64_t version_ = 0;
   std::map<int64_t, int64_t> applied_;
   std::optional<Current> current_;
-  bool leaving_ = false;   // leaves after the next step
+  bool leaving_ = false;  // leaves after the next step
+  // Steps of this group version so far (the same count on every member).
+  int64_t step_ = 0;
+  // The ranks that take turns at the next step, in order.
+  std::vector<int> turns_;
   bool job_over_ = false;  // the master said so
   // This member is the lowest of those the job is over for in its last step.
   bool writes_final_checkpoint_ = false;
@@ -198,13 +222,8 @@ Status Worker::RunCollective() { return CollectiveTrainer(this).Run(); }
 Status CollectiveTrainer::BuildModel() {
   torch::manual_seed(job_seeds::InitialModel(w_.job_.seed));
   EDL_ASSIGN_OR_RETURN(model_, w_.program_.MakeModel());
-  EDL_ASSIGN_OR_RETURN(std::vector<EmbeddingImpl*> embeddings, EmbeddingsOf(*model_));
-  if (!embeddings.empty()) {
-    return absl::FailedPreconditionError(
-        StrCat("the model's embedding table '", embeddings[0]->options().name(),
-               "' lives on parameter servers: AllreduceStrategy trains dense models only; use "
-               "--distribution_strategy=ParameterServerStrategy for models with Embedding layers"));
-  }
+  EDL_RETURN_IF_ERROR(CheckDenseModel(
+      *model_, w_.job_.strategy == proto::LOCAL_STRATEGY ? "Local" : "AllreduceStrategy"));
   w_.model_ = std::make_unique<ShardedModel>(model_, 1);
   std::vector<torch::Tensor> trainable;
   for (const auto& item : model_->named_parameters()) {
@@ -393,8 +412,15 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
                                       &MasterClient::GroupState, request, &response));
     reopened = response.reopened();
   }
-  EDL_ASSIGN_OR_RETURN(auto told, group_->AllGather({reopened}));
+  EDL_ASSIGN_OR_RETURN(auto told, group_->AllGather({reopened, current_ ? 1 : 0}));
   *rewound = told[0][0] > 0;
+  // The first step's turns: the members without a task (every member, when
+  // the master set work back).
+  step_ = 0;
+  turns_.clear();
+  for (int r = 0; r < group_->world_size() && TakesTurns(); ++r) {
+    if (*rewound || told[r][1] == 0) turns_.push_back(r);
+  }
   return absl::OkStatus();
 }
 
@@ -491,9 +517,48 @@ StatusOr<std::optional<int64_t>> CollectiveTrainer::NextMinibatch() {
   Current& c = *current_;
   EDL_RETURN_IF_ERROR(std::exchange(c.error, absl::OkStatus()));
   const int64_t want = applied_[c.task.task_id()];
-  EDL_RETURN_IF_ERROR(Fill(want, want));
+  EDL_RETURN_IF_ERROR(Fill(want, want + ReadAhead() - 1));
   if (c.ready.count(want) == 0) return std::optional<int64_t>();
   return want;
+}
+
+// A turn is a key of the group version's store on the master,
+// "turn/<step>/<rank>", set by the member before and deleted by the one
+// whose turn it is. Errors (the version is over, the master is away) end
+// the group's steps like a failed collective.
+bool CollectiveTrainer::AwaitTurn() {
+  proto::GroupStoreRequest request;
+  request.set_worker_id(w_.options_.worker_id);
+  request.set_version(group_->version());
+  request.set_op(proto::GroupStoreRequest::GET);
+  request.set_key(StrCat("turn/", step_, "/", group_->rank()));
+  request.set_wait_ms(500);
+  const auto give_up = std::chrono::steady_clock::now() + w_.job_.collective_timeout;
+  while (true) {
+    proto::GroupStoreResponse response;
+    if (!w_.CallMaster("waiting for this worker's turn", &MasterClient::GroupStore, request,
+                       &response)
+             .ok()) {
+      return false;
+    }
+    if (response.found()) break;
+    // The member before is gone (a newer version), or stuck.
+    if (Abandoned() || std::chrono::steady_clock::now() > give_up) return false;
+  }
+  request.set_op(proto::GroupStoreRequest::DELETE);
+  proto::GroupStoreResponse ignored;
+  return w_.CallMaster("taking this worker's turn", &MasterClient::GroupStore, request, &ignored)
+      .ok();
+}
+
+bool CollectiveTrainer::PassTurn(int to) {
+  proto::GroupStoreRequest request;
+  request.set_worker_id(w_.options_.worker_id);
+  request.set_version(group_->version());
+  request.set_op(proto::GroupStoreRequest::SET);
+  request.set_key(StrCat("turn/", step_, "/", to));
+  proto::GroupStoreResponse ignored;
+  return w_.CallMaster("passing the turn on", &MasterClient::GroupStore, request, &ignored).ok();
 }
 
 Status CollectiveTrainer::WriteFinalCheckpoint() {
@@ -512,9 +577,21 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
   Model& model = *model_;
   bool stepped = false;
   while (true) {
+    // This member's turn, when it has one: what it reports and asks the
+    // master for until the turn passes on happens in rank order.
+    const std::vector<int> turns = std::exchange(turns_, {});
+    const auto turn = std::find(turns.begin(), turns.end(), group_->rank());
+    if (turn != turns.end() && turn != turns.begin()) {
+      if (!AwaitTurn()) return Outcome::kFailed;
+    }
     // What this member brings. Asked to stop, nothing: it leaves after
     // this step, and the rest of its task goes back.
     bool staying = !w_.stopping();
+    if (!staying && current_ && current_->end &&
+        applied_[current_->task.task_id()] >= *current_->end) {
+      // Asked to stop after its task's last minibatch: the task is done.
+      EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/false));
+    }
     if (staying) {
       EDL_ASSIGN_OR_RETURN(staying, EnsureTask());
     }
@@ -539,6 +616,9 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       EDL_ASSIGN_OR_RETURN(staying, EnsureTask());
     }
     leaving_ = !staying;
+    if (turn != turns.end() && turn + 1 != turns.end() && !PassTurn(*(turn + 1))) {
+      return Outcome::kFailed;
+    }
 
     // Forward first: a non-finite loss withdraws the minibatch.
     torch::Tensor loss;
@@ -582,6 +662,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       row[kRegroup] = w_.latest_group_version_.load() > group_->version() ? 1 : 0;
       row[kIdle] = current_ ? 0 : 1;
       row[kJobOver] = leaving_ && job_over_ ? 1 : 0;
+      row[kLast] = minibatch && current_->end && *minibatch + 1 >= *current_->end ? 1 : 0;
     }
     auto header_work = group_->StartAllReduce(header);
     // Buffers (BatchNorm statistics): the mean over the members that ran a
@@ -614,7 +695,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     // While the last buckets are reduced: the task's next minibatch.
     buckets_->LaunchRemaining();
     if (minibatch && current_) {
-      Status prefetched = Fill(*minibatch, *minibatch + 1);
+      Status prefetched = Fill(*minibatch, *minibatch + ReadAhead());
       if (!prefetched.ok()) current_->error = prefetched;
     }
     if (!group_->Wait(header_work).ok()) return Outcome::kFailed;
@@ -633,6 +714,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       regroup = regroup || h[kRegroup] == 1;
       all_idle = all_idle && h[kIdle] == 1;
       if (h[kJobOver] == 1 && first_over < 0) first_over = r;
+      if (h[kLast] == 1 && TakesTurns()) turns_.push_back(r);
       if (h[kPresent] != 1) continue;
       ++count;
       for (int q = 0; q < r; ++q) {
@@ -644,6 +726,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       }
     }
     writes_final_checkpoint_ = first_over == group_->rank();
+    ++step_;
     Status reduced = buckets_->Finish(count > 0 ? static_cast<double>(count) : 1.0);
     if (reduced.ok() && buffers_work) reduced = group_->Wait(buffers_work);
     if (!reduced.ok()) {

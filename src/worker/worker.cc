@@ -661,5 +661,7 @@ template Status Worker::CallMaster(const char*, decltype(&MasterClient::Rendezvo
                                    const proto::RendezvousRequest&, proto::RendezvousResponse*);
 template Status Worker::CallMaster(const char*, decltype(&MasterClient::GroupState),
                                    const proto::GroupStateRequest&, proto::GroupStateResponse*);
+template Status Worker::CallMaster(const char*, decltype(&MasterClient::GroupStore),
+                                   const proto::GroupStoreRequest&, proto::GroupStoreResponse*);
 
 }  // namespace elasticdl::worker

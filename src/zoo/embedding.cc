@@ -194,4 +194,14 @@ StatusOr<std::vector<EmbeddingImpl*>> EmbeddingsOf(Model& model) {
   return layers;
 }
 
+Status CheckDenseModel(Model& model, std::string_view strategy) {
+  EDL_ASSIGN_OR_RETURN(std::vector<EmbeddingImpl*> embeddings, EmbeddingsOf(model));
+  if (embeddings.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      StrCat("--distribution_strategy=", strategy, ": the model's embedding table '",
+             embeddings[0]->options().name(),
+             "' needs parameter servers, and this strategy trains dense models only; use "
+             "--distribution_strategy=ParameterServerStrategy for models with Embedding layers"));
+}
+
 }  // namespace elasticdl

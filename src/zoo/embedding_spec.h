@@ -3,6 +3,7 @@
 #define ELASTICDL_ZOO_EMBEDDING_SPEC_H_
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "elasticdl/proto/elasticdl.pb.h"
@@ -19,6 +20,12 @@ proto::EmbeddingTableSpec TableSpecOf(const EmbeddingOptions& options, uint64_t 
 // two have the same name and differ (one layer may be registered twice),
 // or a name or dimension is invalid.
 StatusOr<std::vector<EmbeddingImpl*>> EmbeddingsOf(Model& model);
+
+// OK when `model` has no Embedding layer. Otherwise FAILED_PRECONDITION
+// naming its first table: the workers of `strategy` (a
+// --distribution_strategy value other than ParameterServerStrategy) hold
+// dense models only, and a table's rows live on parameter servers.
+Status CheckDenseModel(Model& model, std::string_view strategy);
 
 }  // namespace elasticdl
 

@@ -6,8 +6,9 @@ lowers every row of a step's records by exactly 1 whatever the number of
 minibatches in the step), with the model and its optimizer on the workers
 and gradients all-reduced, three workers: kills inside tasks, SIGTERM,
 scaling up and down, a worker frozen until its lease lapses, the master
-killed. Every scenario also requires that survivors keep their processes:
-only the workers the test stops are ever replaced.
+killed; and the zoo's Python twin under kills. Every scenario also requires
+that survivors keep their processes: only the workers the test stops are
+ever replaced. Models with Embedding layers are refused.
 
 Environment: as chaos_test.py (CHAOS_REPEAT, CHAOS_SEED, ELASTICDL_BIN).
 """
@@ -18,6 +19,9 @@ import unittest
 
 import chaos_test
 import exactness
+
+PYTHON_MODEL = "exactness.python_exactness.Exactness"
+PYTHON_EMBEDDING_MODEL = "exactness.python_exactness.EmbeddingExactness"
 
 
 class AllreduceChaosTest(chaos_test.ChaosTest):
@@ -32,6 +36,20 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
     test_embedding_worker_sigkills_async = None
     test_sync_training_applies_the_last_partial_step = None
 
+    def start(self, name, prefix=(), **flags):
+        self.signalled = set()
+        return super().start(name, prefix, **flags)
+
+    def signal_worker_mid_task(self, job, job_dir, log, sig, *args, **kwargs):
+        signalled = super().signal_worker_mid_task(job, job_dir, log, sig, *args, **kwargs)
+        self.signalled.add(signalled[0])
+        return signalled
+
+    def assertExact(self, job, job_dir, output, log, epochs=2):
+        super().assertExact(job, job_dir, output, log, epochs)
+        # Whatever the scenario: only the workers it signalled were replaced.
+        self.assertSurvivorsKept(job, log, replaced=tuple(self.signalled))
+
     def assertSurvivorsKept(self, job, log, replaced=()):
         """Every worker process the job started lived until the job (or the test) ended it:
         each worker id was started once, but those in `replaced`."""
@@ -39,7 +57,10 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
         for worker, starts in self.starts(log).items():
             if worker not in replaced:
                 self.assertEqual(starts, 1, f"worker {worker} was started again\n{describe}")
-        lost = {e.get("worker") for e in log.of("worker_lost")}
+        # A master started again is not its workers' parent: it cannot tell how they
+        # ended, and says so ("exit status lost") when they leave at the job's end.
+        lost = {e.get("worker") for e in log.of("worker_lost")
+                if e.get("how") != "exit status lost"}
         self.assertLessEqual(lost, set(replaced), describe)
 
     @staticmethod
@@ -94,6 +115,24 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
             self.assertSurvivorsKept(job, log, replaced=(worker,))
         self.repeat(scenario)
 
+    def test_python_model_repeated_worker_sigkills(self):
+        """The exactness zoo's Python twin (a Python model, a Python dataset_fn that
+        shuffles) all-reducing its gradients while workers are killed inside tasks."""
+        self.repeated_worker_sigkills("ar-py-sigkill", model_def=PYTHON_MODEL, num_workers=3)
+
+    def test_a_model_with_embedding_layers_is_refused_before_anything_starts(self):
+        """The embedding-table models' rows need parameter servers: the client says so,
+        naming the table and the strategy to use, and starts no process."""
+        for model_def in (chaos_test.EMBEDDING_MODEL, PYTHON_EMBEDDING_MODEL):
+            with self.subTest(model_def=model_def):
+                job, job_dir, _, _ = self.start("ar-embedding-" + model_def.split(".")[1],
+                                                model_def=model_def)
+                self.assertEqual(job.wait(60), 1, job.describe())
+                self.assertIn("error: --distribution_strategy=AllreduceStrategy: the model's "
+                              "embedding table '", job.stderr)
+                self.assertIn("use --distribution_strategy=ParameterServerStrategy", job.stderr)
+                self.assertFalse(os.path.exists(os.path.join(job_dir, "events.jsonl")),
+                                 job.describe())
 
 if __name__ == "__main__":
     unittest.main()

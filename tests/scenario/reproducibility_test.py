@@ -59,6 +59,16 @@ class ReproducibilityTest(job_test.JobTestCase):
         second = self.train_model("sync-b", num_workers=2, seed=7)
         self.assertEqual(first, second, "two synchronous runs with --seed=7 differ")
 
+    def test_three_allreduce_workers_same_seed_same_model(self):
+        """AllreduceStrategy: a sum of three workers' gradients depends on which worker
+        brings which minibatch, so the same seed must deal the same tasks to the same
+        ranks. The subclass model shuffles in dataset_fn and drops out."""
+        flags = dict(num_workers=3, seed=5, distribution_strategy="AllreduceStrategy",
+                     num_ps_pods=None, model_def=job_test.SUBCLASS)
+        first = self.train_model("allreduce-a", **flags)
+        second = self.train_model("allreduce-b", **flags)
+        self.assertEqual(first, second, "two AllreduceStrategy runs with --seed=5 differ")
+
     def test_subclass_model_with_shuffles_and_dropout_is_reproducible(self):
         """The subclass model's dataset_fn shuffles and its forward drops out, all from the
         job's seed; its Python twin (model_zoo/python) draws the same shuffles and masks,

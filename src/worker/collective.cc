@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -123,21 +124,58 @@ std::string Proof(const std::string& secret, int64_t version, int from, int to) 
 StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
     MasterClient* master, int32_t worker_id, const proto::RendezvousResponse& place,
     Options options) {
-  auto store = c10::make_intrusive<MasterStore>(master, worker_id, place.version(),
-                                                options.abandoned, options.timeout);
+  // Gloo connects to every peer at the address the store gives and waits
+  // up to its timeout for each; a peer that gave the version up meanwhile
+  // never answers. So the connection is made on a thread of its own, and
+  // given up (left to end on its own) when the version is abandoned; its
+  // store then stops waiting too.
+  auto given_up = std::make_shared<std::atomic<bool>>(false);
+  auto store = c10::make_intrusive<MasterStore>(
+      master, worker_id, place.version(), [given_up] { return given_up->load(); }, options.timeout);
+  struct Connecting {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+    std::string error;
+  };
+  auto connecting = std::make_shared<Connecting>();
+  std::thread([connecting, store, rank = place.rank(), world_size = place.world_size(),
+               host = options.host, timeout = options.timeout] {
+    c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+    std::string error;
+    try {
+      auto gloo = c10d::ProcessGroupGloo::Options::create(timeout);
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
+      // Collectives run one after another on one thread: buckets are
+      // reduced in the order they are started on every member.
+      gloo->threads = 1;
+      group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, gloo);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::lock_guard<std::mutex> lock(connecting->mu);
+    connecting->group = std::move(group);
+    connecting->error = std::move(error);
+    connecting->done = true;
+    connecting->cv.notify_all();
+  }).detach();
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
-  try {
-    auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.host));
-    // Collectives run one after another on one thread: buckets are
-    // reduced in the order they are started on every member.
-    gloo->threads = 1;
-    group =
-        c10::make_intrusive<c10d::ProcessGroupGloo>(store, place.rank(), place.world_size(), gloo);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(StrCat("connecting collective group version ", place.version(),
-                                         " (rank ", place.rank(), " of ", place.world_size(),
-                                         "): ", e.what()));
+  {
+    std::unique_lock<std::mutex> lock(connecting->mu);
+    while (!connecting->cv.wait_for(lock, milliseconds(20), [&] { return connecting->done; })) {
+      if (options.abandoned && options.abandoned()) {
+        given_up->store(true);
+        return absl::UnavailableError(StrCat("connecting collective group version ",
+                                             place.version(), ": abandoned (the group changed)"));
+      }
+    }
+    if (!connecting->error.empty()) {
+      return absl::UnavailableError(StrCat("connecting collective group version ", place.version(),
+                                           " (rank ", place.rank(), " of ", place.world_size(),
+                                           "): ", connecting->error));
+    }
+    group = std::move(connecting->group);
   }
   std::unique_ptr<CollectiveGroup> made(new CollectiveGroup(
       place.rank(), place.world_size(), place.version(), std::move(options), std::move(group)));

@@ -10,6 +10,9 @@ Environment:
   ELASTICDL_CACHE_DIR  the compiled-zoo cache, shared by the scenario tests of a
                        run so that the zoo builds once (default: zoo-cache in
                        the build directory that holds the binary)
+  SCENARIO_PART        "errors": only the tests of JobTest named in ERROR_TESTS;
+                       "jobs": only the others (ctest runs the two parts side
+                       by side); unset: all of them
 """
 import csv
 import json
@@ -708,6 +711,38 @@ class JobTest(JobTestCase):
                 self.assertIn("error: job cancelled", job.stderr)
                 self.assertNotIn("trained ", job.stdout)
                 self.assertNoProcessesLeft(job_dir)
+
+
+# Bad input and interrupted clients: the part SCENARIO_PART=errors runs.
+ERROR_TESTS = {
+    "test_bad_ids_and_feature_types_name_the_file_record_and_feature",
+    "test_unknown_model_def",
+    "test_zoo_that_does_not_compile",
+    "test_corrupt_data_file",
+    "test_truncated_data_file_error_line_names_it",
+    "test_interrupt_and_terminate_the_client",
+}
+
+
+def load_tests(loader, tests, pattern):
+    """This module's tests, or the part of them SCENARIO_PART names."""
+    part = os.environ.get("SCENARIO_PART")
+    if not part:
+        return tests
+    if part not in ("errors", "jobs"):
+        raise ValueError(f"SCENARIO_PART={part}: expected errors or jobs")
+    missing = ERROR_TESTS - set(dir(JobTest))
+    if missing:
+        raise ValueError(f"ERROR_TESTS names tests JobTest lacks: {sorted(missing)}")
+
+    def flat(suite):
+        for test in suite:
+            yield from flat(test) if isinstance(test, unittest.TestSuite) else [test]
+    chosen = unittest.TestSuite()
+    for test in flat(tests):
+        if (test._testMethodName in ERROR_TESTS) == (part == "errors"):
+            chosen.addTest(test)
+    return chosen
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
-# elasticdl_library(NAME [SHARED] SOURCES ... DEPS ...)
+# elasticdl_library(NAME [SHARED] [UNITY N] SOURCES ... DEPS ...)
 # A library of our own code: public headers under include/, internal headers
 # under src/, warnings on. SHARED for the layers a model-zoo library links
 # (loaded at run time, it must share them with the process); static otherwise.
+# UNITY N: its files are compiled N to a unit. Most of a unit's time goes to
+# the headers it includes (LibTorch's, gRPC's, protobuf's): their templates
+# are instantiated and their inline functions optimized once per unit, and a
+# unit with LibTorch's precompiled header spends 7 s on them before its first
+# line of its own. File-local names must then differ between a library's
+# files; a file with source-level flags is compiled alone (CMake's rule).
 function(elasticdl_library name)
-  cmake_parse_arguments(ARG "SHARED" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "SHARED" "UNITY" "SOURCES;DEPS" ${ARGN})
   if(ARG_SHARED)
     add_library(${name} SHARED ${ARG_SOURCES})
     # No <name>_EXPORTS macro: executables may then reuse the library's
@@ -18,6 +24,9 @@ function(elasticdl_library name)
     $<INSTALL_INTERFACE:include>)
   target_compile_options(${name} PRIVATE ${ELASTICDL_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  if(ARG_UNITY)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ARG_UNITY})
+  endif()
 endfunction()
 
 # elasticdl_test(NAME [UNITY] SOURCES ... DEPS ... [LABELS ...])

@@ -26,25 +26,25 @@ import sys
 
 def main():
     build_dir, units = sys.argv[1], [os.path.abspath(u) for u in sys.argv[2:]]
-    with open(os.path.join(build_dir, "compile_commands.json")) as f:
-        commands = {os.path.abspath(os.path.join(e["directory"], e["file"])): e for e in json.load(f)}
+    commands = compile_commands(build_dir)
     missing = [u for u in units if u not in commands]
     if missing:
         print(f"lint: no compile command for {missing[0]} (re-run cmake)", file=sys.stderr)
         return 1
     groups = collections.defaultdict(list)
     for u in units:
-        e = commands[u]
-        args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
-        flags = tuple(a for a in args if a != u and not a.endswith(os.path.relpath(u, e["directory"])))
-        # Drop the output and input of the unit itself; keep every flag.
-        flags = tuple(a for a in flags if not a.endswith(".o"))
-        groups[(os.path.dirname(u), flags, e["directory"])].append(u)
+        flags, cwd = commands[u]
+        groups[(os.path.dirname(u), flags, cwd)].append(u)
 
     lint_dir = os.path.abspath(os.path.join(build_dir, "lint"))
     os.makedirs(lint_dir, exist_ok=True)
     entries, jobs = [], []
     for i, ((directory, flags, cwd), members) in enumerate(sorted(groups.items())):
+        args = [a for a in flags if a not in ("-c", "-o")]
+        # Every unit has its own entry too: a group that does not compile as
+        # one file is checked unit by unit.
+        entries += [{"directory": cwd, "file": m,
+                     "command": " ".join(shlex.quote(a) for a in args + ["-c", m])} for m in members]
         if len(members) == 1:
             jobs.append(("unit", members))
             continue
@@ -54,7 +54,6 @@ def main():
         if old != text:
             with open(path, "w") as f:
                 f.write(text)
-        args = [a for a in flags if a not in ("-c", "-o")]
         entries.append({"directory": cwd, "file": path,
                         "command": " ".join(shlex.quote(a) for a in args + ["-c", path])})
         jobs.append(("group", members, path))
@@ -80,7 +79,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         # Groups first: they are the longest.
         groups = [(job, pool.submit(tidy, lint_dir, [job[2]])) for job in jobs if job[0] == "group"]
-        singles = [pool.submit(tidy, build_dir, job[1]) for job in jobs if job[0] == "unit"]
+        singles = [pool.submit(tidy, lint_dir, job[1]) for job in jobs if job[0] == "unit"]
         for job, future in groups:
             code, out = future.result()
             error = first_error(out)
@@ -91,10 +90,39 @@ def main():
             # clash): each unit on its own, in parallel, at a unit's cost.
             print(f"lint: {os.path.dirname(job[1][0])} checked unit by unit, not as one file: {error}",
                   file=sys.stderr)
-            singles += [pool.submit(tidy, build_dir, [m]) for m in job[1]]
+            singles += [pool.submit(tidy, lint_dir, [m]) for m in job[1]]
         for future in singles:
             report(*future.result())
     return 1 if failed else 0
+
+
+def compile_commands(build_dir):
+    """Each source file's compile flags (without its input and output) and
+    directory, from BUILD_DIR/compile_commands.json. A file compiled in a unity
+    unit (CMake's UNITY_BUILD: Unity/unity_N_cxx.cxx #includes it) has the
+    unit's flags."""
+    with open(os.path.join(build_dir, "compile_commands.json")) as f:
+        entries = json.load(f)
+    out = {}
+    for e in entries:
+        path = os.path.abspath(os.path.join(e["directory"], e["file"]))
+        args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
+        rel = os.path.relpath(path, e["directory"])
+        flags = [a for a in args if a != path and a != e["file"] and not a.endswith(rel)]
+        # Drop the output of the unit itself, and a precompiled header a unit
+        # of several files has (GCC's; each file includes what it uses).
+        flags = [a for a in flags if not a.endswith(".o")]
+        for i in reversed(range(len(flags) - 1)):
+            if flags[i] == "-include" and flags[i + 1].endswith("cmake_pch.hxx"):
+                del flags[i:i + 2]
+        flags = tuple(flags)
+        sources = [path]
+        if os.path.basename(os.path.dirname(path)) == "Unity":
+            with open(path) as unit:
+                sources = [line.split('"')[1] for line in unit if line.startswith("#include \"")]
+        for source in sources:
+            out[os.path.abspath(source)] = (flags, e["directory"])
+    return out
 
 
 if __name__ == "__main__":

@@ -12,19 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "testing/shell.h"
+
 namespace elasticdl::cluster {
 namespace {
 
+using ::elasticdl::testing::Shell;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-ProcessSpec Shell(std::string label, std::string script) {
-  ProcessSpec spec;
-  spec.label = std::move(label);
-  spec.argv = {"/bin/sh", "-c", std::move(script)};
-  return spec;
-}
 
 // Exits reported by a ProcessGroup, and when.
 class ExitLog {

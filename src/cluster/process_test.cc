@@ -14,20 +14,15 @@
 #include <thread>
 
 #include "cluster/captured_sink.h"
+#include "testing/shell.h"
 #include "testing/temp_dir.h"
 
 namespace elasticdl::cluster {
 namespace {
 
+using ::elasticdl::testing::Shell;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-ProcessSpec Shell(std::string label, std::string script) {
-  ProcessSpec spec;
-  spec.label = std::move(label);
-  spec.argv = {"/bin/sh", "-c", std::move(script)};
-  return spec;
-}
 
 // Whether `pid` is gone or a zombie (an orphan's reaper may be slow).
 bool Dead(pid_t pid) {

@@ -13,7 +13,7 @@ namespace {
 
 using testing::FakeBackend;
 
-std::vector<Range> Ranges(int n) {
+std::vector<Range> TaskRanges(int n) {
   std::vector<Range> out;
   for (int i = 0; i < n; ++i) out.push_back({"f", i * 10, (i + 1) * 10});
   return out;
@@ -23,10 +23,10 @@ TaskManager Tasks() {
   TaskManagerOptions options;
   options.num_epochs = 1;
   options.minibatch_size = 5;
-  return TaskManager(options, Ranges(4), {}, {});
+  return TaskManager(options, TaskRanges(4), {}, {});
 }
 
-JobStateOptions StateOptions(int workers) {
+JobStateOptions WorkerStateOptions(int workers) {
   JobStateOptions options;
   options.num_ps = 1;
   options.workers_target = workers;
@@ -50,7 +50,7 @@ cluster::ProcessExit Exit(const cluster::ProcessName& process, bool ok) {
   return e;
 }
 
-SupervisorOptions Options(int max_worker_relaunches = 3) {
+SupervisorOptions SupervisorWith(int max_worker_relaunches = 3) {
   SupervisorOptions options;
   options.num_ps = 1;
   options.max_worker_relaunches = max_worker_relaunches;
@@ -58,10 +58,10 @@ SupervisorOptions Options(int max_worker_relaunches = 3) {
 }
 
 TEST(SupervisorTest, StartsWorkersOnceTheServersRegistered) {
-  JobState state(StateOptions(2), Tasks(), nullptr);
+  JobState state(WorkerStateOptions(2), Tasks(), nullptr);
   FakeBackend backend;
   ExitQueue exits;
-  Supervisor supervisor(Options(), &state, &backend, &exits);
+  Supervisor supervisor(SupervisorWith(), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.StartNew().ok());
   EXPECT_EQ(backend.ps_started, (std::vector<std::pair<PsId, bool>>{{PsId(0), false}}));
   ASSERT_TRUE(supervisor.Tick().ok());
@@ -74,10 +74,10 @@ TEST(SupervisorTest, StartsWorkersOnceTheServersRegistered) {
 }
 
 TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRestore) {
-  JobState state(StateOptions(1), Tasks(), nullptr);
+  JobState state(WorkerStateOptions(1), Tasks(), nullptr);
   FakeBackend backend;
   ExitQueue exits;
-  Supervisor supervisor(Options(/*max_worker_relaunches=*/1), &state, &backend, &exits);
+  Supervisor supervisor(SupervisorWith(/*max_worker_relaunches=*/1), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.StartNew().ok());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());
@@ -91,9 +91,9 @@ TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRest
   Status s = supervisor.Tick();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
 
-  JobState state2(StateOptions(1), Tasks(), nullptr);
+  JobState state2(WorkerStateOptions(1), Tasks(), nullptr);
   FakeBackend backend2;
-  Supervisor supervisor2(Options(), &state2, &backend2, &exits);
+  Supervisor supervisor2(SupervisorWith(), &state2, &backend2, &exits);
   ASSERT_TRUE(supervisor2.StartNew().ok());
   exits.Push(Exit(cluster::ProcessName::Ps(PsId(0)), false));
   ASSERT_TRUE(supervisor2.Tick().ok());
@@ -104,10 +104,10 @@ TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRest
 // The model is read from the servers after the last task: one that ends in
 // between is relaunched, and its restore reopens the work it lost.
 TEST(SupervisorTest, RelaunchesAServerLostAfterTheLastTask) {
-  JobState state(StateOptions(1), Tasks(), nullptr);
+  JobState state(WorkerStateOptions(1), Tasks(), nullptr);
   FakeBackend backend;
   ExitQueue exits;
-  Supervisor supervisor(Options(), &state, &backend, &exits);
+  Supervisor supervisor(SupervisorWith(), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.StartNew().ok());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());  // worker 0
@@ -143,10 +143,10 @@ TEST(SupervisorTest, RelaunchesAServerLostAfterTheLastTask) {
 }
 
 TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
-  JobState state(StateOptions(1), Tasks(), nullptr);
+  JobState state(WorkerStateOptions(1), Tasks(), nullptr);
   FakeBackend backend;
   ExitQueue exits;
-  Supervisor supervisor(Options(/*max_worker_relaunches=*/0), &state, &backend, &exits);
+  Supervisor supervisor(SupervisorWith(/*max_worker_relaunches=*/0), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.StartNew().ok());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());
@@ -156,10 +156,10 @@ TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
 }
 
 TEST(SupervisorTest, ScalingDownSignalsTheNewestAndCountsJoinedWorkers) {
-  JobState state(StateOptions(2), Tasks(), nullptr);
+  JobState state(WorkerStateOptions(2), Tasks(), nullptr);
   FakeBackend backend;
   ExitQueue exits;
-  Supervisor supervisor(Options(), &state, &backend, &exits);
+  Supervisor supervisor(SupervisorWith(), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.StartNew().ok());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());  // workers 0 and 1
@@ -182,12 +182,12 @@ TEST(SupervisorTest, ScalingDownSignalsTheNewestAndCountsJoinedWorkers) {
 }
 
 TEST(SupervisorTest, ABackendThatStartsNoWorkersWaitsForJoins) {
-  JobStateOptions options = StateOptions(2);
+  JobStateOptions options = WorkerStateOptions(2);
   options.wait_for_workers = 2;
   JobState state(options, Tasks(), nullptr);
   FakeBackend backend(/*starts_workers=*/false);
   ExitQueue exits;
-  Supervisor supervisor(Options(), &state, &backend, &exits);
+  Supervisor supervisor(SupervisorWith(), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.StartNew().ok());
   RegisterPs(&state);
   ASSERT_TRUE(supervisor.Tick().ok());
@@ -201,7 +201,7 @@ TEST(SupervisorTest, ABackendThatStartsNoWorkersWaitsForJoins) {
 }
 
 TEST(SupervisorTest, ARestartedMasterAdoptsWhatIsLeftAndReplacesTheRest) {
-  JobState state(StateOptions(2), Tasks(), nullptr);
+  JobState state(WorkerStateOptions(2), Tasks(), nullptr);
   cluster::ProcessHandle ps;
   ps.backend_id = "10";
   state.PsStarted(PsId(0), ps, false);
@@ -215,7 +215,7 @@ TEST(SupervisorTest, ARestartedMasterAdoptsWhatIsLeftAndReplacesTheRest) {
   FakeBackend backend;
   backend.gone.insert("12");
   ExitQueue exits;
-  Supervisor supervisor(Options(), &state, &backend, &exits);
+  Supervisor supervisor(SupervisorWith(), &state, &backend, &exits);
   ASSERT_TRUE(supervisor.Adopt().ok());
   EXPECT_EQ(backend.adopted, (std::vector<std::string>{"ps-0", "worker-0"}));
   ASSERT_TRUE(supervisor.Tick().ok());

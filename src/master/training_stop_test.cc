@@ -17,7 +17,7 @@ std::vector<Range> Training() {
   return out;
 }
 
-TaskManagerOptions Options() {
+TaskManagerOptions TwoEpochs() {
   TaskManagerOptions options;
   options.num_epochs = 2;
   options.minibatch_size = 10;
@@ -60,7 +60,7 @@ StatusOr<TaskManager> Restore(const TaskManager& tm, const TaskManagerOptions& o
 }
 
 TEST(TrainingStopTest, MaxStepsStopsHandingOutTrainingAndCountsOnlyWhatWasTrained) {
-  TaskManagerOptions options = Options();
+  TaskManagerOptions options = TwoEpochs();
   options.max_steps = 10;
   TaskManager tm(options, Training(), {}, {});
   proto::Task a = tm.Next(WorkerId(1));
@@ -82,7 +82,7 @@ TEST(TrainingStopTest, MaxStepsStopsHandingOutTrainingAndCountsOnlyWhatWasTraine
 }
 
 TEST(TrainingStopTest, HeldTasksStillReportAfterTheStop) {
-  TaskManagerOptions options = Options();
+  TaskManagerOptions options = TwoEpochs();
   options.max_steps = 5;
   TaskManager tm(options, Training(), {}, {});
   proto::Task a = tm.Next(WorkerId(1));
@@ -98,7 +98,7 @@ TEST(TrainingStopTest, HeldTasksStillReportAfterTheStop) {
 }
 
 TEST(TrainingStopTest, StopSurvivesTheLedger) {
-  TaskManagerOptions options = Options();
+  TaskManagerOptions options = TwoEpochs();
   options.max_steps = 6;
   TaskManager tm(options, Training(), {}, {});
   proto::Task a = tm.Next(WorkerId(1));
@@ -114,7 +114,7 @@ TEST(TrainingStopTest, StopSurvivesTheLedger) {
 }
 
 TEST(TrainingStopTest, RestoredBeforeTheStopStillStopsAtMaxSteps) {
-  TaskManagerOptions options = Options();
+  TaskManagerOptions options = TwoEpochs();
   options.max_steps = 6;
   TaskManager tm(options, Training(), {}, {});
   proto::Task a = tm.Next(WorkerId(1));
@@ -131,7 +131,7 @@ TEST(TrainingStopTest, RestoredBeforeTheStopStillStopsAtMaxSteps) {
 // Evaluates every version; accuracy 0.5, 0.6, then flat: patience 2 stops
 // after the fourth evaluation, then the final evaluation runs.
 TEST(TrainingStopTest, EarlyStoppingStopsTrainingAndSurvivesTheLedger) {
-  TaskManagerOptions options = Options();
+  TaskManagerOptions options = TwoEpochs();
   options.evaluation_steps = 1;
   options.early_stopping.set_metric("accuracy");
   options.early_stopping.set_maximize(true);
@@ -168,7 +168,7 @@ TEST(TrainingStopTest, EarlyStoppingStopsTrainingAndSurvivesTheLedger) {
 }
 
 TEST(TrainingStopTest, TheFirstReasonWins) {
-  TaskManagerOptions options = Options();
+  TaskManagerOptions options = TwoEpochs();
   options.max_steps = 3;
   TaskManager tm(options, Training(), {}, {});
   tm.StopTraining("asked to");

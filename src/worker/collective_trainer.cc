@@ -175,6 +175,8 @@ class CollectiveTrainer {
   bool TakesTurns() const { return group_->world_size() >= 3; }
   bool AwaitTurn();
   bool PassTurn(int to);
+  // A request on the key of `rank`'s turn at this step.
+  proto::GroupStoreRequest TurnRequest(proto::GroupStoreRequest::Op op, int rank) const;
   // How many minibatches past the one a step needs the pipeline is read:
   // two when the header must say whether that one is the task's last.
   int64_t ReadAhead() const { return TakesTurns() ? 2 : 1; }
@@ -526,12 +528,18 @@ StatusOr<std::optional<int64_t>> CollectiveTrainer::NextMinibatch() {
 // "turn/<step>/<rank>", set by the member before and deleted by the one
 // whose turn it is. Errors (the version is over, the master is away) end
 // the group's steps like a failed collective.
-bool CollectiveTrainer::AwaitTurn() {
+proto::GroupStoreRequest CollectiveTrainer::TurnRequest(proto::GroupStoreRequest::Op op,
+                                                        int rank) const {
   proto::GroupStoreRequest request;
   request.set_worker_id(w_.options_.worker_id);
   request.set_version(group_->version());
-  request.set_op(proto::GroupStoreRequest::GET);
-  request.set_key(StrCat("turn/", step_, "/", group_->rank()));
+  request.set_op(op);
+  request.set_key(StrCat("turn/", step_, "/", rank));
+  return request;
+}
+
+bool CollectiveTrainer::AwaitTurn() {
+  proto::GroupStoreRequest request = TurnRequest(proto::GroupStoreRequest::GET, group_->rank());
   request.set_wait_ms(500);
   const auto give_up = std::chrono::steady_clock::now() + w_.job_.collective_timeout;
   while (true) {
@@ -545,20 +553,19 @@ bool CollectiveTrainer::AwaitTurn() {
     // The member before is gone (a newer version), or stuck.
     if (Abandoned() || std::chrono::steady_clock::now() > give_up) return false;
   }
-  request.set_op(proto::GroupStoreRequest::DELETE);
   proto::GroupStoreResponse ignored;
-  return w_.CallMaster("taking this worker's turn", &MasterClient::GroupStore, request, &ignored)
+  return w_
+      .CallMaster("taking this worker's turn", &MasterClient::GroupStore,
+                  TurnRequest(proto::GroupStoreRequest::DELETE, group_->rank()), &ignored)
       .ok();
 }
 
 bool CollectiveTrainer::PassTurn(int to) {
-  proto::GroupStoreRequest request;
-  request.set_worker_id(w_.options_.worker_id);
-  request.set_version(group_->version());
-  request.set_op(proto::GroupStoreRequest::SET);
-  request.set_key(StrCat("turn/", step_, "/", to));
   proto::GroupStoreResponse ignored;
-  return w_.CallMaster("passing the turn on", &MasterClient::GroupStore, request, &ignored).ok();
+  return w_
+      .CallMaster("passing the turn on", &MasterClient::GroupStore,
+                  TurnRequest(proto::GroupStoreRequest::SET, to), &ignored)
+      .ok();
 }
 
 Status CollectiveTrainer::WriteFinalCheckpoint() {

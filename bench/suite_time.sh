@@ -19,7 +19,7 @@ git clone -q "$REPO" "$WORK/src"
 cd "$WORK/src"
 
 cpu_of() {  # /usr/bin/time's "wall user sys" line -> "wall cpu"
-  tail -n 1 "$1" | awk '{printf "%.0f %.0f", $1, $2 + $3}'
+  tail -n 1 "$1" | awk '{printf "%.0f %.0f\n", $1, $2 + $3}'
 }
 
 /usr/bin/time -f "%e %U %S" -o "$WORK/build.time" bash scripts/setup.sh > "$WORK/build.log" 2>&1

@@ -1,8 +1,11 @@
 // elasticdl-torch: every command, those that run models (LibTorch, the
 // embedded Python) included. `elasticdl` execs it for what it does not do
 // itself (cli/main.cc); this file only parses and dispatches.
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstring>
 
 #include "cli/command_support.h"
 #include "cli/control_commands.h"
@@ -13,9 +16,12 @@
 #include "cli/master_command.h"
 #include "cli/role_commands.h"
 #include "cli/zoo_command.h"
+#include "cluster/fork_server.h"
 #include "common/process_tuning.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int TorchMain(int argc, char** argv) {
   CLI::App app{"ElasticDL: elastic, fault-tolerant training, evaluation and prediction"};
   app.set_version_flag("--version", "elasticdl 0.1.0");
   app.require_subcommand(1);
@@ -34,4 +40,20 @@ int main(int argc, char** argv) {
   elasticdl::cli::AddRoleCommands(&app, &exit_code);
   elasticdl::cli::AddZooCommand(&app, &exit_code);
   return elasticdl::cli::RunCommandLine(&app, argc, argv, exit_code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A local job's parameter servers and workers are forked from here, with
+  // LibTorch loaded once (cluster/fork_server.h); nothing may start a thread
+  // before.
+  if (argc > 1 && std::strcmp(argv[1], "fork-server") == 0) {
+    return elasticdl::cluster::ServeForks(argc, argv, [](int child_argc, char** child_argv) {
+      const int code = TorchMain(child_argc, child_argv);
+      spdlog::shutdown();  // flushes the loggers: the child exits without destructors
+      return code;
+    });
+  }
+  return TorchMain(argc, argv);
 }

@@ -24,7 +24,25 @@ LocalBackend::LocalBackend(LocalBackendOptions options, ExitCallback on_exit)
         e.ok = status.ok();
         e.description = status.ToString();
         if (on_exit_) on_exit_(e);
-      }) {}
+      }) {
+  if (options_.fork_server) {
+    ProcessSpec server;
+    server.label = "fork-server";
+    server.argv = {Binary(), "fork-server", "--job_dir=" + options_.job_dir,
+                   "--master=" + options_.master_address};
+    server.env = options_.env;
+    SetOutput(&server);
+    fork_server_ = std::make_shared<ForkServer>(std::move(server), &sink_);
+  }
+}
+
+void LocalBackend::SetOutput(ProcessSpec* spec) const {
+  if (options_.output_fd >= 0) {
+    spec->output_fd = options_.output_fd;
+  } else {
+    spec->inherit_output = true;
+  }
+}
 
 LocalBackend::~LocalBackend() {
   {
@@ -113,12 +131,9 @@ StatusOr<ProcessHandle> LocalBackend::Start(const ProcessName& process,
   // The processes outlive a master that dies, so a restarted one can carry
   // on with them; they label their own output.
   spec.die_with_parent_signal = 0;
-  if (options_.output_fd >= 0) {
-    spec.output_fd = options_.output_fd;
-  } else {
-    spec.inherit_output = true;
-  }
+  SetOutput(&spec);
   spec.env = options_.env;
+  spec.fork_server = fork_server_;
   EDL_RETURN_IF_ERROR(group_.Start(spec).status());
   // A process that has already ended has no pid or start time here; its
   // exit is reported anyway.

@@ -3,7 +3,8 @@
 // servers and workers, which do not die with the master: a restarted master
 // adopts them (the processes leave by themselves when the master stays away
 // too long). All write to `output_fd` (or the starter's stdout and stderr)
-// directly, labelling their own lines ("[worker-1] ...").
+// directly, labelling their own lines ("[worker-1] ..."). The master's
+// fork server forks them (the first one started also starts it).
 #ifndef ELASTICDL_CLUSTER_LOCAL_BACKEND_H_
 #define ELASTICDL_CLUSTER_LOCAL_BACKEND_H_
 
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "cluster/cluster_backend.h"
+#include "cluster/fork_server.h"
 #include "cluster/log_sink.h"
 #include "cluster/process_group.h"
 
@@ -37,6 +39,10 @@ struct LocalBackendOptions {
   // Variables set for the parameter servers and workers on top of the
   // starter's environment.
   std::vector<std::pair<std::string, std::string>> env;
+  // Parameter servers and workers are forked by a fork server (see
+  // cluster/fork_server.h) that loaded elasticdl-torch's libraries once,
+  // rather than each exec'ing elasticdl-torch; false: each is exec'ed.
+  bool fork_server = true;
 };
 
 class LocalBackend : public ClusterBackend {
@@ -59,6 +65,8 @@ class LocalBackend : public ClusterBackend {
  private:
   StatusOr<ProcessHandle> Start(const ProcessName& process, std::vector<std::string> extra_args);
   std::string Binary() const;
+  // The job's processes write to output_fd, or to our stdout and stderr.
+  void SetOutput(ProcessSpec* spec) const;
   // Reaps the children of its masters' groups that are not in group_
   // (orphans of a master that died) until stopped.
   void ReapOrphans();
@@ -66,6 +74,8 @@ class LocalBackend : public ClusterBackend {
   const LocalBackendOptions options_;
   const ExitCallback on_exit_;
   LogSink sink_;
+  // Before group_: its processes hold it, and the server outlives them.
+  std::shared_ptr<ForkServer> fork_server_;
   ProcessGroup group_;
   std::mutex mu_;
   std::condition_variable stop_reaping_;

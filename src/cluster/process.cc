@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "cluster/fork_server.h"
 #include "common/file.h"
 #include "common/strings.h"
 
@@ -87,20 +88,6 @@ StatusOr<std::string> ResolveProgram(const ProcessSpec& spec) {
     }
   }
   return absl::NotFoundError(StrCat("program '", program, "' not found in PATH (", path, ")"));
-}
-
-// Our environment with `spec.env` applied, as "NAME=value" strings.
-std::vector<std::string> ChildEnvironment(const ProcessSpec& spec) {
-  std::vector<std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    std::string_view var(*entry);
-    std::string_view name = var.substr(0, var.find('='));
-    bool replaced = false;
-    for (const auto& set : spec.env) replaced = replaced || set.first == name;
-    if (!replaced) env.emplace_back(var);
-  }
-  for (const auto& [name, value] : spec.env) env.push_back(StrCat(name, "=", value));
-  return env;
 }
 
 std::vector<char*> NullTerminated(std::vector<std::string>& strings) {
@@ -193,6 +180,19 @@ std::string DescribeFailure(const ChildError& error, const ProcessSpec& spec,
 
 }  // namespace
 
+std::vector<std::string> ChildEnvironment(const ProcessSpec& spec) {
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view var(*entry);
+    std::string_view name = var.substr(0, var.find('='));
+    bool replaced = false;
+    for (const auto& set : spec.env) replaced = replaced || set.first == name;
+    if (!replaced) env.emplace_back(var);
+  }
+  for (const auto& [name, value] : spec.env) env.push_back(StrCat(name, "=", value));
+  return env;
+}
+
 ExitStatus ExitStatus::FromWaitStatus(int wstatus) {
   if (WIFSIGNALED(wstatus)) return Killed(WTERMSIG(wstatus), WCOREDUMP(wstatus));
   return Exited(WEXITSTATUS(wstatus));
@@ -213,6 +213,19 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
     return absl::InvalidArgumentError(
         StrCat(context, ": bad die_with_parent_signal ", spec.die_with_parent_signal));
   }
+  if (spec.fork_server != nullptr && spec.fork_server->Serves(spec)) {
+    StatusOr<pid_t> forked = spec.fork_server->Fork(spec);
+    if (forked.ok()) {
+      const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, *forked, 0));
+      UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
+      if (stop.get() < 0) return ErrnoToStatus(errno, context);
+      return std::unique_ptr<Process>(new Process(sink, spec.label, spec.label_output, *forked,
+                                                  false, pidfd, stop.release(), false,
+                                                  spec.fork_server));
+    }
+    // UNAVAILABLE: the server cannot; exec instead.
+    if (!absl::IsUnavailable(forked.status())) return Annotate(forked.status(), context);
+  }
   StatusOr<std::string> resolved = ResolveProgram(spec);
   if (!resolved.ok()) return Annotate(resolved.status(), context);
   const std::string program = *std::move(resolved);
@@ -228,9 +241,10 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
     EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&stderr_read, &stderr_write), context);
   }
   EDL_RETURN_IF_ERROR_WITH_CONTEXT(MakePipe(&error_read, &error_write), context);
-  UniqueFd dev_null(AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  UniqueFd child_stdin(spec.stdin_fd >= 0 ? AboveStdio(::fcntl(spec.stdin_fd, F_DUPFD_CLOEXEC, 0))
+                                          : AboveStdio(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
   UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
-  if (dev_null.get() < 0 || stop.get() < 0) return ErrnoToStatus(errno, context);
+  if (child_stdin.get() < 0 || stop.get() < 0) return ErrnoToStatus(errno, context);
 
   ChildPlan plan{program.c_str(),
                  argv_pointers.data(),
@@ -239,7 +253,7 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
                  spec.new_process_group,
                  spec.die_with_parent_signal,
                  ::getpid(),
-                 dev_null.get(),
+                 child_stdin.get(),
                  own_pipes             ? stdout_write.get()
                  : spec.output_fd >= 0 ? spec.output_fd
                                        : STDOUT_FILENO,
@@ -260,7 +274,7 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
   stdout_write.reset();
   stderr_write.reset();
   error_write.reset();
-  dev_null.reset();
+  child_stdin.reset();
   ChildError error;
   ssize_t n;
   do {
@@ -337,7 +351,7 @@ StatusOr<std::unique_ptr<Process>> Process::Adopt(const std::string& label, pid_
 }
 
 Process::Process(LogSink* sink, std::string label, bool label_output, pid_t pid, bool group_leader,
-                 int pidfd, int stop_fd, bool adopted)
+                 int pidfd, int stop_fd, bool adopted, std::shared_ptr<ForkServer> fork_server)
     : sink_(sink),
       label_(std::move(label)),
       label_output_(label_output),
@@ -345,7 +359,8 @@ Process::Process(LogSink* sink, std::string label, bool label_output, pid_t pid,
       group_leader_(group_leader),
       pidfd_(pidfd),
       stop_fd_(stop_fd),
-      adopted_(adopted) {}
+      adopted_(adopted),
+      fork_server_(std::move(fork_server)) {}
 
 Process::~Process() {
   if (!TryWait()) {
@@ -361,7 +376,7 @@ Status Process::Signal(int sig) {
   // While unreaped, the pid (and group id) cannot be reused, so this cannot
   // hit a stranger.
   if (exit_.has_value()) return absl::OkStatus();
-  if (adopted_) {
+  if (adopted_ || (fork_server_ != nullptr && pidfd_ >= 0)) {
     if (::syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0) == 0 || errno == ESRCH) {
       return absl::OkStatus();
     }
@@ -375,7 +390,9 @@ std::optional<ExitStatus> Process::TryWait() {
   std::optional<ExitStatus> status;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!exit_.has_value() && adopted_) {
+    if (!exit_.has_value() && fork_server_ != nullptr) {
+      exit_ = TryWaitServedLocked();
+    } else if (!exit_.has_value() && adopted_) {
       pollfd exit_event{pidfd_, POLLIN, 0};
       if (::poll(&exit_event, 1, 0) > 0) exit_ = ExitStatus::Exited(-1);
     } else if (!exit_.has_value()) {
@@ -394,6 +411,25 @@ std::optional<ExitStatus> Process::TryWait() {
   }
   if (status.has_value()) FinishOutput();
   return status;
+}
+
+std::optional<ExitStatus> Process::TryWaitServedLocked() {
+  // The pidfd polls readable once the child has ended; the server's report
+  // of its status follows within milliseconds.
+  bool ended = false;
+  if (pidfd_ >= 0) {
+    pollfd exit_event{pidfd_, POLLIN, 0};
+    ended = ::poll(&exit_event, 1, 0) > 0;
+  } else {
+    ended = ::kill(pid_, 0) != 0 && errno == ESRCH;
+  }
+  constexpr auto kReportTimeout = std::chrono::seconds(2);
+  std::optional<ExitStatus> reported = fork_server_->TakeExit(
+      pid_, ended ? std::chrono::milliseconds(kReportTimeout) : std::chrono::milliseconds(0));
+  if (reported.has_value()) return reported;
+  // Ended without a report: the server is gone, and the status with it.
+  if (ended) return ExitStatus::Exited(-1);
+  return std::nullopt;
 }
 
 bool Process::WaitFor(std::chrono::milliseconds timeout, ExitStatus* status) {

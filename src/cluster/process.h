@@ -22,6 +22,8 @@
 
 namespace elasticdl::cluster {
 
+class ForkServer;
+
 // How a child ended: it exited with `code`, or a signal killed it.
 struct ExitStatus {
   bool exited = true;  // false: killed by `signal`
@@ -71,7 +73,18 @@ struct ProcessSpec {
   // owned; see OutputRelay) instead of through pipes to us (label_output
   // then does not apply).
   int output_fd = -1;
+  // When >= 0, the child's stdin is this descriptor (not owned) instead of
+  // /dev/null.
+  int stdin_fd = -1;
+  // When set and the server serves this spec (ForkServer::Serves), the
+  // child is forked by it instead of exec'ed here: the same program, without
+  // loading its libraries again. Falls back to exec when the server cannot.
+  std::shared_ptr<ForkServer> fork_server;
 };
+
+// Our environment with `spec.env` applied, as "NAME=value" strings: the
+// child's environment.
+std::vector<std::string> ChildEnvironment(const ProcessSpec& spec);
 
 // The start time of process `pid` (clock ticks after boot, field 22 of
 // /proc/<pid>/stat): with the pid, it names one process for good, since a
@@ -89,7 +102,8 @@ StatusOr<uint64_t> ProcessStartTime(pid_t pid);
 // if it does, the exit status is lost and reported as exit code -1.
 class Process {
  public:
-  // Forks and execs `spec.argv`, and returns once the exec has succeeded.
+  // Forks and execs `spec.argv` (or has spec.fork_server fork it), and
+  // returns once the exec has succeeded (the forked child is set up).
   // Fails (without leaving a child behind) if the program cannot be found or
   // executed or the working directory is unusable, with a message naming the
   // label, the program and the cause. `sink` is not owned and must outlive
@@ -141,7 +155,11 @@ class Process {
 
  private:
   Process(LogSink* sink, std::string label, bool label_output, pid_t pid, bool group_leader,
-          int pidfd, int stop_fd, bool adopted = false);
+          int pidfd, int stop_fd, bool adopted = false,
+          std::shared_ptr<ForkServer> fork_server = nullptr);
+  // The exit of a child that fork_server_ forked (it reaps it and reports
+  // the status), if it has exited. Holds mu_.
+  std::optional<ExitStatus> TryWaitServedLocked();
 
   // Body of the reader thread: copies stdout and stderr to the sink until
   // both reach end of file or stop_fd_ is signalled (then drains what is
@@ -158,6 +176,8 @@ class Process {
   const int pidfd_;     // -1 if unavailable
   const int stop_fd_;   // eventfd telling the reader to drain and stop
   const bool adopted_;  // not our child: no reaping, exit seen on the pidfd
+  // Set for a child the fork server forked: its child, not ours.
+  const std::shared_ptr<ForkServer> fork_server_;
 
   std::mutex mu_;                   // guards exit_, and reaping
   std::optional<ExitStatus> exit_;  // set once the child is reaped

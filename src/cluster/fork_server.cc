@@ -1,0 +1,429 @@
+#include "cluster/fork_server.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/file.h"
+#include "common/strings.h"
+
+namespace elasticdl::cluster {
+// The server's messages to the owner (named outside the anonymous namespace:
+// ForkServer::Reply holds one).
+namespace fork_protocol {
+
+enum class Kind : int32_t {
+  kStarted = 1,  // pid
+  kFailed = 2,   // value: errno, step: where
+  kNoRoom = 3,   // the command line does not fit in the server's
+  kExited = 4,   // pid, value: wait(2) status
+};
+
+enum class Step : int32_t { kRequest = 1, kFork = 2, kWorkingDir = 3, kEnvironment = 4 };
+
+// The server's messages, fixed size.
+struct Message {
+  Kind kind;
+  int32_t pid;
+  int32_t value;
+  Step step;
+};
+
+}  // namespace fork_protocol
+
+namespace {
+
+using fork_protocol::Kind;
+using fork_protocol::Message;
+using fork_protocol::Step;
+
+// Requests travel as one SOCK_SEQPACKET message: NUL-terminated strings
+// (argv and environment strings cannot hold a NUL) after a version.
+constexpr std::string_view kProtocol = "edl-fork-1";
+constexpr size_t kMaxRequest = 1 << 20;
+// Bytes of the server's argv reserved for its children's command lines.
+constexpr size_t kRoom = 512;
+// How long Fork() waits for the server's answer. The first waits for the
+// server to load its libraries, seconds on a busy machine; past this the
+// server is taken for hung.
+constexpr auto kReplyTimeout = std::chrono::seconds(60);
+
+struct Request {
+  std::string working_dir;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+};
+
+std::string EncodeRequest(const ProcessSpec& spec) {
+  std::string out;
+  auto add = [&out](std::string_view s) {
+    out.append(s);
+    out.push_back('\0');
+  };
+  add(kProtocol);
+  add(spec.working_dir);
+  add(std::to_string(spec.argv.size()));
+  for (const std::string& arg : spec.argv) add(arg);
+  for (const std::string& var : ChildEnvironment(spec)) add(var);
+  return out;
+}
+
+std::optional<Request> DecodeRequest(std::string_view bytes) {
+  std::vector<std::string_view> fields;
+  while (!bytes.empty()) {
+    const size_t end = bytes.find('\0');
+    if (end == std::string_view::npos) return std::nullopt;  // unterminated
+    fields.push_back(bytes.substr(0, end));
+    bytes.remove_prefix(end + 1);
+  }
+  if (fields.size() < 3 || fields[0] != kProtocol) return std::nullopt;
+  size_t argc = 0;
+  for (char c : fields[2]) {
+    if (c < '0' || c > '9' || argc > fields.size()) return std::nullopt;
+    argc = argc * 10 + static_cast<size_t>(c - '0');
+  }
+  if (argc == 0 || 3 + argc > fields.size()) return std::nullopt;
+  Request request;
+  request.working_dir = std::string(fields[1]);
+  for (size_t i = 3; i < fields.size(); ++i) {
+    (i < 3 + argc ? request.argv : request.env).emplace_back(fields[i]);
+  }
+  return request;
+}
+
+// The bytes of this process's argv strings, which /proc/<pid>/cmdline (and
+// so ps) shows: rewritten with another argv, NUL-separated, the rest zeroed.
+class CommandLineArea {
+ public:
+  CommandLineArea(int argc, char** argv) : begin_(argv[0]) {
+    char* end = argv[0] + std::strlen(argv[0]) + 1;
+    for (int i = 1; i < argc && argv[i] == end; ++i) end += std::strlen(argv[i]) + 1;
+    size_ = static_cast<size_t>(end - begin_);
+  }
+
+  bool Fits(const std::vector<std::string>& argv) const {
+    size_t need = 0;
+    for (const std::string& arg : argv) need += arg.size() + 1;
+    return need <= size_;
+  }
+
+  // Requires Fits(argv).
+  void Write(const std::vector<std::string>& argv) const {
+    std::memset(begin_, 0, size_);
+    char* at = begin_;
+    for (const std::string& arg : argv) {
+      std::memcpy(at, arg.c_str(), arg.size() + 1);  // with its NUL
+      at += arg.size() + 1;
+    }
+  }
+
+ private:
+  char* const begin_;
+  size_t size_;
+};
+
+size_t ThreadCount() {
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (tasks == nullptr) return 0;
+  size_t count = 0;
+  while (const dirent* entry = ::readdir(tasks)) count += entry->d_name[0] != '.';
+  ::closedir(tasks);
+  return count;
+}
+
+void Send(int socket, const Message& message) {
+  while (::send(socket, &message, sizeof message, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
+// The child between the server's fork and the program's main(): takes the
+// request's working directory, environment and command line, and closes
+// the server's descriptors. Reports a failure on `error_fd` and exits.
+[[noreturn]] void RunChild(const Request& request, const CommandLineArea& area,
+                           std::initializer_list<int> server_fds, int error_fd,
+                           const std::function<int(int, char**)>& main) {
+  for (int fd : server_fds) ::close(fd);
+  auto fail = [error_fd](Step step) {
+    Message error{Kind::kFailed, 0, errno, step};
+    ssize_t ignored = ::write(error_fd, &error, sizeof error);
+    (void)ignored;
+    ::_exit(127);
+  };
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (!request.working_dir.empty() && ::chdir(request.working_dir.c_str()) != 0) {
+    fail(Step::kWorkingDir);
+  }
+  if (::clearenv() != 0) fail(Step::kEnvironment);
+  for (const std::string& var : request.env) {
+    // putenv keeps the string: a copy that lives as long as the process.
+    if (::putenv(::strdup(var.c_str())) != 0) fail(Step::kEnvironment);
+  }
+  area.Write(request.argv);
+  ::close(error_fd);  // end of file for the server: started
+  std::vector<char*> argv;
+  for (const std::string& arg : request.argv) argv.push_back(::strdup(arg.c_str()));
+  argv.push_back(nullptr);
+  const int code = main(static_cast<int>(request.argv.size()), argv.data());
+  // The server's static destructors and exit handlers are not the child's
+  // to run (as a fork()ed child of Python's multiprocessing ends with
+  // os._exit): LibTorch's deregister every operator, writing to pages the
+  // child shares with the server, and each write copies a page — 0.4 s of
+  // CPU a child (bench/process_start_bench.cc).
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+// Forks a child for `request`; the message for the owner.
+Message ForkChild(const Request& request, const CommandLineArea& area, int socket, int signal_fd,
+                  const std::function<int(int, char**)>& main) {
+  if (!area.Fits(request.argv)) return Message{Kind::kNoRoom, 0, 0, Step::kRequest};
+  int error_pipe[2];
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) return Message{Kind::kFailed, 0, errno, Step::kFork};
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) RunChild(request, area, {socket, signal_fd, error_pipe[0]}, error_pipe[1], main);
+  const int fork_errno = errno;
+  ::close(error_pipe[1]);
+  if (pid < 0) {
+    ::close(error_pipe[0]);
+    return Message{Kind::kFailed, 0, fork_errno, Step::kFork};
+  }
+  Message error{};
+  ssize_t n;
+  do {
+    n = ::read(error_pipe[0], &error, sizeof error);
+  } while (n < 0 && errno == EINTR);
+  ::close(error_pipe[0]);
+  if (n == sizeof error) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return error;
+  }
+  return Message{Kind::kStarted, pid, 0, Step::kRequest};
+}
+
+}  // namespace
+
+struct ForkServer::Reply {
+  fork_protocol::Message message;
+};
+
+std::string ForkServerRoom() { return std::string(kRoom, ' '); }
+
+ForkServer::ForkServer(ProcessSpec server, LogSink* sink)
+    : server_spec_(std::move(server)), sink_(sink) {}
+
+ForkServer::~ForkServer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dead_ = true;
+    if (socket_ >= 0) ::shutdown(socket_, SHUT_RDWR);
+  }
+  if (reader_.joinable()) reader_.join();
+  if (socket_ >= 0) ::close(socket_);
+  // It exits at the end of its socket; killed if it does not.
+  if (server_ != nullptr) server_->WaitFor(std::chrono::seconds(1));
+}
+
+bool ForkServer::Serves(const ProcessSpec& spec) const {
+  const bool direct_output = spec.inherit_output || spec.output_fd >= 0;
+  return direct_output && spec.inherit_output == server_spec_.inherit_output &&
+         spec.output_fd == server_spec_.output_fd && spec.die_with_parent_signal == 0 &&
+         !spec.new_process_group && spec.stdin_fd < 0 && !spec.argv.empty() &&
+         !server_spec_.argv.empty() && spec.argv[0] == server_spec_.argv[0] &&
+         spec.env == server_spec_.env;
+}
+
+Status ForkServer::StartServerLocked() {
+  if (started_) {
+    return dead_ ? absl::UnavailableError("the fork server is not running") : absl::OkStatus();
+  }
+  started_ = true;
+  dead_ = true;  // until it runs
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+    return absl::UnavailableError(StrCat("fork server: socketpair: ", std::strerror(errno)));
+  }
+  ProcessSpec spec = server_spec_;
+  spec.stdin_fd = fds[1];
+  spec.argv.push_back(ForkServerRoom());
+  StatusOr<std::unique_ptr<Process>> server = Process::Start(spec, sink_);
+  ::close(fds[1]);
+  if (!server.ok()) {
+    ::close(fds[0]);
+    if (sink_ != nullptr) {
+      sink_->Line(server_spec_.label,
+                  StrCat(server.status().message(), "; processes are exec'ed instead"));
+    }
+    return absl::UnavailableError(server.status().message());
+  }
+  server_ = *std::move(server);
+  socket_ = fds[0];
+  dead_ = false;
+  reader_ = std::thread([this, socket = socket_] { ReadReplies(socket); });
+  return absl::OkStatus();
+}
+
+StatusOr<pid_t> ForkServer::Fork(const ProcessSpec& spec) {
+  if (!Serves(spec)) return absl::UnavailableError("not a child the fork server can make");
+  const std::string request = EncodeRequest(spec);
+  if (request.size() > kMaxRequest) {
+    return absl::UnavailableError("command line and environment too long for the fork server");
+  }
+  std::lock_guard<std::mutex> one_at_a_time(fork_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  EDL_RETURN_IF_ERROR(StartServerLocked());
+  std::optional<Reply> reply;
+  pending_ = &reply;
+  struct Unpend {
+    std::optional<Reply>** pending;
+    ~Unpend() { *pending = nullptr; }
+  } unpend{&pending_};
+  ssize_t sent;
+  do {
+    sent = ::send(socket_, request.data(), request.size(), MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != static_cast<ssize_t>(request.size())) {
+    dead_ = true;
+    return absl::UnavailableError(StrCat("fork server: send: ", std::strerror(errno)));
+  }
+  if (!changed_.wait_for(lock, kReplyTimeout, [&] { return reply.has_value() || dead_; })) {
+    dead_ = true;
+    ::shutdown(socket_, SHUT_RDWR);
+    server_->Signal(SIGKILL).IgnoreError();
+    return absl::UnavailableError("the fork server did not answer");
+  }
+  if (!reply.has_value()) return absl::UnavailableError("the fork server exited");
+  const Message& m = reply->message;
+  switch (m.kind) {
+    case Kind::kStarted:
+      return static_cast<pid_t>(m.pid);
+    case Kind::kNoRoom:
+      return absl::UnavailableError("command line longer than the fork server's room");
+    case Kind::kFailed:
+      if (m.step == Step::kWorkingDir) {
+        return ErrnoToStatus(m.value, StrCat("working directory ", spec.working_dir));
+      }
+      return absl::UnavailableError(StrCat("fork server: ", std::strerror(m.value)));
+    case Kind::kExited:
+      break;
+  }
+  return absl::UnavailableError("fork server: unexpected answer");
+}
+
+std::optional<ExitStatus> ForkServer::TakeExit(pid_t pid, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return exits_.count(pid) != 0 || dead_; });
+  auto it = exits_.find(pid);
+  if (it == exits_.end()) return std::nullopt;
+  const int status = it->second;
+  exits_.erase(it);
+  return ExitStatus::FromWaitStatus(status);
+}
+
+void ForkServer::ReadReplies(int socket) {
+  for (;;) {
+    Message message;
+    const ssize_t n = ::recv(socket, &message, sizeof message, 0);
+    if (n < 0 && errno == EINTR) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (n != sizeof message) {  // end of file: the server exited (or we shut it)
+      if (!dead_ && sink_ != nullptr) {
+        sink_->Line(server_spec_.label, "exited; processes are exec'ed from now on");
+      }
+      dead_ = true;
+      changed_.notify_all();
+      return;
+    }
+    if (message.kind == Kind::kExited) {
+      exits_[message.pid] = message.value;
+    } else if (pending_ != nullptr) {
+      *pending_ = Reply{message};
+    }
+    changed_.notify_all();
+  }
+}
+
+int ServeForks(int argc, char** argv, const std::function<int(int, char**)>& main) {
+  if (ThreadCount() != 1) {
+    std::fprintf(stderr,
+                 "fork-server: this process runs threads already; a fork would lack them\n");
+    return 1;
+  }
+  int type = 0;
+  socklen_t length = sizeof type;
+  if (::getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &type, &length) != 0 ||
+      type != SOCK_SEQPACKET) {
+    std::fprintf(stderr, "fork-server: stdin must be a SOCK_SEQPACKET socket to the owner\n");
+    return 2;
+  }
+  const int socket = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (socket < 0 || null < 0 || ::dup2(null, STDIN_FILENO) != STDIN_FILENO) {
+    std::perror("fork-server: stdin");
+    return 1;
+  }
+  ::close(null);
+  // ps shows the server's own arguments, without the room (the last one).
+  const CommandLineArea area(argc, argv);
+  area.Write(std::vector<std::string>(argv, argv + std::max(argc - 1, 1)));
+
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &child, nullptr);
+  const int signal_fd = ::signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd < 0) {
+    std::perror("fork-server: signalfd");
+    return 1;
+  }
+  std::vector<char> buffer(kMaxRequest);
+  for (;;) {
+    pollfd fds[2] = {{socket, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      std::perror("fork-server: poll");
+      return 1;
+    }
+    if (fds[1].revents != 0) {
+      signalfd_siginfo info;
+      while (::read(signal_fd, &info, sizeof info) == sizeof info) {
+      }
+      int status = 0;
+      for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+        Send(socket, Message{Kind::kExited, pid, status, Step::kRequest});
+      }
+    }
+    if (fds[0].revents == 0) continue;
+    const ssize_t n = ::recv(socket, buffer.data(), buffer.size(), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0;  // the owner closed the socket: done
+    std::optional<Request> request =
+        DecodeRequest(std::string_view(buffer.data(), static_cast<size_t>(n)));
+    if (!request.has_value()) {
+      Send(socket, Message{Kind::kFailed, 0, EINVAL, Step::kRequest});
+      continue;
+    }
+    Send(socket, ForkChild(*request, area, socket, signal_fd, main));
+  }
+}
+
+}  // namespace elasticdl::cluster

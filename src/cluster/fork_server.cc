@@ -226,8 +226,6 @@ struct ForkServer::Reply {
   fork_protocol::Message message;
 };
 
-std::string ForkServerRoom() { return std::string(kRoom, ' '); }
-
 ForkServer::ForkServer(ProcessSpec server, LogSink* sink)
     : server_spec_(std::move(server)), sink_(sink) {}
 
@@ -264,7 +262,8 @@ Status ForkServer::StartServerLocked() {
   }
   ProcessSpec spec = server_spec_;
   spec.stdin_fd = fds[1];
-  spec.argv.push_back(ForkServerRoom());
+  // A child's argv must fit in the bytes of the server's (CommandLineArea).
+  spec.argv.push_back(std::string(kRoom, ' '));
   StatusOr<std::unique_ptr<Process>> server = Process::Start(spec, sink_);
   ::close(fds[1]);
   if (!server.ok()) {

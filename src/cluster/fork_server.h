@@ -1,7 +1,7 @@
 // A fork server: a process that has loaded a program's libraries once and
 // forks a child from itself for each process the owner starts, instead of
 // the owner exec'ing the program every time. elasticdl-torch spends about
-// 0.8 s of CPU before main() (relocating the ~350 libraries Debian's LibTorch
+// 0.9 s of CPU before main() (relocating the ~350 libraries Debian's LibTorch
 // pulls in and registering its operators); a job's parameter servers and
 // workers, and every replacement of one, skip that.
 //
@@ -45,8 +45,8 @@ namespace elasticdl::cluster {
 class ForkServer {
  public:
   // The server is started by the first Fork(), as `server` (its argv[1]
-  // must be "fork-server", the program's command that calls ServeForks;
-  // ForkServerArgs() appends the room for children's command lines). Its
+  // must be "fork-server", the program's command that calls ServeForks; a
+  // last argument reserving room for children's command lines is added). Its
   // stdin is set to the socket; its die_with_parent_signal is tied to the
   // thread that calls the first Fork(). `sink` receives the server's output
   // when the spec sends it through pipes, and must outlive this object.
@@ -97,10 +97,6 @@ class ForkServer {
   std::map<pid_t, int> exits_;               // wait(2) statuses reported, not yet taken
   std::thread reader_;
 };
-
-// The server's argv tail that reserves room for the children's command
-// lines: a child's argv must fit in the bytes of the server's.
-std::string ForkServerRoom();
 
 // The server's side, called by a program's main() for `<program>
 // fork-server ...` with its stdin the owner's socket: serves requests until

@@ -264,7 +264,12 @@ Status Master::Run(const std::atomic<bool>* cancel) {
     final_status.set_cancelled(outcome.code() == absl::StatusCode::kCancelled);
   }
   final_status.set_finished(true);
-  WriteStatus(config_.job_dir, final_status).IgnoreError();
+  if (Status written = WriteStatus(config_.job_dir, final_status); !written.ok()) {
+    // The client reads the end from here instead: serve it until it has
+    // (it asks every 200 ms), or a moment.
+    spdlog::warn("cannot leave the final status: {}", std::string(written.message()));
+    service_.WaitForFinishedStatusRead(milliseconds(3000));
+  }
   events_.Append("job_finished",
                  {{"failed", final_status.failed()}, {"message", final_status.message()}});
   server_->Shutdown(std::chrono::system_clock::now() + milliseconds(500));

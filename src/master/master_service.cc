@@ -49,8 +49,17 @@ grpc::Status MasterService::GetJobStatus(grpc::ServerContext* context,
     s->GetStatus(response);
     std::lock_guard<std::mutex> lock(mu_);
     response->set_dashboard_url(dashboard_url_);
+    if (response->finished()) {
+      finished_status_read_ = true;
+      finished_read_.notify_all();
+    }
     return absl::OkStatus();
   });
+}
+
+bool MasterService::WaitForFinishedStatusRead(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return finished_read_.wait_for(lock, timeout, [this] { return finished_status_read_; });
 }
 
 grpc::Status MasterService::DashboardLogin(grpc::ServerContext* context,

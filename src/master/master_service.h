@@ -4,6 +4,8 @@
 #define ELASTICDL_MASTER_MASTER_SERVICE_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -32,6 +34,11 @@ class MasterService final : public proto::Master::Service {
     dashboard_url_ = std::move(url);
     new_login_url_ = std::move(new_login_url);
   }
+
+  // Waits until a GetJobStatus call has answered that the job finished, or
+  // `timeout` passes; returns whether one did. A master that cannot leave
+  // its final status in the job directory (a full disk) tells it this way.
+  bool WaitForFinishedStatusRead(std::chrono::milliseconds timeout);
 
   grpc::Status RegisterPs(grpc::ServerContext* context, const proto::RegisterPsRequest* request,
                           proto::RegisterPsResponse* response) override;
@@ -69,6 +76,8 @@ class MasterService final : public proto::Master::Service {
   std::atomic<JobState*> state_;
   const std::string token_;
   std::mutex mu_;
+  std::condition_variable finished_read_;
+  bool finished_status_read_ = false;  // guarded by mu_
   std::string dashboard_url_;
   std::function<StatusOr<std::string>()> new_login_url_;
 };

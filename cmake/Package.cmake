@@ -24,10 +24,26 @@ set(_edl_package_dir lib/cmake/ElasticDL)
 function(configure_elasticdl_package dir prefix include_dirs library_dir registry_source pch)
   set(ELASTICDL_PACKAGE_INCLUDE_DIRS "${include_dirs}")
   set(ELASTICDL_PACKAGE_PRECOMPILED_HEADER "${pch}")
+  # The compiler's precompiled form of the header, beside it (CMake's names).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    set(ELASTICDL_PACKAGE_PRECOMPILED_FILE "${pch}.pch")
+  else()
+    set(ELASTICDL_PACKAGE_PRECOMPILED_FILE "${pch}.gch")
+  endif()
+  # The build types whose flags fit the header's (-O2 and -O3 both define
+  # __OPTIMIZE__; NDEBUG the same): GCC ignores a precompiled header that
+  # does not fit (-Winvalid-pch says so), clang refuses the unit.
+  if(CMAKE_BUILD_TYPE MATCHES "^(Release|RelWithDebInfo)$")
+    set(ELASTICDL_PACKAGE_PRECOMPILED_BUILD_TYPES "Release;RelWithDebInfo")
+  else()
+    set(ELASTICDL_PACKAGE_PRECOMPILED_BUILD_TYPES "${CMAKE_BUILD_TYPE}")
+  endif()
   set(ELASTICDL_PACKAGE_LIBRARY_DIR "${library_dir}")
   set(ELASTICDL_PACKAGE_REGISTRY_SOURCE "${registry_source}")
   configure_file(${PROJECT_SOURCE_DIR}/cmake/ElasticDLConfig.cmake.in
                  ${dir}/ElasticDLConfig.cmake @ONLY)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/ElasticDLCompiler.cmake.in
+                 ${dir}/ElasticDLCompiler.cmake @ONLY)
   write_basic_package_version_file(${dir}/ElasticDLConfigVersion.cmake
     VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
   set(files ${include_dirs} ${registry_source})
@@ -47,14 +63,20 @@ function(configure_elasticdl_package dir prefix include_dirs library_dir registr
   file(CONFIGURE OUTPUT ${dir}/ElasticDLFiles.txt CONTENT "${lines}" @ONLY)
 endfunction()
 
-# Build tree: <build>/lib/cmake/ElasticDL. The headers are the sources'.
+# Build tree: <build>/lib/cmake/ElasticDL. The headers are the sources'. A
+# build with sanitizers or fuzzing instrumentation offers zoos no precompiled
+# header (its flags are not the zoos').
+set(_edl_zoo_pch "${CMAKE_BINARY_DIR}/src/zoo/CMakeFiles/edl_zoo_pch.dir/cmake_pch.hxx")
+if(ELASTICDL_SANITIZE OR ELASTICDL_FUZZ)
+  set(_edl_zoo_pch "")
+endif()
 configure_elasticdl_package(
   ${PROJECT_BINARY_DIR}/${_edl_package_dir}
   "${PROJECT_BINARY_DIR}"
   "${PROJECT_SOURCE_DIR}/include;${PROJECT_BINARY_DIR}/proto"
   "${CMAKE_LIBRARY_OUTPUT_DIRECTORY}"
   "${PROJECT_SOURCE_DIR}/share/zoo_registry.cc"
-  "${CMAKE_BINARY_DIR}/src/zoo/CMakeFiles/edl_zoo_pch.dir/cmake_pch.hxx")
+  "${_edl_zoo_pch}")
 # The package is usable once its libraries (and the zoos' precompiled header)
 # are built.
 add_custom_target(elasticdl_package ALL DEPENDS ${ELASTICDL_PACKAGE_LIBRARIES} edl_zoo_pch)

@@ -123,11 +123,16 @@ def compile_commands(build_dir):
         rel = os.path.relpath(path, e["directory"])
         flags = [a for a in args if a != path and a != e["file"] and not a.endswith(rel)]
         # Drop the output of the unit itself, and a precompiled header a unit
-        # of several files has (GCC's; each file includes what it uses).
+        # of several files has (each file includes what it uses): GCC's
+        # "-include cmake_pch.hxx", clang's "-Xclang -include-pch -Xclang
+        # cmake_pch.hxx.pch -Xclang -include -Xclang cmake_pch.hxx".
         flags = [a for a in flags if not a.endswith(".o")]
         for i in reversed(range(len(flags) - 1)):
-            if flags[i] == "-include" and flags[i + 1].endswith("cmake_pch.hxx"):
+            if flags[i] == "-include" and "cmake_pch.hxx" in flags[i + 1]:
                 del flags[i:i + 2]
+            elif (flags[i:i + 1] == ["-Xclang"] and flags[i + 1] in ("-include", "-include-pch") and
+                  flags[i + 2:i + 3] == ["-Xclang"] and "cmake_pch.hxx" in "".join(flags[i + 3:i + 4])):
+                del flags[i:i + 4]
         flags = tuple(flags)
         sources = [path]
         if os.path.basename(os.path.dirname(path)) == "Unity":

@@ -416,8 +416,9 @@ StatusOr<std::map<std::string, std::unique_ptr<Metric>>> ZooProgram::MakeMetrics
   }
   for (const auto& [name, spec] : specs) {
     const std::string action = StrCat("making metric '", name, "'");
+    const MetricSpec& made = spec;  // a structured binding cannot be captured in C++17
     EDL_ASSIGN_OR_RETURN(std::unique_ptr<Metric> metric,
-                         Call(EntryKind::kEvalMetricsFn, action, [&] { return spec.Make(); }));
+                         Call(EntryKind::kEvalMetricsFn, action, [&] { return made.Make(); }));
     if (metric == nullptr) {
       return absl::InvalidArgumentError(
           StrCat(EntryLocation(EntryKind::kEvalMetricsFn), ": metric '", name, "' is null"));
@@ -430,8 +431,9 @@ StatusOr<std::map<std::string, std::unique_ptr<Metric>>> ZooProgram::MakeMetrics
 Status ZooProgram::UpdateMetrics(std::map<std::string, std::unique_ptr<Metric>>& metrics,
                                  const torch::Tensor& labels,
                                  const torch::Tensor& predictions) const {
-  for (auto& [name, metric] : metrics) {
+  for (auto& [name, entry] : metrics) {
     const std::string action = StrCat("metric '", name, "'");
+    Metric* metric = entry.get();  // a structured binding cannot be captured in C++17
     EDL_RETURN_IF_ERROR(Call(EntryKind::kEvalMetricsFn, action, [&] {
                           metric->Update(labels, predictions);
                           return true;

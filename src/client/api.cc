@@ -139,9 +139,19 @@ Status CheckEarlyStoppingMetric(const ZooProgram& program, const proto::TaskSpec
 Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::JobSpec* spec) {
   const std::string snapshot = spec->job_dir() + "/" + kZooDir;
   EDL_RETURN_IF_ERROR(SnapshotZoo(zoo_sources, snapshot));
+  ZooProgramNames names;
+  names.model_def = args.model_def;
+  names.dataset_fn = args.dataset_fn;
+  names.loss = args.loss;
+  names.optimizer = args.optimizer;
+  names.eval_metrics_fn = args.eval_metrics_fn;
+  names.learning_rate_schedule = args.learning_rate_schedule;
   ZooBuildOptions build;
   build.zoo_dir = snapshot;
   build.cache_dir = ReadEnvironment().cache_dir;
+  // The job's files, not the whole zoo; but a Kubernetes job's pods load
+  // the library `zoo build` put in the zoo's image: the whole zoo's.
+  if (spec->cluster().kind() != "kubernetes") build.modules = names.Modules();
   StatusOr<BuiltZoo> built = BuildZoo(build);
   if (!built.ok()) {
     // Name the user's directory, not the job's copy of it.
@@ -153,14 +163,7 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   }
   BuiltZoo zoo = std::move(*built);
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,
-                       python::OpenZoo(zoo.library_path, zoo.python_dir));
-  ZooProgramNames names;
-  names.model_def = args.model_def;
-  names.dataset_fn = args.dataset_fn;
-  names.loss = args.loss;
-  names.optimizer = args.optimizer;
-  names.eval_metrics_fn = args.eval_metrics_fn;
-  names.learning_rate_schedule = args.learning_rate_schedule;
+                       python::OpenZoo(zoo.library_path, zoo.python_dir, zoo.left_out));
   EDL_ASSIGN_OR_RETURN(ZooProgram program, ZooProgram::Resolve(library, names, args.params));
   if (spec->type() == proto::JOB_TRAINING) {
     EDL_RETURN_IF_ERROR(ApplyTrialCallbacks(args, program, spec->mutable_tasks()));

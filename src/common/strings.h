@@ -35,6 +35,10 @@ inline bool HasSuffix(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+inline bool HasPrefix(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
 // "0x0123abcd".
 inline std::string Hex32(uint32_t v) { return fmt::format("0x{:08x}", v); }
 

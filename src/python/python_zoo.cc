@@ -337,12 +337,13 @@ StatusOr<std::unique_ptr<ZooModules>> OpenPythonModules(const std::string& root)
 }
 
 StatusOr<std::shared_ptr<ZooLibrary>> OpenZoo(const std::string& library_path,
-                                              const std::string& python_dir) {
+                                              const std::string& python_dir,
+                                              std::vector<std::string> left_out) {
   std::unique_ptr<ZooModules> modules;
   if (!python_dir.empty()) {
     EDL_ASSIGN_OR_RETURN(modules, OpenPythonModules(python_dir));
   }
-  return ZooLibrary::Load(library_path, std::move(modules));
+  return ZooLibrary::Load(library_path, std::move(modules), std::move(left_out));
 }
 
 }  // namespace elasticdl::python

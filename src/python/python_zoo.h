@@ -25,6 +25,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "elasticdl/status.h"
 #include "zoo/zoo_library.h"
@@ -37,9 +38,11 @@ namespace elasticdl::python {
 StatusOr<std::unique_ptr<ZooModules>> OpenPythonModules(const std::string& root);
 
 // The zoo BuildZoo made: its compiled library (`library_path`, empty for
-// none) and its Python files (`python_dir`, empty for none).
+// none), its Python files (`python_dir`, empty for none) and the compiled
+// files the library left out (ZooLibrary::Load).
 StatusOr<std::shared_ptr<ZooLibrary>> OpenZoo(const std::string& library_path,
-                                              const std::string& python_dir);
+                                              const std::string& python_dir,
+                                              std::vector<std::string> left_out = {});
 
 }  // namespace elasticdl::python
 

@@ -60,11 +60,12 @@ StatusOr<EntryRef> ResolveEntry(std::string_view flag_value, std::string_view mo
 }
 
 StatusOr<std::shared_ptr<ZooLibrary>> ZooLibrary::Load(const std::string& path,
-                                                       std::unique_ptr<ZooModules> modules) {
+                                                       std::unique_ptr<ZooModules> modules,
+                                                       std::vector<std::string> left_out) {
   if (path.empty()) {
     static const ZooRegistry kNoEntries;
-    return std::shared_ptr<ZooLibrary>(
-        new ZooLibrary("(no compiled files)", nullptr, &kNoEntries, std::move(modules)));
+    return std::shared_ptr<ZooLibrary>(new ZooLibrary("(no compiled files)", nullptr, &kNoEntries,
+                                                      std::move(modules), std::move(left_out)));
   }
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
@@ -86,14 +87,16 @@ StatusOr<std::shared_ptr<ZooLibrary>> ZooLibrary::Load(const std::string& path,
         StrCat("model zoo library ", path, " was built for zoo ABI version ", abi_version,
                ", this ElasticDL has version ", kZooAbiVersion, "; rebuild the zoo"));
   }
-  std::shared_ptr<ZooLibrary> library(new ZooLibrary(path, handle, registry, std::move(modules)));
+  std::shared_ptr<ZooLibrary> library(
+      new ZooLibrary(path, handle, registry, std::move(modules), std::move(left_out)));
   EDL_RETURN_IF_ERROR(library->CheckUniqueNames());
   return library;
 }
 
 StatusOr<std::shared_ptr<ZooLibrary>> ZooLibrary::FromRegistry(const ZooRegistry* registry,
                                                                std::string name) {
-  std::shared_ptr<ZooLibrary> library(new ZooLibrary(std::move(name), nullptr, registry, nullptr));
+  std::shared_ptr<ZooLibrary> library(
+      new ZooLibrary(std::move(name), nullptr, registry, nullptr, {}));
   EDL_RETURN_IF_ERROR(library->CheckUniqueNames());
   return library;
 }
@@ -116,6 +119,7 @@ Status ZooLibrary::CheckUniqueNames() const {
 std::vector<std::string> ZooLibrary::Files() const {
   std::set<std::string> files;
   for (const ZooEntry& e : entries()) files.insert(ModuleFile(e.module));
+  files.insert(left_out_.begin(), left_out_.end());
   if (modules_ != nullptr) {
     for (std::string& f : modules_->Files()) files.insert(std::move(f));
   }

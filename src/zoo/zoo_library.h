@@ -69,8 +69,12 @@ class ZooLibrary {
   // be loaded (with dlerror's reason), is not a zoo library, or registers a
   // name twice in one file; FAILED_PRECONDITION if it was built against
   // another zoo ABI version.
+  // `left_out`: the zoo's compiled files the library does not hold (one
+  // built for some modules, BuiltZoo::left_out), named among the files
+  // there are.
   static StatusOr<std::shared_ptr<ZooLibrary>> Load(const std::string& path,
-                                                    std::unique_ptr<ZooModules> modules = nullptr);
+                                                    std::unique_ptr<ZooModules> modules = nullptr,
+                                                    std::vector<std::string> left_out = {});
 
   // The entries of a registry linked into the process (tests, built-in
   // zoos); `name` stands for the path in messages. `registry` must outlive
@@ -101,8 +105,8 @@ class ZooLibrary {
 
   // The compiled modules' entries.
   const std::vector<ZooEntry>& entries() const { return registry_->entries(); }
-  // The compiled files that registered entries and the Python module files,
-  // sorted.
+  // The compiled files that registered entries, those left out of the
+  // library and the Python module files, sorted.
   std::vector<std::string> Files() const;
   // The file of `module`: its .py file when it is a Python module, else
   // ModuleFile(module).
@@ -111,16 +115,18 @@ class ZooLibrary {
 
  private:
   ZooLibrary(std::string path, void* handle, const ZooRegistry* registry,
-             std::unique_ptr<ZooModules> modules)
+             std::unique_ptr<ZooModules> modules, std::vector<std::string> left_out)
       : path_(std::move(path)),
         handle_(handle),
         registry_(registry),
+        left_out_(std::move(left_out)),
         modules_(std::move(modules)) {}
   Status CheckUniqueNames() const;
 
   std::string path_;
   void* handle_;  // from dlopen; null for FromRegistry and a zoo without one
   const ZooRegistry* registry_;
+  std::vector<std::string> left_out_;
   // Declared after handle_: destroyed first.
   std::unique_ptr<ZooModules> modules_;
 };

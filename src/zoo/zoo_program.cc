@@ -159,6 +159,19 @@ StatusOr<const ZooEntry*> ZooProgram::FindDefault(std::string_view flag,
   return FindEntry(flag, entry, kinds);
 }
 
+std::vector<std::string> ZooProgramNames::Modules() const {
+  StatusOr<EntryRef> model = ParseModelDef(model_def);
+  if (!model.ok()) return {};
+  std::set<std::string> modules{model->module};
+  for (const std::string* name :
+       {&dataset_fn, &loss, &optimizer, &eval_metrics_fn, &learning_rate_schedule}) {
+    if (name->empty() || HasPrefix(*name, model_def + ".")) continue;  // the model's defaults
+    StatusOr<EntryRef> ref = ResolveEntry(*name, model->module);
+    if (ref.ok()) modules.insert(ref->module);
+  }
+  return {modules.begin(), modules.end()};
+}
+
 StatusOr<ZooProgram> ZooProgram::Resolve(std::shared_ptr<ZooLibrary> library,
                                          const ZooProgramNames& names, std::string_view params) {
   ZooProgram p;

@@ -52,6 +52,12 @@ struct ZooProgramNames {
   // Optional: without one the learning rate is constant (unless the job's
   // --lr_schedule sets one).
   std::string learning_rate_schedule;
+
+  // The modules these names refer to, sorted: model_def's (which undotted
+  // names and the model's defaults are in) and those of dotted names. What
+  // a zoo library for them holds (ZooBuildOptions::modules). A name that
+  // does not parse adds nothing: Resolve reports it.
+  std::vector<std::string> Modules() const;
 };
 
 // What a trial's callbacks() set (seed 004's keras_callbacks), validated:

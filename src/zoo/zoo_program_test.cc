@@ -317,5 +317,20 @@ TEST_F(ZooProgramTest, DefaultEvalMetricsFnIsOptional) {
   EXPECT_TRUE(metrics->empty());
 }
 
+TEST(ZooProgramNamesTest, ModulesAreTheModelsAndThoseOfDottedNames) {
+  ZooProgramNames names;
+  names.model_def = "mnist.mnist_functional_api.custom_model";
+  EXPECT_EQ(names.Modules(), (std::vector<std::string>{"mnist.mnist_functional_api"}));
+  names.loss = "loss";  // the model's module
+  names.optimizer = "mnist.mnist_functional_api.custom_model.default_optimizer";  // a default
+  names.dataset_fn = "mnist.mnist_input_fn.dataset_fn";
+  names.eval_metrics_fn = "common.metrics.eval_metrics_fn";
+  EXPECT_EQ(names.Modules(),
+            (std::vector<std::string>{"common.metrics", "mnist.mnist_functional_api",
+                                      "mnist.mnist_input_fn"}));
+  names.model_def = "no_dots";
+  EXPECT_TRUE(names.Modules().empty());
+}
+
 }  // namespace
 }  // namespace elasticdl

@@ -37,6 +37,15 @@ bool IsModulePath(std::string_view relative_path) {
   }
 }
 
+std::vector<std::string> FilesEndingIn(const std::vector<std::string>& files,
+                                       std::string_view suffix) {
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    if (HasSuffix(f, suffix)) out.push_back(f);
+  }
+  return out;
+}
+
 }  // namespace
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
@@ -63,21 +72,11 @@ std::string SourceModule(std::string_view relative_path) {
   return module;
 }
 
-std::vector<std::string> ZooSources::CompiledFiles() const {
-  std::vector<std::string> out;
-  for (const std::string& f : files) {
-    if (HasSuffix(f, ".cc")) out.push_back(f);
-  }
-  return out;
-}
+std::vector<std::string> ZooSources::CompiledFiles() const { return FilesEndingIn(files, ".cc"); }
 
-std::vector<std::string> ZooSources::PythonFiles() const {
-  std::vector<std::string> out;
-  for (const std::string& f : files) {
-    if (HasSuffix(f, ".py")) out.push_back(f);
-  }
-  return out;
-}
+std::vector<std::string> ZooSources::PythonFiles() const { return FilesEndingIn(files, ".py"); }
+
+std::vector<std::string> ZooSources::HeaderFiles() const { return FilesEndingIn(files, ".h"); }
 
 StatusOr<ZooSources> ScanZooSources(const std::string& zoo_dir) {
   std::error_code ec;
@@ -135,6 +134,7 @@ StatusOr<ZooSources> ScanZooSources(const std::string& zoo_dir) {
     const bool is_python = HasSuffix(file, ".py");
     (is_python ? python : compiled).Update(header).Update(contents);
     (is_python ? any_python : any_compiled) = true;
+    sources.digests[file] = Sha256().Update(contents).HexDigest();
   }
   if (any_compiled) sources.compiled_identity = "sha256:" + compiled.HexDigest();
   if (any_python) sources.python_identity = "sha256:" + python.HexDigest();

@@ -3,6 +3,7 @@
 #ifndef ELASTICDL_ZOO_ZOO_SOURCES_H_
 #define ELASTICDL_ZOO_ZOO_SOURCES_H_
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,11 +28,15 @@ struct ZooSources {
   // when there are none.
   std::string compiled_identity;
   std::string python_identity;
+  // The SHA-256 (hex) of each file's contents, by its entry in `files`.
+  std::map<std::string, std::string> digests;
 
   // The .cc files of `files`: what the zoo library compiles.
   std::vector<std::string> CompiledFiles() const;
   // The .py files of `files`: the zoo's Python modules.
   std::vector<std::string> PythonFiles() const;
+  // The .h files of `files`: what any compiled file may include.
+  std::vector<std::string> HeaderFiles() const;
 };
 
 // Scans `zoo_dir`. INVALID_ARGUMENT if it is not a directory, has neither a

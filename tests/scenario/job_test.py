@@ -633,7 +633,8 @@ class JobTest(JobTestCase):
                 self.assertNoProcessesLeft(job_dir)
 
     def test_zoo_that_does_not_compile(self):
-        # The model file the job names, and one that does not compile.
+        # The model file the job names, and one that does not compile, named by --loss
+        # (a job compiles the files its entries are in).
         zoo = self.path("zoo")
         os.makedirs(os.path.join(zoo, "mnist"))
         shutil.copy(os.path.join(MODEL_ZOO, "mnist", "mnist_functional_api.cc"),
@@ -645,7 +646,7 @@ class JobTest(JobTestCase):
                     "int broken() { return undeclared_name + 1; }\n"
                     "}  // namespace\n")
         job_dir = self.job_dir("broken-zoo")
-        job = self.run_job(self.train_args(job_dir, model_zoo=zoo))
+        job = self.run_job(self.train_args(job_dir, model_zoo=zoo, loss="mnist.broken_model.loss"))
         # A fresh build of the zoo that fails.
         message = self.assertFailedWith(job, "failed to compile", within=300)
         self.assertRegex(message, r"mnist/broken_model\.cc:4:\d+: error: .*undeclared_name")

@@ -423,8 +423,11 @@ class KubernetesTest(ExactJobCase):
         self._jobs.append(job)
         log = exactness.EventLog(job_dir)
         master = "elasticdl-job-main-master"
+        # A Kubernetes job's client compiles the whole zoo (its pods load the library the
+        # zoo's image holds): nine files, up to 5 minutes on two loaded cores when no
+        # other test has.
         self.until(job, log, lambda: log.training_done() >= 2, "two finished training tasks",
-                   timeout=240)
+                   timeout=540)
         self.api.delete("Pod", NAMESPACE, "elasticdl-job-main-worker-0")
         self.wait_event(job, log, lambda e: e.get("event") == "worker_left", "worker 0 left")
         self.until(job, log, lambda: newest_checkpoint(job_dir, 0, 1) > 0, "a checkpoint")

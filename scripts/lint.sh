@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Style and static checks: clang-format on every C++ file, clang-tidy on the
+# Style and static checks: clang-format on every C++ file, the relative links
+# of README.md and docs/ (scripts/check_links.py), clang-tidy on the
 # translation units that do not include LibTorch (those take minutes each
 # under clang-tidy and are covered by the compiler's warnings).
 # Needs the compile_commands.json of a build (scripts/setup.sh makes one).
@@ -19,6 +20,9 @@ if git grep -n 'getenv(' -- 'src/*.cc' 'src/*.h' ':!src/common/environment.cc' '
   exit 1
 fi
 echo "lint: the environment is read at the edge"
+
+# README.md and docs/ link only to what is in the repository.
+/usr/bin/python3 scripts/check_links.py
 
 mapfile -t units < <(git ls-files 'src/common/*.cc' 'src/data/*.cc' 'src/cli/*.cc' \
   'src/master/*.cc' 'src/job/*.cc' 'src/rpc/*.cc' 'src/cluster/*.cc' 'src/client/*.cc' 'src/dashboard/*.cc' 'src/sql/*.cc' \

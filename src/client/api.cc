@@ -12,6 +12,7 @@
 #include <optional>
 #include <variant>
 
+#include "client/job_inputs.h"
 #include "client/job_runner.h"
 #include "client/job_settings.h"
 #include "client/stop_settings.h"
@@ -302,6 +303,7 @@ bool HasTables(const std::string& dir) {
 // from a zoo and a checkpoint directory.
 StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobCommand command) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, client::JobSpecOf(args, command));
+  EDL_RETURN_IF_ERROR(client::CheckJobInputs(spec));
   EDL_ASSIGN_OR_RETURN(
       std::string job_dir,
       MakeJobDir(args, command == client::JobCommand::kEvaluate ? "evaluate" : "predict"));
@@ -373,6 +375,7 @@ namespace client {
 
 StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, JobSpecOf(args, JobCommand::kTrain));
+  EDL_RETURN_IF_ERROR(CheckJobInputs(spec));
   EDL_ASSIGN_OR_RETURN(std::string job_dir, MakeJobDir(args, "train"));
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);

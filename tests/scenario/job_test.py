@@ -632,6 +632,40 @@ class JobTest(JobTestCase):
                 self.assertEqual(job.stdout, "")
                 self.assertNoProcessesLeft(job_dir)
 
+    def test_inputs_are_checked_before_any_process_starts(self):
+        # A fresh zoo copy: the check must come before the zoo is built (tens of seconds).
+        zoo = self.path("unbuilt-zoo")
+        shutil.copytree(os.path.join(MODEL_ZOO, "mnist"), os.path.join(zoo, "mnist"))
+        empty = self.path("empty.recordio")
+        with open(empty, "wb") as f:
+            f.write(corpus.recordio([]))  # a RecordIO file of no records
+        locked = self.path("locked")
+        os.mkdir(locked, 0o555)
+        missing = self.path("no-such-data")
+        cases = [
+            ({"training_data": missing},
+             [f"error: --training_data: {missing}: no such file or directory"]),
+            ({"validation_data": self.path("nothing-*.recordio")},
+             ["error: --validation_data: ", "nothing-*.recordio: no file matches"]),
+            ({"output": os.path.join(locked, "model")},
+             [f"error: --output={locked}/model: cannot be created", "is not writable"]),
+            ({"output": self.train_file}, ["error: --output=", "exists and is not a directory"]),
+        ]
+        if os.geteuid() == 0:
+            cases = cases[:2] + cases[3:]  # root writes anywhere
+        for i, (flags, fragments) in enumerate(cases):
+            with self.subTest(flags=flags):
+                job_dir = self.job_dir(f"inputs-{i}")
+                job = self.run_job(self.train_args(job_dir, model_zoo=zoo, **flags))
+                self.assertFailedWith(job, *fragments, within=10)
+                self.assertNotIn("[master]", job.stderr, job.describe())
+                self.assertFalse(os.path.exists(job_dir), job.describe())
+        # A validation set whose file holds no records: opened by the client too.
+        job = self.run_job(self.train_args(self.job_dir("inputs-empty"), model_zoo=zoo,
+                                           validation_data=empty))
+        self.assertFailedWith(job, f"error: --validation_data={empty}: ", within=10)
+        os.chmod(locked, 0o755)  # for the test's clean-up
+
     def test_zoo_that_does_not_compile(self):
         # The model file the job names, and one that does not compile, named by --loss
         # (a job compiles the files its entries are in).
@@ -718,6 +752,7 @@ class JobTest(JobTestCase):
 ERROR_TESTS = {
     "test_bad_ids_and_feature_types_name_the_file_record_and_feature",
     "test_unknown_model_def",
+    "test_inputs_are_checked_before_any_process_starts",
     "test_zoo_that_does_not_compile",
     "test_corrupt_data_file",
     "test_truncated_data_file_error_line_names_it",

@@ -41,6 +41,7 @@ void AddSettings(CLI::App* cmd, JobArgs* a, JobCommand command) {
           }
         },
         s.field);
+    option->group(s.group);
     if ((s.required & bit) != 0) {
       option->required();
     } else if (option->get_default_str().empty()) {

@@ -32,189 +32,218 @@ std::vector<JobSetting> MakeSettings() {
   using A = JobArgs;
   constexpr unsigned kTrain = kTrainCmd;
   constexpr unsigned kAll = kAllCmds;
-  return {
-      // The model.
-      {"--model_zoo", &A::model_zoo,
-       "The model zoo's C++ sources: a directory, or a Git URL (https, http, git or file) with "
-       "an optional #branch, #tag or #commit",
-       kAll, kTrain},
-      {"--model_def", &A::model_def,
-       "The model entry, e.g. mnist.mnist_functional_api.custom_model", kAll, kTrain},
-      {"--dataset_fn,--input_fn", &A::dataset_fn,
-       "dataset_fn (or seed 002's input_fn) entry; default: the model class's default_input, "
-       "else the model file's input_fn or dataset_fn"},
-      {"--loss", &A::loss, "Loss entry; default: the model class's default_loss, else loss"},
-      {"--optimizer", &A::optimizer,
-       "Optimizer entry; default: the model class's default_optimizer, else optimizer"},
-      {"--eval_metrics_fn", &A::eval_metrics_fn,
-       "Evaluation metrics entry; default: the model class's default_eval_metrics, else "
-       "eval_metrics_fn if the model file has one"},
-      {"--learning_rate_schedule", &A::learning_rate_schedule,
-       "Learning-rate schedule entry (optional; --lr_schedule replaces it)", kTrain},
-      {"--lr_schedule", &A::lr_schedule,
-       "Learning rate by model version: warmup=W, then one of step=N,gamma=G | "
-       "exponential=N,rate=R[,staircase=true] | cosine=T[,min_lr=M], e.g. "
-       "\"warmup=100,cosine=2000,min_lr=0.0001\"",
-       kTrain},
-      {"--params", &A::params,
-       "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\""},
-      {"--trained_model", &A::trained_model, "The model: a directory written by train --output",
-       kInferenceCmds},
-      {"--checkpoint_dir_for_init", &A::checkpoint_dir_for_init,
-       "The newest complete checkpoint in this directory (any number of shards): train starts "
-       "from it; evaluate and predict use its parameters with --model_zoo and --model_def"},
-
-      // Data and outputs.
-      {"--training_data", &A::training_data,
-       "Record files: a file, a directory or a glob (several: comma-separated)", kTrain, kTrain},
-      {"--validation_data", &A::validation_data,
-       "Record files evaluated during and after training, or by evaluate", kTrain | kEvaluateCmd,
-       kEvaluateCmd},
-      {"--prediction_data,--data", &A::prediction_data, "Record files to predict", kPredictCmd,
-       kPredictCmd},
-      {"--output", &A::output,
-       "train: write the trained model to this directory; predict: the CSV file of predictions "
-       "(or a directory for predictions.csv)",
-       kTrain | kPredictCmd, kPredictCmd},
-
-      // Tasks.
-      {"--minibatch_size", &A::minibatch_size, "Records per minibatch", kAll, 0, 1, 1 << 30},
-      {"--num_minibatches_per_task", &A::num_minibatches_per_task, "Minibatches per task", kAll, 0,
-       1, 1 << 30},
-      {"--num_epochs", &A::num_epochs, "Passes over the training data", kTrain, 0, 1},
-      {"--evaluation_steps", &A::evaluation_steps,
-       "Evaluate every this many model versions (0: at the end only)", kTrain, 0, 0, kInt64Max},
-      {"--max_steps", &A::max_steps,
-       "Stop training when the model version reaches this (0: train every epoch)", kTrain, 0, 0,
-       kInt64Max},
-      {"--early_stopping", &A::early_stopping,
-       "Stop training when an evaluation metric stops improving: "
-       "metric=NAME,mode=max|min,patience=N[,min_delta=D] (needs --evaluation_steps and "
-       "--validation_data)",
-       kTrain},
-      {"--shuffle_seed", &A::shuffle_seed,
-       "Seed of the per-epoch task order (default: derived from --seed)", kTrain},
-      {"--seed", &A::seed,
-       "Seed of every random choice: initial parameters, task order, dataset_fn shuffles, "
-       "dropout",
-       kTrain},
-
-      // Parameter servers and steps.
-      {"--distribution_strategy", &A::distribution_strategy,
-       "ParameterServerStrategy (servers hold the model; the default), AllreduceStrategy (every "
-       "worker holds the model and gradients are all-reduced; dense models) or Local (one "
-       "worker trains alone)",
-       kTrain},
-      {"--num_ps_pods", &A::num_ps_pods,
-       "Parameter server shards (ParameterServerStrategy; default 1)", kTrain, 0, 1, 1024},
-      {"--use_async", &A::use_async, "true: asynchronous updates, each gradient a step of its own",
-       kTrain},
-      {"--grads_to_wait", &A::grads_to_wait,
-       "Synchronous mode: gradients averaged per step (default: one of every worker training at "
-       "the time)",
-       kTrain},
-      {"--sync_version_tolerance", &A::sync_version_tolerance,
-       "Synchronous mode: how many versions old a gradient may be", kTrain},
-      {"--max_staleness", &A::max_staleness,
-       "Asynchronous mode: how many versions old a gradient may be (-1: any)", kTrain, 0, -1},
-      {"--lr_staleness_modulation", &A::lr_staleness_modulation,
-       "Asynchronous mode: scale gradients by 1 / (1 + staleness)", kTrain},
-      {"--checkpoint_steps", &A::checkpoint_steps,
-       "Checkpoint the parameter servers every this many versions (0: only the initial model)",
-       kTrain, 0, 0, kInt64Max},
-      {"--checkpoint_dir", &A::checkpoint_dir,
-       "Where checkpoints go (default: <job_dir>/checkpoints)", kTrain},
-      {"--keep_checkpoint_max", &A::keep_checkpoint_max,
-       "Checkpoints kept per parameter server (0: all)", kTrain},
-
-      // Workers.
-      {"--num_workers", &A::num_workers, "Worker processes", kAll, 0, 1, 1 << 20},
-      {"--max_workers", &A::max_workers,
-       "The most workers `elasticdl job scale` may ask for (0: 4 per core here on the local and "
-       "external clusters, 1024 on Slurm and Kubernetes; at least --num_workers)",
-       kTrain, 0, 0, 1 << 20},
-      {"--num_threads", &A::num_threads,
-       "LibTorch threads per worker (0: the cores divided among the workers)", kAll, 0, 0, 4096},
-
-      // Fault tolerance.
-      {"--worker_lease_ms", &A::worker_lease_ms,
-       "A worker not heard from for this long is taken as lost", kAll, 0, 100},
-      {"--max_task_retries", &A::max_task_retries, "Failures a task may have before the job fails"},
-      {"--max_worker_relaunches", &A::max_worker_relaunches,
-       "Crashed workers relaunched before the job gives up"},
-      {"--max_ps_relaunches", &A::max_ps_relaunches,
-       "Parameter-server relaunches before the job fails", kTrain},
-      {"--max_master_restarts", &A::max_master_restarts,
-       "Restarts of a master that died before the job fails"},
-      {"--max_nonfinite_minibatches", &A::max_nonfinite_minibatches,
-       "Minibatches with a non-finite loss or gradient before the job fails", kTrain},
-
-      // The job and where it runs.
-      {"--job_dir", &A::job_dir,
-       "Directory for the job's spec and intermediate files (default: a new one under "
-       "$TMPDIR/elasticdl-jobs-$UID)"},
-      {"--job_name", &A::job_name, "Name of the job"},
-      {"--cluster", &A::cluster,
-       "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
-       "/etc/slurm/slurm.conf), kubernetes (pods: $KUBECONFIG, else ~/.kube/config, else the "
-       "pod's service account) or external (workers join with `elasticdl worker "
-       "--master=HOST:PORT --credentials_file=FILE`)"},
-      {"--master_addr", &A::master_addr,
-       "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's name "
-       "under Slurm; port 0: any free one)"},
-      {"--partition", &A::partition, "Slurm partition (default: the cluster's)"},
-
-      // Kubernetes.
-      {"--image_name", &A::image_name,
-       "Kubernetes: the image every pod runs (elasticdl on its PATH; `elasticdl zoo build` "
-       "makes one holding the model zoo)"},
-      {"--namespace", &A::k8s_namespace,
-       "Kubernetes: the namespace of the job's pods (default: the kubeconfig context's, else "
-       "default)"},
-      {"--master_resource_request", &A::master_resource_request,
-       "Kubernetes: the master pod's resource requests, e.g. cpu=1,memory=2048Mi"},
-      {"--master_resource_limit", &A::master_resource_limit,
-       "Kubernetes: the master pod's resource limits"},
-      {"--ps_resource_request", &A::ps_resource_request,
-       "Kubernetes: each parameter-server pod's resource requests"},
-      {"--ps_resource_limit", &A::ps_resource_limit,
-       "Kubernetes: each parameter-server pod's resource limits"},
-      {"--worker_resource_request", &A::worker_resource_request,
-       "Kubernetes: each worker pod's resource requests, e.g. cpu=2,memory=4096Mi,gpu=1"},
-      {"--worker_resource_limit", &A::worker_resource_limit,
-       "Kubernetes: each worker pod's resource limits"},
-      {"--volume", &A::volume,
-       "Kubernetes: volumes every pod mounts, host_path=/data,mount_path=/data or "
-       "claim_name=PVC,mount_path=/data[,read_only=true] (several: ';'-separated); the job "
-       "directory, data and outputs must be on them"},
-      {"--image_pull_policy", &A::image_pull_policy, "Kubernetes: Always, IfNotPresent or Never"},
-      {"--restart_policy", &A::restart_policy,
-       "Kubernetes: the master pod's restart policy, Never (the client starts a new master pod) "
-       "or OnFailure (the kubelet also restarts a crashed master in place)"},
-      {"--envs", &A::envs, "Kubernetes: environment of every pod, e.g. \"K1=v1,K2=v2\""},
-      {"--cluster_spec", &A::cluster_spec,
-       "Kubernetes: a YAML file {pod: {...}, service: {...}} of merge patches applied to every "
-       "pod and service (node selectors, tolerations, a service account, labels)"},
-      {"--worker_pod_priority", &A::worker_pod_priority,
-       "Kubernetes: the priority class of worker pods (a low one lets the cluster preempt "
-       "them; a preempted worker hands its task back)"},
-      {"--yaml", &A::yaml,
-       "Kubernetes: write the master's pod and service to this file (for kubectl apply) "
-       "instead of submitting them"},
-      {"--insecure_transport", &A::insecure_transport,
-       "true: the job's processes call one another in plaintext, authenticated by the job's "
-       "token alone (default: mutual TLS with certificates of a CA of the job's own)",
-       kAll},
-      {"--local_sockets", &A::local_sockets,
-       "false: processes on one machine call one another over TCP too (default: through Unix "
-       "sockets in the job directory, which only the job's user can enter)",
-       kAll},
-      {"--detach", &A::detach,
-       "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll, 0, 0,
-       0, /*is_switch=*/true},
-      {"!--no_progress", &A::progress, "Do not show a progress bar", kAll, 0, 0, 0,
-       /*is_switch=*/true},
+  std::vector<JobSetting> all;
+  // Each group is a section of the command's --help.
+  const auto group = [&all](const char* name, std::initializer_list<JobSetting> settings) {
+    for (JobSetting s : settings) {
+      s.group = name;
+      all.push_back(s);
+    }
   };
+  group(
+      "Model",
+      {
+          {"--model_zoo", &A::model_zoo,
+           "The model zoo's C++ sources: a directory, or a Git URL (https, http, git or file) with "
+           "an optional #branch, #tag or #commit",
+           kAll, kTrain},
+          {"--model_def", &A::model_def,
+           "The model entry, e.g. mnist.mnist_functional_api.custom_model", kAll, kTrain},
+          {"--dataset_fn,--input_fn", &A::dataset_fn,
+           "dataset_fn (or seed 002's input_fn) entry; default: the model class's default_input, "
+           "else the model file's input_fn or dataset_fn"},
+          {"--loss", &A::loss, "Loss entry; default: the model class's default_loss, else loss"},
+          {"--optimizer", &A::optimizer,
+           "Optimizer entry; default: the model class's default_optimizer, else optimizer"},
+          {"--eval_metrics_fn", &A::eval_metrics_fn,
+           "Evaluation metrics entry; default: the model class's default_eval_metrics, else "
+           "eval_metrics_fn if the model file has one"},
+          {"--learning_rate_schedule", &A::learning_rate_schedule,
+           "Learning-rate schedule entry (optional; --lr_schedule replaces it)", kTrain},
+          {"--lr_schedule", &A::lr_schedule,
+           "Learning rate by model version: warmup=W, then one of step=N,gamma=G | "
+           "exponential=N,rate=R[,staircase=true] | cosine=T[,min_lr=M], e.g. "
+           "\"warmup=100,cosine=2000,min_lr=0.0001\"",
+           kTrain},
+          {"--params", &A::params,
+           "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\""},
+          {"--trained_model", &A::trained_model, "The model: a directory written by train --output",
+           kInferenceCmds},
+          {"--checkpoint_dir_for_init", &A::checkpoint_dir_for_init,
+           "The newest complete checkpoint in this directory (any number of shards): train starts "
+           "from it; evaluate and predict use its parameters with --model_zoo and --model_def"},
+      });
+  group("Data", {
+                    {"--training_data", &A::training_data,
+                     "Record files: a file, a directory or a glob (several: comma-separated)",
+                     kTrain, kTrain},
+                    {"--validation_data", &A::validation_data,
+                     "Record files evaluated during and after training, or by evaluate",
+                     kTrain | kEvaluateCmd, kEvaluateCmd},
+                    {"--prediction_data,--data", &A::prediction_data, "Record files to predict",
+                     kPredictCmd, kPredictCmd},
+                });
+  group(
+      "Tasks and evaluation",
+      {
+          {"--minibatch_size", &A::minibatch_size, "Records per minibatch", kAll, 0, 1, 1 << 30},
+          {"--num_minibatches_per_task", &A::num_minibatches_per_task, "Minibatches per task", kAll,
+           0, 1, 1 << 30},
+          {"--num_epochs", &A::num_epochs, "Passes over the training data", kTrain, 0, 1},
+          {"--evaluation_steps", &A::evaluation_steps,
+           "Evaluate every this many model versions (0: at the end only)", kTrain, 0, 0, kInt64Max},
+          {"--max_steps", &A::max_steps,
+           "Stop training when the model version reaches this (0: train every epoch)", kTrain, 0, 0,
+           kInt64Max},
+          {"--early_stopping", &A::early_stopping,
+           "Stop training when an evaluation metric stops improving: "
+           "metric=NAME,mode=max|min,patience=N[,min_delta=D] (needs --evaluation_steps and "
+           "--validation_data)",
+           kTrain},
+          {"--shuffle_seed", &A::shuffle_seed,
+           "Seed of the per-epoch task order (default: derived from --seed)", kTrain},
+          {"--seed", &A::seed,
+           "Seed of every random choice: initial parameters, task order, dataset_fn shuffles, "
+           "dropout",
+           kTrain},
+      });
+  group("Training strategy",
+        {
+            {"--distribution_strategy", &A::distribution_strategy,
+             "ParameterServerStrategy (servers hold the model; the default), AllreduceStrategy "
+             "(every "
+             "worker holds the model and gradients are all-reduced; dense models) or Local (one "
+             "worker trains alone)",
+             kTrain},
+            {"--num_ps_pods", &A::num_ps_pods,
+             "Parameter server shards (ParameterServerStrategy; default 1)", kTrain, 0, 1, 1024},
+            {"--use_async", &A::use_async,
+             "true: asynchronous updates, each gradient a step of its own", kTrain},
+            {"--grads_to_wait", &A::grads_to_wait,
+             "Synchronous mode: gradients averaged per step (default: one of every worker training "
+             "at "
+             "the time)",
+             kTrain},
+            {"--sync_version_tolerance", &A::sync_version_tolerance,
+             "Synchronous mode: how many versions old a gradient may be", kTrain},
+            {"--max_staleness", &A::max_staleness,
+             "Asynchronous mode: how many versions old a gradient may be (-1: any)", kTrain, 0, -1},
+            {"--lr_staleness_modulation", &A::lr_staleness_modulation,
+             "Asynchronous mode: scale gradients by 1 / (1 + staleness)", kTrain},
+        });
+  group("Workers", {
+                       {"--num_workers", &A::num_workers, "Worker processes", kAll, 0, 1, 1 << 20},
+                       {"--max_workers", &A::max_workers,
+                        "The most workers `elasticdl job scale` may ask for (0: 4 per core here on "
+                        "the local and "
+                        "external clusters, 1024 on Slurm and Kubernetes; at least --num_workers)",
+                        kTrain, 0, 0, 1 << 20},
+                       {"--num_threads", &A::num_threads,
+                        "LibTorch threads per worker (0: the cores divided among the workers)",
+                        kAll, 0, 0, 4096},
+                   });
+  group(
+      "Fault tolerance",
+      {
+          {"--checkpoint_steps", &A::checkpoint_steps,
+           "Checkpoint the parameter servers every this many versions (0: only the initial model)",
+           kTrain, 0, 0, kInt64Max},
+          {"--checkpoint_dir", &A::checkpoint_dir,
+           "Where checkpoints go (default: <job_dir>/checkpoints)", kTrain},
+          {"--keep_checkpoint_max", &A::keep_checkpoint_max,
+           "Checkpoints kept per parameter server (0: all)", kTrain},
+          {"--worker_lease_ms", &A::worker_lease_ms,
+           "A worker not heard from for this long is taken as lost", kAll, 0, 100},
+          {"--max_task_retries", &A::max_task_retries,
+           "Failures a task may have before the job fails"},
+          {"--max_worker_relaunches", &A::max_worker_relaunches,
+           "Crashed workers relaunched before the job gives up"},
+          {"--max_ps_relaunches", &A::max_ps_relaunches,
+           "Parameter-server relaunches before the job fails", kTrain},
+          {"--max_master_restarts", &A::max_master_restarts,
+           "Restarts of a master that died before the job fails"},
+          {"--max_nonfinite_minibatches", &A::max_nonfinite_minibatches,
+           "Minibatches with a non-finite loss or gradient before the job fails", kTrain},
+      });
+  group("Cluster",
+        {
+            {"--job_dir", &A::job_dir,
+             "Directory for the job's spec and intermediate files (default: a new one under "
+             "$TMPDIR/elasticdl-jobs-$UID)"},
+            {"--job_name", &A::job_name, "Name of the job (default: the job directory's name)"},
+            {"--cluster", &A::cluster,
+             "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
+             "/etc/slurm/slurm.conf), kubernetes (pods: $KUBECONFIG, else ~/.kube/config, else the "
+             "pod's service account) or external (workers join with `elasticdl worker "
+             "--master=HOST:PORT --credentials_file=FILE`)"},
+            {"--master_addr", &A::master_addr,
+             "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's name "
+             "under Slurm; port 0: any free one)"},
+            {"--partition", &A::partition, "Slurm partition (default: the cluster's)"},
+            {"--insecure_transport", &A::insecure_transport,
+             "true: the job's processes call one another in plaintext, authenticated by the job's "
+             "token alone (default: mutual TLS with certificates of a CA of the job's own)",
+             kAll},
+            {"--local_sockets", &A::local_sockets,
+             "false: processes on one machine call one another over TCP too (default: through Unix "
+             "sockets in the job directory, which only the job's user can enter)",
+             kAll},
+            {"--detach", &A::detach,
+             "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll,
+             0, 0, 0, /*is_switch=*/true},
+        });
+  group(
+      "Kubernetes",
+      {
+          {"--image_name", &A::image_name,
+           "Kubernetes: the image every pod runs (elasticdl on its PATH; `elasticdl zoo build` "
+           "makes one holding the model zoo)"},
+          {"--namespace", &A::k8s_namespace,
+           "Kubernetes: the namespace of the job's pods (default: the kubeconfig context's, else "
+           "default)"},
+          {"--master_resource_request", &A::master_resource_request,
+           "Kubernetes: the master pod's resource requests, e.g. cpu=1,memory=2048Mi"},
+          {"--master_resource_limit", &A::master_resource_limit,
+           "Kubernetes: the master pod's resource limits"},
+          {"--ps_resource_request", &A::ps_resource_request,
+           "Kubernetes: each parameter-server pod's resource requests"},
+          {"--ps_resource_limit", &A::ps_resource_limit,
+           "Kubernetes: each parameter-server pod's resource limits"},
+          {"--worker_resource_request", &A::worker_resource_request,
+           "Kubernetes: each worker pod's resource requests, e.g. cpu=2,memory=4096Mi,gpu=1"},
+          {"--worker_resource_limit", &A::worker_resource_limit,
+           "Kubernetes: each worker pod's resource limits"},
+          {"--volume", &A::volume,
+           "Kubernetes: volumes every pod mounts, host_path=/data,mount_path=/data or "
+           "claim_name=PVC,mount_path=/data[,read_only=true] (several: ';'-separated); the job "
+           "directory, data and outputs must be on them"},
+          {"--image_pull_policy", &A::image_pull_policy,
+           "Kubernetes: Always, IfNotPresent or Never"},
+          {"--restart_policy", &A::restart_policy,
+           "Kubernetes: the master pod's restart policy, Never (the client starts a new master "
+           "pod) "
+           "or OnFailure (the kubelet also restarts a crashed master in place)"},
+          {"--envs", &A::envs, "Kubernetes: environment of every pod, e.g. \"K1=v1,K2=v2\""},
+          {"--cluster_spec", &A::cluster_spec,
+           "Kubernetes: a YAML file {pod: {...}, service: {...}} of merge patches applied to every "
+           "pod and service (node selectors, tolerations, a service account, labels)"},
+          {"--worker_pod_priority", &A::worker_pod_priority,
+           "Kubernetes: the priority class of worker pods (a low one lets the cluster preempt "
+           "them; a preempted worker hands its task back)"},
+          {"--yaml", &A::yaml,
+           "Kubernetes: write the master's pod and service to this file (for kubectl apply) "
+           "instead of submitting them"},
+      });
+  group("Output",
+        {
+            {"--output", &A::output,
+             "train: write the trained model to this directory (default: none); predict: the CSV "
+             "file of predictions (or a directory for predictions.csv)",
+             kTrain | kPredictCmd, kPredictCmd},
+            {"!--no_progress", &A::progress, "Do not show a progress bar", kAll, 0, 0, 0,
+             /*is_switch=*/true},
+        });
+  return all;
 }
 
 bool IsGiven(const JobArgs& args, const JobSetting::Field& field) {

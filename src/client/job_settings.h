@@ -48,6 +48,8 @@ struct JobSetting {
   // Bools: a switch without a value (--detach) instead of an option that
   // takes true or false (--use_async=true).
   bool is_switch = false;
+  // The section of --help it is listed in ("Data", "Cluster", ...).
+  const char* group = "Options";
 };
 
 const std::vector<JobSetting>& JobSettings();

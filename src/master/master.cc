@@ -138,7 +138,14 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
                                        {"dashboard", m->observer_ ? m->observer_->url() : ""}});
   spdlog::info("master serving on {}; job {}, seed {}{}", m->address_, c.spec.job_name(),
                c.spec.seed(), m->resumed_ ? " (resumed from its journal)" : "");
-  if (m->observer_) spdlog::info("dashboard at {}", m->observer_->url());
+  if (m->observer_) {
+    // No link here: the page asks for a login, which the client prints (a
+    // one-time link), as `elasticdl job status` does.
+    const std::string& url = m->observer_->url();
+    const size_t scheme = url.find("://");
+    spdlog::info("dashboard serving on {}; its login link: `elasticdl job status {}`",
+                 scheme == std::string::npos ? url : url.substr(scheme + 3), c.job_dir);
+  }
   if (!m->backend_->starts_workers()) {
     spdlog::info(
         "waiting for {} worker(s) to join: elasticdl worker --master={} --credentials_file={}",

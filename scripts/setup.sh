@@ -50,6 +50,8 @@ PACKAGES=(
   python3-torch python3-dev pybind11-dev
   # the data set of the main job
   dataset-fashion-mnist
+  # docs/architecture.png is drawn from docs/architecture.dot
+  graphviz
   # --cluster=slurm and its tests (scripts/slurm_cluster.sh starts a cluster
   # on this machine); network namespaces for the tests of external workers
   slurmctld slurmd slurm-client munge iproute2

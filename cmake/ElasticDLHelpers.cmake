@@ -67,3 +67,21 @@ function(elasticdl_share_files target subdir)
   add_custom_target(${target} ALL DEPENDS ${out}/.stamp)
   install(FILES ${ARGN} DESTINATION share/elasticdl/${subdir})
 endfunction()
+
+# The tree under `dir` installed as it is under share/elasticdl/<subdir>, and
+# copied whole to the same place in the build tree (a file removed from `dir`
+# goes from the copy too), by target `target`.
+function(elasticdl_share_tree target subdir dir)
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS ${dir}/*)
+  set(out ${CMAKE_BINARY_DIR}/share/elasticdl/${subdir})
+  set(stamp ${CMAKE_CURRENT_BINARY_DIR}/${target}.stamp)
+  add_custom_command(
+    OUTPUT ${stamp}
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${out}
+    COMMAND ${CMAKE_COMMAND} -E copy_directory ${dir} ${out}
+    COMMAND ${CMAKE_COMMAND} -E touch ${stamp}
+    DEPENDS ${files}
+    COMMENT "share/elasticdl/${subdir}")
+  add_custom_target(${target} ALL DEPENDS ${stamp})
+  install(DIRECTORY ${dir}/ DESTINATION share/elasticdl/${subdir})
+endfunction()

@@ -1,4 +1,5 @@
-// `elasticdl zoo build|push`: the model zoo's container image.
+// `elasticdl zoo init|build|push`: a new model zoo from a template, and a
+// zoo's container image (Kubernetes jobs).
 #ifndef ELASTICDL_CLI_ZOO_COMMAND_H_
 #define ELASTICDL_CLI_ZOO_COMMAND_H_
 

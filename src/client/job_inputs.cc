@@ -56,8 +56,23 @@ Status CheckWritable(const std::string& flag, const std::string& path, bool is_f
   if (path.empty() || HasScheme(path)) return absl::OkStatus();
   std::error_code ec;
   const fs::path target = fs::absolute(path, ec);
-  if (fs::exists(target, ec)) {
-    const bool directory = fs::is_directory(target, ec);
+  // The path, else its nearest existing ancestor: the job creates the
+  // directories below it. A path this user may not look up is an error of
+  // its own (a directory on the way it may not enter).
+  fs::path existing = target;
+  fs::file_status status;
+  for (;;) {
+    status = fs::status(existing, ec);
+    if (!ec) break;
+    if (ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+      return absl::PermissionDeniedError(StrCat(flag, "=", path, ": cannot be reached (",
+                                                existing.string(), ": ", ec.message(), ")"));
+    }
+    if (existing == existing.parent_path()) break;
+    existing = existing.parent_path();
+  }
+  const bool directory = fs::is_directory(status);
+  if (existing == target) {
     if (!directory && !is_file) {
       return absl::InvalidArgumentError(StrCat(flag, "=", path, ": exists and is not a directory"));
     }
@@ -68,19 +83,13 @@ Status CheckWritable(const std::string& flag, const std::string& path, bool is_f
     }
     return absl::OkStatus();
   }
-  // The nearest existing ancestor: the job creates the directories below it.
-  fs::path ancestor = target.parent_path();
-  while (!ancestor.empty() && !fs::exists(ancestor, ec)) {
-    if (ancestor == ancestor.parent_path()) break;
-    ancestor = ancestor.parent_path();
-  }
-  if (!fs::is_directory(ancestor, ec)) {
+  if (!directory) {
     return absl::InvalidArgumentError(
-        StrCat(flag, "=", path, ": ", ancestor.string(), " is not a directory"));
+        StrCat(flag, "=", path, ": ", existing.string(), " is not a directory"));
   }
-  if (!Writable(ancestor)) {
+  if (!Writable(existing)) {
     return absl::PermissionDeniedError(StrCat(flag, "=", path, ": cannot be created (",
-                                              ancestor.string(), " is not writable by this user)"));
+                                              existing.string(), " is not writable by this user)"));
   }
   return absl::OkStatus();
 }

@@ -40,11 +40,13 @@ Status CheckDataVisible(const proto::TaskSpec& tasks) {
   return absl::OkStatus();
 }
 
-// gRPC's words for a TLS handshake that failed (as opposed to a master not
-// listening yet).
+// gRPC's words for a TLS handshake the other side refused ("Ssl handshake
+// failed: SSL_ERROR_SSL: ... certificate verify failed"), as opposed to a
+// master not listening yet, or a handshake cut short ("handshaker shutdown":
+// the call's deadline passed on a busy machine), which a retry gets past.
 bool IsHandshakeFailure(const Status& status) {
   const std::string m(status.message());
-  return m.find("andshake") != std::string::npos || m.find("SSL_ERROR") != std::string::npos;
+  return m.find("andshake failed") != std::string::npos || m.find("SSL_ERROR") != std::string::npos;
 }
 
 }  // namespace

@@ -79,6 +79,10 @@ using std::chrono::milliseconds;
 // models here reduce in one or two).
 constexpr int64_t kBucketBytes = 4 << 20;
 
+// How long a member whose job is over waits for the master to note that it
+// left (a master whose job is done may be gone).
+constexpr milliseconds kLeaveTimeout{2000};
+
 // The header of a step: one row per member, summed over the group.
 enum Column : int64_t {
   kPresent,  // 1: the member brings a minibatch
@@ -818,6 +822,13 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     }
 
     if (leaving_) return Outcome::kLeave;
+    if (first_over >= 0 && !current_) {
+      // The master told a member the job is over (it hands out no task
+      // again): an idle member leaves with it, rather than regroup with a
+      // master that is ending.
+      job_over_ = true;
+      return Outcome::kLeave;
+    }
     if (any_leaving || regroup) return Outcome::kRegroup;
     if (all_idle) std::this_thread::sleep_for(milliseconds(20));
   }
@@ -888,8 +899,14 @@ Status CollectiveTrainer::Run() {
         request.set_worker_id(w_.options_.worker_id);
         request.set_leave(true);
         proto::RendezvousResponse ignored;
-        w_.CallMaster("leaving the collective group", &MasterClient::Rendezvous, request, &ignored)
-            .IgnoreError();
+        if (job_over_) {
+          // Once: the master may be gone already, its job done.
+          w_.peers_.master->Rendezvous(request, &ignored, kLeaveTimeout).IgnoreError();
+        } else {
+          w_.CallMaster("leaving the collective group", &MasterClient::Rendezvous, request,
+                        &ignored)
+              .IgnoreError();
+        }
         group_.reset();
         spdlog::info(job_over_ ? "the job is over" : "stopping as asked");
         return absl::OkStatus();

@@ -424,7 +424,8 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   response->set_ps_relaunches(members_.ps_relaunches());
   response->set_master_restarts(master_restarts_);
   bool failed = failure_.has_value() || tasks_.failure().has_value();
-  response->set_finished(failed || tasks_.finished());
+  // Done tasks are not yet a finished job: its results are written after.
+  response->set_finished(failed || (tasks_.finished() && results_written_));
   response->set_failed(failed);
   if (failure_) {
     response->set_message(*failure_);
@@ -622,6 +623,11 @@ std::vector<std::string> JobState::ps_addresses() {
 bool JobState::finished() {
   std::lock_guard<std::mutex> lock(mu_);
   return failure_.has_value() || tasks_.finished();
+}
+
+void JobState::ResultsWritten() {
+  std::lock_guard<std::mutex> lock(mu_);
+  results_written_ = true;
 }
 
 bool JobState::training_finished() {

@@ -159,8 +159,11 @@ class JobState {
 
   bool all_ps_registered();
   std::vector<std::string> ps_addresses();
+  // Every task is done, or the job failed.
   bool finished();
   bool training_finished();
+  // The job's results are written: from now on its status says it finished.
+  void ResultsWritten();
   // The failure message, if the job failed.
   std::optional<std::string> failure();
   std::vector<Evaluation> evaluations();
@@ -215,6 +218,7 @@ class JobState {
   // Changes to the journaled state so far.
   uint64_t changes_ = 0;
   std::optional<std::string> failure_;
+  bool results_written_ = false;
   // (time, records done) after each report, for the throughput estimate.
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;
   // Null without a job directory (tests). Last: it stops, writing the last

@@ -151,6 +151,26 @@ TEST(JobStateTest, ReportsQuoteTheAttempt) {
   EXPECT_TRUE(state.finished());
 }
 
+TEST(JobStateTest, StatusSaysFinishedOnceTheResultsAreWritten) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(WorkerId(0), {}, false);
+  StatusOr<proto::Task> task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  ASSERT_TRUE(state.ReportTask(Done(0, *task)).ok());
+  ASSERT_TRUE(state.finished());
+  // Every task is done, but the model is not written yet: whoever waits for
+  // the job's end (`job status`) must not read its output now.
+  proto::GetJobStatusResponse status;
+  state.GetStatus(&status);
+  EXPECT_FALSE(status.finished());
+  EXPECT_EQ(status.records_done(), status.records_total());
+  state.ResultsWritten();
+  state.GetStatus(&status);
+  EXPECT_TRUE(status.finished());
+  EXPECT_FALSE(status.failed());
+}
+
 TEST(JobStateTest, ResumesFromItsJournal) {
   testing::TempDir dir;
   JobStateOptions options = StateOptions();

@@ -206,7 +206,10 @@ StatusOr<bool> Master::WriteResults() {
                                      "writing predictions");
     spdlog::info("predictions written to {}", spec.output());
   }
-  if (written.ok()) return true;
+  if (written.ok()) {
+    state_->ResultsWritten();
+    return true;
+  }
   // A parameter server that ends after the last task (before the model is
   // read) is relaunched like any other, and its restore may reopen tasks:
   // the job trains on until the model can be read whole.

@@ -251,6 +251,7 @@ class SlurmTest(ExactJobCase):
             self.assertIn("submitted: Slurm job", job.stdout, job.describe())
             self.assertIn(f"elasticdl job status {job_dir}", job.stdout, job.describe())
             seen_running = False
+            status = None
             deadline = time.monotonic() + JOB_TIMEOUT
             while time.monotonic() < deadline:
                 status = subprocess.run([job_test.BIN, "job", "status", job_dir],
@@ -262,8 +263,14 @@ class SlurmTest(ExactJobCase):
                     seen_running = True
                 time.sleep(0.5)
             self.assertTrue(seen_running, "job status never reported the running job")
+            # What the job said of itself at the end, and its master's log.
+            master_log = os.path.join(job_dir, "logs", "master.log")
+            ended = (f"last `job status`: {status.stdout if status else ''}"
+                     f"{status.stderr if status else ''}\n--- {master_log} (tail)\n" +
+                     (open(master_log).read()[-4000:] if os.path.exists(master_log) else ""))
+            self.assertNotIn("failed: true", status.stdout, ended)
             self.assertEqual(exactness.check_rows(output, TRAIN_RECORDS, 2), "",
-                             self.describe(job, log))
+                             f"{self.describe(job, log)}\n{ended}")
             self.assertNothingLeft(job_dir)
         self.repeat(scenario)
 

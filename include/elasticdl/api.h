@@ -111,6 +111,13 @@ struct JobArgs {
   // capacity as the job sees it (4 per core of this machine on the local and
   // external clusters, 1024 on Slurm and Kubernetes), at least num_workers.
   int64_t max_workers = 0;
+  // The fewest workers the job trains with: training begins once this many
+  // (and the parameter servers) have registered, and the others join as
+  // they start (on Slurm, as the scheduler grants them). num_workers waits
+  // for all of them (gang scheduling). 0: 1 on Slurm and Kubernetes, where
+  // workers may pend; all of them on the local and external clusters, so
+  // that every run of a seed begins with the same workers.
+  int64_t min_workers = 0;
   // LibTorch threads per worker; 0: the machine's cores divided among them.
   int64_t num_threads = 0;
 

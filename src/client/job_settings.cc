@@ -138,6 +138,11 @@ std::vector<JobSetting> MakeSettings() {
                         "the local and "
                         "external clusters, 1024 on Slurm and Kubernetes; at least --num_workers)",
                         kTrain, 0, 0, 1 << 20},
+                       {"--min_workers", &A::min_workers,
+                        "Training begins once this many workers run; the others join as they "
+                        "start (0: 1 on Slurm and Kubernetes, --num_workers on the local and "
+                        "external clusters; --num_workers: wait for all, gang scheduling)",
+                        kAll, 0, 0, 1 << 20},
                        {"--num_threads", &A::num_threads,
                         "LibTorch threads per worker (0: the cores divided among the workers)",
                         kAll, 0, 0, 4096},
@@ -546,6 +551,11 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
     return absl::InvalidArgumentError(
         StrCat("--max_workers=", args.max_workers, " is below --num_workers=", args.num_workers));
   }
+  if (args.min_workers > args.num_workers) {
+    return absl::InvalidArgumentError(StrCat("--min_workers=", args.min_workers,
+                                             " is above --num_workers=", args.num_workers,
+                                             ": the job would wait for workers it never starts"));
+  }
   if (command == JobCommand::kTrain) {
     EDL_RETURN_IF_ERROR(CheckStrategy(args));
     if (args.use_async && args.grads_to_wait.value_or(0) > 0) {
@@ -641,6 +651,14 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
         here ? 4 * static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())) : 1024;
   }
   workers->set_max_workers(Int32(std::max(max_workers, args.num_workers)));
+  int64_t min_workers = args.min_workers;
+  if (min_workers == 0) {
+    // Workers pend on a shared cluster: train with the first. Here they all
+    // start at once, and a seed's runs begin with the same group.
+    const bool shared = args.cluster == "slurm" || args.cluster == "kubernetes";
+    min_workers = shared ? 1 : args.num_workers;
+  }
+  workers->set_min_workers(Int32(min_workers));
 
   proto::FaultTolerance* ft = spec.mutable_fault_tolerance();
   ft->set_worker_lease_ms(Int32(args.worker_lease_ms));

@@ -69,6 +69,13 @@ TEST(JobSettingsTest, NumbersOutOfRangeNameTheFlag) {
   a = TrainArgs();
   a.num_workers = int64_t{1} << 40;
   EXPECT_EQ(Error(a, JobCommand::kTrain), "--num_workers=1099511627776: must be at most 1048576");
+  a.num_workers = 2;
+  a.min_workers = 3;
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--min_workers=3 is above --num_workers=2: the job would wait for workers it never "
+            "starts");
+  a.min_workers = -1;
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--min_workers=-1: must be at least 0");
   a = TrainArgs();
   a.worker_lease_ms = 10;
   EXPECT_EQ(Error(a, JobCommand::kTrain), "--worker_lease_ms=10: must be at least 100");
@@ -248,6 +255,7 @@ TEST(JobSettingsTest, EachPartOfTheSpecHoldsItsSettings) {
   a.seed = 42;
   a.num_workers = 3;
   a.num_threads = 2;
+  a.min_workers = 2;
   a.num_ps_pods = 2;
   a.checkpoint_steps = 10;
   a.checkpoint_dir = "ckpt";
@@ -268,10 +276,22 @@ TEST(JobSettingsTest, EachPartOfTheSpecHoldsItsSettings) {
   EXPECT_EQ(spec->ps().checkpoint_dir(), cwd + "/ckpt");
   EXPECT_EQ(spec->workers().num_workers(), 3);
   EXPECT_EQ(spec->workers().threads(), 2);
+  EXPECT_EQ(spec->workers().min_workers(), 2);
   EXPECT_EQ(spec->fault_tolerance().max_master_restarts(), 5);
   EXPECT_EQ(spec->fault_tolerance().worker_lease_ms(), 5000);
   EXPECT_EQ(spec->cluster().kind(), "external");
   EXPECT_TRUE(spec->output().empty());
+  // By default every worker on the clusters that start them at once, the
+  // first where they may pend.
+  a.min_workers = 0;
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->workers().min_workers(), 3);
+  a.cluster = "slurm";
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->workers().min_workers(), 1);
+  a.cluster = "external";
 
   a.shuffle_seed = 7;
   a.num_threads = 0;

@@ -175,6 +175,14 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
     change = GetTaskLocked(worker, response->mutable_task());
     // Only a worker handed a training task is waited for by synchronous steps.
     const bool training = response->task().type() == proto::TASK_TRAINING;
+    if (training && !training_begun_) {
+      // The first steps wait for the workers there when training begins;
+      // the others (still pending on a busy cluster) join with their first
+      // task.
+      for (WorkerId w : group_.members()) {
+        if (!members_.registered(w)) group_.Leave(w);
+      }
+    }
     group_.Set(worker, training);
     training_begun_ = training_begun_ || training;
   }
@@ -190,8 +198,18 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
   const bool ps_missing = !members_.all_ps_registered();
   const bool awaiting_flush =
       options_.flush_at_end && !flushed_ && tasks_.training_finished() && !tasks_.finished();
-  const bool awaiting_workers =
-      !dispatched_any_ && members_.registered_workers() < options_.wait_for_workers;
+  // Workers this job started and lost before they registered are not waited
+  // for (their replacements are).
+  const int awaited =
+      options_.job_starts_workers
+          ? std::min(options_.wait_for_workers, static_cast<int>(members_.workers().size()))
+          : options_.wait_for_workers;
+  const bool awaiting_workers = !dispatched_any_ && members_.registered_workers() < awaited;
+  if (awaiting_workers && !ps_missing && !told_awaiting_workers_) {
+    told_awaiting_workers_ = true;
+    spdlog::info("training begins once {} workers have registered (--min_workers); {} so far",
+                 awaited, members_.registered_workers());
+  }
   if (ps_missing || awaiting_flush || awaiting_workers || members_.leaving(worker)) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
     return 0;
@@ -202,6 +220,12 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
   tasks_.RecoverWorker(worker);
   *task = tasks_.Next(worker);
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
+  if (!dispatched_any_) {
+    spdlog::info("the first task goes out with {} of {} workers registered",
+                 members_.registered_workers(), members_.workers_target());
+    Event("tasks_began",
+          {{"workers", members_.registered_workers()}, {"min_workers", options_.wait_for_workers}});
+  }
   dispatched_any_ = true;
   Event("task_dispatched", {{"task", task->task_id()},
                             {"worker", worker.value()},

@@ -65,9 +65,13 @@ struct JobStateOptions {
   // Minibatches with non-finite values (reported by workers) the job
   // tolerates; the next one fails it. Each is retried like a stopped task.
   int max_nonfinite_minibatches = kDefaultMaxNonfiniteMinibatches;
-  // No task is handed out before this many workers have registered (the
-  // `external` cluster: workers that others start). Later ones may join.
+  // No task is handed out before this many workers have registered
+  // (--min_workers). Later ones join as they register.
   int wait_for_workers = 0;
+  // The workers are started by the job's backend (not the `external`
+  // cluster's, which others start): one it lost before it registered is
+  // not waited for.
+  bool job_starts_workers = false;
   // AllreduceStrategy: the workers train in a collective group whose
   // rendezvous is the master (CollectiveGroup); heartbeats tell its version.
   bool collective = false;
@@ -212,6 +216,7 @@ class JobState {
   bool training_begun_ = false;
   // A task has been handed out (a resumed job counts as started).
   bool dispatched_any_ = false;
+  bool told_awaiting_workers_ = false;
   // Heartbeats moved a task's progress since the last journal write.
   bool progress_unwritten_ = false;
   bool flushed_ = false;

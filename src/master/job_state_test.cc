@@ -317,16 +317,58 @@ TEST(JobStateFlushTest, SyncTrainingFlushesBeforeTheFinalEvaluation) {
   EXPECT_EQ(task->type(), proto::TASK_EVALUATION);
 }
 
+TEST(JobStateTest, WorkersStillPendingWhenTrainingBeginsJoinWithTheirFirstTask) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(4), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(WorkerId(0), {}, false);
+  state.WorkerStarted(WorkerId(1), {}, false);
+  ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+  // Worker 1 is not running yet (a Slurm job pending for resources): the
+  // first steps do not wait for it.
+  StatusOr<proto::Task> task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0}));
+  ASSERT_TRUE(RegisterWorker(&state, 1).ok());
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0}));
+  task = GetTask(&state, 1);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0, 1}));
+}
+
+TEST(JobStateTest, MinWorkersGateTheFirstTaskUnlessTheyCannotCome) {
+  JobStateOptions options = StateOptions();
+  options.wait_for_workers = 2;
+  options.job_starts_workers = true;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(WorkerId(0), {}, false);
+  state.WorkerStarted(WorkerId(1), {}, false);
+  ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+  StatusOr<proto::Task> task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_WAIT);
+  // Worker 1 died before it registered and is not replaced: nobody else
+  // can come, so worker 0 trains.
+  state.WorkerLost(WorkerId(1), false, "exited with 1");
+  task = GetTask(&state, 0);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->type(), proto::TASK_TRAINING);
+}
+
 TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
   JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
   const int64_t start = state.training_group().generation();
   // Started workers are waited for from the start: the first steps of a job
-  // wait for every worker it starts.
+  // wait for every worker registered when training begins.
   state.WorkerStarted(WorkerId(0), {}, false);
   state.WorkerStarted(WorkerId(1), {}, false);
   EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0, 1}));
   EXPECT_GT(state.training_group().generation(), start);
+  ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+  ASSERT_TRUE(RegisterWorker(&state, 1).ok());
 
   auto task = GetTask(&state, 0);
   ASSERT_TRUE(task.ok());

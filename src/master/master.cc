@@ -113,7 +113,12 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
   JobStateOptions state_options = c.state;
   state_options.master_address = m->address_;
   state_options.clock = m->peers_.clock;
-  if (!m->backend_->starts_workers()) state_options.wait_for_workers = c.state.workers_target;
+  // A spec without --min_workers: the first worker, or all of them where
+  // others start them.
+  state_options.job_starts_workers = m->backend_->starts_workers();
+  if (state_options.wait_for_workers == 0) {
+    state_options.wait_for_workers = state_options.job_starts_workers ? 1 : c.state.workers_target;
+  }
   m->state_ =
       journal ? std::make_unique<JobState>(state_options, std::move(tasks), &m->events_, *journal)
               : std::make_unique<JobState>(state_options, std::move(tasks), &m->events_);

@@ -88,6 +88,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   state.num_ps = num_ps;
   state.workers_target = spec.workers().num_workers();
   state.max_workers = spec.workers().max_workers();
+  state.wait_for_workers = spec.workers().min_workers();
   if (spec.fault_tolerance().worker_lease_ms() > 0) {
     state.worker_lease = std::chrono::milliseconds(spec.fault_tolerance().worker_lease_ms());
   }

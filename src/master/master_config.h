@@ -51,9 +51,9 @@ struct MasterConfig {
   // Records per task (minibatch size × minibatches per task).
   int64_t records_per_task = 0;
   TaskManagerOptions tasks;
-  // `master_address` and `wait_for_workers` are filled in by Master::Start
-  // (the address is known once the server listens; the backend says whether
-  // workers are started for the job).
+  // `master_address` and `job_starts_workers` are filled in by
+  // Master::Start (the address is known once the server listens; the
+  // backend says whether it starts the workers).
   JobStateOptions state;
   SupervisorOptions supervisor;
   // `master_address` filled in by Master::Start.

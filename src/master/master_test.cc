@@ -360,6 +360,67 @@ TEST_F(MasterTest, TrainsToTheEndAndWritesTheResultsOnce) {
   EXPECT_FALSE(final_status.failed()) << final_status.message();
 }
 
+TEST_F(MasterTest, TrainingBeginsWithMinWorkersAndTheOthersJoin) {
+  spec_.mutable_workers()->set_num_workers(3);
+  spec_.mutable_workers()->set_min_workers(2);
+  std::unique_ptr<Master> master = Start(Config());
+  ASSERT_NE(master, nullptr);
+  Run(master.get());
+  Caller caller(master->address());
+  ASSERT_TRUE(caller.RegisterPs(0).ok());
+  ASSERT_TRUE(caller.RegisterWorker(0).ok());
+  // One of the two it needs: worker 0 waits (its Slurm peers may pend).
+  StatusOr<proto::Task> task = caller.GetTask(0);
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->type(), proto::TASK_WAIT);
+  ASSERT_TRUE(caller.RegisterWorker(1).ok());
+  task = caller.GetTask(0);
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->type(), proto::TASK_TRAINING);
+  ASSERT_TRUE(caller.Done(0, *task).ok());
+  // The third starts late and is dealt tasks at once.
+  ASSERT_TRUE(caller.RegisterWorker(2).ok());
+  std::thread one([&caller] { caller.Train(1); });
+  std::thread two([&caller] { EXPECT_GT(caller.Train(2, 1), 0); });
+  caller.Train(0);
+  one.join();
+  two.join();
+  ASSERT_TRUE(Outcome().ok()) << outcome_;
+}
+
+TEST_F(MasterTest, OneMinWorkerTrainsAloneUntilTheOtherRegisters) {
+  spec_.mutable_workers()->set_min_workers(1);
+  std::unique_ptr<Master> master = Start(Config());
+  ASSERT_NE(master, nullptr);
+  Run(master.get());
+  Caller caller(master->address());
+  ASSERT_TRUE(caller.RegisterPs(0).ok());
+  ASSERT_TRUE(caller.RegisterWorker(0).ok());
+  StatusOr<proto::Task> task = caller.GetTask(0);
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->type(), proto::TASK_TRAINING);
+  ASSERT_TRUE(caller.Done(0, *task).ok());
+  // The servers wait for worker 0 alone; worker 1 joins with its first task.
+  auto published = [this](const std::vector<int32_t>& group) {
+    for (int i = 0; i < 300; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(servers_.mu);
+        if (!servers_.groups.empty() && servers_.groups.back() == group) return true;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  };
+  EXPECT_TRUE(published({0}));
+  ASSERT_TRUE(caller.RegisterWorker(1).ok());
+  EXPECT_GT(caller.Train(1, 1), 0);
+  EXPECT_TRUE(published({0, 1}));
+  std::thread other([&caller] { caller.Train(1); });
+  caller.Train(0);
+  other.join();
+  ASSERT_TRUE(Outcome().ok()) << outcome_;
+}
+
 TEST_F(MasterTest, KeepsFlushingAServerLostMidFlush) {
   servers_.flush_failures = 3;
   ASSERT_TRUE(TrainJob().ok()) << outcome_;

@@ -177,6 +177,11 @@ int Membership::registered_workers() const {
                                         [](const auto& w) { return w.second.registered; }));
 }
 
+bool Membership::registered(WorkerId worker) const {
+  auto it = workers_.find(worker);
+  return it != workers_.end() && it->second.registered;
+}
+
 std::map<WorkerId, int64_t> Membership::silence_ms(Clock::time_point now) const {
   std::map<WorkerId, int64_t> out;
   for (const auto& [id, w] : workers_) {

@@ -71,6 +71,7 @@ class Membership {
   std::vector<WorkerId> joined_workers() const;
   std::vector<std::pair<WorkerId, cluster::ProcessHandle>> worker_processes() const;
   int registered_workers() const;
+  bool registered(WorkerId worker) const;
   // Milliseconds since each worker was last heard from.
   std::map<WorkerId, int64_t> silence_ms(Clock::time_point now) const;
   int workers_target() const { return workers_target_; }

@@ -2,8 +2,11 @@
 // the parameter servers averages one gradient of every worker in the group.
 //
 // A worker joins when it is started before the job's first training task
-// (so that the first steps of a job wait for every worker it starts, and
-// runs are reproducible) and whenever it is handed a training task (so a
+// (so that the first steps of a job wait for every worker there when
+// training begins, and runs that begin with the same workers are
+// reproducible; JobState drops those not registered by then, which may
+// still be pending on a busy cluster) and whenever it is handed a training
+// task (so a
 // replacement or an added worker is waited for only once it trains); it
 // leaves when it is handed anything else
 // (nothing to do, an evaluation task, a request to wait) and when it is

@@ -25,6 +25,7 @@ import corpus
 import exactness
 import job_test
 from exact_jobs import ExactJobCase
+from exactness import is_training
 
 REPEAT = int(os.environ.get("SLURM_REPEAT", "1"))
 CLUSTER_SCRIPT = os.path.join(job_test.REPO, "scripts", "slurm_cluster.sh")
@@ -49,6 +50,13 @@ def slurm_jobs_of(job_name):
         if name == job_name or name.startswith(job_name + "-"):
             jobs[jid] = (name, state, node)
     return jobs
+
+
+def idle_cpus():
+    """The cluster's idle CPUs (sinfo's allocated/idle/other/total)."""
+    out = subprocess.run(["sinfo", "--noheader", "-o", "%C"], check=True, capture_output=True,
+                         text=True).stdout.split()
+    return sum(int(line.split("/")[1]) for line in out)
 
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"}
@@ -164,10 +172,14 @@ class SlurmTest(ExactJobCase):
     def setUp(self):
         super().setUp()
         self._lost_nodes = []
+        self._occupying = []
 
     def _cleanup(self):
         """Cancels the Slurm jobs a failed run left, kills its processes, and brings
         lost nodes back."""
+        if getattr(self, "_occupying", None):
+            subprocess.run(["scancel", *self._occupying], capture_output=True)
+        self._occupying = []
         for job_dir in self._job_dirs:
             name = os.path.basename(job_dir)
             ids = [jid for jid, (_, state, _) in slurm_jobs_of(name).items() if state in ACTIVE]
@@ -337,6 +349,75 @@ class SlurmTest(ExactJobCase):
             scale(job, job_dir, log, 2)
             self.until(job, log, lambda: len(log.of("worker_left")) >= 2, "two workers left")
             self.assertExact(job, job_dir, output, log, epochs=3)
+        self.repeat(scenario)
+
+    # -- jobs that start small ------------------------------------------------
+
+    def occupy(self, name, cpus):
+        """Submits `cpus` one-CPU Slurm jobs that sleep (another user's work), waits
+        until they all run, and returns their ids; they are cancelled with the run."""
+        ids = self._occupying
+        for i in range(cpus):
+            out = subprocess.run(["sbatch", "--parsable", f"--job-name={name}-{i}", "-c1",
+                                  "-o", "/dev/null", "--wrap", "sleep 600"],
+                                 check=True, capture_output=True, text=True).stdout
+            ids.append(out.strip().split(";")[0])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            states = {jid: st for jid, _, st in squeue("--format=%i|%j|%T") if jid in ids}
+            if all(st == "RUNNING" for st in states.values()) and len(states) == len(ids):
+                return ids
+            time.sleep(0.2)
+        self.fail(f"the occupying jobs did not all start: {states}")
+
+    def worker_states(self, job_dir):
+        """{worker index: Slurm state} of the job's workers."""
+        name = os.path.basename(job_dir)
+        return {int(jname.rsplit("-", 1)[1]): st for jname, st, _ in slurm_jobs_of(name).values()
+                if jname.startswith(name + "-worker-")}
+
+    def test_starts_with_one_of_three_workers_and_grows(self):
+        """Room for one worker: the job trains with it while the other two pend, and
+        they join when Slurm starts them."""
+        def scenario(run):
+            # Room for the master, the server and one worker.
+            blockers = self.occupy(f"others-{run}", idle_cpus() - 3)
+            job, job_dir, output, log = self.start(f"grow-{run}", num_workers=3, num_epochs=3)
+            self.until(job, log, lambda: log.training_done() >= 2, "training with one worker")
+            pending = self.worker_states(job_dir)
+            self.assertEqual(sorted(pending.values()), ["PENDING", "PENDING", "RUNNING"],
+                             self.describe(job, log))
+            self.assertEqual({e["worker"] for e in log.of("task_dispatched")}, {0},
+                             self.describe(job, log))
+            began = log.of("tasks_began")
+            self.assertEqual([(e["workers"], e["min_workers"]) for e in began], [(1, 1)], began)
+            # The other user's work ends: Slurm starts the two, and they train.
+            subprocess.run(["scancel", *blockers[:2]], check=True)
+            for worker in (1, 2):
+                self.wait_event(job, log, lambda e, w=worker: e.get("event") == "task_dispatched"
+                                and e.get("worker") == w and is_training(e),
+                                f"a training task for worker {worker}")
+            self.assertExact(job, job_dir, output, log, epochs=3)
+            self.assertEqual(log.of("worker_lost"), [], self.describe(job, log))
+        self.repeat(scenario)
+
+    def test_gang_waits_for_every_worker(self):
+        """--min_workers=--num_workers: nothing trains until all of them run."""
+        def scenario(run):
+            blockers = self.occupy(f"others-gang-{run}", idle_cpus() - 3)
+            job, job_dir, output, log = self.start(f"gang-{run}", num_workers=3, min_workers=3)
+            self.wait_event(job, log, lambda e: e.get("event") == "worker_registered",
+                            "the first worker registered")
+            time.sleep(3)
+            log.poll()
+            self.assertEqual(log.of("task_dispatched"), [], self.describe(job, log))
+            self.assertEqual(sorted(self.worker_states(job_dir).values()),
+                             ["PENDING", "PENDING", "RUNNING"], self.describe(job, log))
+            subprocess.run(["scancel", *blockers[:2]], check=True)
+            began = self.wait_event(job, log, lambda e: e.get("event") == "tasks_began",
+                                    "the first task")
+            self.assertEqual((began["workers"], began["min_workers"]), (3, 3), began)
+            self.assertExact(job, job_dir, output, log)
         self.repeat(scenario)
 
     def test_scancel_stops_everything(self):

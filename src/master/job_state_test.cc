@@ -357,6 +357,25 @@ TEST(JobStateTest, MinWorkersGateTheFirstTaskUnlessTheyCannotCome) {
   EXPECT_EQ(task->type(), proto::TASK_TRAINING);
 }
 
+TEST(JobStateTest, TheFirstCollectiveVersionWaitsForMinWorkersNotYetStarted) {
+  JobStateOptions options = StateOptions();
+  options.collective = true;
+  options.num_ps = 0;
+  options.wait_for_workers = 2;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  state.WorkerStarted(WorkerId(0), {}, false);
+  proto::RendezvousRequest request;
+  request.set_worker_id(0);
+  proto::RendezvousResponse place;
+  // Worker 1 is not even started yet: the version waits for it.
+  ASSERT_TRUE(state.Rendezvous(request, &place).ok());
+  EXPECT_EQ(place.world_size(), 0);
+  state.WorkerStarted(WorkerId(1), {}, false);
+  request.set_worker_id(1);
+  ASSERT_TRUE(state.Rendezvous(request, &place).ok());
+  EXPECT_EQ(place.world_size(), 2);
+}
+
 TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
   JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());

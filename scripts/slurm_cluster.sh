@@ -11,7 +11,17 @@
 # After `start`, `export SLURM_CONF=DIR/slurm.conf` points sbatch, squeue,
 # sinfo and `elasticdl train --cluster=slurm` at it. Jobs go to the least
 # loaded node (CR_LLN), so that a job's processes spread over both nodes as
-# they would over a real cluster's. Environment:
+# they would over a real cluster's.
+#
+# Partitions, all over both nodes, with preemption by partition priority
+# (the README's "Sharing a cluster"):
+#   debug  the default; nothing preempts its jobs (masters, parameter servers)
+#   high   `--priority=high` workers; preempts `low`, is never preempted
+#   low    `--priority=low` workers; preempted with a 5 s grace time
+# The backfill scheduler runs every second, so that a preemption starts
+# within a second of the job that needs it.
+#
+# Environment:
 #   SLURM_CPUS_PER_NODE  CPUs each virtual node offers (default 4)
 #   SLURM_PORT_BASE      first of the 3 TCP ports used (default 17100)
 set -euo pipefail
@@ -73,7 +83,7 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SchedulerType=sched/backfill
-SchedulerParameters=sched_interval=2
+SchedulerParameters=sched_interval=2,bf_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core,CR_LLN
 SlurmdParameters=config_overrides
@@ -89,7 +99,11 @@ SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd-%n.log
 NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + 2)) CPUs=$cpus State=UNKNOWN
-PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP PriorityTier=3 PreemptMode=OFF
+PartitionName=high Nodes=n[1-2] MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
+PartitionName=low Nodes=n[1-2] MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime=5
 CONF
 }
 
@@ -110,7 +124,7 @@ start)
     running "$dir/slurmd-$n.pid" || /usr/sbin/slurmd -N "$n" -f "$conf"
   done
   for _ in $(seq 100); do
-    idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | grep -c -E ' (idle|mix|alloc)$' || true)
+    idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | grep -c -E ' (idle|mix|alloc)$' || true)
     if [ "$idle" = 2 ]; then
       echo "slurm_cluster: 2 nodes up; export SLURM_CONF=$conf"
       exit 0

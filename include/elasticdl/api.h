@@ -139,6 +139,13 @@ struct JobArgs {
   std::string cluster = "local";
   std::string master_addr;
   std::string partition;
+  // Slurm: "high" or "low" puts the workers in the partition
+  // `priority_partitions` names for it ("high=P1,low=P2"), where a
+  // high-priority job may preempt a low-priority one's workers; the master
+  // and parameter servers stay in `partition`. Empty: workers in
+  // `partition` too.
+  std::string priority;
+  std::string priority_partitions = "high=high,low=low";
   bool detach = false;
   // Plaintext gRPC between the job's processes (rpc/job_credentials.h): no
   // TLS, the token alone authenticating calls. For a network the job owns.

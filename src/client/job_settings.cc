@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <thread>
 #include <type_traits>
@@ -170,33 +171,43 @@ std::vector<JobSetting> MakeSettings() {
           {"--max_nonfinite_minibatches", &A::max_nonfinite_minibatches,
            "Minibatches with a non-finite loss or gradient before the job fails", kTrain},
       });
-  group("Cluster",
-        {
-            {"--job_dir", &A::job_dir,
-             "Directory for the job's spec and intermediate files (default: a new one under "
-             "$TMPDIR/elasticdl-jobs-$UID)"},
-            {"--job_name", &A::job_name, "Name of the job (default: the job directory's name)"},
-            {"--cluster", &A::cluster,
-             "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
-             "/etc/slurm/slurm.conf), kubernetes (pods: $KUBECONFIG, else ~/.kube/config, else the "
-             "pod's service account) or external (workers join with `elasticdl worker "
-             "--master=HOST:PORT --credentials_file=FILE`)"},
-            {"--master_addr", &A::master_addr,
-             "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's name "
-             "under Slurm; port 0: any free one)"},
-            {"--partition", &A::partition, "Slurm partition (default: the cluster's)"},
-            {"--insecure_transport", &A::insecure_transport,
-             "true: the job's processes call one another in plaintext, authenticated by the job's "
-             "token alone (default: mutual TLS with certificates of a CA of the job's own)",
-             kAll},
-            {"--local_sockets", &A::local_sockets,
-             "false: processes on one machine call one another over TCP too (default: through Unix "
-             "sockets in the job directory, which only the job's user can enter)",
-             kAll},
-            {"--detach", &A::detach,
-             "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll,
-             0, 0, 0, /*is_switch=*/true},
-        });
+  group(
+      "Cluster",
+      {
+          {"--job_dir", &A::job_dir,
+           "Directory for the job's spec and intermediate files (default: a new one under "
+           "$TMPDIR/elasticdl-jobs-$UID)"},
+          {"--job_name", &A::job_name, "Name of the job (default: the job directory's name)"},
+          {"--cluster", &A::cluster,
+           "Where the job runs: local (processes here), slurm (a Slurm cluster: SLURM_CONF, else "
+           "/etc/slurm/slurm.conf), kubernetes (pods: $KUBECONFIG, else ~/.kube/config, else the "
+           "pod's service account) or external (workers join with `elasticdl worker "
+           "--master=HOST:PORT --credentials_file=FILE`)"},
+          {"--master_addr", &A::master_addr,
+           "HOST:PORT the master binds and advertises (default 127.0.0.1 here, the node's name "
+           "under Slurm; port 0: any free one)"},
+          {"--partition", &A::partition,
+           "Slurm partition of the master and parameter servers, and of the workers unless "
+           "--priority is given (default: the cluster's); it should be one nothing preempts"},
+          {"--priority", &A::priority,
+           "Slurm: high or low; the workers run in the partition --priority_partitions names for "
+           "it, where a high-priority job's workers may preempt a low-priority job's (a preempted "
+           "worker hands its task back and the master submits another, which starts when Slurm "
+           "has room)"},
+          {"--priority_partitions", &A::priority_partitions,
+           "Slurm: the partitions of --priority=high and --priority=low"},
+          {"--insecure_transport", &A::insecure_transport,
+           "true: the job's processes call one another in plaintext, authenticated by the job's "
+           "token alone (default: mutual TLS with certificates of a CA of the job's own)",
+           kAll},
+          {"--local_sockets", &A::local_sockets,
+           "false: processes on one machine call one another over TCP too (default: through Unix "
+           "sockets in the job directory, which only the job's user can enter)",
+           kAll},
+          {"--detach", &A::detach,
+           "Slurm: return once submitted; `elasticdl job status JOB_DIR` follows the job", kAll, 0,
+           0, 0, /*is_switch=*/true},
+      });
   group(
       "Kubernetes",
       {
@@ -301,6 +312,48 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> ParseEnvs(const std::
     out.push_back(kv);
   }
   return out;
+}
+
+// The Slurm partition of the workers: the one --priority_partitions names
+// for --priority, or "" (the job's --partition).
+StatusOr<std::string> WorkerPartition(const JobArgs& args) {
+  const bool default_partitions = args.priority_partitions == JobArgs().priority_partitions;
+  if (args.cluster != "slurm") {
+    if (!args.priority.empty()) {
+      return absl::InvalidArgumentError(
+          "--priority needs --cluster=slurm (on Kubernetes, --worker_pod_priority names a "
+          "priority class)");
+    }
+    if (!default_partitions) {
+      return absl::InvalidArgumentError("--priority_partitions needs --cluster=slurm");
+    }
+    return std::string();
+  }
+  std::map<std::string, std::string> partitions;
+  for (absl::string_view pair : absl::StrSplit(args.priority_partitions, ',')) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || (kv[0] != "high" && kv[0] != "low") || kv[1].empty()) {
+      return absl::InvalidArgumentError(
+          StrCat("--priority_partitions=", args.priority_partitions, ": '", pair,
+                 "' is not high=PARTITION or low=PARTITION (e.g. high=high,low=low)"));
+    }
+    if (!partitions.emplace(kv[0], kv[1]).second) {
+      return absl::InvalidArgumentError(StrCat("--priority_partitions=", args.priority_partitions,
+                                               ": ", kv[0], " is given twice"));
+    }
+  }
+  if (args.priority.empty()) return std::string();
+  if (args.priority != "high" && args.priority != "low") {
+    return absl::InvalidArgumentError(
+        StrCat("--priority=", args.priority, ": expected high or low"));
+  }
+  auto it = partitions.find(args.priority);
+  if (it == partitions.end()) {
+    return absl::InvalidArgumentError(StrCat("--priority=", args.priority,
+                                             ": --priority_partitions=", args.priority_partitions,
+                                             " names no partition for ", args.priority));
+  }
+  return it->second;
 }
 
 // The Kubernetes flags: given only with --cluster=kubernetes, and valid.
@@ -547,6 +600,7 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
         "client)");
   }
   EDL_RETURN_IF_ERROR(CheckKubernetesArgs(args, command));
+  EDL_RETURN_IF_ERROR(WorkerPartition(args).status());
   if (args.max_workers > 0 && args.max_workers < args.num_workers) {
     return absl::InvalidArgumentError(
         StrCat("--max_workers=", args.max_workers, " is below --num_workers=", args.num_workers));
@@ -672,6 +726,8 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   cluster->set_kind(args.cluster);
   cluster->set_master_addr(args.master_addr);
   cluster->set_partition(args.partition);
+  EDL_ASSIGN_OR_RETURN(std::string worker_partition, WorkerPartition(args));
+  cluster->set_worker_partition(worker_partition);
   if (args.cluster == "kubernetes") {
     EDL_ASSIGN_OR_RETURN(*cluster->mutable_kubernetes(), KubernetesSpecOf(args));
   }

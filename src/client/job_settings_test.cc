@@ -250,6 +250,51 @@ TEST(JobSettingsTest, TheUpdateRuleIsDecidedOnce) {
   EXPECT_TRUE(spec->ps().update().lr_staleness_modulation());
 }
 
+TEST(JobSettingsTest, PriorityPicksTheWorkersPartitionOnSlurm) {
+  JobArgs a = TrainArgs();
+  a.priority = "low";
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--priority needs --cluster=slurm (on Kubernetes, --worker_pod_priority names a "
+            "priority class)");
+  a.priority.clear();
+  a.priority_partitions = "high=urgent";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--priority_partitions needs --cluster=slurm");
+
+  a = TrainArgs();
+  a.cluster = "slurm";
+  a.partition = "system";
+  auto spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->cluster().partition(), "system");
+  EXPECT_EQ(spec->cluster().worker_partition(), "");  // the workers go to --partition
+  a.priority = "low";
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->cluster().partition(), "system");
+  EXPECT_EQ(spec->cluster().worker_partition(), "low");
+  a.priority = "high";
+  a.priority_partitions = "low=scavenge,high=urgent";
+  spec = JobSpecOf(a, JobCommand::kTrain);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->cluster().worker_partition(), "urgent");
+
+  a.priority = "medium";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "--priority=medium: expected high or low");
+  a.priority = "high";
+  a.priority_partitions = "low=scavenge";
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--priority=high: --priority_partitions=low=scavenge names no partition for high");
+  a.priority_partitions = "high=a,high=b";
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--priority_partitions=high=a,high=b: high is given twice");
+  for (const char* bad : {"high", "high=", "urgent=x", "high=a,,low=b"}) {
+    a.priority_partitions = bad;
+    EXPECT_NE(Error(a, JobCommand::kTrain).find("is not high=PARTITION or low=PARTITION"),
+              std::string::npos)
+        << bad;
+  }
+}
+
 TEST(JobSettingsTest, EachPartOfTheSpecHoldsItsSettings) {
   JobArgs a = TrainArgs();
   a.seed = 42;

@@ -80,6 +80,7 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
     slurm.master_address = config.master_address;
     slurm.job_name = config.job_name;
     slurm.partition = config.partition;
+    slurm.worker_partition = config.worker_partition;
     slurm.worker_cpus = config.worker_threads;
     return std::unique_ptr<ClusterBackend>(
         std::make_unique<SlurmBackend>(std::move(slurm), std::move(on_exit)));

@@ -27,6 +27,8 @@ struct BackendConfig {
   std::string master_address;
   // Slurm: the partition; empty: the cluster's default.
   std::string partition;
+  // Slurm: the workers' partition; empty: `partition`.
+  std::string worker_partition;
   // Kubernetes: the pods' shape. The API server and credentials come from
   // `environment` ($KUBECONFIG, the pod's service account, ~/.kube/config).
   proto::KubernetesSpec kubernetes;

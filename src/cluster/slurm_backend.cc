@@ -87,7 +87,7 @@ StatusOr<std::string> SubmitSlurmJob(const std::string& name, const std::string&
                                    StrCat("--cpus-per-task=", std::max(1, cpus))};
   if (!partition.empty()) argv.push_back("--partition=" + partition);
   argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back("--wrap=exec " + command);
+  argv.push_back("--wrap=exec srun --ntasks=1 " + command);
   StatusOr<CommandResult> r = RunCommand(argv);
   if (!r.ok()) {
     return absl::FailedPreconditionError(
@@ -121,17 +121,16 @@ SlurmBackend::~SlurmBackend() {
 }
 
 StatusOr<ProcessHandle> SlurmBackend::Submit(const ProcessName& process, const std::string& args,
-                                             int cpus) {
+                                             int cpus, const std::string& partition) {
   const bool master = process.role() == Role::kMaster;
   const std::string label = process.label();
   EDL_RETURN_IF_ERROR(CreateDirectories(log_dir()));
   // The master's Slurm job is named as the job; the others after it.
   const std::string name = master ? options_.job_name : StrCat(options_.job_name, "-", label);
-  EDL_ASSIGN_OR_RETURN(
-      std::string job_id,
-      SubmitSlurmJob(name, StrCat(log_dir(), "/", label, ".log"), options_.partition, cpus,
-                     StrCat(ShellQuote(options_.binary), " ", args),
-                     {"--export=ALL,OMP_WAIT_POLICY=PASSIVE"}));
+  EDL_ASSIGN_OR_RETURN(std::string job_id,
+                       SubmitSlurmJob(name, StrCat(log_dir(), "/", label, ".log"), partition, cpus,
+                                      StrCat(ShellQuote(options_.binary), " ", args),
+                                      {"--export=ALL,OMP_WAIT_POLICY=PASSIVE"}));
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.insert_or_assign(job_id, Job{process});
@@ -152,7 +151,8 @@ std::string SlurmBackend::Describe(const ProcessHandle& handle) const {
 StatusOr<ProcessHandle> SlurmBackend::StartMaster() {
   EDL_ASSIGN_OR_RETURN(
       ProcessHandle handle,
-      Submit(ProcessName::Master(), StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1));
+      Submit(ProcessName::Master(), StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1,
+             options_.partition));
   // For `scancel $(cat <job_dir>/slurm_job_id)`.
   EDL_RETURN_IF_ERROR(WriteFileAtomically(options_.job_dir + "/slurm_job_id", handle.backend_id));
   return handle;
@@ -168,12 +168,13 @@ StatusOr<ProcessHandle> SlurmBackend::StartPs(PsId ps, const PsLaunch& launch) {
   return Submit(ProcessName::Ps(ps),
                 StrCat(RoleArgs("ps"), " --ps_id=", ps.value(), " --host=\"$(hostname)\"",
                        launch.restore ? " --restore" : ""),
-                options_.ps_cpus);
+                options_.ps_cpus, options_.partition);
 }
 
 StatusOr<ProcessHandle> SlurmBackend::StartWorker(WorkerId worker) {
   return Submit(ProcessName::Worker(worker),
-                StrCat(RoleArgs("worker"), " --worker_id=", worker.value()), options_.worker_cpus);
+                StrCat(RoleArgs("worker"), " --worker_id=", worker.value()), options_.worker_cpus,
+                options_.worker_partition.empty() ? options_.partition : options_.worker_partition);
 }
 
 Status SlurmBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {
@@ -203,8 +204,9 @@ Status SlurmBackend::Signal(const ProcessName& process, int signal) {
   std::vector<std::string> ids = Ids(process);
   if (ids.empty()) return absl::NotFoundError(StrCat(process.label(), ": no Slurm job"));
   if (signal == SIGTERM) {
-    // A job still pending has done nothing: cancel it.
-    Status s = Scancel({"--batch", "--signal=TERM", absl::StrJoin(ids, ",")});
+    // To the job step. Slurm refuses to signal a job still pending, which
+    // has done nothing: cancel it.
+    Status s = Scancel({"--signal=TERM", absl::StrJoin(ids, ",")});
     if (s.ok()) return s;
   }
   {
@@ -223,7 +225,7 @@ void SlurmBackend::StopAll(milliseconds grace) {
     for (auto& [job_id, job] : jobs_) ids.push_back(job_id);
   }
   if (ids.empty()) return;
-  Scancel({"--batch", "--signal=TERM", absl::StrJoin(ids, ",")}).IgnoreError();
+  Scancel({"--signal=TERM", absl::StrJoin(ids, ",")}).IgnoreError();
   auto wait_until = [this](std::chrono::steady_clock::time_point deadline) {
     std::unique_lock<std::mutex> lock(mu_);
     return changed_.wait_until(lock, deadline, [this] { return jobs_.empty(); });
@@ -271,7 +273,8 @@ size_t SlurmBackend::PollOnce() {
       if (!SlurmStateIsFinal(state)) continue;
       ProcessExit e;
       e.process = job->second.process;
-      e.ok = state == "COMPLETED" || (state == "CANCELLED" && job->second.cancelled);
+      e.ok = state == "COMPLETED" || state == "PREEMPTED" ||
+             (state == "CANCELLED" && job->second.cancelled);
       e.description = StrCat("Slurm job ", id, " ", state);
       if (it != by_id.end() && it->second->reason != "None" && !it->second->reason.empty()) {
         e.description += StrCat(" (", it->second->reason, ")");

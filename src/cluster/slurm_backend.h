@@ -1,6 +1,8 @@
 // The `slurm` cluster backend: the master, each parameter server and each
-// worker is a Slurm batch job of its own (one task, `exec elasticdl ps|worker ...`), placed
-// on whichever node Slurm picks, with its output in <job_dir>/logs/.
+// worker is a Slurm batch job of its own, placed on whichever node Slurm
+// picks, whose batch script runs the process as a one-task job step
+// (`exec srun --ntasks=1 elasticdl ps|worker ...`), with its output in
+// <job_dir>/logs/.
 //
 // Why separate jobs rather than steps of one allocation: an allocation is
 // fixed when it is granted, so steps inside it could not grow the job past
@@ -14,12 +16,24 @@
 // /etc/slurm/slurm.conf), with the user's munge credentials; slurmrestd is
 // an optional daemon that needs its own deployment and tokens.
 //
+// Why a job step: the signals Slurm sends before it ends a job go to its
+// steps, not to the batch script. A preempted job (PreemptMode=REQUEUE or
+// CANCEL with a GraceTime) gets SIGTERM at the start of the grace time only
+// in its steps; a process run by the batch script itself would hear of its
+// preemption from the SIGKILL at the end of it.
+//
 // Exits: a watcher thread asks squeue about the job's Slurm jobs every
-// `poll` and reports each that reached a final state (COMPLETED is a clean
-// exit; FAILED, NODE_FAIL, CANCELLED by someone else, TIMEOUT, ... are not).
-// Signals: SIGTERM goes to the batch step (`scancel --batch
-// --signal=TERM`), so the process finishes its minibatch and leaves;
-// SIGKILL cancels the Slurm job.
+// `poll` and reports each that reached a final state. COMPLETED is a clean
+// exit, and so is PREEMPTED (the scheduler took the CPUs back; a worker
+// that got its SIGTERM in time handed its task back, and is replaced at no
+// cost to the relaunch budget); FAILED, NODE_FAIL, CANCELLED by someone
+// else, TIMEOUT, ... are not. Processes are submitted with --no-requeue:
+// Slurm holds a requeued batch job for about two minutes before it may
+// start again, while the master's own replacement starts as soon as Slurm
+// has room.
+// Signals: SIGTERM goes to the job step (`scancel --signal=TERM`), so the
+// process finishes its minibatch and leaves (srun itself would end the step
+// at once on a SIGTERM of its own); SIGKILL cancels the Slurm job.
 #ifndef ELASTICDL_CLUSTER_SLURM_BACKEND_H_
 #define ELASTICDL_CLUSTER_SLURM_BACKEND_H_
 
@@ -47,6 +61,9 @@ struct SlurmBackendOptions {
   std::string job_name;
   // Empty: the cluster's default partition.
   std::string partition;
+  // The workers' partition (a preemptible one for a low-priority job);
+  // empty: `partition`.
+  std::string worker_partition;
   // CPUs requested per worker and per parameter server.
   int worker_cpus = 1;
   int ps_cpus = 1;
@@ -68,9 +85,10 @@ StatusOr<std::vector<SlurmJobState>> QuerySlurmJobs(const std::vector<std::strin
 // True for the states a Slurm job does not leave.
 bool SlurmStateIsFinal(const std::string& state);
 
-// Submits `command` (run by /bin/sh with `exec`) as a batch job; returns
-// its id. `extra` are more sbatch options. An error carries sbatch's own
-// message (an unknown partition, no such account, ...).
+// Submits `command` as a batch job that runs it as a one-task job step
+// (/bin/sh expands it: `exec srun --ntasks=1 <command>`); returns its id.
+// `extra` are more sbatch options. An error carries sbatch's own message
+// (an unknown partition, no such account, ...).
 StatusOr<std::string> SubmitSlurmJob(const std::string& name, const std::string& output,
                                      const std::string& partition, int cpus,
                                      const std::string& command,
@@ -104,7 +122,8 @@ class SlurmBackend : public ClusterBackend {
     bool cancelled = false;
   };
   // Submits `elasticdl <args>` as the Slurm job of `process`.
-  StatusOr<ProcessHandle> Submit(const ProcessName& process, const std::string& args, int cpus);
+  StatusOr<ProcessHandle> Submit(const ProcessName& process, const std::string& args, int cpus,
+                                 const std::string& partition);
   // "<role> --job_dir=... --master=...".
   std::string RoleArgs(const char* role) const;
   void Watch();

@@ -538,7 +538,7 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
     collective_.Leave(worker);
     requeued = tasks_.RecoverWorker(worker);
     if (clean) {
-      Event("worker_left", {{"worker", worker.value()}, {"requeued", requeued}});
+      Event("worker_left", {{"worker", worker.value()}, {"how", how}, {"requeued", requeued}});
     } else {
       Event("worker_lost", {{"worker", worker.value()}, {"how", how}, {"requeued", requeued}});
     }

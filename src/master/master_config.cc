@@ -108,6 +108,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   backend.job_dir = options.job_dir;
   backend.job_name = spec.job_name();
   backend.partition = spec.cluster().partition();
+  backend.worker_partition = spec.cluster().worker_partition();
   backend.kubernetes = spec.cluster().kubernetes();
   backend.worker_threads = spec.workers().threads();
   backend.environment = options.environment;

@@ -53,10 +53,12 @@ def slurm_jobs_of(job_name):
 
 
 def idle_cpus():
-    """The cluster's idle CPUs (sinfo's allocated/idle/other/total)."""
-    out = subprocess.run(["sinfo", "--noheader", "-o", "%C"], check=True, capture_output=True,
-                         text=True).stdout.split()
-    return sum(int(line.split("/")[1]) for line in out)
+    """The cluster's idle CPUs (sinfo's allocated/idle/other/total of each node, which
+    every partition lists)."""
+    out = subprocess.run(["sinfo", "--noheader", "-N", "-o", "%N %C"], check=True,
+                         capture_output=True, text=True).stdout
+    nodes = dict(line.split() for line in out.splitlines() if line.strip())
+    return sum(int(cpus.split("/")[1]) for cpus in nodes.values())
 
 
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"}
@@ -119,9 +121,9 @@ def restore_node(conf, node):
     while time.monotonic() < deadline:
         subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"],
                        capture_output=True)
-        state = subprocess.run(["sinfo", "--noheader", "-n", node, "-o", "%t"],
-                               capture_output=True, text=True).stdout.strip()
-        if state in ("idle", "mix", "alloc"):
+        states = subprocess.run(["sinfo", "--noheader", "-n", node, "-o", "%t"],
+                                capture_output=True, text=True).stdout.split()
+        if states and states[0] in ("idle", "mix", "alloc"):
             return
         time.sleep(0.3)
     raise AssertionError(f"node {node} did not come back")
@@ -277,9 +279,12 @@ class SlurmTest(ExactJobCase):
             self.assertTrue(seen_running, "job status never reported the running job")
             # What the job said of itself at the end, and its master's log.
             master_log = os.path.join(job_dir, "logs", "master.log")
+            tail = ""
+            if os.path.exists(master_log):
+                with open(master_log) as f:
+                    tail = f.read()[-4000:]
             ended = (f"last `job status`: {status.stdout if status else ''}"
-                     f"{status.stderr if status else ''}\n--- {master_log} (tail)\n" +
-                     (open(master_log).read()[-4000:] if os.path.exists(master_log) else ""))
+                     f"{status.stderr if status else ''}\n--- {master_log} (tail)\n{tail}")
             self.assertNotIn("failed: true", status.stdout, ended)
             self.assertEqual(exactness.check_rows(output, TRAIN_RECORDS, 2), "",
                              f"{self.describe(job, log)}\n{ended}")
@@ -418,6 +423,78 @@ class SlurmTest(ExactJobCase):
                                     "the first task")
             self.assertEqual((began["workers"], began["min_workers"]), (3, 3), began)
             self.assertExact(job, job_dir, output, log)
+        self.repeat(scenario)
+
+    # -- priorities ------------------------------------------------------------
+
+    GRACE_TIME = 5  # the low partition's (scripts/slurm_cluster.sh)
+
+    def test_preempted_worker_hands_back_its_task(self):
+        """A low-priority job fills the cluster; another user's high-priority job needs
+        a CPU. Slurm preempts one of the job's workers, which hands its task back within
+        the grace time; the job trains on with the other two; the master's replacement
+        pends until the high-priority job ends, then joins; every row is exact."""
+        def scenario(run):
+            # Room for the master, the server and three workers, no more.
+            self.occupy(f"others-pre-{run}", idle_cpus() - 5)
+            job, job_dir, output, log = self.start(f"preempt-{run}", num_workers=3,
+                                                   num_epochs=3, priority="low")
+            for worker in (0, 1, 2):
+                self.wait_event(job, log, lambda e, w=worker: e.get("event") == "task_dispatched"
+                                and e.get("worker") == w and is_training(e),
+                                f"a training task for worker {worker}")
+            self.assertEqual(log.of("worker_left") + log.of("worker_lost"), [],
+                             self.describe(job, log))
+            urgent_at = time.time()
+            urgent = subprocess.run(["sbatch", "--parsable", "--partition=high",
+                                     f"--job-name=urgent-{run}", "-c1", "-o", "/dev/null",
+                                     "--wrap", "sleep 600"],
+                                    check=True, capture_output=True, text=True).stdout
+            urgent = urgent.strip().split(";")[0]
+            self._occupying.append(urgent)
+            # Slurm starts it once the preempted worker is gone: within the grace time.
+            deadline = time.monotonic() + self.GRACE_TIME + 5
+            while time.monotonic() < deadline:
+                if [s for j, s in squeue("--format=%i|%T") if j == urgent] == ["RUNNING"]:
+                    break
+                time.sleep(0.1)
+            else:
+                self.fail(f"the high-priority job did not start within {self.GRACE_TIME + 5} s"
+                          f"\n{self.describe(job, log)}")
+            started_in = time.time() - urgent_at
+            left = self.wait_event(job, log, lambda e: e.get("event") == "worker_left",
+                                   "the preempted worker left")
+            preempted = left["worker"]
+            # It handed its task back itself: nothing was left for the master to take back.
+            self.assertEqual(left["requeued"], 0, self.describe(job, log))
+            self.assertLess(left["t"] - urgent_at, self.GRACE_TIME + 2, self.describe(job, log))
+            self.assertIn("COMPLETED", left.get("how", ""), left)
+            # A replacement at no cost to the relaunch budget, pending while the
+            # high-priority job runs; the other two go on training.
+            replacement = self.wait_event(
+                job, log, lambda e: e.get("event") == "worker_started" and e["t"] >= left["t"],
+                "a replacement worker")
+            self.assertFalse(replacement.get("relaunch"), replacement)
+            done_before = log.training_done()
+            self.until(job, log, lambda: log.training_done() >= done_before + 3,
+                       "training with two workers")
+            states = self.worker_states(job_dir)
+            self.assertEqual(states.get(replacement["worker"]), "PENDING",
+                             f"{states}\n{self.describe(job, log)}")
+            self.assertEqual(sorted(s for w, s in states.items() if w != preempted and
+                                    w != replacement["worker"]), ["RUNNING", "RUNNING"], states)
+            # The high-priority job ends: the replacement starts and trains.
+            subprocess.run(["scancel", urgent], check=True)
+            self.wait_event(job, log, lambda e: e.get("event") == "task_dispatched" and
+                            e.get("worker") == replacement["worker"] and is_training(e),
+                            "a training task for the replacement")
+            self.assertExact(job, job_dir, output, log, epochs=3)
+            self.assertEqual(log.of("worker_lost"), [], self.describe(job, log))
+            handed_back = [(e["task"], e["minibatches_done"]) for e in log.of("task_stopped")
+                           if e["worker"] == preempted and e["t"] >= urgent_at]
+            print(f"\n[preempt-{run}] the high-priority job started {started_in:.1f} s after "
+                  f"it was submitted; worker {preempted} left {left['t'] - urgent_at:.1f} s "
+                  f"after it, handing back (task, minibatches done): {handed_back}")
         self.repeat(scenario)
 
     def test_scancel_stops_everything(self):

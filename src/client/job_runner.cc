@@ -103,6 +103,7 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   config.kubernetes = spec.cluster().kubernetes();
   config.output_fd = relay->write_fd();
   config.environment = ReadEnvironment();
+  config.detached_master = options.detach;
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::ClusterBackend> backend,
                        cluster::MakeBackend(config, [&](const cluster::ProcessExit& e) {
                          if (e.process != cluster::ProcessName::Master()) return;
@@ -142,8 +143,9 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
     }
     if (exited) {
       // A master that ends without a final status died: start it again on
-      // the same job directory, unless we are stopping.
-      if (ReadFinalStatus(job_dir).ok() || cancelled() || !backend->restarts_master() ||
+      // the same job directory, unless we are stopping or someone ended it
+      // on purpose (scancel).
+      if (ReadFinalStatus(job_dir).ok() || cancelled() || exited->cancelled ||
           restarts >= max_restarts) {
         ended = exited;
         break;
@@ -181,7 +183,12 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
       proto::GetJobStatusRequest request;
       proto::GetJobStatusResponse status;
       auto context = rpc::MakeContext(milliseconds(500), credentials.token);
-      if (master->GetJobStatus(context.get(), request, &status).ok()) {
+      const bool answered = master->GetJobStatus(context.get(), request, &status).ok();
+      // A master started again on another node writes its new address.
+      if (!answered && CurrentMasterAddress(job_dir, master_address) != master_address) {
+        master.reset();
+      }
+      if (answered) {
         bar.Update(status);
         reported_failure = status.failed() ? status.message() : std::string();
         if (!status.dashboard_url().empty() && status.dashboard_url() != dashboard) {

@@ -81,6 +81,7 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
     slurm.job_name = config.job_name;
     slurm.partition = config.partition;
     slurm.worker_partition = config.worker_partition;
+    slurm.requeue_master = config.detached_master;
     slurm.worker_cpus = config.worker_threads;
     return std::unique_ptr<ClusterBackend>(
         std::make_unique<SlurmBackend>(std::move(slurm), std::move(on_exit)));

@@ -29,6 +29,9 @@ struct BackendConfig {
   std::string partition;
   // Slurm: the workers' partition; empty: `partition`.
   std::string worker_partition;
+  // The master runs with no client to start it again should it be lost
+  // (`--detach`): Slurm requeues it instead.
+  bool detached_master = false;
   // Kubernetes: the pods' shape. The API server and credentials come from
   // `environment` ($KUBECONFIG, the pod's service account, ~/.kube/config).
   proto::KubernetesSpec kubernetes;

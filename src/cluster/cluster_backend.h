@@ -60,6 +60,10 @@ struct ProcessExit {
   ProcessName process = ProcessName::Master();
   bool ok = false;
   std::string description;
+  // Someone ended it on purpose (`scancel` of its Slurm job), rather than
+  // a failure (a crash, a lost node): a master that ends so is not started
+  // again.
+  bool cancelled = false;
 };
 
 // Names one started process for good, so that a restarted master can find
@@ -103,9 +107,6 @@ class ClusterBackend {
   // starter's own output (Slurm: <job_dir>/logs); the client follows them.
   virtual std::string log_dir() const { return {}; }
 
-  // Whether the client may start a master again after it died (a restarted
-  // master resumes the job from its journal at the same address).
-  virtual bool restarts_master() const { return true; }
   // Names a started process for people: "pid 1234", "Slurm job 17".
   virtual std::string Describe(const ProcessHandle& handle) const;
 

@@ -77,7 +77,6 @@ TEST_F(LocalBackendTest, ReportsTheMastersExit) {
   EXPECT_EQ(e->process, ProcessName::Master());
   EXPECT_FALSE(e->ok);
   EXPECT_EQ(e->description, "exit code 3");
-  EXPECT_TRUE(backend.restarts_master());
   EXPECT_TRUE(backend.log_dir().empty());
 }
 

@@ -82,7 +82,6 @@ StatusOr<std::string> SubmitSlurmJob(const std::string& name, const std::string&
                                    "--job-name=" + name,
                                    "--output=" + output,
                                    "--open-mode=append",
-                                   "--no-requeue",
                                    "--ntasks=1",
                                    StrCat("--cpus-per-task=", std::max(1, cpus))};
   if (!partition.empty()) argv.push_back("--partition=" + partition);
@@ -121,7 +120,7 @@ SlurmBackend::~SlurmBackend() {
 }
 
 StatusOr<ProcessHandle> SlurmBackend::Submit(const ProcessName& process, const std::string& args,
-                                             int cpus, const std::string& partition) {
+                                             int cpus, const std::string& partition, bool requeue) {
   const bool master = process.role() == Role::kMaster;
   const std::string label = process.label();
   EDL_RETURN_IF_ERROR(CreateDirectories(log_dir()));
@@ -130,7 +129,8 @@ StatusOr<ProcessHandle> SlurmBackend::Submit(const ProcessName& process, const s
   EDL_ASSIGN_OR_RETURN(std::string job_id,
                        SubmitSlurmJob(name, StrCat(log_dir(), "/", label, ".log"), partition, cpus,
                                       StrCat(ShellQuote(options_.binary), " ", args),
-                                      {"--export=ALL,OMP_WAIT_POLICY=PASSIVE"}));
+                                      {"--export=ALL,OMP_WAIT_POLICY=PASSIVE",
+                                       requeue ? "--requeue" : "--no-requeue"}));
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.insert_or_assign(job_id, Job{process});
@@ -152,7 +152,7 @@ StatusOr<ProcessHandle> SlurmBackend::StartMaster() {
   EDL_ASSIGN_OR_RETURN(
       ProcessHandle handle,
       Submit(ProcessName::Master(), StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1,
-             options_.partition));
+             options_.partition, options_.requeue_master));
   // For `scancel $(cat <job_dir>/slurm_job_id)`.
   EDL_RETURN_IF_ERROR(WriteFileAtomically(options_.job_dir + "/slurm_job_id", handle.backend_id));
   return handle;
@@ -168,13 +168,14 @@ StatusOr<ProcessHandle> SlurmBackend::StartPs(PsId ps, const PsLaunch& launch) {
   return Submit(ProcessName::Ps(ps),
                 StrCat(RoleArgs("ps"), " --ps_id=", ps.value(), " --host=\"$(hostname)\"",
                        launch.restore ? " --restore" : ""),
-                options_.ps_cpus, options_.partition);
+                options_.ps_cpus, options_.partition, /*requeue=*/false);
 }
 
 StatusOr<ProcessHandle> SlurmBackend::StartWorker(WorkerId worker) {
   return Submit(ProcessName::Worker(worker),
                 StrCat(RoleArgs("worker"), " --worker_id=", worker.value()), options_.worker_cpus,
-                options_.worker_partition.empty() ? options_.partition : options_.worker_partition);
+                options_.worker_partition.empty() ? options_.partition : options_.worker_partition,
+                /*requeue=*/false);
 }
 
 Status SlurmBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {
@@ -275,6 +276,7 @@ size_t SlurmBackend::PollOnce() {
       e.process = job->second.process;
       e.ok = state == "COMPLETED" || state == "PREEMPTED" ||
              (state == "CANCELLED" && job->second.cancelled);
+      e.cancelled = state == "CANCELLED" && !job->second.cancelled;
       e.description = StrCat("Slurm job ", id, " ", state);
       if (it != by_id.end() && it->second->reason != "None" && !it->second->reason.empty()) {
         e.description += StrCat(" (", it->second->reason, ")");

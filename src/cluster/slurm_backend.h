@@ -27,10 +27,12 @@
 // exit, and so is PREEMPTED (the scheduler took the CPUs back; a worker
 // that got its SIGTERM in time handed its task back, and is replaced at no
 // cost to the relaunch budget); FAILED, NODE_FAIL, CANCELLED by someone
-// else, TIMEOUT, ... are not. Processes are submitted with --no-requeue:
-// Slurm holds a requeued batch job for about two minutes before it may
-// start again, while the master's own replacement starts as soon as Slurm
-// has room.
+// else, TIMEOUT, ... are not. Parameter servers, workers and the master of
+// an attached client are submitted with --no-requeue: Slurm holds a
+// requeued batch job for about two minutes before it may start again, while
+// a replacement submitted by the master (or by the client, for the master)
+// starts as soon as Slurm has room. A detached job's master, which no
+// client watches, is submitted with --requeue (`requeue_master`).
 // Signals: SIGTERM goes to the job step (`scancel --signal=TERM`), so the
 // process finishes its minibatch and leaves (srun itself would end the step
 // at once on a SIGTERM of its own); SIGKILL cancels the Slurm job.
@@ -64,6 +66,11 @@ struct SlurmBackendOptions {
   // The workers' partition (a preemptible one for a low-priority job);
   // empty: `partition`.
   std::string worker_partition;
+  // Submit the master with --requeue: a detached job's master, which no
+  // client starts again, is requeued by Slurm when its node fails (Slurm
+  // holds it about two minutes, then it resumes from its journal on the
+  // node Slurm picks). An attached client submits a new master at once.
+  bool requeue_master = false;
   // CPUs requested per worker and per parameter server.
   int worker_cpus = 1;
   int ps_cpus = 1;
@@ -103,9 +110,6 @@ class SlurmBackend : public ClusterBackend {
   // <job_dir>/logs: one file per process, "<label>.log".
   std::string log_dir() const override;
   std::string Describe(const ProcessHandle& handle) const override;
-  // A restarted master could land on another node, where the job's
-  // processes would not find it: the client does not restart it.
-  bool restarts_master() const override { return false; }
   // The master as a Slurm job of one CPU; its id also goes to
   // <job_dir>/slurm_job_id.
   StatusOr<ProcessHandle> StartMaster() override;
@@ -123,7 +127,7 @@ class SlurmBackend : public ClusterBackend {
   };
   // Submits `elasticdl <args>` as the Slurm job of `process`.
   StatusOr<ProcessHandle> Submit(const ProcessName& process, const std::string& args, int cpus,
-                                 const std::string& partition);
+                                 const std::string& partition, bool requeue);
   // "<role> --job_dir=... --master=...".
   std::string RoleArgs(const char* role) const;
   void Watch();

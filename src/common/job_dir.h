@@ -29,6 +29,15 @@ inline std::string JournalSnapshotFile(const std::string& job_dir) {
 inline std::string MasterAddressFile(const std::string& job_dir) {
   return job_dir + "/master.addr";
 }
+// Where the master serves now: the address its newest start wrote in the
+// job directory (a master started again on another node serves elsewhere),
+// else `fallback` (none written yet, or a job directory this host cannot
+// read).
+inline std::string CurrentMasterAddress(const std::string& job_dir, const std::string& fallback) {
+  if (job_dir.empty()) return fallback;
+  StatusOr<std::string> address = ReadFileToString(MasterAddressFile(job_dir));
+  return address.ok() && !address->empty() ? *address : fallback;
+}
 // The dashboard's URL, written once it serves.
 inline std::string DashboardUrlFile(const std::string& job_dir) {
   return job_dir + "/dashboard.url";

@@ -91,18 +91,32 @@ Master::~Master() {
 
 StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers peers) {
   if (!peers.connect_ps) peers.connect_ps = rpc::GrpcParameterServers(config.credentials);
-  // A journal means an earlier master of this job died: resume its job,
-  // where workers and parameter servers keep calling the old address.
+  // A journal means an earlier master of this job died: resume its job. On
+  // the same host it takes the old address, which workers and parameter
+  // servers keep calling; on another (a Slurm node lost with it), or when
+  // something else took the port meanwhile, they find the new one in the
+  // job directory.
   EDL_ASSIGN_OR_RETURN(std::optional<proto::MasterJournal> journal, ReadJournal(config.job_dir));
-  if (journal) config.port = SplitHostPort(journal->master_address()).port;
+  if (journal) {
+    const HostPort before = SplitHostPort(journal->master_address());
+    if (before.host == config.host || config.host.empty()) config.port = before.port;
+  }
   EDL_ASSIGN_OR_RETURN(TaskManager tasks, MakeTasks(config, journal));
 
   std::unique_ptr<Master> m(new Master(std::move(config), std::move(peers), journal.has_value()));
   const MasterConfig& c = m->config_;
   // Calls are answered UNAVAILABLE until the job's state exists, which
   // needs the address the server got.
-  EDL_ASSIGN_OR_RETURN(m->server_, rpc::StartServer(c.host, c.port, {&m->service_}, &m->address_,
-                                                    c.credentials, kMaxMasterRequestBytes));
+  StatusOr<std::unique_ptr<grpc::Server>> server = rpc::StartServer(
+      c.host, c.port, {&m->service_}, &m->address_, c.credentials, kMaxMasterRequestBytes);
+  if (!server.ok() && m->resumed_ && c.port != 0) {
+    spdlog::warn("{}; serving on another port (the job's processes look for it in {})",
+                 std::string(server.status().message()), MasterAddressFile(c.job_dir));
+    server = rpc::StartServer(c.host, 0, {&m->service_}, &m->address_, c.credentials,
+                              kMaxMasterRequestBytes);
+  }
+  EDL_RETURN_IF_ERROR(server.status());
+  m->server_ = std::move(server).value();
   cluster::BackendConfig backend_config = c.backend;
   backend_config.master_address = m->address_;
   ExitQueue* exits = &m->exits_;

@@ -4,8 +4,12 @@
 // registration over the Master service.
 #include "master/master.h"
 
+#include <arpa/inet.h>
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -258,6 +262,20 @@ class MasterTest : public ::testing::Test {
     StatusOr<std::unique_ptr<Master>> master = Master::Start(std::move(config), std::move(peers));
     EXPECT_TRUE(master.ok()) << master.status();
     return master.ok() ? std::move(*master) : nullptr;
+  }
+
+  // A first master of the job: a server and a worker register, the worker
+  // trains three tasks, and the master dies without running its loop to
+  // the end. Its address in `address`.
+  void TrainThreeTasksAndDie(std::string* address) {
+    std::unique_ptr<Master> first = Start(Config());
+    ASSERT_NE(first, nullptr);
+    *address = first->address();
+    Caller caller(*address);
+    ASSERT_TRUE(caller.RegisterPs(0).ok());
+    ASSERT_TRUE(first->Tick().ok());  // starts the workers
+    ASSERT_TRUE(caller.RegisterWorker(0).ok());
+    EXPECT_EQ(caller.Train(0, 3), 3);
   }
 
   // Runs `master` on a thread of its own; join it with Outcome().
@@ -532,17 +550,7 @@ TEST_F(MasterTest, CancelledJobStopsEveryoneAndSaysSo) {
 
 TEST_F(MasterTest, ASecondMasterResumesTheJobAtTheSameAddress) {
   std::string address;
-  {
-    std::unique_ptr<Master> first = Start(Config());
-    ASSERT_NE(first, nullptr);
-    address = first->address();
-    Caller caller(address);
-    ASSERT_TRUE(caller.RegisterPs(0).ok());
-    ASSERT_TRUE(first->Tick().ok());  // starts the workers
-    ASSERT_TRUE(caller.RegisterWorker(0).ok());
-    EXPECT_EQ(caller.Train(0, 3), 3);
-    // The first master dies here, without running its loop to the end.
-  }
+  ASSERT_NO_FATAL_FAILURE(TrainThreeTasksAndDie(&address));
   std::unique_ptr<Master> second = Start(Config());
   ASSERT_NE(second, nullptr);
   EXPECT_TRUE(second->resumed());
@@ -562,6 +570,34 @@ TEST_F(MasterTest, ASecondMasterResumesTheJobAtTheSameAddress) {
   EXPECT_EQ(caller.Train(0), 1);
   ASSERT_TRUE(Outcome().ok()) << outcome_;
   EXPECT_EQ(FinalStatus().master_restarts(), 1);
+}
+
+TEST_F(MasterTest, ASecondMasterWhosePortIsTakenServesElsewhereAndSaysWhere) {
+  std::string address;
+  ASSERT_NO_FATAL_FAILURE(TrainThreeTasksAndDie(&address));
+  // Something else listens on the old port by the time the master is back.
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  const int squatter = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(squatter, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(static_cast<uint16_t>(port));
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(squatter, reinterpret_cast<sockaddr*>(&at), sizeof at), 0) << errno;
+  ASSERT_EQ(::listen(squatter, 1), 0);
+  std::unique_ptr<Master> second = Start(Config());
+  ::close(squatter);
+  ASSERT_NE(second, nullptr);
+  EXPECT_TRUE(second->resumed());
+  EXPECT_NE(second->address(), address);
+  // Where the job's processes look for it.
+  EXPECT_EQ(ReadFileToString(MasterAddressFile(job_dir_)).value_or(""), second->address());
+  Run(second.get());
+  Caller caller(second->address());
+  ASSERT_TRUE(caller.RegisterPs(0).ok());
+  ASSERT_TRUE(caller.RegisterWorker(0).ok());
+  EXPECT_EQ(caller.Train(0), 1);
+  ASSERT_TRUE(Outcome().ok()) << outcome_;
 }
 
 TEST_F(MasterTest, DataThatCannotBeReadStopsTheStart) {

@@ -94,26 +94,58 @@ Status InitializeFromCheckpoints(const PsServerOptions& options, const proto::Ps
   return absl::OkStatus();
 }
 
-Status Register(const PsServerOptions& options, proto::Master::Stub* master,
-                const std::string& token, const proto::RegisterPsRequest& request) {
+// The master, looked for again at the address in the job directory when it
+// does not answer: a master started again on another node serves there.
+class MasterChannel {
+ public:
+  MasterChannel(const PsServerOptions& options, rpc::JobCredentials credentials)
+      : job_dir_(options.job_dir),
+        ps_id_(options.ps_id),
+        address_(options.master_address),
+        credentials_(std::move(credentials)),
+        stub_(proto::Master::NewStub(rpc::MakeChannel(address_, credentials_))) {}
+
+  proto::Master::Stub* stub() { return stub_.get(); }
+  const std::string& address() const { return address_; }
+  // Connects to the address the job directory names now, if another.
+  void Follow() {
+    std::string address = CurrentMasterAddress(job_dir_, address_);
+    if (address == address_) return;
+    spdlog::info("parameter server {}: the master now serves at {} (was {})", ps_id_, address,
+                 address_);
+    address_ = std::move(address);
+    stub_ = proto::Master::NewStub(rpc::MakeChannel(address_, credentials_));
+  }
+
+ private:
+  const std::string job_dir_;
+  const int ps_id_;
+  std::string address_;
+  const rpc::JobCredentials credentials_;
+  std::unique_ptr<proto::Master::Stub> stub_;
+};
+
+Status Register(const PsServerOptions& options, MasterChannel* master, const std::string& token,
+                const proto::RegisterPsRequest& request) {
   const auto deadline = Clock::now() + options.master_patience;
   while (true) {
     proto::RegisterPsResponse response;
     auto context = rpc::MakeContext(std::chrono::seconds(10), token);
-    Status s = rpc::FromGrpc(master->RegisterPs(context.get(), request, &response));
+    Status s = rpc::FromGrpc(master->stub()->RegisterPs(context.get(), request, &response));
     if (s.ok()) return s;
     if (!rpc::IsUnreachable(s) || Clock::now() > deadline) {
       return Annotate(s, StrCat("parameter server ", options.ps_id,
-                                ": registering with the master at ", options.master_address));
+                                ": registering with the master at ", master->address()));
     }
     if (Cancelled(options)) return absl::CancelledError("cancelled while registering");
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    master->Follow();
   }
 }
 
 // Serves until cancelled (OK) or the master is unreachable for longer than
 // the patience (UNAVAILABLE).
-Status ServeWhileMasterLives(const PsServerOptions& options, proto::Master::Stub* master,
+Status ServeWhileMasterLives(const PsServerOptions& options, MasterChannel* master,
                              const std::string& token) {
   auto last_answer = Clock::now();
   bool warned = false;
@@ -123,13 +155,13 @@ Status ServeWhileMasterLives(const PsServerOptions& options, proto::Master::Stub
     proto::GetJobStatusResponse response;
     auto context = rpc::MakeContext(
         std::max(options.master_check_interval, std::chrono::milliseconds(1000)), token);
-    Status s = rpc::FromGrpc(master->GetJobStatus(context.get(), {}, &response));
+    Status s = rpc::FromGrpc(master->stub()->GetJobStatus(context.get(), {}, &response));
     // A master that answers, even with an error, is alive; a finished job
     // keeps us serving until the master stops us.
     if (!rpc::IsUnreachable(s)) {
       if (warned) {
         spdlog::info("parameter server {}: the master at {} is back", options.ps_id,
-                     options.master_address);
+                     master->address());
       }
       last_answer = Clock::now();
       warned = false;
@@ -138,17 +170,18 @@ Status ServeWhileMasterLives(const PsServerOptions& options, proto::Master::Stub
     const auto silent = Clock::now() - last_answer;
     if (silent > options.master_patience) {
       return absl::UnavailableError(
-          StrCat("parameter server ", options.ps_id, ": the master at ", options.master_address,
+          StrCat("parameter server ", options.ps_id, ": the master at ", master->address(),
                  " has not answered for ",
                  std::chrono::duration_cast<std::chrono::seconds>(silent).count(), " s; exiting"));
     }
     if (!warned) {
       spdlog::warn(
           "parameter server {}: the master at {} does not answer ({}); waiting up to {} s",
-          options.ps_id, options.master_address, std::string(s.message()),
+          options.ps_id, master->address(), std::string(s.message()),
           std::chrono::duration_cast<std::chrono::seconds>(options.master_patience).count());
       warned = true;
     }
+    master->Follow();
   }
   return absl::OkStatus();
 }
@@ -237,13 +270,13 @@ Status RunPsServer(const PsServerOptions& options) {
       std::unique_ptr<grpc::Server> server,
       rpc::StartServer(options.host, options.port, {&service}, &address, credentials));
   request.set_address(address);
-  auto master = proto::Master::NewStub(rpc::MakeChannel(options.master_address, credentials));
-  Status s = Register(options, master.get(), token, request);
+  MasterChannel master(options, credentials);
+  Status s = Register(options, &master, token, request);
   if (s.ok()) {
     spdlog::info("parameter server {} serving on {} ({}, {}; checkpoints in {})", options.ps_id,
                  address, DescribeOptimizer(store_options.optimizer),
                  DescribeUpdates(store_options), checkpoint_dir);
-    s = ServeWhileMasterLives(options, master.get(), token);
+    s = ServeWhileMasterLives(options, &master, token);
   }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   return s;

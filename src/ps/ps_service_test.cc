@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/file.h"
+#include "common/job_dir.h"
 #include "job/job_spec.h"
 #include "ps/checkpoint.h"
 #include "ps/ps_server.h"
@@ -187,10 +189,12 @@ class FakeMaster final : public proto::Master::Service {
                             proto::GetJobStatusResponse* response) override {
     grpc::Status auth = rpc::CheckToken(*context, token);
     if (!auth.ok()) return auth;
+    ++status_calls;
     response->set_finished(true);  // the server keeps serving anyway
     return grpc::Status::OK;
   }
 
+  std::atomic<int> status_calls{0};
   std::string token;
   std::mutex mu;
   std::vector<proto::RegisterPsRequest> registrations;
@@ -223,6 +227,29 @@ class PsServerTest : public ::testing::Test {
     auto server = rpc::StartServer("127.0.0.1", port, {&master_}, &master_address_, credentials_);
     ASSERT_TRUE(server.ok()) << server.status();
     master_server_ = std::move(server).value();
+  }
+
+  // Until the server under test has registered (at most 5 s).
+  void AwaitRegistration() {
+    for (int i = 0; i < 100; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(master_.mu);
+        if (!master_.registrations.empty()) return;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  }
+
+  // The master goes away for good: the server under test (`done`) gives up
+  // within its patience, naming the master's address.
+  void ExpectGivesUpOnTheMaster(std::future<Status>* done) {
+    master_server_->Shutdown();
+    master_server_.reset();
+    ASSERT_EQ(done->wait_for(milliseconds(10000)), std::future_status::ready);
+    Status s = done->get();
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+    EXPECT_NE(std::string(s.message()).find("the master at " + master_address_), std::string::npos)
+        << s;
   }
 
   PsServerOptions Options() {
@@ -272,13 +299,7 @@ TEST_F(PsServerTest, RestoresAndRegistersWhatItHolds) {
   PsServerOptions o = Options();
   o.restore = true;
   auto done = std::async(std::launch::async, [o] { return RunPsServer(o); });
-  for (int i = 0; i < 100; ++i) {
-    {
-      std::lock_guard<std::mutex> lock(master_.mu);
-      if (!master_.registrations.empty()) break;
-    }
-    std::this_thread::sleep_for(milliseconds(50));
-  }
+  AwaitRegistration();
   // Serves past a finished job and a short silence of the master.
   std::this_thread::sleep_for(milliseconds(300));
   cancel_ = true;
@@ -297,13 +318,7 @@ TEST_F(PsServerTest, RestoresAndRegistersWhatItHolds) {
 
 TEST_F(PsServerTest, ExitsWhenTheMasterStaysAway) {
   auto done = std::async(std::launch::async, [o = Options()] { return RunPsServer(o); });
-  for (int i = 0; i < 100; ++i) {
-    {
-      std::lock_guard<std::mutex> lock(master_.mu);
-      if (!master_.registrations.empty()) break;
-    }
-    std::this_thread::sleep_for(milliseconds(50));
-  }
+  AwaitRegistration();
   // A short outage (the master restarting at the same address) is fine.
   const int port = std::stoi(master_address_.substr(master_address_.rfind(':') + 1));
   master_server_->Shutdown();
@@ -312,13 +327,26 @@ TEST_F(PsServerTest, ExitsWhenTheMasterStaysAway) {
   StartMaster(port);
   EXPECT_EQ(done.wait_for(milliseconds(2000)), std::future_status::timeout);
   // A long one is not.
+  ExpectGivesUpOnTheMaster(&done);
+}
+
+TEST_F(PsServerTest, FollowsAMasterStartedElsewhereThroughTheJobDirectory) {
+  auto done = std::async(std::launch::async, [o = Options()] { return RunPsServer(o); });
+  AwaitRegistration();
+  // The master's node is lost; a new master serves at another address and
+  // says so in the job directory.
+  const std::string before = master_address_;
   master_server_->Shutdown();
   master_server_.reset();
-  ASSERT_EQ(done.wait_for(milliseconds(10000)), std::future_status::ready);
-  Status s = done.get();
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(std::string(s.message()).find("the master at " + master_address_), std::string::npos)
-      << s;
+  StartMaster(0);
+  ASSERT_NE(master_address_, before);
+  ASSERT_TRUE(WriteFileAtomically(MasterAddressFile(job_dir_), master_address_).ok());
+  const int calls = master_.status_calls.load();
+  // Longer than the patience with the old address (3 s).
+  EXPECT_EQ(done.wait_for(milliseconds(4000)), std::future_status::timeout);
+  EXPECT_GT(master_.status_calls.load(), calls + 10);
+  // The new master goes away too: the error names it.
+  ExpectGivesUpOnTheMaster(&done);
 }
 
 TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {

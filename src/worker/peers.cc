@@ -1,7 +1,10 @@
 #include "worker/peers.h"
 
+#include <spdlog/spdlog.h>
+
 #include <mutex>
 
+#include "common/job_dir.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "rpc/grpc_util.h"
 #include "rpc/ps_client.h"
@@ -16,9 +19,10 @@ constexpr milliseconds kChannelRenewal{500};
 
 class GrpcMaster : public MasterClient {
  public:
-  GrpcMaster(std::string address, rpc::JobCredentials credentials)
+  GrpcMaster(std::string address, rpc::JobCredentials credentials, std::string job_dir)
       : address_(std::move(address)),
         credentials_(std::move(credentials)),
+        job_dir_(std::move(job_dir)),
         stub_(proto::Master::NewStub(rpc::MakeChannel(address_, credentials_))) {}
 
   Status RegisterWorker(const proto::RegisterWorkerRequest& request,
@@ -55,6 +59,12 @@ class GrpcMaster : public MasterClient {
     std::lock_guard<std::mutex> lock(mu_);
     if (std::chrono::steady_clock::now() - renewed_ < kChannelRenewal) return;
     renewed_ = std::chrono::steady_clock::now();
+    // A master started again elsewhere says where in the job directory.
+    std::string address = CurrentMasterAddress(job_dir_, address_);
+    if (address != address_) {
+      spdlog::info("the master now serves at {} (was {})", address, address_);
+      address_ = std::move(address);
+    }
     stub_ = proto::Master::NewStub(rpc::MakeChannel(address_, credentials_));
   }
 
@@ -70,8 +80,9 @@ class GrpcMaster : public MasterClient {
     return rpc::FromGrpc((stub.get()->*method)(context.get(), request, response));
   }
 
-  const std::string address_;
+  std::string address_;  // guarded by mu_
   const rpc::JobCredentials credentials_;
+  const std::string job_dir_;
   std::mutex mu_;
   std::shared_ptr<proto::Master::Stub> stub_;
   std::chrono::steady_clock::time_point renewed_;
@@ -79,9 +90,10 @@ class GrpcMaster : public MasterClient {
 
 }  // namespace
 
-WorkerPeers GrpcPeers(const std::string& master_address, const rpc::JobCredentials& credentials) {
+WorkerPeers GrpcPeers(const std::string& master_address, const rpc::JobCredentials& credentials,
+                      const std::string& job_dir) {
   WorkerPeers peers;
-  peers.master = std::make_unique<GrpcMaster>(master_address, credentials);
+  peers.master = std::make_unique<GrpcMaster>(master_address, credentials, job_dir);
   peers.connect_ps = [credentials](const std::vector<std::string>& addresses) {
     return std::unique_ptr<rpc::ParameterServers>(
         std::make_unique<rpc::PsClient>(addresses, credentials));

@@ -48,8 +48,10 @@ class MasterClient {
                             std::chrono::milliseconds timeout) {
     return Unsupported("GroupState");
   }
-  // Calls failed as unreachable: connect afresh (a restarted master listens
-  // on the same address) rather than wait out a backoff. Thread-safe.
+  // Calls failed as unreachable: connect afresh (a master restarted on the
+  // same host listens on the same address; one started on another node has
+  // written its address in the job directory) rather than wait out a
+  // backoff. Thread-safe.
   virtual void Reconnect() {}
 
  private:
@@ -66,8 +68,11 @@ struct WorkerPeers {
 };
 
 // gRPC to the master at `master_address` and to the servers, every call
-// made with the job's `credentials` (TLS, the token on every call).
-WorkerPeers GrpcPeers(const std::string& master_address, const rpc::JobCredentials& credentials);
+// made with the job's `credentials` (TLS, the token on every call). A
+// master that stops answering is looked for again at the address in
+// `job_dir` (when given and readable).
+WorkerPeers GrpcPeers(const std::string& master_address, const rpc::JobCredentials& credentials,
+                      const std::string& job_dir = "");
 
 }  // namespace elasticdl::worker
 

@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<Worker>> Worker::Create(const WorkerOptions& options) {
                        ZooProgram::Resolve(std::move(library), names, model.params()));
   int threads = options.num_threads > 0 ? options.num_threads : spec.workers().threads();
   torch::set_num_threads(std::max(threads, 1));
-  WorkerPeers peers = GrpcPeers(options.master_address, credentials);
+  WorkerPeers peers = GrpcPeers(options.master_address, credentials, options.job_dir);
   return std::make_unique<Worker>(options, WorkerJob::Of(spec), std::move(program),
                                   std::move(peers));
 }

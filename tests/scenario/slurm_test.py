@@ -17,6 +17,7 @@ Environment (besides job_test.py's ELASTICDL_BIN and ELASTICDL_CACHE_DIR):
 """
 import os
 import signal
+import socket
 import subprocess
 import time
 import unittest
@@ -327,6 +328,101 @@ class SlurmTest(ExactJobCase):
             self.wait_event(job, log, lambda e: e.get("event") == "worker_started" and
                             e.get("relaunch") and e["t"] >= lost_at, "a replacement worker")
             self.assertExact(job, job_dir, output, log)
+        self.repeat(scenario)
+
+    def test_master_node_lost_mid_job(self):
+        """The master's node is lost mid-job: the client submits a new master, which lands
+        on the other node and resumes from its journal. Both virtual nodes are this machine,
+        so the test holds the old master's port, as another host's address would differ:
+        the new master serves elsewhere, and the servers and workers that survived find it
+        in the job directory. The job is exact."""
+        def scenario(run):
+            job, job_dir, output, log = self.start(f"master-lost-{run}", checkpoint_steps=8,
+                                                   num_workers=3)
+            self.until(job, log, lambda: log.training_done() >= 3, "training under way")
+            name = os.path.basename(job_dir)
+            jobs = slurm_jobs_of(name)
+            node = next(n for jname, _, n in jobs.values() if jname == name)
+            survivors = sorted(jname[len(name) + 1:] for jname, st, n in jobs.values()
+                               if jname != name and st == "RUNNING" and n != node)
+            on_node = sorted(jname[len(name) + 1:] for jname, st, n in jobs.values()
+                             if jname != name and st == "RUNNING" and n == node)
+            first = log.of("master_started")[0]
+            port = int(first["address"].rsplit(":", 1)[1])
+            lost_at = time.time()
+            self.lose_node(node)
+            squatter = socket.socket()
+            try:
+                deadline = time.monotonic() + 5
+                while True:
+                    try:
+                        squatter.bind(("", port))
+                        squatter.listen(1)
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.05)
+                resumed = self.wait_event(
+                    job, log, lambda e: e.get("event") == "master_started" and e.get("resumed"),
+                    "a master resumed from the journal")
+            finally:
+                squatter.close()
+            self.assertNotEqual(resumed["address"], first["address"])
+            self.assertIn("restarting it (1 of", job.stdout + job.stderr, job.describe())
+            new_master = [n for jname, st, n in slurm_jobs_of(name).values()
+                          if jname == name and st == "RUNNING"]
+            self.assertEqual(len(new_master), 1, slurm_jobs_of(name))
+            self.assertNotEqual(new_master[0], node)
+            self.assertExact(job, job_dir, output, log)
+            lost = {f"worker-{e['worker']}" for e in log.of("worker_lost")}
+            self.assertLessEqual(lost, set(on_node), self.describe(job, log))
+            for label in survivors:
+                with open(os.path.join(job_dir, "logs", label + ".log")) as f:
+                    self.assertIn(f"now serves at {resumed['address']}", f.read(), label)
+            print(f"\n[master-lost-{run}] master on {node} lost with {on_node}; the new one "
+                  f"serves at {resumed['address']} (was {first['address']}), "
+                  f"{resumed['t'] - lost_at:.1f} s after the loss; "
+                  f"{survivors} followed it")
+        self.repeat(scenario)
+
+    def test_detached_master_node_lost_mid_job(self):
+        """A detached job has no client to submit a new master: its master is requeueable,
+        and Slurm requeues it when its node is lost. Slurm holds a requeued job for about
+        two minutes; the test starts it at once, as `scontrol update ... StartTime=now`
+        lets its owner do. The master resumes from its journal; the job is exact."""
+        def scenario(run):
+            job, job_dir, output, log = self.start(f"detached-lost-{run}", detach="true",
+                                                   checkpoint_steps=8)
+            self.assertEqual(job.wait(60), 0, job.describe())
+            with open(os.path.join(job_dir, "slurm_job_id")) as f:
+                master_job = f.read().strip()
+            deadline = time.monotonic() + EVENT_TIMEOUT
+            while log.training_done() < 3:
+                self.assertLess(time.monotonic(), deadline, log.tail(20))
+                time.sleep(0.2)
+                log.poll()
+            node = next(n for jid, _, _, n in squeue("--format=%i|%j|%T|%N") if jid == master_job)
+            self.lose_node(node)
+            deadline = time.monotonic() + 30
+            while [st for jid, st in squeue("--format=%i|%T") if jid == master_job] != ["PENDING"]:
+                self.assertLess(time.monotonic(), deadline, squeue("--format=%i|%j|%T|%N|%r"))
+                time.sleep(0.2)
+            subprocess.run(["scontrol", "update", f"JobId={master_job}", "StartTime=now"],
+                           check=True, capture_output=True)
+            deadline = time.monotonic() + JOB_TIMEOUT
+            while not os.path.exists(os.path.join(job_dir, "status.pbtxt")):
+                self.assertLess(time.monotonic(), deadline,
+                                f"{log.tail(20)}\n{squeue('--format=%i|%j|%T|%N|%r')}")
+                time.sleep(0.5)
+                log.poll()
+            resumed = [e for e in log.of("master_started") if e.get("resumed")]
+            self.assertEqual(len(resumed), 1, log.tail(20))
+            status = subprocess.run([job_test.BIN, "job", "status", job_dir],
+                                    capture_output=True, text=True)
+            self.assertNotIn("failed: true", status.stdout, status.stdout + status.stderr)
+            self.assertEqual(exactness.check_rows(output, TRAIN_RECORDS, 2), "", log.tail(20))
+            self.assertNothingLeft(job_dir)
         self.repeat(scenario)
 
     def test_scale_two_four_two(self):

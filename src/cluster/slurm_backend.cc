@@ -120,8 +120,12 @@ SlurmBackend::~SlurmBackend() {
 }
 
 StatusOr<ProcessHandle> SlurmBackend::Submit(const ProcessName& process, const std::string& args,
-                                             int cpus, const std::string& partition, bool requeue) {
+                                             int cpus) {
   const bool master = process.role() == Role::kMaster;
+  const bool worker = process.role() == Role::kWorker;
+  const std::string& partition =
+      worker && !options_.worker_partition.empty() ? options_.worker_partition : options_.partition;
+  const bool requeue = master && options_.requeue_master;
   const std::string label = process.label();
   EDL_RETURN_IF_ERROR(CreateDirectories(log_dir()));
   // The master's Slurm job is named as the job; the others after it.
@@ -151,8 +155,7 @@ std::string SlurmBackend::Describe(const ProcessHandle& handle) const {
 StatusOr<ProcessHandle> SlurmBackend::StartMaster() {
   EDL_ASSIGN_OR_RETURN(
       ProcessHandle handle,
-      Submit(ProcessName::Master(), StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1,
-             options_.partition, options_.requeue_master));
+      Submit(ProcessName::Master(), StrCat("master --job_dir=", ShellQuote(options_.job_dir)), 1));
   // For `scancel $(cat <job_dir>/slurm_job_id)`.
   EDL_RETURN_IF_ERROR(WriteFileAtomically(options_.job_dir + "/slurm_job_id", handle.backend_id));
   return handle;
@@ -168,14 +171,12 @@ StatusOr<ProcessHandle> SlurmBackend::StartPs(PsId ps, const PsLaunch& launch) {
   return Submit(ProcessName::Ps(ps),
                 StrCat(RoleArgs("ps"), " --ps_id=", ps.value(), " --host=\"$(hostname)\"",
                        launch.restore ? " --restore" : ""),
-                options_.ps_cpus, options_.partition, /*requeue=*/false);
+                options_.ps_cpus);
 }
 
 StatusOr<ProcessHandle> SlurmBackend::StartWorker(WorkerId worker) {
   return Submit(ProcessName::Worker(worker),
-                StrCat(RoleArgs("worker"), " --worker_id=", worker.value()), options_.worker_cpus,
-                options_.worker_partition.empty() ? options_.partition : options_.worker_partition,
-                /*requeue=*/false);
+                StrCat(RoleArgs("worker"), " --worker_id=", worker.value()), options_.worker_cpus);
 }
 
 Status SlurmBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {

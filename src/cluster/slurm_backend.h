@@ -125,9 +125,9 @@ class SlurmBackend : public ClusterBackend {
     // We cancelled it: its CANCELLED state is a clean end.
     bool cancelled = false;
   };
-  // Submits `elasticdl <args>` as the Slurm job of `process`.
-  StatusOr<ProcessHandle> Submit(const ProcessName& process, const std::string& args, int cpus,
-                                 const std::string& partition, bool requeue);
+  // Submits `elasticdl <args>` as the Slurm job of `process`, in its role's
+  // partition; only a master to be requeued is requeueable.
+  StatusOr<ProcessHandle> Submit(const ProcessName& process, const std::string& args, int cpus);
   // "<role> --job_dir=... --master=...".
   std::string RoleArgs(const char* role) const;
   void Watch();

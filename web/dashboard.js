@@ -139,6 +139,13 @@ function showJob(job) {
   text($("elapsed"), duration(summary.elapsed_seconds));
   text($("remaining"), duration(summary.remaining_seconds));
   text($("workers-alive"), s.workers_target !== undefined ? `${s.workers_alive} / ${s.workers_target}` : s.workers_alive ?? "-");
+  // The share of the workers' time that trained the model; the rest, by
+  // what it went to, in the card's tooltip.
+  const time = s.worker_seconds ?? {};
+  const goodput = $("goodput");
+  text(goodput, time.held > 0 ? `${(100 * s.goodput).toFixed(1)} %` : "-");
+  goodput.title = time.held > 0 ? Object.entries(time).filter(([k, v]) => k !== "held" && v > 0)
+    .map(([k, v]) => `${k.replace("_", " ")}: ${(100 * v / time.held).toFixed(1)} %`).join("\n") : "";
   const message = $("message");
   message.hidden = !s.message;
   text(message, s.message || "");

@@ -10,6 +10,7 @@
 #include "cli/command_support.h"
 #include "client/dashboard.h"
 #include "client/job_control.h"
+#include "job/worker_seconds.h"
 
 namespace elasticdl::cli {
 namespace {
@@ -43,6 +44,9 @@ void AddJobControlCommands(CLI::App* app, int* exit_code) {
       return;
     }
     fmt::print("{}\n", st->DebugString());
+    if (const std::string time = job::DescribeWorkerSeconds(st->worker_seconds()); !time.empty()) {
+      fmt::print("{}\n", time);
+    }
     if (st->finished()) {
       fmt::print("dashboard: elasticdl dashboard {}\n", *dir);
     } else if (StatusOr<std::string> url = client::DashboardLoginUrl(*dir); url.ok()) {

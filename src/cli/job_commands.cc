@@ -63,6 +63,7 @@ void PrintResult(JobCommand command, const JobResult& r) {
           r.records, r.seconds, r.training_seconds,
           r.training_seconds > 0 ? r.records / r.training_seconds : 0, r.model_version, r.seed);
       if (!r.stopped_early.empty()) fmt::print("{}\n", r.stopped_early);
+      if (!r.worker_time.empty()) fmt::print("{}\n", r.worker_time);
       break;
     case JobCommand::kEvaluate:
       fmt::print("evaluated {} records in {:.1f} s\n", r.records, r.seconds);

@@ -26,6 +26,7 @@
 #include "common/strings.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "job/job_spec.h"
+#include "job/worker_seconds.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_credentials.h"
 
@@ -239,6 +240,8 @@ StatusOr<JobResult> RunJobToResult(const RunJobOptions& options) {
   result.records = status.records_done();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.training_seconds = status.training_seconds();
+  result.goodput = job::Goodput(status.worker_seconds());
+  result.worker_time = job::DescribeWorkerSeconds(status.worker_seconds());
   result.metrics.insert(status.eval_metrics().begin(), status.eval_metrics().end());
   result.metrics_model_version = status.eval_model_version();
   if (!status.stop_reason().empty()) result.stopped_early = status.message();

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "job/worker_seconds.h"
 #include "rpc/histogram_codec.h"
 
 namespace elasticdl::dashboard {
@@ -230,6 +231,10 @@ std::optional<Histogram> LatencyHistogramFromJson(const json& j) {
 json StatusToJson(const proto::GetJobStatusResponse& s) {
   json metrics = json::object();
   for (const auto& [name, value] : s.eval_metrics()) metrics[name] = value;
+  json worker_seconds = {{"held", s.worker_seconds().held()}};
+  for (const auto& [part, seconds] : job::WorkerSecondsParts(s.worker_seconds())) {
+    worker_seconds[part] = seconds;
+  }
   return {{"type", JobTypeName(s.type())},
           {"epoch", s.epoch()},
           {"num_epochs", s.num_epochs()},
@@ -248,7 +253,9 @@ json StatusToJson(const proto::GetJobStatusResponse& s) {
           {"failed", s.failed()},
           {"message", s.message()},
           {"eval_model_version", s.eval_model_version()},
-          {"eval_metrics", std::move(metrics)}};
+          {"eval_metrics", std::move(metrics)},
+          {"goodput", job::Goodput(s.worker_seconds())},
+          {"worker_seconds", std::move(worker_seconds)}};
 }
 
 JobView::JobView(JobViewOptions options, StatusSource status)
@@ -506,6 +513,19 @@ std::string JobView::Metrics(double now) const {
     if (value.is_number()) {
       m.Sample("elasticdl_evaluation_metric", value.get<double>(),
                StrCat("metric=\"", LabelValue(name), "\""));
+    }
+  }
+  m.One("elasticdl_goodput", "gauge",
+        "Share of the workers' time spent on minibatches that were applied (trained / held).",
+        NumberOr(status, "goodput"));
+  m.Family("elasticdl_worker_seconds", "gauge",
+           "The workers' time since each started, summed over the job's workers: all of it "
+           "(held), and by what it went to.");
+  const json time = status.value("worker_seconds", json::object());
+  for (const auto& [part, seconds] : time.items()) {
+    if (seconds.is_number()) {
+      m.Sample("elasticdl_worker_seconds", seconds.get<double>(),
+               StrCat("part=\"", LabelValue(part), "\""));
     }
   }
   m.Family("elasticdl_tasks", "gauge", "Tasks by state: todo and doing now, the others so far.");

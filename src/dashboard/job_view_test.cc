@@ -184,6 +184,25 @@ TEST(JobViewTest, MetricsAreInTheTextFormat) {
                               "role=\"master\"} 2\n"));
 }
 
+TEST(JobViewTest, GoodputAndTheWorkersTimeByPart) {
+  proto::GetJobStatusResponse status;
+  status.mutable_worker_seconds()->set_held(40);
+  status.mutable_worker_seconds()->set_startup(2);
+  status.mutable_worker_seconds()->set_trained(30);
+  status.mutable_worker_seconds()->set_step_wait(4);
+  const json j = StatusToJson(status);
+  EXPECT_DOUBLE_EQ(j["goodput"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(j["worker_seconds"]["between_tasks"].get<double>(), 4);
+  JobView view({"j"}, [&j] { return j; });
+  const std::string text = view.Metrics(104.0);
+  EXPECT_THAT(text, HasSubstr("elasticdl_goodput{job=\"j\",role=\"master\"} 0.75\n"));
+  EXPECT_THAT(text,
+              HasSubstr("elasticdl_worker_seconds{job=\"j\",role=\"master\",part=\"held\"} 40\n"));
+  EXPECT_THAT(text,
+              HasSubstr("elasticdl_worker_seconds{job=\"j\",role=\"master\",part=\"step_wait\"} "
+                        "4\n"));
+}
+
 TEST(JobViewTest, WorkersCallLatenciesAddUpAcrossTasks) {
   JobView view({"j"}, nullptr);
   Histogram pull;

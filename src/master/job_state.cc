@@ -54,6 +54,8 @@ JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events,
   members_.Restore(journal, now);
   tasks_.set_parallelism(members_.workers_target());
   master_restarts_ = journal.master_restarts() + 1;
+  // Running workers send their totals again with their next heartbeat.
+  worker_time_.RestoreGone(journal.worker_seconds_gone());
   dispatched_any_ = true;
   // Above every generation an earlier master published; every running
   // worker is taken as training until it asks for a task.
@@ -91,6 +93,7 @@ void JobState::ScalarsLocked(proto::MasterJournal* journal) const {
   journal->set_master_address(options_.master_address);
   members_.ScalarsTo(journal);
   journal->set_master_restarts(master_restarts_);
+  *journal->mutable_worker_seconds_gone() = worker_time_.gone();
 }
 
 uint64_t JobState::ChangedLocked() {
@@ -242,6 +245,7 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
+    if (report.has_seconds()) worker_time_.Update(worker, report.seconds(), Now());
     proto::ReportTaskRequest request = report;
     const std::vector<TaskId> held = tasks_.HeldBy(worker);
     if (report.nonfinite() && !report.error().empty() &&
@@ -310,6 +314,7 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   std::lock_guard<std::mutex> lock(mu_);
   EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
   members_.Register(worker);
+  if (request.has_seconds()) worker_time_.Update(worker, request.seconds(), Now());
   response->set_leave(members_.leaving(worker));
   if (options_.collective) response->set_group_version(collective_.version());
   // After a master restart, tasks the journal has this worker hold but it
@@ -450,6 +455,7 @@ void JobState::GetStatus(proto::GetJobStatusResponse* response) {
   response->set_worker_losses(members_.worker_losses());
   response->set_ps_relaunches(members_.ps_relaunches());
   response->set_master_restarts(master_restarts_);
+  *response->mutable_worker_seconds() = worker_time_.Total();
   bool failed = failure_.has_value() || tasks_.failure().has_value();
   // Done tasks are not yet a finished job: its results are written after.
   response->set_finished(failed || (tasks_.finished() && results_written_));
@@ -534,6 +540,7 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!members_.Remove(worker, clean)) return 0;
+    worker_time_.Gone(worker, /*lost=*/!clean, Now());
     group_.Leave(worker);
     collective_.Leave(worker);
     requeued = tasks_.RecoverWorker(worker);

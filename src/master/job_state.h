@@ -42,6 +42,7 @@
 #include "master/membership.h"
 #include "master/task_manager.h"
 #include "master/training_group.h"
+#include "master/worker_time.h"
 
 namespace elasticdl::master {
 
@@ -203,6 +204,8 @@ class JobState {
   int master_restarts_ = 0;
   int nonfinite_minibatches_ = 0;
   TrainingGroup group_;
+  // Where the workers' time went (goodput).
+  WorkerTime worker_time_;
   // AllreduceStrategy; thread-safe by itself (its store calls wait).
   CollectiveGroup collective_;
   // Whether a version has been handed out; before that, workers asking

@@ -214,6 +214,67 @@ TEST(JobStateTest, ResumesFromItsJournal) {
   EXPECT_EQ(status.master_restarts(), 1);
 }
 
+proto::WorkerSeconds Seconds(double held, double trained, double step_wait = 0) {
+  proto::WorkerSeconds s;
+  s.set_held(held);
+  s.set_startup(1);
+  s.set_trained(trained);
+  s.set_step_wait(step_wait);
+  return s;
+}
+
+TEST(JobStateTest, GoodputSumsTheWorkersTimeAndSurvivesTheMaster) {
+  testing::TempDir dir;
+  testing::ManualClock clock;
+  JobStateOptions options = StateOptions();
+  options.workers_target = 2;
+  options.job_dir = dir.path();
+  options.clock = &clock;
+  proto::GetJobStatusResponse status;
+  {
+    JobState state(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr);
+    ASSERT_TRUE(RegisterPs(&state, 0).ok());
+    state.WorkerStarted(WorkerId(0), {}, false);
+    state.WorkerStarted(WorkerId(1), {}, false);
+    ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+    ASSERT_TRUE(RegisterWorker(&state, 1).ok());
+    proto::HeartbeatRequest heartbeat;
+    heartbeat.set_task_id(-1);
+    proto::HeartbeatResponse response;
+    heartbeat.set_worker_id(0);
+    *heartbeat.mutable_seconds() = Seconds(10, 8);
+    ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+    heartbeat.set_worker_id(1);
+    *heartbeat.mutable_seconds() = Seconds(10, 6, 2);
+    ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+    // Totals that hold less time than the ones kept are older: ignored.
+    *heartbeat.mutable_seconds() = Seconds(9, 5);
+    ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+    state.GetStatus(&status);
+    EXPECT_DOUBLE_EQ(status.worker_seconds().held(), 20);
+    EXPECT_DOUBLE_EQ(status.worker_seconds().trained(), 14);
+    EXPECT_DOUBLE_EQ(status.worker_seconds().step_wait(), 2);
+    // Worker 1 is lost 3 s after it was last heard from: those count as
+    // held and lost. Worker 0 leaves by itself: nothing is added.
+    clock.Advance(3s);
+    state.WorkerLost(WorkerId(1), /*clean=*/false, "killed");
+    state.WorkerLost(WorkerId(0), /*clean=*/true, "exited");
+    state.GetStatus(&status);
+    EXPECT_DOUBLE_EQ(status.worker_seconds().held(), 23);
+    EXPECT_DOUBLE_EQ(status.worker_seconds().lost(), 3);
+    EXPECT_DOUBLE_EQ(status.worker_seconds().trained(), 14);
+    EXPECT_DOUBLE_EQ(status.worker_seconds().startup(), 2);
+    // The master dies here.
+  }
+  StatusOr<std::optional<proto::MasterJournal>> journal = ReadJournal(dir.path());
+  ASSERT_TRUE(journal.ok() && journal->has_value()) << journal.status();
+  JobState resumed(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr, **journal);
+  proto::GetJobStatusResponse after;
+  resumed.GetStatus(&after);
+  EXPECT_EQ(after.worker_seconds().SerializeAsString(), status.worker_seconds().SerializeAsString())
+      << after.worker_seconds().DebugString();
+}
+
 TEST(JobStateTest, AnAnswerComesOnceItsChangeIsInTheJournal) {
   testing::TempDir dir;
   JobStateOptions options = StateOptions();

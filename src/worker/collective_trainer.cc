@@ -437,6 +437,7 @@ Status CollectiveTrainer::StartTask(const proto::Task& task) {
   c.report.set_task_id(task.task_id());
   c.report.set_attempt(task.attempt());
   c.report.set_minibatches_done(task.minibatches_done());
+  w_.account_.FirstTask();
   w_.minibatches_done_ = task.minibatches_done();
   w_.attempt_ = task.attempt();
   w_.task_id_ = task.task_id();
@@ -631,6 +632,9 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       return Outcome::kFailed;
     }
 
+    // Where the step's time goes (TimeAccount): computing this member's
+    // minibatch, then waiting for the rest of the reduce.
+    const auto step_began = TimeAccount::Clock::now();
     // Forward first: a non-finite loss withdraws the minibatch.
     torch::Tensor loss;
     double loss_value = 0;
@@ -709,7 +713,30 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       Status prefetched = Fill(*minibatch, *minibatch + ReadAhead());
       if (!prefetched.ok()) current_->error = prefetched;
     }
-    if (!group_->Wait(header_work).ok()) return Outcome::kFailed;
+    const auto computed = TimeAccount::Clock::now();
+    std::optional<TimeAccount::Clock::time_point> reduced_at;
+    // A step that is not applied with this member's minibatch in it was
+    // computed for nothing; a member without one only waited. Applying the
+    // step (after the reduce) is training.
+    auto account_step = [&](bool applied) {
+      using Seconds = std::chrono::duration<double>;
+      const auto now = TimeAccount::Clock::now();
+      const double computing = Seconds(computed - step_began).count();
+      const double waiting = Seconds(reduced_at.value_or(now) - computed).count();
+      const double applying = Seconds(now - reduced_at.value_or(now)).count();
+      if (!minibatch) {
+        w_.account_.Add(TimeAccount::Kind::kStepWait, computing + waiting + applying);
+      } else if (!applied) {
+        w_.account_.Add(TimeAccount::Kind::kDiscarded, computing + waiting + applying);
+      } else {
+        w_.account_.Add(TimeAccount::Kind::kTrained, computing + applying);
+        w_.account_.Add(TimeAccount::Kind::kStepWait, waiting);
+      }
+    };
+    if (!group_->Wait(header_work).ok()) {
+      account_step(false);
+      return Outcome::kFailed;
+    }
     int64_t count = 0;
     bool any_leaving = false, regroup = false, all_idle = true;
     // Two members bringing one minibatch (a task handed out twice, which
@@ -741,9 +768,11 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     Status reduced = buckets_->Finish(count > 0 ? static_cast<double>(count) : 1.0);
     if (reduced.ok() && buffers_work) reduced = group_->Wait(buffers_work);
     if (!reduced.ok()) {
+      account_step(false);
       spdlog::warn("step on model version {} failed: {}", version_, std::string(reduced.message()));
       return Outcome::kFailed;
     }
+    reduced_at = TimeAccount::Clock::now();
     if (duplicate) {
       spdlog::warn("step on model version {} dropped: two workers brought the same minibatch",
                    version_);
@@ -751,9 +780,10 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       count = 0;
     }
     const bool mine_counts = minibatch.has_value() && !duplicate;
+    const bool finite = count == 0 || buckets_->AllFinite();
 
     if (count > 0) {
-      if (!buckets_->AllFinite()) {
+      if (!finite) {
         // Every member sees the same sum: nobody applies it, and each one
         // that brought a minibatch fails its task (retried by the master).
         if (minibatch) {
@@ -820,6 +850,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         }
       }
     }
+    account_step(mine_counts && finite);
 
     if (leaving_) return Outcome::kLeave;
     if (first_over >= 0 && !current_) {
@@ -840,6 +871,9 @@ Status CollectiveTrainer::Run() {
   w_.heartbeat_ = std::thread(&Worker::HeartbeatLoop, &w_);
   const std::string host = LocalAddressTowards(w_.options_.master_address);
   int64_t failed_version = 0;
+  // Since when this member has been forming a group rather than stepping:
+  // recovery (start-up, before its first task).
+  auto regrouping = TimeAccount::Clock::now();
   while (true) {
     if (w_.lost_) return absl::AbortedError("the master took this worker as lost");
     proto::RendezvousResponse place;
@@ -885,7 +919,9 @@ Status CollectiveTrainer::Run() {
       // group's state.
       EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
     }
+    w_.account_.AddSince(TimeAccount::Kind::kRecovery, regrouping);
     StatusOr<Outcome> outcome = Steps(asked);
+    regrouping = TimeAccount::Clock::now();
     if (!outcome.ok()) {
       group_.reset();
       return outcome.status();

@@ -309,7 +309,15 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     if (!first && stopping()) {
       return absl::CancelledError("asked to stop while recomputing a refused minibatch");
     }
+    // Time spent on this computation of the minibatch, from its pull; a
+    // pull that waits for a step of the servers is waiting, not training.
+    auto computing = TimeAccount::Clock::now();
+    const bool waits = first && std::count(awaiting_step_.begin(), awaiting_step_.end(), true) > 0;
     EDL_RETURN_IF_ERROR(Pull(/*wait_for_steps=*/first));
+    if (waits) {
+      account_.AddSince(TimeAccount::Kind::kStepWait, computing);
+      computing = TimeAccount::Clock::now();
+    }
     first = false;
     Model& model = model_->model();
     model.zero_grad();
@@ -364,9 +372,11 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     EDL_RETURN_IF_ERROR(pushed);
     std::vector<int> refused;
     bool max_steps_reached = false;
+    bool applied = false;
     for (int i : pending) {
       if (responses[i].accepted()) {
         if (!responses[i].duplicate()) {
+          applied = true;
           model_->PushAccepted(i);
           learning_rate_ = responses[i].learning_rate();
         }
@@ -378,6 +388,11 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
         refused.push_back(i);
       }
     }
+    // Refused somewhere, it is computed again; taken by no server as new,
+    // an earlier attempt of the task had it applied.
+    account_.AddSince(
+        refused.empty() && applied ? TimeAccount::Kind::kTrained : TimeAccount::Kind::kDiscarded,
+        computing);
     if (max_steps_reached) {
       model_->RestoreBuffers();
       return absl::OutOfRangeError(
@@ -532,19 +547,29 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
 }
 
 Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report) {
+  account_.FirstTask();
+  const auto started = TimeAccount::Clock::now();
   switch (task.type()) {
     case proto::TASK_TRAINING:
       return Train(task, report);
-    case proto::TASK_EVALUATION:
-      return Evaluate(task, report);
-    case proto::TASK_PREDICTION:
-      return Predict(task, report);
+    case proto::TASK_EVALUATION: {
+      Status s = Evaluate(task, report);
+      account_.AddSince(TimeAccount::Kind::kEvaluation, started);
+      return s;
+    }
+    case proto::TASK_PREDICTION: {
+      Status s = Predict(task, report);
+      account_.AddSince(TimeAccount::Kind::kEvaluation, started);
+      return s;
+    }
     default:
       return absl::InvalidArgumentError(StrCat("unknown task type ", int(task.type())));
   }
 }
 
-Status Worker::Report(const proto::ReportTaskRequest& report) {
+Status Worker::Report(const proto::ReportTaskRequest& task_report) {
+  proto::ReportTaskRequest report = task_report;
+  *report.mutable_seconds() = account_.Totals();
   proto::ReportTaskResponse ignored;
   Status s =
       CallMaster("reporting a task to the master", &MasterClient::ReportTask, report, &ignored);
@@ -568,6 +593,7 @@ void Worker::HeartbeatLoop() {
     request.set_task_id(task_id_.load());
     request.set_attempt(attempt_.load());
     request.set_minibatches_done(minibatches_done_.load());
+    *request.mutable_seconds() = account_.Totals();
     proto::HeartbeatResponse response;
     Status s = peers_.master->Heartbeat(request, &response, interval * 4);
     if (s.ok()) {
@@ -652,7 +678,12 @@ Status Worker::Run() {
     Status reported = Report(report);
     task_id_ = -1;
     EDL_RETURN_IF_ERROR(reported);
-    if (reconnect) EDL_RETURN_IF_ERROR(Reconnect());
+    if (reconnect) {
+      const auto started = TimeAccount::Clock::now();
+      Status reconnected = Reconnect();
+      account_.AddSince(TimeAccount::Kind::kRecovery, started);
+      EDL_RETURN_IF_ERROR(reconnected);
+    }
   }
 }
 

@@ -53,6 +53,7 @@
 #include "worker/peers.h"
 #include "worker/server_rows.h"
 #include "worker/sharded_model.h"
+#include "worker/time_account.h"
 #include "zoo/zoo_program.h"
 
 namespace elasticdl::worker {
@@ -167,6 +168,8 @@ class Worker {
   ZooProgram program_;
   WorkerPeers peers_;
   CallTimings timings_;  // of ps_'s calls, reported with each task
+  // Where this process's time went, sent with heartbeats and reports.
+  TimeAccount account_{TimeAccount::ProcessStart()};
   std::unique_ptr<rpc::ParameterServers> ps_;
   std::unique_ptr<ShardedModel> model_;
   ServerRows rows_;                  // the Embedding layers' rows

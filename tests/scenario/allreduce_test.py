@@ -19,6 +19,7 @@ import unittest
 
 import chaos_test
 import exactness
+import job_test
 
 PYTHON_MODEL = "exactness.python_exactness.Exactness"
 PYTHON_EMBEDDING_MODEL = "exactness.python_exactness.EmbeddingExactness"
@@ -113,6 +114,15 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
                     pass
             self.assertExact(job, job_dir, output, log, epochs)
             self.assertSurvivorsKept(job, log, replaced=(worker,))
+            # Goodput's account of it: the frozen worker's silence until the
+            # master gave it up is lost; the survivors' step that waited for it
+            # was discarded, and forming the group again is recovery.
+            seconds = job_test.final_worker_seconds(job_dir)
+            describe = f"{seconds}\n{self.describe(job, log)}"
+            self.assertGreaterEqual(seconds.get("lost", 0), lease_ms / 1000 * 0.9, describe)
+            self.assertGreater(seconds.get("discarded", 0), 0, describe)
+            self.assertGreater(seconds.get("recovery", 0), 0, describe)
+            self.assertGreater(seconds.get("trained", 0), 0, describe)
         self.repeat(scenario)
 
     def test_python_model_repeated_worker_sigkills(self):

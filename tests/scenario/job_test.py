@@ -52,6 +52,7 @@ ACCURACY = re.compile(r"^accuracy: ([0-9.]+) \(model version (\d+)\)$", re.M)
 TRAINED = re.compile(r"^trained (\d+) records in [0-9.]+ s .*model version (\d+), seed \d+$",
                      re.M)
 PROGRESS = re.compile(r"^\[progress\] .* (\d+)/(\d+) records", re.M)
+GOODPUT = re.compile(r"^goodput ([0-9.]+)% of ([0-9.]+) worker-seconds(?: \((.*)\))?$", re.M)
 
 
 def logged_events(job_dir):
@@ -62,6 +63,16 @@ def logged_events(job_dir):
     except FileNotFoundError:
         return []
     return [json.loads(line) for line in lines]
+
+
+def final_worker_seconds(job_dir):
+    """{part: seconds} of the workers' time (worker_seconds) in the job's final status,
+    status.pbtxt; empty when it has none."""
+    with open(os.path.join(job_dir, "status.pbtxt")) as f:
+        block = re.search(r"worker_seconds \{([^}]*)\}", f.read())
+    if block is None:
+        return {}
+    return {k: float(v) for k, v in re.findall(r"(\w+): ([0-9.e+-]+)", block.group(1))}
 
 
 def job_processes(job_dir):
@@ -267,6 +278,30 @@ class JobTestCase(unittest.TestCase):
         found = TRAINED.findall(job.stdout)
         self.assertEqual(len(found), 1, job.describe())
         return int(found[0][0]), int(found[0][1])
+
+    def goodput(self, job):
+        """(goodput %, worker-seconds held, {part: %}) of the client's summary."""
+        found = GOODPUT.findall(job.stdout)
+        self.assertEqual(len(found), 1, job.describe())
+        share, held, rest = found[0]
+        parts = {}
+        for part in filter(None, rest.split(", ")):
+            name, _, percent = part.rpartition(" ")
+            parts[name] = float(percent.rstrip("%"))
+        return float(share), float(held), parts
+
+    def assertGoodputAddsUp(self, job, workers):
+        """The summary's goodput line: its parts and goodput make the whole,
+        and the workers were held about as long as the job ran."""
+        share, held, parts = self.goodput(job)
+        self.assertGreater(share, 0, job.describe())
+        self.assertLess(share, 100, job.describe())
+        # Parts under 0.05% are left out of the line.
+        self.assertAlmostEqual(share + sum(parts.values()), 100, delta=0.5, msg=job.describe())
+        seconds = float(re.search(r"^trained \d+ records in ([0-9.]+) s", job.stdout,
+                                  re.M).group(1))
+        self.assertLessEqual(held, workers * seconds * 1.05, job.describe())
+        return share, held, parts
 
     def read_model_version(self, model_dir):
         with open(os.path.join(model_dir, "trained_model.pbtxt")) as f:
@@ -557,6 +592,11 @@ class JobTest(JobTestCase):
         minibatches = 7 * 8 + 7  # 7 tasks of 512 records and one of 416
         self.assertLessEqual(version, minibatches // 2, job.describe())
         self.assertGreater(version, minibatches // 4, job.describe())
+        # Any two gradients make a step: the slower worker's gradient often
+        # arrives for a step already taken, is refused and computed again.
+        _, _, parts = self.assertGoodputAddsUp(job, workers=2)
+        self.assertGreater(parts.get("start-up", 0), 0, job.describe())
+        self.assertGreater(parts.get("discarded", 0), 0, job.describe())
 
     def test_subclass_model(self):
         job_dir = self.job_dir("subclass")
@@ -617,6 +657,12 @@ class JobTest(JobTestCase):
         # Progress lines (every 5 s when stderr is no terminal) count all epochs' records.
         totals = [total for _, total in PROGRESS.findall(job.stderr)]
         self.assertIn(str(TRAIN_RECORDS * epochs), totals, job.describe())
+        # Synchronous steps wait for every worker's gradient; the killed
+        # worker's time since it was last heard from is lost; three workers
+        # were held in all.
+        _, _, parts = self.assertGoodputAddsUp(job, workers=3)
+        self.assertGreater(parts.get("waiting for steps", 0), 0, job.describe())
+        self.assertGreater(final_worker_seconds(job_dir).get("lost", 0), 0, job.describe())
 
     def test_unknown_model_def(self):
         cases = [

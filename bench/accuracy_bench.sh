@@ -23,6 +23,11 @@
 #   aN    N workers, --use_async=true (--max_staleness=1, the default)
 #   auN   N workers, --use_async=true --max_staleness=-1 (no bound)
 #   amN   N workers, --use_async=true --max_staleness=-1 --lr_staleness_modulation=true
+#   gN    the main job started with 1 worker and grown to N (`elasticdl job scale`)
+#         once a tenth of its records are trained: a job that starts small
+#   pN    the main job with N workers, one of which gets SIGTERM (what Slurm sends a
+#         preempted job) once a third of the records are trained; it hands its task
+#         back and the master starts another in its place
 #
 # Per row: mean, min and max accuracy over the seeds, the difference of the
 # mean from row a (rows B-E and mN: from row A), and the mean records/s of the
@@ -76,6 +81,30 @@ ours() {  # seed log workers threads flags...
   echo "${acc:-0} ${rate:-0}"
 }
 RECIPE=(--dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer)
+# Records of the job's training tasks done so far, from its event log.
+trained() {  # job_dir
+  grep -h '"event":"task_done"' "$1/events.jsonl" 2>/dev/null |
+    sed -n 's/.*"records":\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }'
+}
+# `ours`, with ACTION run on the job once FRACTION of its records are trained.
+ours_then() {  # fraction action seed log workers threads flags...
+  local fraction=$1 action=$2 log=$4
+  local total=$((60000 * EPOCHS))
+  ours "${@:3}" >"$log.result" &
+  local job=$!
+  until [[ $(trained "$log.job") -ge $(awk -v t="$total" -v f="$fraction" 'BEGIN { print int(t * f) }') ]]; do
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -0 "$job" 2>/dev/null && "$action" "$log.job"
+  wait "$job" || true
+  cat "$log.result"
+}
+grow() { "$BIN/elasticdl" job scale "$1" --num_workers="$GROW_TO" >/dev/null; }
+preempt() {  # SIGTERM to the first worker the job started
+  kill -TERM "$(grep -h '"event":"worker_started"' "$1/events.jsonl" | head -n1 |
+    sed -n 's/.*"pid":\([0-9]*\).*/\1/p')"
+}
 run() {  # row seed log
   case $1 in
     A) bare "$2" "$3" "${RECIPE[@]}" ;;
@@ -89,6 +118,8 @@ run() {  # row seed log
     m*) ours "$2" "$3" "${1#m}" 1 --dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer ;;
     r*) ours "$2" "$3" "${1#r}" 1 --dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer \
           --distribution_strategy=AllreduceStrategy ;;
+    g*) GROW_TO=${1#g} ours_then 0.1 grow "$2" "$3" 1 1 "${RECIPE[@]}" --max_workers="${1#g}" ;;
+    p*) ours_then 0.33 preempt "$2" "$3" "${1#p}" 1 "${RECIPE[@]}" ;;
     au*) ours "$2" "$3" "${1#au}" 1 --use_async=true --max_staleness=-1 ;;
     am*) ours "$2" "$3" "${1#am}" 1 --use_async=true --max_staleness=-1 \
            --lr_staleness_modulation=true ;;
@@ -127,6 +158,8 @@ describe() {
     w*) echo "${1#w} workers, default flags (sync, one minibatch per worker)" ;;
     m*) echo "the main job with ${1#m} workers (standardized inputs, Adam)" ;;
     r*) echo "the main job, AllreduceStrategy, ${1#r} workers" ;;
+    g*) echo "the main job grown from 1 worker to ${1#g} after a tenth" ;;
+    p*) echo "the main job with ${1#p} workers, one preempted (SIGTERM) after a third" ;;
     au*) echo "${1#au} workers, async, no staleness bound" ;;
     am*) echo "${1#am} workers, async, no bound, lr staleness modulation" ;;
     a*) echo "${1#a} workers, async, --max_staleness=1 (default)" ;;
@@ -134,7 +167,7 @@ describe() {
 }
 for row in $ROWS; do
   base=a
-  [[ $row == [A-E] || $row == m* || $row == r* ]] && base=A
+  [[ $row == [A-E] || $row == m* || $row == r* || $row == g* || $row == p* ]] && base=A
   mean_a=$(tr ' ' '\n' <<<"${ACC[$base]:-}" | awk 'NF { s += $1; n++ } END { print n ? s / n : 0 }')
   read -r mean min max <<<"$(tr ' ' '\n' <<<"${ACC[$row]}" | awk 'NF { s += $1; n++;
     if (n == 1 || $1 < lo) lo = $1; if (n == 1 || $1 > hi) hi = $1 }

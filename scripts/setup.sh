@@ -50,8 +50,9 @@ PACKAGES=(
   python3-torch python3-dev pybind11-dev
   # the data set of the main job
   dataset-fashion-mnist
-  # docs/architecture.png is drawn from docs/architecture.dot
-  graphviz
+  # docs/architecture.png is drawn from docs/architecture.dot; the
+  # benchmarks' plots (bench/cluster_makespan.py) with matplotlib
+  graphviz python3-matplotlib
   # --cluster=slurm and its tests (scripts/slurm_cluster.sh starts a cluster
   # on this machine); network namespaces for the tests of external workers
   slurmctld slurmd slurm-client munge iproute2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A two-node Slurm cluster on this machine, for trying ElasticDL's Slurm
-# backend and for its tests: Slurm's controller and two node daemons (n1, n2,
-# both on localhost) under a state directory of your choosing, with munge for
+# A Slurm cluster on this machine, for trying ElasticDL's Slurm backend and
+# for its tests: Slurm's controller and node daemons (n1, n2, ..., all on
+# localhost) under a state directory of your choosing, with munge for
 # authentication. No systemd needed; Slurm and munge come from Debian.
 #
 #   scripts/slurm_cluster.sh start DIR   install (if missing), configure, start
@@ -10,20 +10,25 @@
 #
 # After `start`, `export SLURM_CONF=DIR/slurm.conf` points sbatch, squeue,
 # sinfo and `elasticdl train --cluster=slurm` at it. Jobs go to the least
-# loaded node (CR_LLN), so that a job's processes spread over both nodes as
+# loaded node (CR_LLN), so that a job's processes spread over the nodes as
 # they would over a real cluster's.
 #
-# Partitions, all over both nodes, with preemption by partition priority
+# Partitions, all over the nodes n*, with preemption by partition priority
 # (the README's "Sharing a cluster"):
 #   debug  the default; nothing preempts its jobs (masters, parameter servers)
 #   high   `--priority=high` workers; preempts `low`, is never preempted
 #   low    `--priority=low` workers; preempted with a 5 s grace time
+#   service  only with SLURM_SERVICE_CPUS: a node of its own (s1) for the
+#          jobs' masters, outside the CPUs the workers share
 # The backfill scheduler runs every second, so that a preemption starts
 # within a second of the job that needs it.
 #
 # Environment:
-#   SLURM_CPUS_PER_NODE  CPUs each virtual node offers (default 4)
-#   SLURM_PORT_BASE      first of the 3 TCP ports used (default 17100)
+#   SLURM_NODES          how many virtual nodes n1, n2, ... (default 2)
+#   SLURM_CPUS_PER_NODE  CPUs each of them offers (default 4)
+#   SLURM_SERVICE_CPUS   CPUs of the service node s1 (default 0: none)
+#   SLURM_PORT_BASE      first of the TCP ports used, one more than the
+#                        nodes (default 17100)
 set -euo pipefail
 
 usage() {
@@ -34,6 +39,11 @@ usage() {
 cmd=$1
 dir=$(realpath -m "$2")
 conf=$dir/slurm.conf
+nodes=${SLURM_NODES:-2}
+service_cpus=${SLURM_SERVICE_CPUS:-0}
+names=()
+for ((i = 1; i <= nodes; i++)); do names+=("n$i"); done
+((service_cpus > 0)) && names+=(s1)
 
 install_packages() {
   local missing=()
@@ -68,7 +78,8 @@ start_munge() {
 
 write_conf() {
   local cpus=${SLURM_CPUS_PER_NODE:-4} base=${SLURM_PORT_BASE:-17100}
-  mkdir -p "$dir/state" "$dir/spool-n1" "$dir/spool-n2"
+  mkdir -p "$dir/state"
+  for n in "${names[@]}"; do mkdir -p "$dir/spool-$n"; done
   cat >"$conf" <<CONF
 ClusterName=edl
 SlurmctldHost=localhost
@@ -98,13 +109,19 @@ SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd-%n.log
-NodeName=n[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + 2)) CPUs=$cpus State=UNKNOWN
+NodeName=n[1-$nodes] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((base + 1))-$((base + nodes)) CPUs=$cpus State=UNKNOWN
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
-PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP PriorityTier=3 PreemptMode=OFF
-PartitionName=high Nodes=n[1-2] MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
-PartitionName=low Nodes=n[1-2] MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime=5
+PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP PriorityTier=3 PreemptMode=OFF
+PartitionName=high Nodes=n[1-$nodes] MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
+PartitionName=low Nodes=n[1-$nodes] MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime=5
 CONF
+  if ((service_cpus > 0)); then
+    cat >>"$conf" <<CONF
+NodeName=s1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((base + nodes + 1)) CPUs=$service_cpus State=UNKNOWN
+PartitionName=service Nodes=s1 MaxTime=INFINITE State=UP PriorityTier=3 PreemptMode=OFF
+CONF
+  fi
 }
 
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -120,17 +137,17 @@ start)
     # -i: ignore state from an earlier run in the same directory.
     /usr/sbin/slurmctld -i -f "$conf"
   fi
-  for n in n1 n2; do
+  for n in "${names[@]}"; do
     running "$dir/slurmd-$n.pid" || /usr/sbin/slurmd -N "$n" -f "$conf"
   done
   for _ in $(seq 100); do
     idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | grep -c -E ' (idle|mix|alloc)$' || true)
-    if [ "$idle" = 2 ]; then
-      echo "slurm_cluster: 2 nodes up; export SLURM_CONF=$conf"
+    if [ "$idle" = "${#names[@]}" ]; then
+      echo "slurm_cluster: ${#names[@]} nodes up; export SLURM_CONF=$conf"
       exit 0
     fi
     # Nodes left DOWN by an earlier test come back when asked.
-    scontrol update nodename=n1,n2 state=resume >/dev/null 2>&1 || true
+    scontrol update nodename="$(IFS=,; echo "${names[*]}")" state=resume >/dev/null 2>&1 || true
     sleep 0.3
   done
   echo "slurm_cluster: nodes did not come up; see $dir/slurmctld.log" >&2
@@ -146,7 +163,8 @@ stop)
       sleep 0.1
     done
   fi
-  pidfiles=("$dir"/slurmd-n1.pid "$dir"/slurmd-n2.pid "$dir"/slurmctld.pid)
+  # Every node daemon started from DIR, whatever the environment says now.
+  pidfiles=("$dir"/slurmd-*.pid "$dir"/slurmctld.pid)
   for pidfile in "${pidfiles[@]}"; do
     if running "$pidfile"; then kill "$(cat "$pidfile")"; fi
   done

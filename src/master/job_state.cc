@@ -342,16 +342,19 @@ Status JobState::Rendezvous(const proto::RendezvousRequest& request,
   members_.Register(worker);
   EDL_RETURN_IF_ERROR(collective_.Join(worker, request.failed_version(), response));
   if (!collective_formed_) {
-    // The first version waits for every worker started so far, and for
-    // --min_workers of them even if the backend has not started them all
-    // yet (or for kFirstGroupPatience): a job's first steps average one
-    // minibatch of each, as the parameter servers' first synchronous steps
-    // do.
+    // The first version waits for --min_workers members, even if the
+    // backend has not started them all yet (or for kFirstGroupPatience), as
+    // the first training task waits for --min_workers registered workers:
+    // on the local backend every worker (a seed's runs begin with the same
+    // group), on Slurm and Kubernetes the ones that run while the others
+    // pend, who join with later versions. Without --min_workers, every
+    // worker started so far.
     if (!first_rendezvous_) first_rendezvous_ = Now();
     const std::vector<WorkerId> members = collective_.members();
-    size_t expected = 0;
-    for (WorkerId w : members_.workers()) expected += members_.leaving(w) ? 0 : 1;
-    expected = std::max(expected, static_cast<size_t>(std::max(options_.wait_for_workers, 0)));
+    size_t expected = static_cast<size_t>(std::max(options_.wait_for_workers, 0));
+    if (expected == 0) {
+      for (WorkerId w : members_.workers()) expected += members_.leaving(w) ? 0 : 1;
+    }
     if (members.size() < expected && Now() - *first_rendezvous_ < kFirstGroupPatience) {
       response->set_world_size(0);  // ask again
       return absl::OkStatus();

@@ -29,12 +29,13 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "scenario"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+import cluster_sharing  # noqa: E402
 import exactness  # noqa: E402
 import job_test  # noqa: E402
 import slurm_test  # noqa: E402
@@ -146,7 +147,7 @@ def one_run(args, train, work, mode, run):
     }
 
 
-def plot(results, path):
+def plot(results, path, workers):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -169,28 +170,20 @@ def plot(results, path):
         ax.axvline(r["second_submitted"], color="black", linestyle=":", linewidth=1)
         ax.set_ylim(0, WORKER_CPUS)
         ax.set_ylabel("worker CPUs held")
-        ax.set_title(f"{mode} (--min_workers={'4' if mode == 'gang' else '1'}): makespan "
+        ax.set_title(f"{mode} (--min_workers={workers if mode == 'gang' else 1}): makespan "
                      f"{r['makespan']:.0f} s, utilisation {100 * r['utilisation']:.0f}%",
                      fontsize=10)
         ax.legend(loc="upper right", fontsize=8)
     axes[-1].set_xlabel("seconds since the first job's submission (dotted: the second's)")
-    fig.suptitle(f"Two jobs of {4} workers on {WORKER_CPUS} CPUs (Slurm, 3 virtual nodes)")
+    fig.suptitle(f"Two jobs of {workers} workers on {WORKER_CPUS} CPUs (Slurm, {NODES} virtual "
+                 "nodes)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
 def main():
     args = parse_args()
-    work = tempfile.mkdtemp(prefix="elasticdl-cluster-makespan-")
-    train = os.path.join(work, "train.recordio")
-    exactness.write_records(train, range(args.records))
-    # The zoo builds once, on this machine.
-    subprocess.run([args.bin, "train", f"--model_zoo={exactness.MODEL_ZOO}",
-                    f"--model_def={exactness.MODEL_DEF}", f"--training_data={train}",
-                    f"--params={exactness.model_params(args.records, 0)}", "--num_epochs=1",
-                    "--num_workers=1", "--optimizer=unit_step_optimizer",
-                    f"--job_dir={work}/warm-up", "--no_progress"], check=True,
-                   capture_output=True)
+    work, train = cluster_sharing.prepare(args, "elasticdl-cluster-makespan-")
     slurm_dir = os.path.join(work, "slurm")
     os.environ.update(SLURM_NODES=str(NODES), SLURM_CPUS_PER_NODE=str(CPUS_PER_NODE),
                       SLURM_SERVICE_CPUS=str(SERVICE_CPUS))
@@ -233,7 +226,7 @@ def main():
     print(f"elastic second job pending {pending:.1f} s (goal < 5 s): "
           f"{'met' if pending < 5 else 'NOT met'}")
     if args.plot:
-        plot(results, args.plot)
+        plot(results, args.plot, args.workers)
         print(f"plot: {args.plot}")
 
 

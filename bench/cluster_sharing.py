@@ -124,18 +124,24 @@ def one_run(args, train, work, run):
     }
 
 
-def main():
-    args = parse_args()
-    work = tempfile.mkdtemp(prefix="elasticdl-cluster-sharing-")
+def prepare(args, prefix):
+    """A scratch directory and the exactness zoo's training records in it (their path); the
+    zoo built once, on this machine, by a local job, before any Slurm job needs it."""
+    work = tempfile.mkdtemp(prefix=prefix)
     train = os.path.join(work, "train.recordio")
     exactness.write_records(train, range(args.records))
-    # The zoo builds once, on this machine.
     subprocess.run([args.bin, "train", f"--model_zoo={exactness.MODEL_ZOO}",
                     f"--model_def={exactness.MODEL_DEF}", f"--training_data={train}",
                     f"--params={exactness.model_params(args.records, 0)}", "--num_epochs=1",
                     "--num_workers=1", "--optimizer=unit_step_optimizer",
                     f"--job_dir={work}/warm-up", "--no_progress"], check=True,
                    capture_output=True)
+    return work, train
+
+
+def main():
+    args = parse_args()
+    work, train = prepare(args, "elasticdl-cluster-sharing-")
     slurm_dir = os.path.join(work, "slurm")
     slurm_test.start_cluster(slurm_dir, args.port_base)
     results = []

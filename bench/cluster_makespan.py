@@ -24,7 +24,6 @@ are this process's clock and the masters' event logs (unix seconds), both this m
 
   bench/cluster_makespan.py [--bin build/bin/elasticdl] [--runs 3] [--plot FILE.png]
 """
-import argparse
 import os
 import statistics
 import subprocess
@@ -47,14 +46,9 @@ MODES = ("gang", "elastic")
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--bin", default=os.environ.get("ELASTICDL_BIN",
-                                                   os.path.join(ROOT, "build", "bin", "elasticdl")))
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--records", type=int, default=2000)
-    p.add_argument("--epochs", type=int, default=12)
+    p = cluster_sharing.arguments(__doc__)
+    p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--workers", type=int, default=4)
-    p.add_argument("--sleep_ms", type=int, default=60)
     p.add_argument("--port_base", type=int, default=17300)
     p.add_argument("--plot", default="", help="write the utilisation plot here (PNG)")
     return p.parse_args()

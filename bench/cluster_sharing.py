@@ -41,15 +41,22 @@ from exactness import EventLog, is_training  # noqa: E402
 GRACE_TIME = 5  # the low partition's, scripts/slurm_cluster.sh
 
 
-def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(doc):
+    """The options every benchmark of exactness-zoo jobs takes: the binary, the runs, the
+    records, a forward's sleep."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--bin", default=os.environ.get("ELASTICDL_BIN",
                                                    os.path.join(ROOT, "build", "bin", "elasticdl")))
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--records", type=int, default=2000)
+    p.add_argument("--sleep_ms", type=int, default=60)
+    return p
+
+
+def parse_args():
+    p = arguments(__doc__)
     p.add_argument("--low_epochs", type=int, default=60)
     p.add_argument("--high_epochs", type=int, default=2)
-    p.add_argument("--sleep_ms", type=int, default=60)
     p.add_argument("--port_base", type=int, default=17300)
     return p.parse_args()
 

@@ -168,7 +168,7 @@ function showJob(job) {
   })), "worker");
 }
 
-const BAD = new Set(["worker_lost", "ps_lost", "nonfinite", "task_stopped"]);
+const BAD = new Set(["worker_lost", "ps_lost", "nonfinite", "task_stopped", "straggler"]);
 const GOOD = new Set(["worker_started", "ps_registered", "evaluation", "job_finished", "scaled"]);
 
 function describe(e) {

@@ -28,6 +28,8 @@ namespace elasticdl {
 // tolerates before the next fails it.
 inline constexpr int64_t kDefaultWorkerLeaseMs = 5000;
 inline constexpr int64_t kDefaultMaxNonfiniteMinibatches = 3;
+// A worker this many times slower than the others is replaced.
+inline constexpr int64_t kDefaultStragglerFactor = 2;
 
 // The settings of a job, named as the command-line flags; each flag's help
 // (`elasticdl train --help`) says what it does. Train, Evaluate and Predict
@@ -128,6 +130,10 @@ struct JobArgs {
   int64_t max_ps_relaunches = 3;
   int64_t max_master_restarts = 3;
   int64_t max_nonfinite_minibatches = kDefaultMaxNonfiniteMinibatches;
+  // A training worker whose applied minibatches take this many times the
+  // median of the others' (three or more workers) is asked to leave and
+  // replaced; 0: never.
+  int64_t straggler_factor = kDefaultStragglerFactor;
 
   // The job and where it runs: cluster "local" (processes on this
   // machine), "slurm" (a Slurm cluster, found as Slurm's own commands find

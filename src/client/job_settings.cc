@@ -170,6 +170,10 @@ std::vector<JobSetting> MakeSettings() {
            "Restarts of a master that died before the job fails"},
           {"--max_nonfinite_minibatches", &A::max_nonfinite_minibatches,
            "Minibatches with a non-finite loss or gradient before the job fails", kTrain},
+          {"--straggler_factor", &A::straggler_factor,
+           "A worker whose minibatches take this many times the others' median (three or more "
+           "workers) leaves and is replaced (0: never)",
+           kTrain, 0, 0, 1000},
       });
   group(
       "Cluster",
@@ -721,6 +725,7 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   ft->set_max_ps_relaunches(Int32(args.max_ps_relaunches));
   ft->set_max_master_restarts(Int32(args.max_master_restarts));
   ft->set_max_nonfinite_minibatches(Int32(args.max_nonfinite_minibatches));
+  ft->set_straggler_factor(Int32(args.straggler_factor));
 
   proto::ClusterSpec* cluster = spec.mutable_cluster();
   cluster->set_kind(args.cluster);

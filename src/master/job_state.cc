@@ -590,6 +590,32 @@ void JobState::AskToLeave(WorkerId worker) {
   Durable(change).IgnoreError();
 }
 
+std::optional<WorkerId> JobState::TakeStraggler() {
+  uint64_t change = 0;
+  std::optional<WorkerTime::Straggler> found;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (options_.straggler_factor <= 0 || tasks_.training_finished()) return std::nullopt;
+    std::vector<WorkerId> candidates;
+    for (WorkerId w : members_.workers()) {
+      if (!members_.leaving(w)) candidates.push_back(w);
+    }
+    found = worker_time_.FindStraggler(candidates, options_.straggler_factor);
+    if (!found || !members_.AskToLeave(found->worker)) return std::nullopt;
+    Event("straggler", {{"worker", found->worker.value()},
+                        {"seconds_per_minibatch", found->pace},
+                        {"others", found->others}});
+    Event("worker_leaving", {{"worker", found->worker.value()}});
+    change = ChangedLocked();
+  }
+  spdlog::warn(
+      "worker {} is a straggler: {:.3f} s per minibatch against the others' {:.3f} s; it "
+      "leaves and another takes its place",
+      found->worker, found->pace, found->others);
+  Durable(change).IgnoreError();  // a failure fails the job
+  return found->worker;
+}
+
 int JobState::workers_target() {
   std::lock_guard<std::mutex> lock(mu_);
   return members_.workers_target();

@@ -73,6 +73,9 @@ struct JobStateOptions {
   // cluster's, which others start): one it lost before it registered is
   // not waited for.
   bool job_starts_workers = false;
+  // A training worker whose minibatches take this many times the others'
+  // median is a straggler (Stragglers()); 0: never.
+  double straggler_factor = 0;
   // AllreduceStrategy: the workers train in a collective group whose
   // rendezvous is the master (CollectiveGroup); heartbeats tell its version.
   bool collective = false;
@@ -138,6 +141,10 @@ class JobState {
   bool leaving(WorkerId worker);
   // Asks `worker` to finish its minibatch, report and exit.
   void AskToLeave(WorkerId worker);
+  // A worker that is now a straggler (see WorkerTime::Straggler), asked to
+  // leave; the caller ends it and starts another in its place. At most one
+  // per call.
+  std::optional<WorkerId> TakeStraggler();
   int workers_target();
   bool worker_relaunch_allowed(int max_relaunches);
 

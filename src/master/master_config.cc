@@ -97,6 +97,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   state.flush_at_end = training && !collective && update != proto::UpdateRule::ASYNC;
   state.collective = collective;
   state.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
+  state.straggler_factor = spec.fault_tolerance().straggler_factor();
 
   config.supervisor.num_ps = num_ps;
   config.supervisor.max_worker_relaunches = spec.fault_tolerance().max_worker_relaunches();

@@ -181,6 +181,13 @@ Status Supervisor::Tick() {
     if (ours) ++to_replace_;
   }
   if (state_->finished()) return absl::OkStatus();
+  // A straggler hands its task back like a preempted worker; Reconcile()
+  // starts another in its place.
+  if (std::optional<WorkerId> slow = state_->TakeStraggler()) {
+    if (running_.count(*slow) != 0) {
+      backend_->Signal(cluster::ProcessName::Worker(*slow), SIGTERM).IgnoreError();
+    }
+  }
   return Reconcile();
 }
 

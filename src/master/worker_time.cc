@@ -1,13 +1,53 @@
 #include "master/worker_time.h"
 
+#include <algorithm>
+
 #include "job/worker_seconds.h"
 
 namespace elasticdl::master {
 
 void WorkerTime::Update(WorkerId worker, const proto::WorkerSeconds& seconds,
                         Clock::time_point now) {
-  auto [it, added] = running_.try_emplace(worker, Heard{seconds, now});
-  if (!added && seconds.held() >= it->second.seconds.held()) it->second = Heard{seconds, now};
+  auto [it, added] = running_.try_emplace(worker, Heard{seconds, now, {}});
+  Heard& heard = it->second;
+  if (!added && seconds.held() < heard.seconds.held()) return;
+  heard.seconds = seconds;
+  heard.at = now;
+  auto& trail = heard.trail;
+  if (seconds.minibatches() >= kWarmUp &&
+      (trail.empty() || seconds.minibatches() > trail.back().second)) {
+    trail.emplace_back(seconds.trained(), seconds.minibatches());
+  }
+  while (trail.size() > 2 && trail.back().second - trail[1].second >= kPaceWindow) {
+    trail.pop_front();
+  }
+}
+
+std::optional<double> WorkerTime::Pace(const Heard& heard) {
+  const auto& trail = heard.trail;
+  if (trail.size() < 2) return std::nullopt;
+  const int64_t minibatches = trail.back().second - trail.front().second;
+  if (minibatches < kPaceWindow / 2) return std::nullopt;
+  return (trail.back().first - trail.front().first) / static_cast<double>(minibatches);
+}
+
+std::optional<WorkerTime::Straggler> WorkerTime::FindStraggler(
+    const std::vector<WorkerId>& candidates, double factor) const {
+  std::vector<std::pair<double, WorkerId>> paces;
+  for (WorkerId w : candidates) {
+    auto it = running_.find(w);
+    if (it == running_.end()) continue;
+    if (std::optional<double> pace = Pace(it->second)) paces.emplace_back(*pace, w);
+  }
+  if (paces.size() < 3) return std::nullopt;
+  std::sort(paces.begin(), paces.end());
+  // The slowest against the median of the others.
+  const auto& [pace, worker] = paces.back();
+  const size_t n = paces.size() - 1;
+  const double others =
+      n % 2 == 1 ? paces[n / 2].first : (paces[n / 2 - 1].first + paces[n / 2].first) / 2;
+  if (others <= 0 || pace <= factor * others) return std::nullopt;
+  return Straggler{worker, pace, others};
 }
 
 void WorkerTime::Gone(WorkerId worker, bool lost, Clock::time_point now) {

@@ -58,6 +58,7 @@ void TimeAccount::Add(Kind kind, double seconds) {
   switch (kind) {
     case Kind::kTrained:
       t.set_trained(t.trained() + seconds);
+      t.set_minibatches(t.minibatches() + 1);
       break;
     case Kind::kStepWait:
       t.set_step_wait(t.step_wait() + seconds);

@@ -30,7 +30,8 @@ class TimeAccount {
   // The first task arrived: start-up ends (once; later calls do nothing).
   void FirstTask();
   // `seconds` of the worker's time were `kind` (ignored before the first
-  // task: start-up holds them).
+  // task: start-up holds them). kTrained: one applied minibatch's seconds,
+  // counted in minibatches (its pace tells the master of stragglers).
   void Add(Kind kind, double seconds);
   // Seconds from `since` until now, as Add.
   void AddSince(Kind kind, Clock::time_point since);

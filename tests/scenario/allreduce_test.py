@@ -14,7 +14,6 @@ Environment: as chaos_test.py (CHAOS_REPEAT, CHAOS_SEED, ELASTICDL_BIN).
 """
 import os
 import signal
-import time
 import unittest
 
 import chaos_test

@@ -284,6 +284,26 @@ class ChaosTest(ChaosCase):
                 self.assertLess(done, MINIBATCHES_PER_TASK, describe)
         self.repeat(scenario)
 
+    def test_straggler_is_replaced(self):
+        """One of three synchronous workers slowed down (stopped 150 ms of every 175 with
+        SIGSTOP and SIGCONT: each of its minibatches waits for a few of its short runs): the
+        master tells it from its pace, asks it to leave and starts another; the straggler
+        hands its task back, and the job is exact."""
+        def scenario(run):
+            epochs = 4
+            job, job_dir, output, log = self.start(f"straggler-{run}", num_epochs=epochs,
+                                                   num_workers=3)
+            self.until(job, log, lambda: log.training_done() >= 3, "training under way")
+            worker, pid, _, slowed = self.signal_worker_mid_task(job, job_dir, log,
+                                                                 signal.SIGSTOP)
+            self.throttle_until_replaced(job, log, worker, pid)
+            self.until(job, log, lambda: any(e["t"] > slowed for e in log.of("worker_started")),
+                       "a worker started in the straggler's place")
+            self.assertExact(job, job_dir, output, log, epochs)
+            # The others were not taken for stragglers.
+            self.assertEqual(len(log.of("straggler")), 1, self.describe(job, log))
+        self.repeat(scenario)
+
     def test_scale_workers_up_then_down(self):
         def scale(job, job_dir, log, n):
             result = subprocess.run([job_test.BIN, "job", "scale", job_dir, f"--num_workers={n}"],

@@ -128,6 +128,23 @@ class ExactJobCase(unittest.TestCase):
         return self.until(job, log, lambda: next((e for e in log.events if predicate(e)), None),
                           what, timeout)
 
+    def throttle_until_replaced(self, job, log, worker, pid):
+        """Slows `worker` (process `pid`) down (exactness.Throttle: stopped 150 ms of every
+        175) until the master takes it for a straggler and it has left; returns the
+        `straggler` event and its leaving event, after checking that it was the one."""
+        with exactness.Throttle(pid, stop_s=0.150, run_s=0.025):
+            found = self.wait_event(job, log, lambda e: e.get("event") == "straggler",
+                                    "a straggler")
+            left = self.wait_event(job, log, lambda e: e.get("event") in (
+                "worker_left", "worker_lost") and e.get("worker") == worker,
+                f"worker {worker} leaving")
+        describe = self.describe(job, log)
+        self.assertEqual(found.get("worker"), worker, describe)
+        self.assertGreater(found["seconds_per_minibatch"], 2 * found["others"], describe)
+        # It left as asked, handing its task back.
+        self.assertEqual(left["event"], "worker_left", describe)
+        return found, left
+
     def assertNothingLeft(self, job_dir):
         """No process of the job outlived it (a finished job's may take a moment to be
         reaped)."""

@@ -16,8 +16,10 @@ and reads the job's event log (<job_dir>/events.jsonl).
 import json
 import os
 import re
+import signal
 import struct
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compat"))
@@ -356,6 +358,39 @@ def read_events(job_dir):
 def is_training(event):
     """Whether a task_dispatched event (or any event naming a type) is about a training task."""
     return str(event.get("type", "")).lower().startswith("train")
+
+
+class Throttle:
+    """Slows a process down, as a straggler: SIGSTOP, `stop_s` seconds, SIGCONT, `run_s`
+    seconds, over and over on a thread, from `with` until its end (the process is left
+    running) or the process's."""
+
+    def __init__(self, pid, stop_s, run_s):
+        self.pid, self.stop_s, self.run_s = pid, stop_s, run_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        stopped = False
+        while not self._done.is_set():
+            try:
+                os.kill(self.pid, signal.SIGCONT if stopped else signal.SIGSTOP)
+            except ProcessLookupError:
+                return
+            stopped = not stopped
+            self._done.wait(self.stop_s if stopped else self.run_s)
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
 
 
 class JobEnded(Exception):

@@ -593,6 +593,34 @@ class SlurmTest(ExactJobCase):
                   f"after it, handing back (task, minibatches done): {handed_back}")
         self.repeat(scenario)
 
+    def test_straggler_is_replaced(self):
+        """Three synchronous workers, one of them slowed down (stopped 150 ms of every 175
+        with SIGSTOP and SIGCONT): the master tells it from its pace and asks it to leave;
+        it hands its task back, its Slurm job ends, another takes its place, and every row
+        is exact."""
+        def scenario(run):
+            job, job_dir, output, log = self.start(f"straggler-{run}", num_workers=3,
+                                                   num_epochs=4)
+            self.until(job, log, lambda: log.training_done() >= 3, "training under way")
+            worker, pid = self.until(job, log, lambda: next(
+                ((int(job_test.argv_flag(argv, "worker_id")), p)
+                 for p, argv in sorted(job_test.job_processes(job_dir).items())
+                 if argv[1:2] == ["worker"]), None), "a worker process")
+            slowed = time.time()
+            found, left = self.throttle_until_replaced(job, log, worker, pid)
+            self.assertIn("COMPLETED", left.get("how", ""), left)
+            replacement = self.wait_event(
+                job, log, lambda e: e.get("event") == "worker_started" and e["t"] >= slowed,
+                "a worker in the straggler's place")
+            self.assertFalse(replacement.get("relaunch"), replacement)
+            self.assertExact(job, job_dir, output, log, epochs=4)
+            self.assertEqual(len(log.of("straggler")), 1, self.describe(job, log))
+            print(f"\n[straggler-{run}] worker {worker}: "
+                  f"{found['seconds_per_minibatch'] / found['others']:.1f} times the others' "
+                  f"time per minibatch, asked to leave {found['t'] - slowed:.1f} s after it "
+                  f"slowed, gone {left['t'] - slowed:.1f} s after")
+        self.repeat(scenario)
+
     def test_scancel_stops_everything(self):
         def scenario(run):
             job, job_dir, output, log = self.start(f"scancel-{run}", num_epochs=3)

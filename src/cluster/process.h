@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cluster/log_sink.h"
+#include "common/process_start.h"
 #include "elasticdl/status.h"
 
 namespace elasticdl::cluster {
@@ -85,11 +86,6 @@ struct ProcessSpec {
 // Our environment with `spec.env` applied, as "NAME=value" strings: the
 // child's environment.
 std::vector<std::string> ChildEnvironment(const ProcessSpec& spec);
-
-// The start time of process `pid` (clock ticks after boot, field 22 of
-// /proc/<pid>/stat): with the pid, it names one process for good, since a
-// later process reusing the pid starts later. NOT_FOUND if there is none.
-StatusOr<uint64_t> ProcessStartTime(pid_t pid);
 
 // A running (or finished) child process and the thread that reads its output.
 //

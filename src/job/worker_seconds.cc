@@ -27,6 +27,7 @@ void AddWorkerSeconds(const proto::WorkerSeconds& more, proto::WorkerSeconds* to
   total->set_recovery(total->recovery() + more.recovery());
   total->set_evaluation(total->evaluation() + more.evaluation());
   total->set_lost(total->lost() + more.lost());
+  total->set_minibatches(total->minibatches() + more.minibatches());
 }
 
 std::vector<std::pair<const char*, double>> WorkerSecondsParts(const proto::WorkerSeconds& s) {

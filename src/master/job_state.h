@@ -74,7 +74,7 @@ struct JobStateOptions {
   // not waited for.
   bool job_starts_workers = false;
   // A training worker whose minibatches take this many times the others'
-  // median is a straggler (Stragglers()); 0: never.
+  // median is a straggler (TakeStraggler()); 0: never.
   double straggler_factor = 0;
   // AllreduceStrategy: the workers train in a collective group whose
   // rendezvous is the master (CollectiveGroup); heartbeats tell its version.
@@ -141,7 +141,7 @@ class JobState {
   bool leaving(WorkerId worker);
   // Asks `worker` to finish its minibatch, report and exit.
   void AskToLeave(WorkerId worker);
-  // A worker that is now a straggler (see WorkerTime::Straggler), asked to
+  // A worker that is now a straggler (see WorkerTime::FindStraggler), asked to
   // leave; the caller ends it and starts another in its place. At most one
   // per call.
   std::optional<WorkerId> TakeStraggler();

@@ -3,34 +3,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-#include <string>
+#include "common/process_start.h"
 
 namespace elasticdl::worker {
 namespace {
 
 double Seconds(TimeAccount::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Seconds since this process started: /proc/self/stat's start time (clock
-// ticks after boot) against the boot-time clock it is measured on.
+// Seconds since this process started: its start time (clock ticks after
+// boot) against the boot-time clock it is measured on.
 std::optional<double> ProcessAge() {
-  std::ifstream in("/proc/self/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The command name (field 2) may hold spaces: fields are counted after it.
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  // Field 3 is the state; the start time is field 22.
-  for (int i = 3; i < 22 && fields >> field;) ++i;
-  unsigned long long ticks = 0;
-  if (!(fields >> ticks)) return std::nullopt;
+  StatusOr<uint64_t> ticks = ProcessStartTime(::getpid());
+  if (!ticks.ok()) return std::nullopt;
   timespec now{};
   const long hz = sysconf(_SC_CLK_TCK);
   if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return std::nullopt;
   const double age = static_cast<double>(now.tv_sec) + now.tv_nsec / 1e9 -
-                     static_cast<double>(ticks) / static_cast<double>(hz);
+                     static_cast<double>(*ticks) / static_cast<double>(hz);
   if (age < 0) return std::nullopt;
   return age;
 }

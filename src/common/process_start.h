@@ -1,0 +1,20 @@
+// When a process started, as the kernel recorded it.
+#ifndef ELASTICDL_COMMON_PROCESS_START_H_
+#define ELASTICDL_COMMON_PROCESS_START_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "elasticdl/status.h"
+
+namespace elasticdl {
+
+// The start time of process `pid` (clock ticks after boot, field 22 of
+// /proc/<pid>/stat): with the pid, it names one process for good, since a
+// later process reusing the pid starts later. NOT_FOUND if there is none.
+StatusOr<uint64_t> ProcessStartTime(pid_t pid);
+
+}  // namespace elasticdl
+
+#endif  // ELASTICDL_COMMON_PROCESS_START_H_

@@ -134,6 +134,10 @@ struct JobArgs {
   // median of the others' (three or more workers) is asked to leave and
   // replaced; 0: never.
   int64_t straggler_factor = kDefaultStragglerFactor;
+  // Near the end of training, a worker with nothing to do backs up a task
+  // whose holder trains more than 3 times slower; the first attempt to
+  // finish wins (parameter-server strategy).
+  bool backup_tasks = true;
 
   // The job and where it runs: cluster "local" (processes on this
   // machine), "slurm" (a Slurm cluster, found as Slurm's own commands find

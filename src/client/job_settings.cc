@@ -174,6 +174,10 @@ std::vector<JobSetting> MakeSettings() {
            "A worker whose minibatches take this many times the others' median (three or more "
            "workers) leaves and is replaced (0: never)",
            kTrain, 0, 0, 1000},
+          {"--backup_tasks", &A::backup_tasks,
+           "true: near the end of training, an idle worker takes a second attempt of a task "
+           "whose worker trains over 3 times slower; the first to finish wins",
+           kTrain},
       });
   group(
       "Cluster",
@@ -726,6 +730,7 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   ft->set_max_master_restarts(Int32(args.max_master_restarts));
   ft->set_max_nonfinite_minibatches(Int32(args.max_nonfinite_minibatches));
   ft->set_straggler_factor(Int32(args.straggler_factor));
+  ft->set_backup_tasks(args.backup_tasks);
 
   proto::ClusterSpec* cluster = spec.mutable_cluster();
   cluster->set_kind(args.cluster);

@@ -17,6 +17,16 @@ namespace {
 // master started (one that does not come is left for a later version).
 constexpr std::chrono::seconds kFirstGroupPatience{15};
 
+// A task_dispatched event's fields.
+nlohmann::json DispatchedFields(WorkerId worker, const proto::Task& task) {
+  return {{"task", task.task_id()},
+          {"worker", worker.value()},
+          {"attempt", task.attempt()},
+          {"type", TaskTypeName(task.type())},
+          {"minibatches_done", task.minibatches_done()},
+          {"redispatch", task.attempt() > 1}};
+}
+
 }  // namespace
 
 JobState::JobState(JobStateOptions options, TaskManager tasks, EventLog* events)
@@ -222,6 +232,7 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
   // master that died) goes back to the queue, progress kept.
   tasks_.RecoverWorker(worker);
   *task = tasks_.Next(worker);
+  if (task->type() == proto::TASK_WAIT && BackupLocked(worker, task)) return ChangedLocked();
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
   if (!dispatched_any_) {
     spdlog::info("the first task goes out with {} of {} workers registered",
@@ -230,13 +241,52 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
           {{"workers", members_.registered_workers()}, {"min_workers", options_.wait_for_workers}});
   }
   dispatched_any_ = true;
-  Event("task_dispatched", {{"task", task->task_id()},
-                            {"worker", worker.value()},
-                            {"attempt", task->attempt()},
-                            {"type", TaskTypeName(task->type())},
-                            {"minibatches_done", task->minibatches_done()},
-                            {"redispatch", task->attempt() > 1}});
+  on_task_[worker] = {TaskId(task->task_id()), Now(), task->minibatches_done(), Now()};
+  Event("task_dispatched", DispatchedFields(worker, *task));
   return ChangedLocked();
+}
+
+bool JobState::BackupLocked(WorkerId worker, proto::Task* task) {
+  if (!options_.backup_tasks || options_.collective) return false;
+  const std::optional<double> mine = worker_time_.PaceOf(worker);
+  if (!mine) return false;
+  std::optional<TaskManager::BackupCandidate> best;
+  double best_seconds = 0;
+  double best_pace = 0;
+  for (const TaskManager::BackupCandidate& c : tasks_.BackupCandidates(worker)) {
+    std::optional<double> pace = worker_time_.PaceOf(c.holder);
+    auto on = on_task_.find(c.holder);
+    if (on != on_task_.end() && on->second.task == c.task &&
+        c.minibatches_done >= on->second.minibatches_done) {
+      const OnTask& t = on->second;
+      const double held = std::chrono::duration<double>(t.heard - t.since).count();
+      const double at_least =
+          held / static_cast<double>(c.minibatches_done - t.minibatches_done + 1);
+      pace = std::max(pace.value_or(0), at_least);
+    }
+    if (!pace || *pace <= kBackupPaceFactor * *mine || members_.leaving(c.holder)) continue;
+    const double seconds = static_cast<double>(c.minibatches_left) * *pace;
+    if (!best || seconds > best_seconds) {
+      best = c;
+      best_seconds = seconds;
+      best_pace = *pace;
+    }
+  }
+  if (!best) return false;
+  *task = tasks_.Backup(worker, best->task);
+  if (task->type() != proto::TASK_TRAINING) return false;
+  on_task_[worker] = {TaskId(task->task_id()), Now(), task->minibatches_done(), Now()};
+  group_.Leave(best->holder);
+  spdlog::info(
+      "task {}: worker {} takes a backup attempt from minibatch {} (worker {} trains {:.3f} s "
+      "per minibatch, {:.3f} s)",
+      task->task_id(), worker, task->minibatches_done(), best->holder, best_pace, *mine);
+  nlohmann::json fields = DispatchedFields(worker, *task);
+  fields["backup_of"] = best->holder.value();
+  fields["holder_seconds_per_minibatch"] = best_pace;
+  fields["seconds_per_minibatch"] = *mine;
+  Event("task_dispatched", fields);
+  return true;
 }
 
 Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
@@ -263,7 +313,8 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
       request.set_stopped(true);
     }
     const bool was_stopped = !tasks_.stop_reason().empty();
-    if (!tasks_.Report(worker, request)) {
+    std::vector<WorkerId> overtaken;
+    if (!tasks_.Report(worker, request, &overtaken)) {
       return absl::FailedPreconditionError(StrCat("worker ", request.worker_id(),
                                                   " does not hold task ", request.task_id(),
                                                   " (attempt ", request.attempt(), ")"));
@@ -277,6 +328,13 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
                              {"worker", request.worker_id()},
                              {"minibatches_done", request.minibatches_done()},
                              {"error", request.error()}};
+    // A backup attempt finished first, or the attempt it backed up did: the
+    // other stops at its next heartbeat.
+    if (!overtaken.empty()) {
+      nlohmann::json workers = nlohmann::json::array();
+      for (WorkerId w : overtaken) workers.push_back(w.value());
+      fields["overtook"] = std::move(workers);
+    }
     if (!request.stopped() && request.error().empty() && request.minibatches() > 0) {
       // A training task's mean loss at the version it left the model at: a
       // point of the loss curve.
@@ -318,8 +376,12 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   response->set_leave(members_.leaving(worker));
   if (options_.collective) response->set_group_version(collective_.version());
   // After a master restart, tasks the journal has this worker hold but it
-  // is not working on go back to the queue.
-  tasks_.ReconcileWorker(worker, task, request.attempt());
+  // is not working on go back to the queue. A task it works on but no
+  // longer holds (another attempt finished it; taken back) it stops.
+  const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt());
+  response->set_task_revoked(request.task_id() >= 0 && !holds);
+  auto on = on_task_.find(worker);
+  if (holds && on != on_task_.end() && on->second.task == task) on->second.heard = Now();
   if (request.task_id() >= 0 &&
       tasks_.Progress(worker, task, request.attempt(), request.minibatches_done())) {
     progress_unwritten_ = true;
@@ -547,6 +609,7 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
     group_.Leave(worker);
     collective_.Leave(worker);
     requeued = tasks_.RecoverWorker(worker);
+    on_task_.erase(worker);
     if (clean) {
       Event("worker_left", {{"worker", worker.value()}, {"how", how}, {"requeued", requeued}});
     } else {

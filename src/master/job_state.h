@@ -76,6 +76,12 @@ struct JobStateOptions {
   // A training worker whose minibatches take this many times the others'
   // median is a straggler (TakeStraggler()); 0: never.
   double straggler_factor = 0;
+  // Near the end of training, a worker with nothing to do is handed a backup
+  // attempt of a task whose holder trains more than kBackupPaceFactor times
+  // slower than it does (parameter-server strategy only; under
+  // AllreduceStrategy a step's minibatches are one collective, and a second
+  // attempt's would drop it). See BackupLocked().
+  bool backup_tasks = false;
   // AllreduceStrategy: the workers train in a collective group whose
   // rendezvous is the master (CollectiveGroup); heartbeats tell its version.
   bool collective = false;
@@ -84,6 +90,10 @@ struct JobStateOptions {
 };
 
 class JournalWriter;
+
+// How much slower than an idle worker a task's holder must train (seconds
+// per applied minibatch) for that worker to back the task up.
+inline constexpr double kBackupPaceFactor = 3;
 
 class JobState {
  public:
@@ -187,6 +197,19 @@ class JobState {
  private:
   // GetTask's answer for a known worker; the change it made (0: none).
   uint64_t GetTaskLocked(WorkerId worker, proto::Task* task);
+  // A backup attempt for `worker`, which has nothing to do, in `task`: of
+  // the tasks it could back up (TaskManager::BackupCandidates), the one
+  // whose holder, training over kBackupPaceFactor times slower than
+  // `worker`, would take longest to finish it (minibatches left times the
+  // holder's pace). `worker`'s pace is its WorkerTime pace, which must be
+  // known; the holder's the slower of its WorkerTime pace and the least its
+  // pace on this task can be: from the hand-out to its latest heartbeat,
+  // over the minibatches of it known applied then plus the one under way
+  // (a worker whose pushes are refused over and over applies none, and has
+  // no WorkerTime pace). In synchronous training the holder leaves the group
+  // steps wait for, so that the steps go at the backup's pace; its pushes
+  // still count when they come first. Returns whether it handed one out.
+  bool BackupLocked(WorkerId worker, proto::Task* task);
   Clock::time_point Now() const { return options_.clock->Now(); }
   double ThroughputLocked();
   // The journal's records (JournalWriter::Source): the whole state, and
@@ -213,6 +236,15 @@ class JobState {
   TrainingGroup group_;
   // Where the workers' time went (goodput).
   WorkerTime worker_time_;
+  // Each worker's latest task: when it was handed out, the task's progress
+  // then, and the worker's latest heartbeat on it (BackupLocked).
+  struct OnTask {
+    TaskId task;
+    Clock::time_point since;
+    int64_t minibatches_done = 0;
+    Clock::time_point heard;
+  };
+  std::map<WorkerId, OnTask> on_task_;
   // AllreduceStrategy; thread-safe by itself (its store calls wait).
   CollectiveGroup collective_;
   // Whether a version has been handed out; before that, workers asking

@@ -474,6 +474,135 @@ TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
   EXPECT_TRUE(state.training_group().members().empty());
 }
 
+// A heartbeat of `worker` on `task` (minibatches_done of it), its totals
+// those of `minibatches` applied minibatches having taken `trained` seconds.
+proto::HeartbeatResponse Beat(JobState* state, int worker, const proto::Task& task,
+                              int64_t minibatches_done, int64_t minibatches, double trained) {
+  proto::HeartbeatRequest request;
+  request.set_worker_id(worker);
+  request.set_task_id(task.task_id());
+  request.set_attempt(task.attempt());
+  request.set_minibatches_done(minibatches_done);
+  request.mutable_seconds()->set_held(trained + 1);
+  request.mutable_seconds()->set_trained(trained);
+  request.mutable_seconds()->set_minibatches(minibatches);
+  proto::HeartbeatResponse response;
+  EXPECT_TRUE(state->Heartbeat(request, &response).ok());
+  return response;
+}
+
+// Backups: two workers (1 and 2) and the two tasks of 20 minibatches they
+// are handed, in that order.
+JobStateOptions TwoWorkers(bool backup_tasks, const Clock* clock = Clock::Steady()) {
+  JobStateOptions options = StateOptions();
+  options.workers_target = 2;
+  options.backup_tasks = backup_tasks;
+  options.clock = clock;
+  return options;
+}
+
+TaskManager TwoTasksOfTwentyMinibatches() {
+  return TaskManager(TrainingOptions(), {{"f", 0, 100}, {"f", 100, 200}}, {}, {});
+}
+
+StatusOr<std::pair<proto::Task, proto::Task>> HandOutBoth(JobState* state, bool with_ps = true) {
+  if (with_ps) EDL_RETURN_IF_ERROR(RegisterPs(state, 0));
+  for (int w : {1, 2}) {
+    state->WorkerStarted(WorkerId(w), {}, false);
+    EDL_RETURN_IF_ERROR(RegisterWorker(state, w));
+  }
+  EDL_ASSIGN_OR_RETURN(proto::Task first, GetTask(state, 1));
+  EDL_ASSIGN_OR_RETURN(proto::Task second, GetTask(state, 2));
+  return std::make_pair(first, second);
+}
+
+TEST(JobStateTest, AnIdleWorkerBacksUpATaskWhoseWorkerIsFarSlower) {
+  JobState state(TwoWorkers(true), TwoTasksOfTwentyMinibatches(), nullptr);
+  auto tasks = HandOutBoth(&state);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  const proto::Task* slow = &tasks->first;
+  const proto::Task* fast = &tasks->second;
+  // 0.25 s per minibatch against 0.1 s: not slow enough for a backup.
+  for (int64_t m = 4; m <= 20; m += 2) {
+    Beat(&state, 1, *slow, 1, m, 0.25 * static_cast<double>(m));
+    Beat(&state, 2, *fast, m, m, 0.1 * static_cast<double>(m));
+  }
+  ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
+  auto idle = GetTask(&state, 2);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(idle->type(), proto::TASK_WAIT);
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({1}));
+  // Worker 1 slows down to 0.5 s per minibatch.
+  for (int64_t m = 22; m <= 60; m += 2) {
+    Beat(&state, 1, *slow, 1, m, 5.0 + 0.5 * static_cast<double>(m - 20));
+  }
+  auto backup = GetTask(&state, 2);
+  ASSERT_TRUE(backup.ok());
+  ASSERT_EQ(backup->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(backup->task_id(), slow->task_id());
+  EXPECT_EQ(backup->minibatches_done(), 1);
+  // Synchronous steps go at the backup's pace.
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({2}));
+  EXPECT_FALSE(Beat(&state, 1, *slow, 2, 62, 33.4).task_revoked());
+  EXPECT_FALSE(Beat(&state, 2, *backup, 5, 24, 2.4).task_revoked());
+  proto::ReportTaskRequest done = Done(2, *backup);
+  done.set_minibatches_done(20);
+  ASSERT_TRUE(state.ReportTask(done).ok());
+  // The slow attempt is told to stop, and its report is refused.
+  EXPECT_TRUE(Beat(&state, 1, *slow, 3, 64, 34.4).task_revoked());
+  EXPECT_EQ(state.ReportTask(Done(1, *slow)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(state.training_finished());
+  EXPECT_EQ(state.progress().first, 200);
+}
+
+TEST(JobStateTest, ATaskWithoutProgressIsBackedUpThoughItsWorkerHasNoPace) {
+  // A worker whose pushes are refused as stale over and over applies
+  // nothing: it has no pace, but its task's time tells.
+  testing::ManualClock clock;
+  JobState state(TwoWorkers(true, &clock), TwoTasksOfTwentyMinibatches(), nullptr);
+  auto tasks = HandOutBoth(&state);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  const proto::Task* stuck = &tasks->first;
+  const proto::Task* fast = &tasks->second;
+  for (int64_t m = 4; m <= 20; m += 2) {
+    Beat(&state, 2, *fast, m, m, 0.1 * static_cast<double>(m));
+    clock.Advance(200ms);
+  }
+  ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
+  // Not heard from since it was handed its task: nothing tells it is slow.
+  auto idle = GetTask(&state, 2);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(idle->type(), proto::TASK_WAIT);
+  // Its heartbeat 1.8 s after the hand-out, nothing applied: at least 1.8 s
+  // per minibatch against 0.1 s.
+  Beat(&state, 1, *stuck, 0, 0, 0);
+  auto backup = GetTask(&state, 2);
+  ASSERT_TRUE(backup.ok());
+  ASSERT_EQ(backup->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(backup->task_id(), stuck->task_id());
+}
+
+TEST(JobStateTest, NoBackupsWhenTurnedOffOrUnderAllreduce) {
+  for (bool collective : {false, true}) {
+    JobStateOptions options = TwoWorkers(/*backup_tasks=*/collective);
+    options.num_ps = collective ? 0 : 1;
+    options.collective = collective;
+    JobState state(options, TwoTasksOfTwentyMinibatches(), nullptr);
+    auto tasks = HandOutBoth(&state, /*with_ps=*/!collective);
+    ASSERT_TRUE(tasks.ok()) << tasks.status();
+    const proto::Task* slow = &tasks->first;
+    const proto::Task* fast = &tasks->second;
+    for (int64_t m = 4; m <= 40; m += 2) {
+      Beat(&state, 1, *slow, 1, m, 1.0 * static_cast<double>(m));
+      Beat(&state, 2, *fast, m, m, 0.1 * static_cast<double>(m));
+    }
+    ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
+    auto idle = GetTask(&state, 2);
+    ASSERT_TRUE(idle.ok());
+    EXPECT_EQ(idle->type(), proto::TASK_WAIT) << "collective " << collective;
+  }
+}
+
 TEST(JobStateTest, AResumedMasterPublishesNewerGenerations) {
   testing::TempDir dir;
   JobStateOptions options = StateOptions();

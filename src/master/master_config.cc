@@ -98,6 +98,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   state.collective = collective;
   state.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
   state.straggler_factor = spec.fault_tolerance().straggler_factor();
+  state.backup_tasks = spec.fault_tolerance().backup_tasks();
 
   config.supervisor.num_ps = num_ps;
   config.supervisor.max_worker_relaunches = spec.fault_tolerance().max_worker_relaunches();

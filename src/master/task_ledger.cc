@@ -42,7 +42,16 @@ proto::JournalTask TaskManager::ToJournal(const Entry& e, std::optional<WorkerId
 }
 
 proto::JournalTask TaskManager::ToJournal(const Held& h) {
-  return ToJournal(h.entry, h.worker, h.entry.task.type() == proto::TASK_TRAINING);
+  const Holder& first = h.holders.front();
+  proto::JournalTask jt =
+      ToJournal(h.entry, first.worker, h.entry.task.type() == proto::TASK_TRAINING);
+  jt.set_holder_attempt(first.attempt);
+  for (size_t i = 1; i < h.holders.size(); ++i) {
+    proto::JournalBackup* backup = jt.add_backups();
+    backup->set_worker(h.holders[i].worker.value());
+    backup->set_attempt(h.holders[i].attempt);
+  }
+  return jt;
 }
 
 void TaskManager::AddEvaluations(
@@ -239,9 +248,27 @@ Status TaskManager::LoadTask(const proto::JournalTask& jt) {
                                              ", holder ", jt.holder(), " and training queue ",
                                              jt.training()));
   }
+  if (jt.holder() < 0 && jt.backups_size() > 0) {
+    return absl::InvalidArgumentError(StrCat(Describe(t), " is queued but has backup attempts"));
+  }
   Entry e{t, jt.failures(), jt.order()};
   if (jt.holder() >= 0) {
-    held_[IdOf(t)] = Held{std::move(e), WorkerId(jt.holder()), true};
+    Held held{std::move(e), {}};
+    held.holders.push_back(Holder{
+        WorkerId(jt.holder()), jt.holder_attempt() > 0 ? jt.holder_attempt() : t.attempt(), true});
+    for (const proto::JournalBackup& b : jt.backups()) {
+      held.holders.push_back(Holder{WorkerId(b.worker()), b.attempt(), true});
+    }
+    for (const Holder& h : held.holders) {
+      if (h.worker.value() < 0 || h.attempt <= 0 || h.attempt > t.attempt() ||
+          std::count_if(held.holders.begin(), held.holders.end(),
+                        [&](const Holder& o) { return o.worker == h.worker; }) > 1) {
+        return absl::InvalidArgumentError(StrCat(Describe(t), " of attempt ", t.attempt(),
+                                                 " is held by worker ", h.worker.value(),
+                                                 " at attempt ", h.attempt));
+      }
+    }
+    held_[IdOf(t)] = std::move(held);
   } else {
     // Listed front to back.
     (jt.training() ? training_queue_ : other_queue_).push_back(std::move(e));

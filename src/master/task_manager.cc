@@ -133,7 +133,8 @@ void TaskManager::DealNextEpoch() {
   // while the next one starts (more while a scale-down is under way).
   std::set<WorkerId> holders;
   for (const auto& [id, h] : held_) {
-    if (h.entry.task.type() == proto::TASK_TRAINING) holders.insert(h.worker);
+    if (h.entry.task.type() != proto::TASK_TRAINING) continue;
+    for (const Holder& holder : h.holders) holders.insert(holder.worker);
   }
   const size_t workers = std::max<size_t>(parallelism_, holders.size());
 
@@ -239,18 +240,73 @@ proto::Task TaskManager::Next(WorkerId worker) {
   if (task.type() == proto::TASK_TRAINING && !training_started_) {
     training_started_ = std::chrono::steady_clock::now();
   }
-  Held& held = held_[IdOf(task)] = Held{std::move(e), worker, false};
+  Held& held = held_[IdOf(task)] = Held{std::move(e), {Holder{worker, task.attempt(), false}}};
   NoteHeld(held);
   return task;
 }
 
-TaskManager::Held* TaskManager::FindHeld(WorkerId worker, TaskId id, int32_t attempt) {
-  auto it = held_.find(id);
-  if (it == held_.end() || it->second.worker != worker ||
-      it->second.entry.task.attempt() != attempt) {
-    return nullptr;
+std::vector<TaskManager::BackupCandidate> TaskManager::BackupCandidates(WorkerId worker) const {
+  std::vector<BackupCandidate> candidates;
+  if (options_.job_type != proto::JOB_TRAINING || !stop_reason_.empty() ||
+      !training_queue_.empty() || epoch_ + 1 < options_.num_epochs || !other_queue_.empty()) {
+    return candidates;
   }
-  return &it->second;
+  for (const auto& [id, h] : held_) {
+    const proto::Task& t = h.entry.task;
+    if (t.type() != proto::TASK_TRAINING || h.holders.size() != 1 || h.HeldBy(worker)) continue;
+    const int64_t left = NumMinibatches(t) - t.minibatches_done();
+    if (left >= 2) candidates.push_back({id, h.holders.front().worker, t.minibatches_done(), left});
+  }
+  return candidates;
+}
+
+proto::Task TaskManager::Backup(WorkerId worker, TaskId id) {
+  proto::Task wait;
+  wait.set_type(proto::TASK_WAIT);
+  std::vector<BackupCandidate> candidates = BackupCandidates(worker);
+  if (std::none_of(candidates.begin(), candidates.end(),
+                   [&](const BackupCandidate& c) { return c.task == id; })) {
+    return wait;
+  }
+  Held& held = held_.at(id);
+  proto::Task& task = held.entry.task;
+  task.set_attempt(task.attempt() + 1);
+  held.holders.push_back(Holder{worker, task.attempt(), false});
+  NoteHeld(held);
+  return task;
+}
+
+bool TaskManager::Held::HeldBy(WorkerId worker) const {
+  return std::any_of(holders.begin(), holders.end(),
+                     [&](const Holder& h) { return h.worker == worker; });
+}
+
+TaskManager::Held* TaskManager::FindHeld(WorkerId worker, TaskId id, int32_t attempt,
+                                         Holder** holder) {
+  auto it = held_.find(id);
+  if (it == held_.end()) return nullptr;
+  for (Holder& h : it->second.holders) {
+    if (h.worker != worker || h.attempt != attempt) continue;
+    if (holder != nullptr) *holder = &h;
+    return &it->second;
+  }
+  return nullptr;
+}
+
+bool TaskManager::DropHolder(std::map<TaskId, Held>::iterator* it, WorkerId worker) {
+  Held& held = (*it)->second;
+  std::vector<Holder>& holders = held.holders;
+  holders.erase(std::remove_if(holders.begin(), holders.end(),
+                               [&](const Holder& h) { return h.worker == worker; }),
+                holders.end());
+  if (!holders.empty()) {
+    NoteHeld(held);
+    ++*it;
+    return false;
+  }
+  Requeue(std::move(held.entry));
+  *it = held_.erase(*it);
+  return true;
 }
 
 void TaskManager::Requeue(Entry entry) {
@@ -311,36 +367,53 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
   }
 }
 
-void TaskManager::TaskFailed(Entry entry, const std::string& error) {
-  const proto::Task& t = entry.task;
-  if (++entry.failures > options_.max_task_retries) {
-    failure_ = StrCat(TaskTypeName(t.type()), " task ", t.task_id(), " (", t.file(), " records [",
-                      t.start(), ", ", t.end(), ")) failed ", entry.failures,
-                      " times; last error: ", error);
-    return;
-  }
-  Requeue(std::move(entry));
+bool TaskManager::CountFailure(Entry* entry, const std::string& error) {
+  const proto::Task& t = entry->task;
+  if (++entry->failures <= options_.max_task_retries) return false;
+  failure_ =
+      StrCat(TaskTypeName(t.type()), " task ", t.task_id(), " (", t.file(), " records [", t.start(),
+             ", ", t.end(), ")) failed ", entry->failures, " times; last error: ", error);
+  return true;
 }
 
-bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report) {
+void TaskManager::TaskFailed(Entry entry, const std::string& error) {
+  if (!CountFailure(&entry, error)) Requeue(std::move(entry));
+}
+
+bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report,
+                         std::vector<WorkerId>* overtaken) {
   const TaskId id(report.task_id());
   Held* found = FindHeld(worker, id, report.attempt());
   if (found == nullptr) return false;
+  model_version_ = std::max(model_version_, report.model_version());
+  proto::Task& held_task = found->entry.task;
+  if (held_task.type() == proto::TASK_TRAINING) {
+    int64_t reported = std::clamp<int64_t>(report.minibatches_done(), 0, NumMinibatches(held_task));
+    held_task.set_minibatches_done(std::max(held_task.minibatches_done(), reported));
+  }
+  const bool finishes =
+      report.error().empty() &&
+      (!report.stopped() || (held_task.type() == proto::TASK_TRAINING &&
+                             held_task.minibatches_done() >= NumMinibatches(held_task)));
+  if (!finishes && found->holders.size() > 1) {
+    // Another attempt goes on with the task; a failure still counts.
+    if (!report.error().empty()) CountFailure(&found->entry, report.error());
+    auto it = held_.find(id);
+    DropHolder(&it, worker);
+    return true;
+  }
+  if (overtaken != nullptr) {
+    for (const Holder& h : found->holders) {
+      if (h.worker != worker) overtaken->push_back(h.worker);
+    }
+  }
   Entry entry = std::move(found->entry);
   held_.erase(id);
   // Noted again where it is requeued.
   NoteGone(id);
-  model_version_ = std::max(model_version_, report.model_version());
-
-  proto::Task& task = entry.task;
-  if (task.type() == proto::TASK_TRAINING) {
-    int64_t reported = std::clamp<int64_t>(report.minibatches_done(), 0, NumMinibatches(task));
-    task.set_minibatches_done(std::max(task.minibatches_done(), reported));
-  }
   if (!report.error().empty()) {
     TaskFailed(std::move(entry), report.error());
-  } else if (report.stopped() && (task.type() != proto::TASK_TRAINING ||
-                                  task.minibatches_done() < NumMinibatches(task))) {
+  } else if (!finishes) {
     Requeue(std::move(entry));
   } else {
     FinishTask(std::move(entry), report);
@@ -393,19 +466,17 @@ bool TaskManager::Progress(WorkerId worker, TaskId task, int32_t attempt,
 }
 
 bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt) {
-  Held* current = FindHeld(worker, current_task, attempt);
-  if (current != nullptr) current->restored = false;
+  Holder* holder = nullptr;
+  Held* current = FindHeld(worker, current_task, attempt, &holder);
+  if (holder != nullptr) holder->restored = false;
   for (auto it = held_.begin(); it != held_.end();) {
     Held& h = it->second;
-    if (h.worker != worker || &h == current) {
-      ++it;
-      continue;
-    }
+    auto mine = std::find_if(h.holders.begin(), h.holders.end(),
+                             [&](const Holder& x) { return x.worker == worker; });
     // A worker works on one task at a time: while it is on one it holds,
     // the others are abandoned (e.g. a hand-out whose reply was lost).
-    if (current != nullptr || h.restored) {
-      Requeue(std::move(h.entry));
-      it = held_.erase(it);
+    if (&h != current && mine != h.holders.end() && (current != nullptr || mine->restored)) {
+      DropHolder(&it, worker);
       continue;
     }
     ++it;
@@ -416,13 +487,11 @@ bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t 
 int TaskManager::RecoverWorker(WorkerId worker) {
   int n = 0;
   for (auto it = held_.begin(); it != held_.end();) {
-    if (it->second.worker != worker) {
+    if (!it->second.HeldBy(worker)) {
       ++it;
       continue;
     }
-    Requeue(std::move(it->second.entry));
-    it = held_.erase(it);
-    ++n;
+    if (DropHolder(&it, worker)) ++n;
   }
   return n;
 }
@@ -481,14 +550,16 @@ int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
 std::vector<TaskId> TaskManager::HeldBy(WorkerId worker) const {
   std::vector<TaskId> ids;
   for (const auto& [id, h] : held_) {
-    if (h.worker == worker) ids.push_back(id);
+    if (h.HeldBy(worker)) ids.push_back(id);
   }
   return ids;
 }
 
 std::vector<WorkerId> TaskManager::Holders() const {
   std::vector<WorkerId> workers;
-  for (const auto& [id, h] : held_) workers.push_back(h.worker);
+  for (const auto& [id, h] : held_) {
+    for (const Holder& holder : h.holders) workers.push_back(holder.worker);
+  }
   std::sort(workers.begin(), workers.end());
   workers.erase(std::unique(workers.begin(), workers.end()), workers.end());
   return workers;

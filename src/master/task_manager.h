@@ -19,6 +19,15 @@
 // that does not finish is redone whole, and its metric states count only
 // when it finishes, so every validation record counts once per evaluation.
 //
+// Backup attempts. Near the end of training (nothing left to deal, no epoch
+// to come), a worker with nothing to do may be handed a second attempt of a
+// training task another worker holds (Backup; JobState decides which, from
+// the workers' paces). Both work on it from its known progress; the servers'
+// tags make whichever pushes a minibatch second a duplicate, so nothing is
+// applied twice. The first report that finishes the task wins and the other
+// attempt is dropped (its reports and heartbeats are refused from then on);
+// a holder that stops, fails or is lost leaves the task to the other.
+//
 // Failures. A task whose worker reports an error goes back to the front of
 // the queue until it has failed `max_task_retries` + 1 times, and then the
 // whole job fails with a message naming the task and its last error —
@@ -131,18 +140,38 @@ class TaskManager {
   // minibatches known to be done, which the worker skips.
   proto::Task Next(WorkerId worker);
 
+  // Backups: the held training tasks an idle `worker` could back up, when
+  // training is in its last stretch (no training task to hand out and no
+  // epoch to deal, training not stopped): each held by one other worker,
+  // with at least two minibatches left. Empty otherwise.
+  struct BackupCandidate {
+    TaskId task;
+    WorkerId holder;
+    int64_t minibatches_done = 0;  // known progress
+    int64_t minibatches_left = 0;
+  };
+  std::vector<BackupCandidate> BackupCandidates(WorkerId worker) const;
+  // Hands `worker` a backup attempt of `task`, one of BackupCandidates(worker):
+  // a new attempt from the task's known progress. TASK_WAIT if it is not one.
+  proto::Task Backup(WorkerId worker, TaskId task);
+
   // A worker's report on a task it holds at `report.attempt()`. Reports on
   // tasks it does not hold at that attempt (stale or invented) change
-  // nothing and return FALSE.
+  // nothing and return FALSE. A report that finishes a task held by others
+  // too (backups) drops their attempts; `overtaken`, when given, receives
+  // their workers.
   //  - error set: a failure; the task goes back to the front of its queue
-  //    with its progress, or the job fails after max_task_retries.
+  //    with its progress (unless another attempt goes on), or the job fails
+  //    after max_task_retries.
   //  - stopped: not a failure. A training task whose known progress (the
   //    larger of the ledger's and the report's minibatches_done) covers all
   //    its minibatches is finished; otherwise the rest goes back to the
-  //    front of the queue. An evaluation or prediction task is redone whole.
+  //    front of the queue (unless another attempt goes on). An evaluation or
+  //    prediction task is redone whole.
   //  - otherwise the task is finished: its records count as done, an
   //    evaluation task's metric states are merged.
-  bool Report(WorkerId worker, const proto::ReportTaskRequest& report);
+  bool Report(WorkerId worker, const proto::ReportTaskRequest& report,
+              std::vector<WorkerId>* overtaken = nullptr);
 
   // A heartbeat's progress: `worker` is at `minibatches_done` of `task`,
   // which it holds at `attempt`. Raises the task's known progress (never
@@ -161,7 +190,8 @@ class TaskManager {
   bool ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt);
 
   // Puts every task `worker` holds back at the front of the queue with its
-  // known progress. Returns how many.
+  // known progress, but those another attempt goes on with. Returns how
+  // many went back.
   int RecoverWorker(WorkerId worker);
 
   // A parameter server restored from a checkpoint holds, of each training
@@ -179,7 +209,7 @@ class TaskManager {
   // pushes, so that no report counts work it lost.
   int PsRestored(const std::vector<proto::TaskProgress>& applied);
 
-  // The tasks `worker` holds, by id.
+  // The tasks `worker` holds, by id (backups included).
   std::vector<TaskId> HeldBy(WorkerId worker) const;
   // The workers holding tasks.
   std::vector<WorkerId> Holders() const;
@@ -236,11 +266,19 @@ class TaskManager {
     // journal's changes record.
     int64_t order = 0;
   };
-  struct Held {
-    Entry entry;
+  // A worker working on a held task, at its own attempt.
+  struct Holder {
     WorkerId worker;
+    int32_t attempt = 0;
     // Restored from a ledger and not yet confirmed by a heartbeat.
     bool restored = false;
+  };
+  // A held task: the entry's attempt is the latest handed out; holders in
+  // the order they were handed it (more than one: backups).
+  struct Held {
+    Entry entry;
+    std::vector<Holder> holders;
+    bool HeldBy(WorkerId worker) const;
   };
   struct Empty {};
 
@@ -257,8 +295,12 @@ class TaskManager {
   bool TrainingFinished() const;
   // Stops training when a limit is reached (max_steps, early stopping).
   void MaybeStopTraining();
-  // The held task `id` if `worker` holds it at `attempt`.
-  Held* FindHeld(WorkerId worker, TaskId id, int32_t attempt);
+  // The held task `id` if `worker` holds it at `attempt`, and that holder.
+  Held* FindHeld(WorkerId worker, TaskId id, int32_t attempt, Holder** holder = nullptr);
+  // `worker` no longer works on the held task `it` (it must hold it); a task
+  // nobody holds any more goes back to the front of its queue. Returns
+  // whether it went back; `it` points to the next held task either way.
+  bool DropHolder(std::map<TaskId, Held>::iterator* it, WorkerId worker);
   // Puts a task back at the front of its queue; evaluation and prediction
   // tasks start over.
   void Requeue(Entry entry);
@@ -287,6 +329,9 @@ class TaskManager {
   std::string RngState() const;
   void FinishTask(Entry entry, const proto::ReportTaskRequest& report);
   void FinishEvaluationTask(const proto::Task& task, const proto::ReportTaskRequest& report);
+  // Counts a failure of the task; once it has failed too often the job
+  // fails (returns true).
+  bool CountFailure(Entry* entry, const std::string& error);
   void TaskFailed(Entry entry, const std::string& error);
 
   // Ledger loading (task_ledger.cc).

@@ -445,5 +445,184 @@ TEST(TaskManagerTest, EvaluationCountsEachTaskOnceDespiteLostAndStoppedWorkers) 
   EXPECT_DOUBLE_EQ(tm.evaluations()[0].metrics.at("tasks_per_record"), 3.0 / 70);
 }
 
+// Backup attempts: two tasks of four minibatches.
+TaskManager TwoTasksOfFourMinibatches(int max_task_retries = 3) {
+  TaskManagerOptions options = FourMinibatches();
+  options.max_task_retries = max_task_retries;
+  return TaskManager(options, Ranges(2, 40), {}, {});
+}
+
+TEST(TaskManagerBackupTest, AnIdleWorkerBacksUpATaskAndTheFirstToFinishWins) {
+  TaskManager tm = TwoTasksOfFourMinibatches();
+  const WorkerId slow(1), fast(2);
+  proto::Task a = tm.Next(slow);
+  proto::Task b = tm.Next(fast);
+  ASSERT_EQ(b.type(), proto::TASK_TRAINING);
+  // Nothing left to deal: `fast` could back up `slow`'s task, not its own.
+  std::vector<TaskManager::BackupCandidate> candidates = tm.BackupCandidates(fast);
+  ASSERT_EQ(candidates.size(), 1u);
+  EXPECT_EQ(candidates[0].task, TaskId(a.task_id()));
+  EXPECT_EQ(candidates[0].holder, slow);
+  EXPECT_EQ(candidates[0].minibatches_left, 4);
+  ASSERT_TRUE(tm.Report(fast, Done(b)));
+  ASSERT_TRUE(tm.Progress(slow, TaskId(a.task_id()), a.attempt(), 1));
+  EXPECT_EQ(tm.Next(fast).type(), proto::TASK_WAIT);
+
+  proto::Task backup = tm.Backup(fast, TaskId(a.task_id()));
+  ASSERT_EQ(backup.type(), proto::TASK_TRAINING);
+  EXPECT_EQ(backup.task_id(), a.task_id());
+  EXPECT_EQ(backup.attempt(), a.attempt() + 1);
+  EXPECT_EQ(backup.minibatches_done(), 1);  // from the known progress
+  // One backup per task.
+  EXPECT_TRUE(tm.BackupCandidates(WorkerId(3)).empty());
+  EXPECT_EQ(tm.Backup(WorkerId(3), TaskId(a.task_id())).type(), proto::TASK_WAIT);
+  EXPECT_EQ(tm.held(), 1u);
+  EXPECT_EQ(tm.HeldBy(fast), std::vector<TaskId>{TaskId(a.task_id())});
+  EXPECT_EQ(tm.Holders(), (std::vector<WorkerId>{slow, fast}));
+  // Both attempts' heartbeats count.
+  EXPECT_TRUE(tm.ReconcileWorker(slow, TaskId(a.task_id()), a.attempt()));
+  EXPECT_TRUE(tm.ReconcileWorker(fast, TaskId(a.task_id()), backup.attempt()));
+  EXPECT_TRUE(tm.Progress(fast, TaskId(a.task_id()), backup.attempt(), 3));
+
+  // The backup finishes first: the other attempt is dropped.
+  std::vector<WorkerId> overtaken;
+  proto::ReportTaskRequest done = Done(backup);
+  done.set_minibatches_done(4);
+  ASSERT_TRUE(tm.Report(fast, done, &overtaken));
+  EXPECT_EQ(overtaken, std::vector<WorkerId>{slow});
+  EXPECT_TRUE(tm.training_finished());
+  EXPECT_EQ(tm.records_done(), 80);
+  EXPECT_FALSE(tm.ReconcileWorker(slow, TaskId(a.task_id()), a.attempt()));
+  EXPECT_FALSE(tm.Report(slow, Done(a)));
+  EXPECT_EQ(tm.records_done(), 80);
+  EXPECT_EQ(tm.Next(slow).type(), proto::TASK_NONE);
+}
+
+TEST(TaskManagerBackupTest, NoBackupsBeforeTheLastStretchOrOfAlmostFinishedTasks) {
+  TaskManagerOptions options = FourMinibatches();
+  options.num_epochs = 2;
+  TaskManager tm(options, Ranges(3, 40), {}, {});
+  proto::Task a = tm.Next(WorkerId(1));
+  proto::Task b = tm.Next(WorkerId(2));
+  // A range left to deal, then an epoch to come.
+  EXPECT_TRUE(tm.BackupCandidates(WorkerId(3)).empty());
+  tm.Report(WorkerId(2), Done(b));
+  proto::Task c = tm.Next(WorkerId(2));
+  EXPECT_TRUE(tm.BackupCandidates(WorkerId(3)).empty());
+  tm.Report(WorkerId(1), Done(a));
+  tm.Report(WorkerId(2), Done(c));
+  // The last epoch: its three ranges dealt, one of them nearly done.
+  proto::Task d = tm.Next(WorkerId(1));
+  proto::Task e = tm.Next(WorkerId(2));
+  proto::Task f = tm.Next(WorkerId(4));
+  ASSERT_EQ(f.epoch(), 1);
+  ASSERT_TRUE(tm.Progress(WorkerId(2), TaskId(e.task_id()), e.attempt(), 3));
+  std::vector<TaskManager::BackupCandidate> candidates = tm.BackupCandidates(WorkerId(3));
+  ASSERT_EQ(candidates.size(), 2u);
+  EXPECT_EQ(candidates[0].task, TaskId(d.task_id()));
+  EXPECT_EQ(candidates[1].task, TaskId(f.task_id()));
+  EXPECT_EQ(tm.Backup(WorkerId(3), TaskId(e.task_id())).type(), proto::TASK_WAIT);
+  // Training stopped early: no more.
+  tm.StopTraining("test");
+  EXPECT_TRUE(tm.BackupCandidates(WorkerId(3)).empty());
+}
+
+TEST(TaskManagerBackupTest, AnAttemptThatStopsOrIsLostLeavesTheTaskToTheOther) {
+  TaskManager tm = TwoTasksOfFourMinibatches();
+  const WorkerId first(1), second(2);
+  proto::Task a = tm.Next(first);
+  proto::Task b = tm.Next(second);
+  tm.Report(second, Done(b));
+  proto::Task backup = tm.Backup(second, TaskId(a.task_id()));
+  ASSERT_EQ(backup.type(), proto::TASK_TRAINING);
+  // The backup stops after two minibatches: the first attempt goes on,
+  // knowing them; nothing goes back to the queue.
+  ASSERT_TRUE(tm.Report(second, Stopped(backup, 2)));
+  EXPECT_EQ(tm.queued(), 0u);
+  EXPECT_EQ(tm.HeldBy(second), std::vector<TaskId>{});
+  EXPECT_EQ(tm.HeldBy(first), std::vector<TaskId>{TaskId(a.task_id())});
+  // Backed up again, the first attempt is lost: the backup goes on alone.
+  backup = tm.Backup(second, TaskId(a.task_id()));
+  ASSERT_EQ(backup.type(), proto::TASK_TRAINING);
+  EXPECT_EQ(backup.minibatches_done(), 2);
+  EXPECT_EQ(tm.RecoverWorker(first), 0);
+  EXPECT_EQ(tm.queued(), 0u);
+  EXPECT_FALSE(tm.Report(first, Done(a)));
+  // Then the backup is lost too: the task goes back, progress kept.
+  EXPECT_EQ(tm.RecoverWorker(second), 1);
+  proto::Task again = tm.Next(WorkerId(3));
+  EXPECT_EQ(again.task_id(), a.task_id());
+  EXPECT_EQ(again.minibatches_done(), 2);
+  EXPECT_GT(again.attempt(), backup.attempt());
+  ASSERT_TRUE(tm.Report(WorkerId(3), Done(again)));
+  EXPECT_TRUE(tm.training_finished());
+  EXPECT_EQ(tm.records_done(), 80);
+}
+
+TEST(TaskManagerBackupTest, EitherAttemptsFailuresCount) {
+  TaskManager tm = TwoTasksOfFourMinibatches(/*max_task_retries=*/1);
+  proto::Task a = tm.Next(WorkerId(1));
+  proto::Task b = tm.Next(WorkerId(2));
+  tm.Report(WorkerId(2), Done(b));
+  proto::Task backup = tm.Backup(WorkerId(2), TaskId(a.task_id()));
+  proto::ReportTaskRequest failed = Done(backup);
+  failed.set_error("disk on fire");
+  ASSERT_TRUE(tm.Report(WorkerId(2), failed));
+  EXPECT_FALSE(tm.failure().has_value());
+  EXPECT_EQ(tm.HeldBy(WorkerId(1)), std::vector<TaskId>{TaskId(a.task_id())});
+  failed = Done(a);
+  failed.set_error("disk on fire again");
+  ASSERT_TRUE(tm.Report(WorkerId(1), failed));
+  ASSERT_TRUE(tm.failure().has_value());
+  EXPECT_NE(tm.failure()->find("failed 2 times; last error: disk on fire again"), std::string::npos)
+      << *tm.failure();
+}
+
+TEST(TaskManagerBackupTest, BackupsSurviveTheLedger) {
+  TaskManager tm = TwoTasksOfFourMinibatches();
+  tm.TrackChanges();
+  proto::Task a = tm.Next(WorkerId(1));
+  proto::Task b = tm.Next(WorkerId(2));
+  tm.Report(WorkerId(2), Done(b));
+  proto::Task backup = tm.Backup(WorkerId(2), TaskId(a.task_id()));
+  proto::LedgerChanges changes;
+  tm.TakeChanges(&changes);
+  bool journaled = false;
+  for (const proto::JournalTask& jt : changes.tasks()) {
+    if (jt.task().task_id() != a.task_id()) continue;
+    journaled = jt.holder() == 1 && jt.holder_attempt() == a.attempt() && jt.backups_size() == 1 &&
+                jt.backups(0).worker() == 2 && jt.backups(0).attempt() == backup.attempt();
+  }
+  EXPECT_TRUE(journaled) << changes.DebugString();
+
+  const TaskManagerOptions options = FourMinibatches();
+  StatusOr<TaskManager> restored =
+      TaskManager::FromLedger(options, Ranges(2, 40), {}, {}, tm.ToLedger());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->Holders(), (std::vector<WorkerId>{WorkerId(1), WorkerId(2)}));
+  // Each attempt is confirmed by its own heartbeat; the backup finishes.
+  EXPECT_TRUE(restored->ReconcileWorker(WorkerId(1), TaskId(a.task_id()), a.attempt()));
+  EXPECT_TRUE(restored->ReconcileWorker(WorkerId(2), TaskId(a.task_id()), backup.attempt()));
+  std::vector<WorkerId> overtaken;
+  ASSERT_TRUE(restored->Report(WorkerId(2), Done(backup), &overtaken));
+  EXPECT_EQ(overtaken, std::vector<WorkerId>{WorkerId(1)});
+  EXPECT_TRUE(restored->training_finished());
+
+  // A backup held by the task's own holder, or at an attempt not handed
+  // out, is a damaged ledger.
+  proto::TaskLedger damaged = tm.ToLedger();
+  for (proto::JournalTask& jt : *damaged.mutable_tasks()) {
+    if (jt.backups_size() > 0) jt.mutable_backups(0)->set_worker(1);
+  }
+  StatusOr<TaskManager> refused = TaskManager::FromLedger(options, Ranges(2, 40), {}, {}, damaged);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  damaged = tm.ToLedger();
+  for (proto::JournalTask& jt : *damaged.mutable_tasks()) {
+    if (jt.backups_size() > 0) jt.mutable_backups(0)->set_attempt(backup.attempt() + 1);
+  }
+  StatusOr<TaskManager> unknown = TaskManager::FromLedger(options, Ranges(2, 40), {}, {}, damaged);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument) << unknown.status();
+}
+
 }  // namespace
 }  // namespace elasticdl::master

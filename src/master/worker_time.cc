@@ -31,13 +31,17 @@ std::optional<double> WorkerTime::Pace(const Heard& heard) {
   return (trail.back().first - trail.front().first) / static_cast<double>(minibatches);
 }
 
+std::optional<double> WorkerTime::PaceOf(WorkerId worker) const {
+  auto it = running_.find(worker);
+  if (it == running_.end()) return std::nullopt;
+  return Pace(it->second);
+}
+
 std::optional<WorkerTime::Straggler> WorkerTime::FindStraggler(
     const std::vector<WorkerId>& candidates, double factor) const {
   std::vector<std::pair<double, WorkerId>> paces;
   for (WorkerId w : candidates) {
-    auto it = running_.find(w);
-    if (it == running_.end()) continue;
-    if (std::optional<double> pace = Pace(it->second)) paces.emplace_back(*pace, w);
+    if (std::optional<double> pace = PaceOf(w)) paces.emplace_back(*pace, w);
   }
   if (paces.size() < 3) return std::nullopt;
   std::sort(paces.begin(), paces.end());

@@ -48,6 +48,9 @@ class WorkerTime {
   // one; nullopt if none is.
   std::optional<Straggler> FindStraggler(const std::vector<WorkerId>& candidates,
                                          double factor) const;
+  // `worker`'s seconds per applied minibatch over its last kPaceWindow
+  // minibatches; nullopt while it has not trained enough to tell.
+  std::optional<double> PaceOf(WorkerId worker) const;
 
   // The sums of the workers gone, for the master's journal, and back.
   const proto::WorkerSeconds& gone() const { return gone_; }

@@ -438,9 +438,7 @@ Status CollectiveTrainer::StartTask(const proto::Task& task) {
   c.report.set_attempt(task.attempt());
   c.report.set_minibatches_done(task.minibatches_done());
   w_.account_.FirstTask();
-  w_.minibatches_done_ = task.minibatches_done();
-  w_.attempt_ = task.attempt();
-  w_.task_id_ = task.task_id();
+  w_.BeginTask(task);
   current_ = std::move(c);
   return absl::OkStatus();
 }
@@ -457,7 +455,7 @@ Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, 
   report.set_nonfinite(nonfinite);
   Status s = w_.Report(report);
   current_.reset();
-  w_.task_id_ = -1;
+  w_.EndTask();
   return s;
 }
 
@@ -488,7 +486,7 @@ StatusOr<bool> CollectiveTrainer::EnsureTask() {
         if (!s.ok()) current_->report.set_error(std::string(s.message()));
         EDL_RETURN_IF_ERROR(w_.Report(current_->report));
         current_.reset();
-        w_.task_id_ = -1;
+        w_.EndTask();
       }
     }
   }

@@ -109,6 +109,22 @@ bool Worker::stopping() const {
   return leave_.load() || lost_.load() || (options_.stop != nullptr && options_.stop->load());
 }
 
+bool Worker::task_stopping() const { return stopping() || task_revoked_.load(); }
+
+void Worker::BeginTask(const proto::Task& task) {
+  std::lock_guard<std::mutex> lock(task_mu_);
+  minibatches_done_ = task.minibatches_done();
+  attempt_ = task.attempt();
+  task_id_ = task.task_id();
+  task_revoked_ = false;
+}
+
+void Worker::EndTask() {
+  std::lock_guard<std::mutex> lock(task_mu_);
+  task_id_ = -1;
+  task_revoked_ = false;
+}
+
 template <typename Request, typename Response, typename Method>
 Status Worker::CallMaster(const char* what, Method method, const Request& request,
                           Response* response) {
@@ -230,7 +246,7 @@ Status Worker::Pull(bool wait_for_steps) {
         std::none_of(awaiting_step_.begin(), awaiting_step_.end(), [](bool b) { return b; })) {
       return absl::OkStatus();
     }
-    if (stopping()) return absl::CancelledError("asked to stop while waiting for a step");
+    if (task_stopping()) return absl::CancelledError("asked to stop while waiting for a step");
     if (std::chrono::steady_clock::now() > give_up) {
       spdlog::warn(
           "a synchronous step has waited {} s for the other workers' gradients; computing the "
@@ -306,7 +322,7 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     // A refused minibatch is not finished: a worker asked to stop leaves
     // it to the task's next attempt (shards that took it acknowledge it
     // there as a duplicate) instead of racing the others to recompute it.
-    if (!first && stopping()) {
+    if (!first && task_stopping()) {
       return absl::CancelledError("asked to stop while recomputing a refused minibatch");
     }
     // Time spent on this computation of the minibatch, from its pull; a
@@ -428,7 +444,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
   std::optional<StatusOr<std::optional<Example>>> prefetched;
   while (true) {
     // Stop between minibatches when asked; the rest of the task goes back.
-    if (stopping() && minibatch < minibatches) {
+    if (task_stopping() && minibatch < minibatches) {
       report->set_stopped(true);
       break;
     }
@@ -451,7 +467,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
         TrainMinibatch(**batch, tag, job_seeds::Minibatch(job_.seed, task.task_id(), minibatch),
                        &loss, &nonfinite, prefetch);
     report->set_nonfinite(nonfinite);
-    if (trained.code() == absl::StatusCode::kCancelled && stopping()) {
+    if (trained.code() == absl::StatusCode::kCancelled && task_stopping()) {
       report->set_stopped(true);  // stopped while waiting for a step
       break;
     }
@@ -590,8 +606,11 @@ void Worker::HeartbeatLoop() {
     lock.unlock();
     proto::HeartbeatRequest request;
     request.set_worker_id(options_.worker_id);
-    request.set_task_id(task_id_.load());
-    request.set_attempt(attempt_.load());
+    {
+      std::lock_guard<std::mutex> task_lock(task_mu_);
+      request.set_task_id(task_id_);
+      request.set_attempt(attempt_);
+    }
     request.set_minibatches_done(minibatches_done_.load());
     *request.mutable_seconds() = account_.Totals();
     proto::HeartbeatResponse response;
@@ -599,6 +618,16 @@ void Worker::HeartbeatLoop() {
     if (s.ok()) {
       if (response.leave() && !leave_.exchange(true)) {
         spdlog::info("the master asks this worker to leave");
+      }
+      if (response.task_revoked()) {
+        std::lock_guard<std::mutex> task_lock(task_mu_);
+        if (task_id_ == request.task_id() && attempt_ == request.attempt() &&
+            !task_revoked_.exchange(true)) {
+          spdlog::info(
+              "task {} is no longer this worker's (another attempt finished it, or the master took "
+              "it back)",
+              task_id_);
+        }
       }
       int64_t seen = latest_group_version_.load();
       while (response.group_version() > seen &&
@@ -647,9 +676,7 @@ Status Worker::Run() {
       std::this_thread::sleep_for(milliseconds(50));
       continue;
     }
-    minibatches_done_ = task.minibatches_done();
-    attempt_ = task.attempt();
-    task_id_ = task.task_id();
+    BeginTask(task);
     proto::ReportTaskRequest report;
     report.set_worker_id(options_.worker_id);
     report.set_task_id(task.task_id());
@@ -676,7 +703,7 @@ Status Worker::Run() {
       rpc::HistogramToProto(histogram, &(*report.mutable_rpc_seconds())[call]);
     }
     Status reported = Report(report);
-    task_id_ = -1;
+    EndTask();
     EDL_RETURN_IF_ERROR(reported);
     if (reconnect) {
       const auto started = TimeAccount::Clock::now();

@@ -162,6 +162,13 @@ class Worker {
   void HeartbeatLoop();
   void StopHeartbeats();
   bool stopping() const;
+  // The task the heartbeats name, from its hand-out to its report.
+  void BeginTask(const proto::Task& task);
+  void EndTask();
+  // stopping(), or the master no longer has this worker hold its current
+  // task (another attempt finished it; taken back): the training loop stops
+  // after the current minibatch.
+  bool task_stopping() const;
 
   const WorkerOptions options_;
   const WorkerJob job_;
@@ -181,9 +188,13 @@ class Worker {
   double learning_rate_ = 0;    // of the last step a push of ours made or joined
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;
 
-  // Shared with the heartbeat thread.
-  std::atomic<int64_t> task_id_{-1};
-  std::atomic<int32_t> attempt_{0};
+  // Shared with the heartbeat thread. task_mu_ keeps the task, its attempt
+  // and whether it was revoked together, so that an answer about one task
+  // never stops the next.
+  std::mutex task_mu_;
+  int64_t task_id_ = -1;
+  int32_t attempt_ = 0;
+  std::atomic<bool> task_revoked_{false};
   std::atomic<int64_t> minibatches_done_{0};
   std::atomic<bool> leave_{false};  // the master asked us to leave
   std::atomic<bool> lost_{false};   // the master no longer knows us

@@ -13,7 +13,6 @@ import http.client
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import ssl

@@ -145,6 +145,43 @@ class ExactJobCase(unittest.TestCase):
         self.assertEqual(left["event"], "worker_left", describe)
         return found, left
 
+    def worker_with_a_new_task(self, job, job_dir, log):
+        """(worker, pid) of a worker handed a new training task from now on, found as soon
+        as the event log shows it."""
+        since = time.time()
+        dispatched = self.wait_event(job, log, lambda e: e.get("event") == "task_dispatched" and
+                                     exactness.is_training(e) and e["t"] >= since and
+                                     not e.get("redispatch"), "a new training task")
+        pid = self.until(job, log, lambda: next(
+            (p for p, argv in job_test.job_processes(job_dir).items()
+             if argv[1:2] == ["worker"] and
+             job_test.argv_flag(argv, "worker_id") == str(dispatched["worker"])), None),
+            f"worker {dispatched['worker']}'s process")
+        return dispatched["worker"], pid
+
+    def wait_backup_done(self, job, log, worker):
+        """Waits for a backup attempt of `worker`'s task and for that task's task_done;
+        returns both events."""
+        backup = self.wait_event(job, log, lambda e: e.get("event") == "task_dispatched" and
+                                 e.get("backup_of") == worker, f"a backup of worker {worker}'s task")
+        done = self.wait_event(job, log, lambda e: e.get("event") == "task_done" and
+                               e.get("task") == backup["task"], f"task {backup['task']} done")
+        return backup, done
+
+    def assertBackup(self, job, log, worker, backup, done):
+        """A backup of `worker`'s task was handed out for a holder far slower than the
+        backup's worker, and the first attempt to finish overtook the other: one task_done
+        for the task, none from the other attempt."""
+        describe = self.describe(job, log)
+        # JobState's kBackupPaceFactor.
+        self.assertGreater(backup["holder_seconds_per_minibatch"],
+                           3 * backup["seconds_per_minibatch"], describe)
+        attempts = {worker, backup["worker"]}
+        self.assertIn(done["worker"], attempts, describe)
+        self.assertEqual(done.get("overtook"), list(attempts - {done["worker"]}), describe)
+        self.assertEqual(len(log.of("task_done", task=backup["task"])), 1, describe)
+        self.assertEqual(log.of("task_stopped", task=backup["task"]), [], describe)
+
     def assertNothingLeft(self, job_dir):
         """No process of the job outlived it (a finished job's may take a moment to be
         reaped)."""

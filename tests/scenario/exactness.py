@@ -502,7 +502,8 @@ class EventLog:
     def holders(self):
         """{worker: task_dispatched event} of training tasks handed out and not yet done.
 
-        A worker lost or gone holds nothing any more.
+        A worker lost or gone holds nothing any more, nor one whose attempt another
+        attempt of the task overtook (backups: task_done's `overtook`).
         """
         held = {}
         for e in self.events:
@@ -511,8 +512,10 @@ class EventLog:
                 held[e["worker"]] = e
             elif kind == "task_dispatched":
                 held.pop(e["worker"], None)
-            elif kind == "task_done" and held.get(e["worker"], {}).get("task") == e["task"]:
-                del held[e["worker"]]
+            elif kind == "task_done":
+                for worker in [e["worker"]] + e.get("overtook", []):
+                    if held.get(worker, {}).get("task") == e["task"]:
+                        del held[worker]
             elif kind in ("worker_lost", "worker_left"):
                 held.pop(e["worker"], None)
         return held

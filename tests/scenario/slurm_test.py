@@ -621,6 +621,28 @@ class SlurmTest(ExactJobCase):
                   f"slowed, gone {left['t'] - slowed:.1f} s after")
         self.repeat(scenario)
 
+    def test_straggler_task_is_backed_up(self):
+        """Three asynchronous workers in their own Slurm jobs, one slowed down (stopped 150 ms
+        of every 175) and kept (--straggler_factor=0): near the end of training an idle
+        worker is handed a backup attempt of the straggler's task, the first attempt to
+        finish wins, and every row is exact."""
+        def scenario(run):
+            epochs = 4
+            job, job_dir, output, log = self.start(
+                f"backup-{run}", num_workers=3, num_epochs=epochs, use_async="true",
+                optimizer="optimizer", dataset_fn="wide_shuffle_dataset_fn", straggler_factor=0)
+            self.until(job, log, lambda: log.training_done() >= 3, "training under way")
+            worker, pid = self.worker_with_a_new_task(job, job_dir, log)
+            with exactness.Throttle(pid, stop_s=0.150, run_s=0.025):
+                backup, done = self.wait_backup_done(job, log, worker)
+            self.assertExact(job, job_dir, output, log, epochs=epochs)
+            self.assertBackup(job, log, worker, backup, done)
+            print(f"\n[backup-{run}] worker {backup['worker']} backed up task {backup['task']} "
+                  f"of worker {worker} from minibatch {backup['minibatches_done']} "
+                  f"({backup['holder_seconds_per_minibatch']:.3f} s per minibatch against "
+                  f"{backup['seconds_per_minibatch']:.3f} s); worker {done['worker']} won")
+        self.repeat(scenario)
+
     def test_scancel_stops_everything(self):
         def scenario(run):
             job, job_dir, output, log = self.start(f"scancel-{run}", num_epochs=3)

@@ -28,9 +28,10 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
     FLAGS = {"distribution_strategy": "AllreduceStrategy", "num_ps_pods": None,
              "num_workers": 3}
 
-    # Parameter servers, asynchronous steps and --grads_to_wait are the other
-    # strategy's.
+    # Parameter servers, asynchronous steps, --grads_to_wait and backup
+    # attempts are the other strategy's.
     test_repeated_worker_sigkills_async = None
+    test_straggler_task_is_backed_up = None
     test_ps_sigkill_restores_checkpoint = None
     test_embedding_ps_sigkill_restores_rows = None
     test_embedding_worker_sigkills_async = None

@@ -94,16 +94,6 @@ printf '%-6s %-52s %7s %7s %8s  %s\n' P13 "AllreduceStrategy 2x1 / DDP 2x1 (mall
 printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "AllreduceStrategy 2x1 / ParameterServer 2x1" "$(ratio "$A" "$P")" "$(ratio "$AM" "$PM")" "" ""
 printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "the job's figure / DDP 2x1 (malloc tuned)" "$(ratio "$AJ" "$DT")" "$(ratio "$AJM" "$DTM")" "" ""
 printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "AllreduceStrategy 2x1 / DDP 2x1 (glibc defaults)" "$(ratio "$A" "$D")" "$(ratio "$AM" "$DM")" "" ""
-
-# Within each repetition: "best median" of the ratios a[i] / b[i].
-paired() {  # "a1 a2 ..." "b1 b2 ..."
-  local -a a b
-  read -r -a a <<<"$1"
-  read -r -a b <<<"$2"
-  local out="" i
-  for i in "${!a[@]}"; do out+=" $(ratio "${a[$i]}" "${b[$i]}")"; done
-  stat "$out"
-}
 read -r _ PAIR13 <<<"$(paired "${R[ar]}" "${R[ddpm]}")"
 read -r _ PAIRPS <<<"$(paired "${R[ar]}" "${R[ps]}")"
 echo

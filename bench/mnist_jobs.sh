@@ -62,4 +62,14 @@ stat() {
     m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print a[NR], m }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }'; }
+# Within each repetition: "best median" of the ratios a[i] / b[i] (the
+# caller's loop variable is left alone).
+paired() {  # "a1 a2 ..." "b1 b2 ..."
+  local -a a b
+  read -r -a a <<<"$1"
+  read -r -a b <<<"$2"
+  local out="" k
+  for k in "${!a[@]}"; do out+=" $(ratio "${a[$k]}" "${b[$k]}")"; done
+  stat "$out"
+}
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN { print (r >= g ? "goal met" : "goal NOT met") }'; }

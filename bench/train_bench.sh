@@ -140,16 +140,6 @@ printf '%-6s %-46s %7s %7s %8s  %s\n' P3 "ours 2x1 + PS / ours 1x1 + PS" "$P3" "
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 1x2 + PS / bare loop, glibc defaults" "$(ratio "$O12" "$B2")" "$(ratio "$O12M" "$B2M")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 + PS / DDP 2x1, glibc defaults" "$(ratio "$O21" "$D21")" "$(ratio "$O21M" "$D21M")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "the job's figure 1x2 / bare loop 2 threads" "$(ratio "$O12J" "$B2T")" "$(ratio "$O12JM" "$B2TM")" "" ""
-
-# Within each repetition: "best median" of the ratios a[i] / b[i].
-paired() {  # "a1 a2 ..." "b1 b2 ..."
-  local -a a b
-  read -r -a a <<<"$1"
-  read -r -a b <<<"$2"
-  local out="" k
-  for k in "${!a[@]}"; do out+=" $(ratio "${a[$k]}" "${b[$k]}")"; done
-  stat "$out"
-}
 echo
 printf '%-6s %-46s %7s\n' "" "median of the ratios within a repetition" median
 read -r _ PAIR <<<"$(paired "${R[ours1x2]}" "${R[bare2m]}")"

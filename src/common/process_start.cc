@@ -1,7 +1,6 @@
 #include "common/process_start.h"
 
 #include <fstream>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,14 +12,14 @@ StatusOr<uint64_t> ProcessStartTime(pid_t pid) {
   const std::string path = StrCat("/proc/", pid, "/stat");
   // /proc files report size 0: read by stream, not by size.
   std::ifstream file(path);
-  auto stat = std::make_optional<std::string>();
-  if (!file || !std::getline(file, *stat)) return absl::NotFoundError(StrCat("no process ", pid));
+  std::string stat;
+  if (!file || !std::getline(file, stat)) return absl::NotFoundError(StrCat("no process ", pid));
   // Fields after the command name, which is in parentheses and may itself
   // hold spaces and parentheses: start after the last ')'.
-  size_t pos = stat->rfind(')');
+  size_t pos = stat.rfind(')');
   if (pos == std::string::npos) return absl::DataLossError(StrCat(path, ": unexpected format"));
   // The remaining fields start with field 3 (state); the start time is 22.
-  std::string_view rest(*stat);
+  std::string_view rest(stat);
   rest.remove_prefix(pos + 1);
   int field = 2;
   size_t i = 0;

@@ -245,17 +245,27 @@ proto::Task TaskManager::Next(WorkerId worker) {
   return task;
 }
 
+bool TaskManager::LastStretch() const {
+  return options_.job_type == proto::JOB_TRAINING && stop_reason_.empty() &&
+         training_queue_.empty() && epoch_ + 1 >= options_.num_epochs && other_queue_.empty();
+}
+
+std::optional<int64_t> TaskManager::BackupLeft(const Held& held, WorkerId worker) const {
+  const proto::Task& t = held.entry.task;
+  if (t.type() != proto::TASK_TRAINING || held.holders.size() != 1 || held.HeldBy(worker)) {
+    return std::nullopt;
+  }
+  const int64_t left = NumMinibatches(t) - t.minibatches_done();
+  return left >= 2 ? std::optional<int64_t>(left) : std::nullopt;
+}
+
 std::vector<TaskManager::BackupCandidate> TaskManager::BackupCandidates(WorkerId worker) const {
   std::vector<BackupCandidate> candidates;
-  if (options_.job_type != proto::JOB_TRAINING || !stop_reason_.empty() ||
-      !training_queue_.empty() || epoch_ + 1 < options_.num_epochs || !other_queue_.empty()) {
-    return candidates;
-  }
+  if (!LastStretch()) return candidates;
   for (const auto& [id, h] : held_) {
-    const proto::Task& t = h.entry.task;
-    if (t.type() != proto::TASK_TRAINING || h.holders.size() != 1 || h.HeldBy(worker)) continue;
-    const int64_t left = NumMinibatches(t) - t.minibatches_done();
-    if (left >= 2) candidates.push_back({id, h.holders.front().worker, t.minibatches_done(), left});
+    if (std::optional<int64_t> left = BackupLeft(h, worker)) {
+      candidates.push_back({id, h.holders.front().worker, h.entry.task.minibatches_done(), *left});
+    }
   }
   return candidates;
 }
@@ -263,12 +273,9 @@ std::vector<TaskManager::BackupCandidate> TaskManager::BackupCandidates(WorkerId
 proto::Task TaskManager::Backup(WorkerId worker, TaskId id) {
   proto::Task wait;
   wait.set_type(proto::TASK_WAIT);
-  std::vector<BackupCandidate> candidates = BackupCandidates(worker);
-  if (std::none_of(candidates.begin(), candidates.end(),
-                   [&](const BackupCandidate& c) { return c.task == id; })) {
-    return wait;
-  }
-  Held& held = held_.at(id);
+  auto it = held_.find(id);
+  if (!LastStretch() || it == held_.end() || !BackupLeft(it->second, worker)) return wait;
+  Held& held = it->second;
   proto::Task& task = held.entry.task;
   task.set_attempt(task.attempt() + 1);
   held.holders.push_back(Holder{worker, task.attempt(), false});

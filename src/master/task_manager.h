@@ -295,6 +295,11 @@ class TaskManager {
   bool TrainingFinished() const;
   // Stops training when a limit is reached (max_steps, early stopping).
   void MaybeStopTraining();
+  // Backups: nothing is left to hand out before training ends.
+  bool LastStretch() const;
+  // The minibatches `worker` would back up of `held` (held by one other
+  // worker, two or more left); nullopt if it may not.
+  std::optional<int64_t> BackupLeft(const Held& held, WorkerId worker) const;
   // The held task `id` if `worker` holds it at `attempt`, and that holder.
   Held* FindHeld(WorkerId worker, TaskId id, int32_t attempt, Holder** holder = nullptr);
   // `worker` no longer works on the held task `it` (it must hold it); a task

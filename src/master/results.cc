@@ -1,11 +1,10 @@
 #include "master/results.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 
 #include "common/file.h"
+#include "common/finite.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
 #include "job/trained_model.h"
@@ -40,17 +39,8 @@ StatusOr<proto::ModelValues> PullModel(rpc::ParameterServers* servers) {
 std::string FirstNonFinite(const proto::ModelValues& values) {
   auto scan = [](const proto::Tensor& t) {
     const std::string& bytes = t.content();
-    auto all_finite = [&bytes](auto zero) {
-      using T = decltype(zero);
-      for (size_t at = 0; at + sizeof(T) <= bytes.size(); at += sizeof(T)) {
-        T v;
-        std::memcpy(&v, bytes.data() + at, sizeof(T));
-        if (!std::isfinite(v)) return false;
-      }
-      return true;
-    };
-    if (t.dtype() == proto::DT_FLOAT32) return all_finite(float{});
-    if (t.dtype() == proto::DT_FLOAT64) return all_finite(double{});
+    if (t.dtype() == proto::DT_FLOAT32) return AllFiniteFloat32(bytes.data(), bytes.size() / 4);
+    if (t.dtype() == proto::DT_FLOAT64) return AllFiniteFloat64(bytes.data(), bytes.size() / 8);
     return true;
   };
   for (const auto* tensors : {&values.parameters(), &values.buffers()}) {

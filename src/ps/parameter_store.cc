@@ -41,7 +41,7 @@ template <typename Map, typename Get>
 std::string FirstNonFinite(const Map& tensors, Get get) {
   for (const auto& [name, entry] : tensors) {
     const torch::Tensor& t = get(entry);
-    if (t.is_floating_point() && !torch::isfinite(t).all().item<bool>()) return name;
+    if (!rpc::AllFinite(t)) return name;
   }
   return "";
 }
@@ -523,12 +523,21 @@ Status ParameterStore::Push(const proto::PushRequest& request, proto::PushRespon
   }
   EDL_RETURN_IF_ERROR(CheckRequestRows(request.sparse_gradients(), /*values=*/true));
   std::optional<ShardSnapshot> snapshot;
+  std::shared_ptr<const proto::ModelValues> values;
   Status s;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const int64_t version_before = version_;
     s = PushLocked(request, gradients, buffers, out, &snapshot);
+    if (s.ok() && request.want_values() && out->accepted() && !out->duplicate() &&
+        version_ != version_before) {
+      RefreshSnapshotLocked();
+      values = snapshot_;
+    }
   }
   Deliver(std::move(snapshot));
+  // Copied outside the lock, as a pull's: snapshots are immutable.
+  if (values != nullptr) *out->mutable_values() = *values;
   return s;
 }
 

@@ -159,7 +159,8 @@ class ParameterStore {
   //    accepted=false.
   // Then the push is applied (sync mode: kept, its buffer updates too, until
   // the step is complete; step_pending says it is not yet) and its tag
-  // counts as applied. Non-finite values are INVALID_ARGUMENT, checked
+  // counts as applied; with want_values, a push that made a step is answered
+  // with the values after it. Non-finite values are INVALID_ARGUMENT, checked
   // before anything else of the push.
   Status Push(const proto::PushRequest& request, proto::PushResponse* out);
 

@@ -222,6 +222,57 @@ TEST(ParameterStoreTest, DuplicateAppliesNoBufferUpdate) {
   EXPECT_FLOAT_EQ((*buffers)["bn.mean"][0].item<float>(), 0.5);
 }
 
+// A push with want_values that makes a step is answered with the values
+// after it, byte for byte what a pull returns then; one that makes none
+// (waiting for its step, a duplicate, refused, or without want_values) with
+// none.
+TEST(ParameterStoreTest, PushMakingAStepIsAnsweredWithTheValuesAfterIt) {
+  auto expect_as_pulled = [](ParameterStore& store, const proto::PushResponse& out) {
+    ASSERT_TRUE(out.has_values());
+    proto::PullResponse pulled;
+    ASSERT_TRUE(store.Pull(Known(-1), &pulled).ok());
+    EXPECT_EQ(out.values().version(), out.version());
+    EXPECT_EQ(out.values().SerializeAsString(), pulled.values().SerializeAsString());
+  };
+  auto wanting = [](proto::PushRequest r) {
+    r.set_want_values(true);
+    return r;
+  };
+  {  // asynchronous: every applied push makes a step
+    auto store = InitializedStore();
+    proto::PushResponse out;
+    ASSERT_TRUE(store->Push(wanting(Tagged(1, 7, 0)), &out).ok());
+    EXPECT_EQ(out.version(), 1);
+    expect_as_pulled(*store, out);
+    EXPECT_NEAR(rpc::DecodeTensors(out.values().parameters())->at("w")[0].item<float>(), 0.9, 1e-6);
+    ASSERT_TRUE(store->Push(wanting(Tagged(1, 7, 0, 1)), &out).ok());
+    EXPECT_TRUE(out.duplicate());
+    EXPECT_FALSE(out.has_values());
+    ASSERT_TRUE(store->Push(wanting(Tagged(1, 7, 1, 1, kInstance + 1)), &out).ok());
+    EXPECT_FALSE(out.accepted());  // another server instance's values
+    EXPECT_FALSE(out.has_values());
+    ASSERT_TRUE(store->Push(Tagged(1, 7, 1, 1), &out).ok());
+    EXPECT_TRUE(out.accepted());
+    EXPECT_FALSE(out.has_values());  // not asked for
+  }
+  {  // synchronous: the push that completes the step
+    ParameterStoreOptions options;
+    options.use_async = false;
+    options.grads_to_wait = 2;
+    auto store = InitializedStore(options);
+    proto::PushResponse first, second;
+    ASSERT_TRUE(store->Push(wanting(Tagged(1, 1, 0)), &first).ok());
+    EXPECT_TRUE(first.accepted());
+    EXPECT_FALSE(first.has_values());  // its step waits for the other gradient
+    ASSERT_TRUE(store->Push(wanting(Tagged(3, 2, 0)), &second).ok());
+    EXPECT_EQ(second.version(), 1);
+    expect_as_pulled(*store, second);
+    ASSERT_TRUE(store->Push(wanting(Tagged(1, 1, 1, 0)), &first).ok());
+    EXPECT_FALSE(first.accepted());  // computed on version 0, now 1
+    EXPECT_FALSE(first.has_values());
+  }
+}
+
 // Worker A is slow; the master hands the task to worker B, which starts at
 // the minibatch the servers had reported; both keep pushing.
 TEST(ParameterStoreTest, TwoPushersOnOneTaskApplyEachMinibatchOnce) {

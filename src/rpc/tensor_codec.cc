@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/finite.h"
 #include "common/strings.h"
 
 namespace elasticdl::rpc {
@@ -54,6 +55,30 @@ Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto:
   content->resize(bytes);
   if (bytes > 0) std::memcpy(content->data(), t.data_ptr(), bytes);
   return absl::OkStatus();
+}
+
+bool AllFinite(const torch::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.is_floating_point()) return true;
+  const torch::ScalarType type = tensor.scalar_type();
+  if (tensor.device().is_cpu() && (type == torch::kFloat32 || type == torch::kFloat64)) {
+    const torch::Tensor t = tensor.contiguous();
+    const auto count = static_cast<size_t>(t.numel());
+    return type == torch::kFloat32 ? AllFiniteFloat32(t.data_ptr(), count)
+                                   : AllFiniteFloat64(t.data_ptr(), count);
+  }
+  return torch::isfinite(tensor).all().item<bool>();
+}
+
+bool AllFinite(const proto::Tensor& message) {
+  const std::string& bytes = message.content();
+  switch (message.dtype()) {
+    case proto::DT_FLOAT32:
+      return AllFiniteFloat32(bytes.data(), bytes.size() / sizeof(float));
+    case proto::DT_FLOAT64:
+      return AllFiniteFloat64(bytes.data(), bytes.size() / sizeof(double));
+    default:
+      return true;
+  }
 }
 
 StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message) {

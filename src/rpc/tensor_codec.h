@@ -24,6 +24,13 @@ StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message);
 // have the same type and shape; INVALID_ARGUMENT naming the tensor otherwise.
 Status CopyInto(const proto::Tensor& message, torch::Tensor& dst);
 
+// Whether `tensor` holds no NaN and no infinity (integer tensors hold
+// none). Float32 and float64 tensors on the CPU are scanned in place, with
+// nothing allocated (common/finite.h).
+bool AllFinite(const torch::Tensor& tensor);
+// The same for a message's content (the dtypes the protocol carries).
+bool AllFinite(const proto::Tensor& message);
+
 using NamedTensors = std::map<std::string, torch::Tensor>;
 
 // Decodes a repeated Tensor field; names must be unique.

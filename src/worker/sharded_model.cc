@@ -171,8 +171,7 @@ void ShardedModel::RestoreBuffers() {
 std::optional<std::string> ShardedModel::FirstNonFinite() const {
   for (const Slot& s : slots_) {
     const torch::Tensor& t = s.is_buffer ? s.tensor : s.tensor.grad();
-    if (!t.defined() || !t.is_floating_point()) continue;
-    if (!torch::isfinite(t).all().item<bool>()) {
+    if (!rpc::AllFinite(t)) {
       return StrCat(s.is_buffer ? "buffer '" : "the gradient of '", s.name, "'");
     }
   }

@@ -201,6 +201,7 @@ Status Worker::LoadInitialModel() {
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
   awaiting_step_.assign(ps_->num_shards(), false);
+  answered_.assign(ps_->num_shards(), false);
   EDL_RETURN_IF_ERROR(PullWhileServersComeUp());
   // Shards nobody has initialized (Pull left their version at -1) take this
   // worker's values; the first worker's values win, and everyone then pulls
@@ -270,6 +271,7 @@ Status Worker::Reconnect() {
   versions_.assign(ps_->num_shards(), -1);
   instances_.assign(ps_->num_shards(), 0);
   awaiting_step_.assign(ps_->num_shards(), false);
+  answered_.assign(ps_->num_shards(), false);
   EDL_RETURN_IF_ERROR(PullWhileServersComeUp());
   spdlog::info("parameter servers are back");
   return absl::OkStatus();
@@ -329,7 +331,12 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     // pull that waits for a step of the servers is waiting, not training.
     auto computing = TimeAccount::Clock::now();
     const bool waits = first && std::count(awaiting_step_.begin(), awaiting_step_.end(), true) > 0;
-    EDL_RETURN_IF_ERROR(Pull(/*wait_for_steps=*/first));
+    // Every server answered the last push with the values after its step:
+    // nothing newer to pull. A refused push pulls before it is computed again.
+    const bool answered =
+        first && std::all_of(answered_.begin(), answered_.end(), [](bool b) { return b; });
+    answered_.assign(answered_.size(), false);
+    if (!answered) EDL_RETURN_IF_ERROR(Pull(/*wait_for_steps=*/first));
     if (waits) {
       account_.AddSince(TimeAccount::Kind::kStepWait, computing);
       computing = TimeAccount::Clock::now();
@@ -369,6 +376,7 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
       requests[i].set_worker_id(options_.worker_id);
       requests[i].set_base_version(versions_[i]);
       requests[i].set_instance(instances_[i]);
+      requests[i].set_want_values(true);
       *requests[i].mutable_tag() = tag;
       EDL_RETURN_IF_ERROR(model_->FillPush(i, &requests[i]));
       rows_.FillPush(i, &requests[i]);
@@ -398,6 +406,11 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
         }
         awaiting_step_[i] = responses[i].step_pending();
         pushed_version_ = std::max(pushed_version_, responses[i].version());
+        if (responses[i].has_values()) {
+          EDL_RETURN_IF_ERROR(model_->Apply(responses[i].values()));
+          versions_[i] = responses[i].values().version();
+          answered_[i] = true;
+        }
       } else {
         max_steps_reached = max_steps_reached || responses[i].max_steps_reached();
         pushed_version_ = std::max(pushed_version_, responses[i].version());
@@ -440,6 +453,9 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     if (!skipped->has_value()) break;
   }
   report->set_minibatches_done(task.minibatches_done());
+  // A task starts with a pull: other workers' steps may have come since the
+  // last push of ours.
+  answered_.assign(answered_.size(), false);
   // The next minibatch, when it was made while the last one was pushed.
   std::optional<StatusOr<std::optional<Example>>> prefetched;
   while (true) {

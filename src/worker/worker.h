@@ -184,6 +184,9 @@ class Worker {
   std::vector<uint64_t> instances_;  // per shard, the server instance of versions_
   // Per shard: a push of ours waits in a step on top of versions_.
   std::vector<bool> awaiting_step_;
+  // Per shard: the last push of the task was answered with the values after
+  // its step (now versions_): the next minibatch needs no pull.
+  std::vector<bool> answered_;
   int64_t pushed_version_ = 0;  // the newest version a push of ours produced
   double learning_rate_ = 0;    // of the last step a push of ours made or joined
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;

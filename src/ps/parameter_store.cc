@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/finite.h"
 #include "common/strings.h"
 #include "ps/placement.h"
 #include "rpc/tensor_codec.h"
@@ -290,13 +291,9 @@ Status ParameterStore::CheckRows(const proto::EmbeddingRows& rows, const TableSh
         StrCat("embedding table '", rows.table(), "': ", rows.values().size(),
                " bytes of gradients for ", n, " rows of ", shape.row_bytes, " bytes"));
   }
-  auto all_finite = [&rows](auto zero) {
-    using T = decltype(zero);
-    const T* v = reinterpret_cast<const T*>(rows.values().data());
-    return std::all_of(v, v + rows.values().size() / sizeof(T),
-                       [](T x) { return std::isfinite(x); });
-  };
-  if (!(shape.dtype == proto::DT_FLOAT64 ? all_finite(0.0) : all_finite(0.0f))) {
+  const std::string& bytes = rows.values();
+  if (!(shape.dtype == proto::DT_FLOAT64 ? AllFiniteFloat64(bytes.data(), bytes.size() / 8)
+                                         : AllFiniteFloat32(bytes.data(), bytes.size() / 4))) {
     return absl::InvalidArgumentError(StrCat("the gradient of embedding table '", rows.table(),
                                              "' holds non-finite values; nothing applied"));
   }

@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "common/strings.h"
+#include "rpc/tensor_codec.h"
 
 namespace elasticdl::worker {
 namespace {
@@ -398,7 +399,7 @@ Status GradientBuckets::Finish(double divisor) {
 
 bool GradientBuckets::AllFinite() const {
   for (const Bucket& b : buckets_) {
-    if (!at::isfinite(b.flat.sum()).item<bool>()) return false;
+    if (!rpc::AllFinite(b.flat)) return false;
   }
   return true;
 }

@@ -9,6 +9,7 @@
 
 #include "common/strings.h"
 #include "ps/placement.h"
+#include "rpc/tensor_codec.h"
 
 namespace elasticdl::worker {
 
@@ -144,7 +145,7 @@ Status ServerRows::CollectGradients(std::optional<std::string>* nonfinite) {
       torch::Tensor cat = torch::cat(all_grads);
       grads = torch::zeros({ids.size(0), cat.size(1)}, cat.options()).index_add_(0, inverse, cat);
     }
-    if (!torch::isfinite(grads).all().item<bool>()) {
+    if (!rpc::AllFinite(grads)) {
       *nonfinite = StrCat("the gradient of embedding table '", name, "'");
       return absl::InvalidArgumentError(StrCat(**nonfinite, " holds non-finite values"));
     }

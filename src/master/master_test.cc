@@ -386,6 +386,18 @@ TEST_F(MasterTest, TrainingBeginsWithMinWorkersAndTheOthersJoin) {
   Run(master.get());
   Caller caller(master->address());
   ASSERT_TRUE(caller.RegisterPs(0).ok());
+  // The master starts its three workers once the server has registered (its
+  // run loop, on a thread of its own); until then it knows of none to wait
+  // for.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto started = [this] {
+    std::lock_guard<std::mutex> lock(backend_->mu);
+    return backend_->workers_started.size();
+  };
+  while (started() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(started(), 3u);
   ASSERT_TRUE(caller.RegisterWorker(0).ok());
   // One of the two it needs: worker 0 waits (its Slurm peers may pend).
   StatusOr<proto::Task> task = caller.GetTask(0);

@@ -69,18 +69,6 @@ bool AllFinite(const torch::Tensor& tensor) {
   return torch::isfinite(tensor).all().item<bool>();
 }
 
-bool AllFinite(const proto::Tensor& message) {
-  const std::string& bytes = message.content();
-  switch (message.dtype()) {
-    case proto::DT_FLOAT32:
-      return AllFiniteFloat32(bytes.data(), bytes.size() / sizeof(float));
-    case proto::DT_FLOAT64:
-      return AllFiniteFloat64(bytes.data(), bytes.size() / sizeof(double));
-    default:
-      return true;
-  }
-}
-
 StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message) {
   EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
   std::vector<int64_t> shape(message.shape().begin(), message.shape().end());

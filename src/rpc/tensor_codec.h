@@ -28,8 +28,6 @@ Status CopyInto(const proto::Tensor& message, torch::Tensor& dst);
 // none). Float32 and float64 tensors on the CPU are scanned in place, with
 // nothing allocated (common/finite.h).
 bool AllFinite(const torch::Tensor& tensor);
-// The same for a message's content (the dtypes the protocol carries).
-bool AllFinite(const proto::Tensor& message);
 
 using NamedTensors = std::map<std::string, torch::Tensor>;
 

@@ -70,6 +70,7 @@ ours() {  # seed log workers threads flags...
   shift 4
   local servers=(--num_ps_pods=1)
   [[ " $* " =~ " --distribution_strategy=AllreduceStrategy " ]] && servers=()
+  rm -rf "$log.job"  # a job directory holds one job (a rerun in the same WORK)
   "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" \
     --model_def=mnist.mnist_functional_api.custom_model --training_data="${TRAIN:-$DATA/train}" \
     --validation_data="$DATA/test" --num_epochs="$EPOCHS" --num_workers="$workers" \

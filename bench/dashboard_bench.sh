@@ -48,7 +48,7 @@ DATA=${DATA:-$WORK/fashion-mnist}
 
 # The main job's training, into job directory $1; its output on stdout.
 train() {
-  rm -rf "$1.model"
+  rm -rf "$1" "$1.model"  # a job directory holds one job
   "$BIN" train --model_zoo="$ROOT/model_zoo" --model_def=mnist.mnist_functional_api.custom_model \
     --training_data="$DATA/train" --validation_data="$DATA/test" \
     --dataset_fn=standardized_dataset_fn --optimizer=adam_optimizer --num_epochs=1 \

@@ -78,6 +78,7 @@ for f in "${FILES[@]}"; do ln -s "$DATA/train/$f" "$SUBSET/$f"; done
 ours() {  # workers threads ps data log [flags...]
   local workers=$1 threads=$2 ps=$3 data=$4 log=$5
   shift 5
+  rm -rf "$log.job"  # a job directory holds one job (a rerun in the same WORK)
   "$BIN/elasticdl" train --model_zoo="$ROOT/model_zoo" --model_def=deepfm.deepfm.DeepFM \
     --training_data="$data" --num_epochs=1 --num_workers="$workers" --num_ps_pods="$ps" \
     --num_threads="$threads" --minibatch_size="$MINIBATCH" --num_minibatches_per_task=8 \

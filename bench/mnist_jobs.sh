@@ -26,6 +26,7 @@ train_mnist() {  # zoo workers threads log [flags...]
   # One parameter server, unless the flags pick a strategy without any.
   local servers=(--num_ps_pods=1)
   [[ " $* " =~ " --distribution_strategy=AllreduceStrategy " ]] && servers=()
+  rm -rf "$log.job"  # a job directory holds one job (a rerun in the same WORK)
   "$BIN/elasticdl" train --model_zoo="$zoo" --model_def=mnist.mnist_functional_api.custom_model \
     --num_epochs=1 --num_workers="$workers" "${servers[@]}" --num_threads="$threads" \
     --minibatch_size=64 --num_minibatches_per_task=8 --no_progress --job_dir="$log.job" "$@" \

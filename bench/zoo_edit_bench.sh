@@ -33,6 +33,7 @@ DATA=$WORK/data/train/$(ls "$WORK/data/train" | sort | head -n1)
 # Seconds of one `elasticdl train` to its first step with BIN, zoo ZOO, cache CACHE.
 first_step() {  # bin zoo cache log
   local start end
+  rm -rf "$4.job"  # a job directory holds one job
   start=$(date +%s.%N)
   ELASTICDL_CACHE_DIR=$3 "$1" train --model_zoo="$2" \
     --model_def=mnist.mnist_functional_api.custom_model --training_data="$DATA" \

@@ -12,6 +12,7 @@
 #include <optional>
 #include <variant>
 
+#include "client/job_control.h"
 #include "client/job_inputs.h"
 #include "client/job_runner.h"
 #include "client/job_settings.h"
@@ -40,11 +41,22 @@ namespace {
 namespace fs = std::filesystem;
 
 // The job's directory: this user's alone (it holds the job's credentials). One
-// the system names is new; one the user names may exist, if it is theirs.
+// the system names is new; one the user names may exist, if it is theirs. A
+// job that did not end there (failed, stopped, its master lost) is resumed
+// from its journal by the same command; one that completed is not redone: a
+// master would take up its journal and checkpoints under the new spec.
 StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
   if (!args.job_dir.empty()) {
     const std::string dir = AbsolutePath(args.job_dir);
     EDL_RETURN_IF_ERROR(Annotate(CreatePrivateDirectory(dir, /*exclusive=*/false), "--job_dir"));
+    StatusOr<proto::GetJobStatusResponse> ended = client::ReadFinalStatus(dir);
+    if (ended.ok() && ended->finished() && !ended->failed() && !ended->cancelled()) {
+      return absl::FailedPreconditionError(
+          StrCat("--job_dir=", args.job_dir,
+                 ": a job completed in this directory; a new job needs a directory of its own: "
+                 "name another, or remove this one (`elasticdl job status ",
+                 dir, "` shows that job)"));
+    }
     return dir;
   }
   const std::string root = DefaultJobsRoot(ReadEnvironment());

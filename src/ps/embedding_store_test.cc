@@ -176,6 +176,22 @@ TEST(EmbeddingStoreTest, ASyncStepAveragesTheRowsOfItsPushesInTagOrder) {
   expected[1] -= 3.0;  // (2 + 4) / 2
   expected[2] -= 2.0;  // 4 / 2
   EXPECT_TRUE(torch::allclose(*PullRows(*store, "users", {1, 2, 3}), expected));
+
+  // A table only one push of the step has rows of: its rows as they came,
+  // averaged over the step's pushes all the same.
+  ASSERT_TRUE(store
+                  ->Push(SparsePush(7, 1, 1, store->instance(),
+                                    Rows("users", {1}, torch::full({1, kStoreDim}, 8.0))),
+                         &out)
+                  .ok());
+  ASSERT_TRUE(store
+                  ->Push(SparsePush(3, 1, 1, store->instance(),
+                                    Rows("items", {5}, torch::full({1, 2}, 6.0))),
+                         &out)
+                  .ok());
+  EXPECT_EQ(out.version(), 2);
+  expected[0] -= 4.0;  // 8 / 2
+  EXPECT_TRUE(torch::allclose(*PullRows(*store, "users", {1, 2, 3}), expected));
 }
 
 // Trains rows of both tables on `stores` (a job's shards), routing each row

@@ -333,11 +333,11 @@ Status ParameterStore::PullRows(const proto::PullRowsRequest& request,
   return absl::OkStatus();
 }
 
-void ParameterStore::ApplySparseLocked(const std::vector<proto::EmbeddingRows>& sparse,
+void ParameterStore::ApplySparseLocked(const std::vector<const proto::EmbeddingRows*>& sparse,
                                        double scale) {
-  for (const proto::EmbeddingRows& rows : sparse) {
-    tables_.at(rows.table())
-        ->Apply(rows.ids().data(), static_cast<size_t>(rows.ids_size()), rows.values().data(),
+  for (const proto::EmbeddingRows* rows : sparse) {
+    tables_.at(rows->table())
+        ->Apply(rows->ids().data(), static_cast<size_t>(rows->ids_size()), rows->values().data(),
                 scale, version_);
   }
 }
@@ -444,13 +444,21 @@ Status ParameterStore::FlushPendingLocked(int divisor) {
     for (const Contribution& c : pushes) {
       for (const proto::EmbeddingRows& rows : c.sparse) parts[rows.table()].push_back(&rows);
     }
+    // A table's rows from one push (ids unique, CheckRows) are their own sum.
     std::vector<proto::EmbeddingRows> sums;
+    sums.reserve(parts.size());
+    std::vector<const proto::EmbeddingRows*> apply;
     for (const auto& [name, rows] : parts) {
+      if (rows.size() == 1) {
+        apply.push_back(rows.front());
+        continue;
+      }
       proto::EmbeddingRows& total = sums.emplace_back();
       total.set_table(name);
       tables_.at(name)->Sum(rows, &total);
+      apply.push_back(&total);
     }
-    ApplySparseLocked(sums, 1.0 / divisor);
+    ApplySparseLocked(apply, 1.0 / divisor);
   } else {
     // Nothing of the step was applied: neither are its minibatches.
     for (const Contribution& c : pushes) {
@@ -602,8 +610,9 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
     }
     EDL_RETURN_IF_ERROR(StepLocked(gradients));
     UpdateBuffersLocked(buffers);
-    ApplySparseLocked({request.sparse_gradients().begin(), request.sparse_gradients().end()},
-                      scale);
+    ApplySparseLocked(
+        {request.sparse_gradients().pointer_begin(), request.sparse_gradients().pointer_end()},
+        scale);
     if (tagged) applied_[task] = minibatch + 1;
   } else {
     Contribution c;

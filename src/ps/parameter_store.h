@@ -260,7 +260,7 @@ class ParameterStore {
   Status CheckRequestRows(const google::protobuf::RepeatedPtrField<proto::EmbeddingRows>& tables,
                           bool values) const;
   // Applies sparse gradients (each row times `scale`) at the current version.
-  void ApplySparseLocked(const std::vector<proto::EmbeddingRows>& sparse, double scale);
+  void ApplySparseLocked(const std::vector<const proto::EmbeddingRows*>& sparse, double scale);
   Status StepLocked(const std::map<std::string, torch::Tensor>& gradients);
   void UpdateBuffersLocked(const BufferUpdates& buffers);
   // Whether the pending pushes make a complete step.

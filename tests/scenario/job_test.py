@@ -620,6 +620,21 @@ class JobTest(JobTestCase):
         self.assertEqual(self.trained(job)[1], model_version, job.describe())
         self.assertEqual(self.accuracy(job)[1], model_version, job.describe())
 
+        # The same command again: the directory holds that completed job,
+        # which a new master would take up; the new job is refused and the
+        # old one kept. (A job that did not end is resumed so: disk_full_test.)
+        with open(os.path.join(job_dir, "journal.log"), "rb") as f:
+            journal = f.read()
+        again = self.run_job(self.train_args(
+            job_dir, num_workers=1, training_data=self.validation_file, output=self.path("m2")))
+        self.assertFailedWith(again, f"error: --job_dir={job_dir}: a job completed in this "
+                              "directory; a new job needs a directory of its own",
+                              f"`elasticdl job status {job_dir}` shows that job", within=10)
+        self.assertNotIn("[master]", again.stderr, again.describe())
+        with open(os.path.join(job_dir, "journal.log"), "rb") as f:
+            self.assertEqual(f.read(), journal)
+        self.assertFalse(os.path.exists(self.path("m2")))
+
     # -- faults --------------------------------------------------------------
 
     def test_worker_killed_mid_job_is_replaced(self):

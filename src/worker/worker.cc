@@ -1,5 +1,6 @@
 #include "worker/worker.h"
 
+#include <absl/cleanup/cleanup.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -24,6 +25,17 @@
 
 namespace elasticdl::worker {
 namespace {
+
+// How many minibatches a training pipeline that runs ahead makes before
+// the model takes them.
+constexpr size_t kMinibatchesAhead = 2;
+
+// LibTorch's global CPU generator's state, which every draw from it changes.
+torch::Tensor GlobalGeneratorState() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
 
 using std::chrono::milliseconds;
 
@@ -438,11 +450,35 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
   const int64_t batch_size = job_.minibatch_size;
   const int64_t minibatches = (task.end() - task.start() + batch_size - 1) / batch_size;
   EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::TRAINING));
-  // The next minibatch of the pipeline, with LibTorch's generator seeded
-  // for it (for dataset_fns that draw from it).
-  auto next = [&](int64_t minibatch) {
+  // The next minibatch of the pipeline, with LibTorch's global generator
+  // seeded for it (for dataset_fns that draw from it). A pipeline seen to
+  // leave that generator alone in its first pull of the task runs ahead of
+  // the model from then on, on a thread of its own: it makes the next
+  // minibatches while this one is computed and pushed, the same ones in
+  // the same order. One that draws from it stays on this thread, where the
+  // model's draws (dropout, seeded per minibatch) cannot interleave with
+  // its own, and makes the next minibatch only while the servers take the
+  // push; so does a pipeline of Python code, which would hold the
+  // interpreter's lock against a Python model's forward.
+  bool probed = program_.MakesBatchesInPython();
+  bool ahead = false;
+  // The task's pipeline, when it runs ahead, ends with the task.
+  auto stop_ahead = absl::MakeCleanup([&ahead, this] {
+    if (ahead) ahead_->Stop();
+  });
+  auto next = [&](int64_t minibatch) -> StatusOr<std::optional<Example>> {
+    if (ahead) return ahead_->Next();
     torch::manual_seed(job_seeds::PipelinePull(job_.seed, task.task_id(), minibatch));
-    return batches.Next();
+    if (probed) return batches.Next();
+    probed = true;
+    const torch::Tensor before = GlobalGeneratorState();
+    StatusOr<std::optional<Example>> batch = batches.Next();
+    if (batch.ok() && batch->has_value() && torch::equal(before, GlobalGeneratorState())) {
+      if (!ahead_) ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead);
+      ahead_->Start(std::move(batches));
+      ahead = true;
+    }
+    return batch;
   };
   // Every attempt's pipeline yields the same minibatches: skip those the
   // servers have applied.

@@ -51,6 +51,7 @@
 #include "elasticdl/status.h"
 #include "worker/call_timings.h"
 #include "worker/peers.h"
+#include "worker/pipeline_ahead.h"
 #include "worker/server_rows.h"
 #include "worker/sharded_model.h"
 #include "worker/time_account.h"
@@ -190,6 +191,9 @@ class Worker {
   int64_t pushed_version_ = 0;  // the newest version a push of ours produced
   double learning_rate_ = 0;    // of the last step a push of ours made or joined
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;
+  // Runs a training task's pipeline ahead of the model (Train); made when a
+  // task's pipeline first may.
+  std::unique_ptr<PipelineAhead<Example>> ahead_;
 
   // Shared with the heartbeat thread. task_mu_ keeps the task, its attempt
   // and whether it was revoked together, so that an answer about one task

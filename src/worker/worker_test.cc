@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "elasticdl/data/record_file.h"
@@ -32,8 +33,27 @@ std::shared_ptr<Model> counting_model(const Params&) {
   return Functional(Input("x", {1}), torch::nn::Sequential(linear));
 }
 
+// Where dataset_fn's map function ran, and whether it draws from
+// LibTorch's global generator (as a random augmentation written with
+// torch::rand and no generator would).
+struct PipelineThreads {
+  std::mutex mu;
+  std::set<std::thread::id> seen;
+  std::atomic<bool> draws{false};
+};
+PipelineThreads& pipeline_threads() {
+  static PipelineThreads* threads = new PipelineThreads();
+  return *threads;
+}
+
 Dataset<Example> dataset_fn(Dataset<Record> records, Mode) {
   return records.map([](const Record&) -> StatusOr<Example> {
+    PipelineThreads& threads = pipeline_threads();
+    {
+      std::lock_guard<std::mutex> lock(threads.mu);
+      threads.seen.insert(std::this_thread::get_id());
+    }
+    if (threads.draws) torch::rand({1});
     Example e;
     e.features["x"] = torch::ones({1});
     e.labels = torch::zeros({1});
@@ -301,6 +321,30 @@ TEST_F(WorkerTest, TrainsEveryRecordOnceAndReportsEachTask) {
     EXPECT_EQ(std::accumulate(push.counts().begin(), push.counts().end(), int64_t{0}), 4);
     if (t > 0) EXPECT_EQ(report.rpc_seconds().at("pull").count(), 1);
   }
+}
+
+TEST_F(WorkerTest, APipelineThatLeavesTheGlobalGeneratorAloneRunsAheadOfTheModel) {
+  PipelineThreads& threads = pipeline_threads();
+  threads.seen.clear();
+  threads.draws = false;
+  AddTasks(3);
+  ASSERT_TRUE(MakeWorker()->Run().ok());
+  EXPECT_FLOAT_EQ(servers_->weight(), -48);
+  // Each task's first pull on the training thread (this one), the rest on
+  // the pipeline's own.
+  EXPECT_EQ(threads.seen.count(std::this_thread::get_id()), 1u);
+  EXPECT_GT(threads.seen.size(), 1u);
+}
+
+TEST_F(WorkerTest, APipelineThatDrawsFromTheGlobalGeneratorStaysOnTheTrainingThread) {
+  PipelineThreads& threads = pipeline_threads();
+  threads.seen.clear();
+  threads.draws = true;
+  AddTasks(3);
+  ASSERT_TRUE(MakeWorker()->Run().ok());
+  threads.draws = false;
+  EXPECT_FLOAT_EQ(servers_->weight(), -48);
+  EXPECT_EQ(threads.seen, std::set<std::thread::id>{std::this_thread::get_id()});
 }
 
 TEST_F(WorkerTest, RetriesAMasterThatIsUnreachableForAWhile) {

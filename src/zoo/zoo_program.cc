@@ -1,5 +1,6 @@
 #include "zoo/zoo_program.h"
 
+#include <absl/strings/match.h>
 #include <c10/util/Exception.h>
 
 #include <cctype>
@@ -346,6 +347,11 @@ StatusOr<Dataset<Example>> ZooProgram::MakeBatches(Dataset<Record> records, Mode
         return program.InputBatch(group, mode);
       });
   return Dataset<Example>(std::make_shared<LibraryBoundSource>(library_, batches.source()));
+}
+
+bool ZooProgram::MakesBatchesInPython() const {
+  return trial_ == nullptr && dataset_fn_ != nullptr &&
+         absl::EndsWith(library_->FileOf(dataset_fn_->module), ".py");
 }
 
 StatusOr<Example> ZooProgram::InputBatch(const std::vector<Record>& records, Mode mode) const {

@@ -103,6 +103,9 @@ class ZooProgram {
   // Annotate(status, EntryKind::kDatasetFn) puts the entry in front of them.
   StatusOr<Dataset<Example>> MakeBatches(Dataset<Record> records, Mode mode,
                                          size_t minibatch_size) const;
+  // Whether MakeBatches's pipeline runs Python code (a dataset_fn of a
+  // Python model file), which holds the interpreter's lock while it runs.
+  bool MakesBatchesInPython() const;
   // dataset_fn(records, mode), unbatched; a trial's training loader in
   // TRAINING mode, its validation loader otherwise. FAILED_PRECONDITION for
   // seed 002's input_fn, which works on batches only.

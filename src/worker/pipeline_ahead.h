@@ -1,0 +1,127 @@
+// A worker's thread for running its tasks' pipelines ahead of the model: given
+// a task's pipeline (Start), it keeps the next `depth` elements ready (or in
+// the making) while the training thread computes and pushes the current
+// one. Same elements, same order, the pipeline's errors in their place.
+//
+// One thread for every task of the worker: LibTorch initializes a thread's
+// intra-op settings on its first parallel operation, and doing so clears
+// oneDNN's cache of convolution primitives, which the model would then
+// build again. Thread-safe; one pipeline at a time, from one training thread.
+#ifndef ELASTICDL_WORKER_PIPELINE_AHEAD_H_
+#define ELASTICDL_WORKER_PIPELINE_AHEAD_H_
+
+#include <pthread.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "elasticdl/data/dataset.h"
+
+namespace elasticdl::worker {
+
+template <typename T>
+class PipelineAhead {
+ public:
+  explicit PipelineAhead(size_t depth) : depth_(depth > 0 ? depth : 1) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~PipelineAhead() {
+    Stop();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  PipelineAhead(const PipelineAhead&) = delete;
+  PipelineAhead& operator=(const PipelineAhead&) = delete;
+
+  // Runs `pipeline` ahead from now on, in place of any earlier one (Stop).
+  // Nothing else iterates it afterwards.
+  void Start(Dataset<T> pipeline) {
+    Stop();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pipeline_.emplace(std::move(pipeline));
+      active_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  // The running pipeline's next element, as Dataset::Next would give it;
+  // waits for it to be made. After the end or an error, the end.
+  StatusOr<std::optional<T>> Next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !ready_.empty() || ended_ || !active_; });
+    if (ready_.empty()) return std::optional<T>();
+    StatusOr<std::optional<T>> next = std::move(ready_.front());
+    ready_.pop_front();
+    lock.unlock();
+    cv_.notify_all();
+    return next;
+  }
+
+  // Drops the running pipeline (after the element in the making) and what
+  // it made that was not taken. The pipeline is destroyed on this thread.
+  void Stop() {
+    std::optional<Dataset<T>> dropped;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      active_ = false;
+      cv_.wait(lock, [this] { return !busy_; });
+      ready_.clear();
+      ended_ = false;
+      dropped = std::exchange(pipeline_, std::nullopt);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Run() {
+    pthread_setname_np(pthread_self(), "edl-pipeline");
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return quit_ || (active_ && !ended_ && ready_.size() < depth_); });
+      if (quit_) return;
+      // pipeline_ is this thread's while busy_: Start and Stop wait for it.
+      busy_ = true;
+      lock.unlock();
+      StatusOr<std::optional<T>> next = NextOfPipeline();
+      lock.lock();
+      busy_ = false;
+      ready_.push_back(std::move(next));
+      ended_ = !ready_.back().ok() || !ready_.back()->has_value();
+      cv_.notify_all();
+    }
+  }
+
+  StatusOr<std::optional<T>> NextOfPipeline() {
+    try {
+      return pipeline_->Next();
+    } catch (const std::exception& e) {  // the stages turn user code's throws into errors
+      return absl::InternalError(e.what());
+    }
+  }
+
+  const size_t depth_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Dataset<T>> pipeline_;
+  std::deque<StatusOr<std::optional<T>>> ready_;  // made, not yet taken
+  bool active_ = false;                           // pipeline_ is to be run
+  bool busy_ = false;                             // the thread is making an element of pipeline_
+  bool ended_ = false;  // the pipeline's end or error is in ready_ (or was taken)
+  bool quit_ = false;
+  std::thread thread_;
+};
+
+}  // namespace elasticdl::worker
+
+#endif  // ELASTICDL_WORKER_PIPELINE_AHEAD_H_

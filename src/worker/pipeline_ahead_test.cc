@@ -1,0 +1,99 @@
+#include "worker/pipeline_ahead.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace elasticdl::worker {
+namespace {
+
+using namespace std::chrono_literals;
+
+Dataset<int64_t> Numbers(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return Dataset<int64_t>::FromVector(std::move(v));
+}
+
+TEST(PipelineAheadTest, GivesEachPipelinesElementsInOrderThenTheEndOnOneThread) {
+  PipelineAhead<int64_t> ahead(2);
+  std::set<std::thread::id> made_on;
+  for (int64_t p = 1; p <= 3; ++p) {  // three tasks' pipelines
+    ahead.Start(Numbers(10).map([&made_on, p](int64_t x) {
+      made_on.insert(std::this_thread::get_id());
+      return x * p;
+    }));
+    for (int64_t i = 0; i < 10; ++i) {
+      StatusOr<std::optional<int64_t>> next = ahead.Next();
+      ASSERT_TRUE(next.ok()) << next.status();
+      ASSERT_TRUE(next->has_value());
+      EXPECT_EQ(**next, p * i);
+    }
+    for (int i = 0; i < 2; ++i) {  // the end, and again
+      StatusOr<std::optional<int64_t>> end = ahead.Next();
+      ASSERT_TRUE(end.ok()) << end.status();
+      EXPECT_FALSE(end->has_value());
+    }
+  }
+  // One thread of its own for all three.
+  EXPECT_EQ(made_on.size(), 1u);
+  EXPECT_EQ(made_on.count(std::this_thread::get_id()), 0u);
+}
+
+TEST(PipelineAheadTest, AnErrorComesInItsPlaceAndEndsThePipeline) {
+  std::atomic<int> made{0};
+  Dataset<int64_t> pipeline = Numbers(100).map([&](int64_t x) -> StatusOr<int64_t> {
+    ++made;
+    if (x == 3) return absl::DataLossError("record 3 is corrupt");
+    return x;
+  });
+  PipelineAhead<int64_t> ahead(2);
+  ahead.Start(std::move(pipeline));
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(**ahead.Next(), i);
+  StatusOr<std::optional<int64_t>> failed = ahead.Next();
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(failed.status().message().find("record 3 is corrupt"), std::string::npos);
+  StatusOr<std::optional<int64_t>> after = ahead.Next();
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->has_value());
+  EXPECT_EQ(made.load(), 4);  // nothing made past the error
+}
+
+TEST(PipelineAheadTest, MakesAtMostDepthAheadAndAStoppedPipelineNoMore) {
+  std::atomic<int> made{0};
+  Dataset<int64_t> pipeline = Numbers(1000).map([&](int64_t x) {
+    ++made;
+    std::this_thread::sleep_for(1ms);
+    return x;
+  });
+  PipelineAhead<int64_t> ahead(2);
+  {
+    ahead.Start(std::move(pipeline));
+    EXPECT_EQ(**ahead.Next(), 0);
+    // One taken, two ready: no more (unbounded, it would make one a ms).
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (made.load() < 3 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(made.load(), 3);
+  }
+  ahead.Stop();  // a task that ends early: the rest is not made
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(made.load(), 3);
+  StatusOr<std::optional<int64_t>> none = ahead.Next();  // nothing runs
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  // The next task's pipeline, from its first element.
+  ahead.Start(Numbers(3));
+  EXPECT_EQ(**ahead.Next(), 0);
+}
+
+}  // namespace
+}  // namespace elasticdl::worker

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <random>
 #include <tuple>
 #include <utility>
@@ -445,8 +446,7 @@ Status ParameterStore::FlushPendingLocked(int divisor) {
       for (const proto::EmbeddingRows& rows : c.sparse) parts[rows.table()].push_back(&rows);
     }
     // A table's rows from one push (ids unique, CheckRows) are their own sum.
-    std::vector<proto::EmbeddingRows> sums;
-    sums.reserve(parts.size());
+    std::deque<proto::EmbeddingRows> sums;  // `apply` points into it: no reallocation
     std::vector<const proto::EmbeddingRows*> apply;
     for (const auto& [name, rows] : parts) {
       if (rows.size() == 1) {

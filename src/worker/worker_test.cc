@@ -271,6 +271,19 @@ class WorkerTest : public ::testing::Test {
     }
   }
 
+  // Runs a worker through three tasks of `dataset_fn`, whose map function
+  // draws from LibTorch's global generator or not; the threads it ran on.
+  std::set<std::thread::id> PipelineThreadsOfThreeTasks(bool draws) {
+    PipelineThreads& threads = pipeline_threads();
+    threads.seen.clear();
+    threads.draws = draws;
+    AddTasks(3);
+    const Status run = MakeWorker()->Run();
+    threads.draws = false;
+    EXPECT_TRUE(run.ok()) << run;
+    return threads.seen;
+  }
+
   std::unique_ptr<Worker> MakeWorker(int lease_ms = 200) {
     WorkerJob job;
     job.minibatch_size = 4;
@@ -324,27 +337,18 @@ TEST_F(WorkerTest, TrainsEveryRecordOnceAndReportsEachTask) {
 }
 
 TEST_F(WorkerTest, APipelineThatLeavesTheGlobalGeneratorAloneRunsAheadOfTheModel) {
-  PipelineThreads& threads = pipeline_threads();
-  threads.seen.clear();
-  threads.draws = false;
-  AddTasks(3);
-  ASSERT_TRUE(MakeWorker()->Run().ok());
+  const std::set<std::thread::id> seen = PipelineThreadsOfThreeTasks(/*draws=*/false);
   EXPECT_FLOAT_EQ(servers_->weight(), -48);
   // Each task's first pull on the training thread (this one), the rest on
   // the pipeline's own.
-  EXPECT_EQ(threads.seen.count(std::this_thread::get_id()), 1u);
-  EXPECT_GT(threads.seen.size(), 1u);
+  EXPECT_EQ(seen.count(std::this_thread::get_id()), 1u);
+  EXPECT_GT(seen.size(), 1u);
 }
 
 TEST_F(WorkerTest, APipelineThatDrawsFromTheGlobalGeneratorStaysOnTheTrainingThread) {
-  PipelineThreads& threads = pipeline_threads();
-  threads.seen.clear();
-  threads.draws = true;
-  AddTasks(3);
-  ASSERT_TRUE(MakeWorker()->Run().ok());
-  threads.draws = false;
+  const std::set<std::thread::id> seen = PipelineThreadsOfThreeTasks(/*draws=*/true);
   EXPECT_FLOAT_EQ(servers_->weight(), -48);
-  EXPECT_EQ(threads.seen, std::set<std::thread::id>{std::this_thread::get_id()});
+  EXPECT_EQ(seen, std::set<std::thread::id>{std::this_thread::get_id()});
 }
 
 TEST_F(WorkerTest, RetriesAMasterThatIsUnreachableForAWhile) {

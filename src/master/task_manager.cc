@@ -256,7 +256,7 @@ std::optional<int64_t> TaskManager::BackupLeft(const Held& held, WorkerId worker
     return std::nullopt;
   }
   const int64_t left = NumMinibatches(t) - t.minibatches_done();
-  return left >= 2 ? std::optional<int64_t>(left) : std::nullopt;
+  return left > 0 ? std::optional<int64_t>(left) : std::nullopt;
 }
 
 std::vector<TaskManager::BackupCandidate> TaskManager::BackupCandidates(WorkerId worker) const {

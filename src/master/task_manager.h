@@ -143,7 +143,11 @@ class TaskManager {
   // Backups: the held training tasks an idle `worker` could back up, when
   // training is in its last stretch (no training task to hand out and no
   // epoch to deal, training not stopped): each held by one other worker,
-  // with at least two minibatches left. Empty otherwise.
+  // with a minibatch or more not known applied. Even the last one is worth
+  // a second attempt: the backing worker has nothing else to do, and a
+  // holder stuck on it (its pushes refused as too stale while the others
+  // train) may hold up the end of training for as long as they ran. Empty
+  // otherwise.
   struct BackupCandidate {
     TaskId task;
     WorkerId holder;
@@ -298,7 +302,7 @@ class TaskManager {
   // Backups: nothing is left to hand out before training ends.
   bool LastStretch() const;
   // The minibatches `worker` would back up of `held` (held by one other
-  // worker, two or more left); nullopt if it may not.
+  // worker, one or more left); nullopt if it may not.
   std::optional<int64_t> BackupLeft(const Held& held, WorkerId worker) const;
   // The held task `id` if `worker` holds it at `attempt`, and that holder.
   Held* FindHeld(WorkerId worker, TaskId id, int32_t attempt, Holder** holder = nullptr);

@@ -498,7 +498,7 @@ TEST(TaskManagerBackupTest, AnIdleWorkerBacksUpATaskAndTheFirstToFinishWins) {
   EXPECT_EQ(tm.Next(slow).type(), proto::TASK_NONE);
 }
 
-TEST(TaskManagerBackupTest, NoBackupsBeforeTheLastStretchOrOfAlmostFinishedTasks) {
+TEST(TaskManagerBackupTest, NoBackupsBeforeTheLastStretchOrOfTasksKnownApplied) {
   TaskManagerOptions options = FourMinibatches();
   options.num_epochs = 2;
   TaskManager tm(options, Ranges(3, 40), {}, {});
@@ -511,16 +511,20 @@ TEST(TaskManagerBackupTest, NoBackupsBeforeTheLastStretchOrOfAlmostFinishedTasks
   EXPECT_TRUE(tm.BackupCandidates(WorkerId(3)).empty());
   tm.Report(WorkerId(1), Done(a));
   tm.Report(WorkerId(2), Done(c));
-  // The last epoch: its three ranges dealt, one of them nearly done.
+  // The last epoch: its three ranges dealt, one of them known applied whole
+  // (its report not in yet), one down to its last minibatch.
   proto::Task d = tm.Next(WorkerId(1));
   proto::Task e = tm.Next(WorkerId(2));
   proto::Task f = tm.Next(WorkerId(4));
   ASSERT_EQ(f.epoch(), 1);
-  ASSERT_TRUE(tm.Progress(WorkerId(2), TaskId(e.task_id()), e.attempt(), 3));
+  ASSERT_TRUE(tm.Progress(WorkerId(2), TaskId(e.task_id()), e.attempt(), 4));
+  ASSERT_TRUE(tm.Progress(WorkerId(4), TaskId(f.task_id()), f.attempt(), 3));
   std::vector<TaskManager::BackupCandidate> candidates = tm.BackupCandidates(WorkerId(3));
   ASSERT_EQ(candidates.size(), 2u);
   EXPECT_EQ(candidates[0].task, TaskId(d.task_id()));
+  EXPECT_EQ(candidates[0].minibatches_left, 4);
   EXPECT_EQ(candidates[1].task, TaskId(f.task_id()));
+  EXPECT_EQ(candidates[1].minibatches_left, 1);
   EXPECT_EQ(tm.Backup(WorkerId(3), TaskId(e.task_id())).type(), proto::TASK_WAIT);
   // Training stopped early: no more.
   tm.StopTraining("test");

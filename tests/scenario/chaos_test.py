@@ -314,8 +314,7 @@ class ChaosTest(ChaosCase):
             epochs = 4
             job, job_dir, output, log = self.start(
                 f"backup-{run}", num_epochs=epochs, num_workers=3, use_async="true",
-                optimizer="optimizer", dataset_fn="wide_shuffle_dataset_fn", straggler_factor=0,
-                minibatch_size=self.BACKUP_MINIBATCH)
+                optimizer="optimizer", dataset_fn="wide_shuffle_dataset_fn", straggler_factor=0)
             self.until(job, log, lambda: log.training_done() >= 3, "training under way")
             # Slowed at the start of a task, it applies next to nothing of it: its
             # gradients come too stale while the others train.
@@ -324,8 +323,7 @@ class ChaosTest(ChaosCase):
                 backup, done = self.wait_backup_done(job, log, worker)
             self.assertExact(job, job_dir, output, log, epochs)
             self.assertBackup(job, log, worker, backup, done)
-            tasks_per_epoch = TRAIN_RECORDS // (self.BACKUP_MINIBATCH * MINIBATCHES_PER_TASK)
-            self.assertEqual(log.training_done(), tasks_per_epoch * epochs,
+            self.assertEqual(log.training_done(), TASKS_PER_EPOCH * epochs,
                              self.describe(job, log))
             print(f"\n[backup-{run}] worker {backup['worker']} backed up task {backup['task']} "
                   f"of worker {worker} from minibatch {backup['minibatches_done']} "

@@ -145,13 +145,6 @@ class ExactJobCase(unittest.TestCase):
         self.assertEqual(left["event"], "worker_left", describe)
         return found, left
 
-    # A backup pays only while two or more of the task's minibatches are left
-    # (TaskManager::BackupLeft). 2000 records of 32 leave every epoch a short
-    # last task of three minibatches, which a straggler that happens to hold
-    # it may bring within one of its end before the others run out of tasks;
-    # in minibatches of 25 every task has four.
-    BACKUP_MINIBATCH = 25
-
     def worker_with_a_new_task(self, job, job_dir, log):
         """(worker, pid) of a worker handed a new training task from now on, found as soon
         as the event log shows it."""

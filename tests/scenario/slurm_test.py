@@ -630,8 +630,7 @@ class SlurmTest(ExactJobCase):
             epochs = 4
             job, job_dir, output, log = self.start(
                 f"backup-{run}", num_workers=3, num_epochs=epochs, use_async="true",
-                optimizer="optimizer", dataset_fn="wide_shuffle_dataset_fn", straggler_factor=0,
-                minibatch_size=self.BACKUP_MINIBATCH)
+                optimizer="optimizer", dataset_fn="wide_shuffle_dataset_fn", straggler_factor=0)
             self.until(job, log, lambda: log.training_done() >= 3, "training under way")
             worker, pid = self.worker_with_a_new_task(job, job_dir, log)
             with exactness.Throttle(pid, stop_s=0.150, run_s=0.025):

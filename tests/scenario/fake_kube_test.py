@@ -241,6 +241,9 @@ class FakeKubeTest(unittest.TestCase):
         for name, labels in (("a1", {"app": "a", "tier": "x"}), ("a2", {"app": "a"}),
                              ("b1", {"app": "b"}), ("n1", {})):
             self.create(pod_manifest(name, "sleep 30", labels))
+        for name in ("a1", "a2", "b1", "n1"):
+            # Running: nothing changes them (nor the resource version) any more.
+            self.wait_phase(name, "Running")
 
         def names(**selectors):
             found = self.api.list_namespaced_pod(self.ns, **selectors)

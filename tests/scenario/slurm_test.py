@@ -533,8 +533,10 @@ class SlurmTest(ExactJobCase):
         def scenario(run):
             # Room for the master, the server and three workers, no more.
             self.occupy(f"others-pre-{run}", idle_cpus() - 5)
+            # Eight epochs: enough left, once the high-priority job ends, for the
+            # replacement to be scheduled and start on a slow machine before the end.
             job, job_dir, output, log = self.start(f"preempt-{run}", num_workers=3,
-                                                   num_epochs=3, priority="low")
+                                                   num_epochs=8, priority="low")
             for worker in (0, 1, 2):
                 self.wait_event(job, log, lambda e, w=worker: e.get("event") == "task_dispatched"
                                 and e.get("worker") == w and is_training(e),
@@ -584,7 +586,7 @@ class SlurmTest(ExactJobCase):
             self.wait_event(job, log, lambda e: e.get("event") == "task_dispatched" and
                             e.get("worker") == replacement["worker"] and is_training(e),
                             "a training task for the replacement")
-            self.assertExact(job, job_dir, output, log, epochs=3)
+            self.assertExact(job, job_dir, output, log, epochs=8)
             self.assertEqual(log.of("worker_lost"), [], self.describe(job, log))
             handed_back = [(e["task"], e["minibatches_done"]) for e in log.of("task_stopped")
                            if e["worker"] == preempted and e["t"] >= urgent_at]

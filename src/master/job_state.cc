@@ -181,11 +181,20 @@ Status JobState::RegisterWorker(const proto::RegisterWorkerRequest& request,
 
 Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response) {
   const WorkerId worker(request.worker_id());
+  std::optional<TaskAttempt> keep;
+  if (request.has_keep()) {
+    // Pace and backups follow one task per worker.
+    if (!options_.collective) {
+      return absl::InvalidArgumentError(
+          "only AllreduceStrategy workers ask for their next task before the current one ends");
+    }
+    keep = TaskAttempt{TaskId(request.keep().task_id()), request.keep().attempt()};
+  }
   uint64_t change = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
-    change = GetTaskLocked(worker, response->mutable_task());
+    change = GetTaskLocked(worker, keep, response->mutable_task());
     // Only a worker handed a training task is waited for by synchronous steps.
     const bool training = response->task().type() == proto::TASK_TRAINING;
     if (training && !training_begun_) {
@@ -203,7 +212,8 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   return Durable(change);
 }
 
-uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
+uint64_t JobState::GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> keep,
+                                 proto::Task* task) {
   if (failure_) {
     task->set_type(proto::TASK_NONE);
     return 0;
@@ -228,9 +238,10 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
     return 0;
   }
   // A worker works on one task at a time: asking for another, it holds
-  // none. Anything the ledger still has it hold (a report lost with a
-  // master that died) goes back to the queue, progress kept.
-  tasks_.RecoverWorker(worker);
+  // none but the one it keeps. Anything else the ledger still has it hold
+  // (a report lost with a master that died) goes back to the queue,
+  // progress kept.
+  tasks_.RecoverWorker(worker, keep);
   *task = tasks_.Next(worker);
   if (task->type() == proto::TASK_WAIT && BackupLocked(worker, task)) return ChangedLocked();
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
@@ -242,7 +253,9 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, proto::Task* task) {
   }
   dispatched_any_ = true;
   on_task_[worker] = {TaskId(task->task_id()), Now(), task->minibatches_done(), Now()};
-  Event("task_dispatched", DispatchedFields(worker, *task));
+  nlohmann::json fields = DispatchedFields(worker, *task);
+  if (keep) fields["ahead_of"] = keep->task.value();
+  Event("task_dispatched", fields);
   return ChangedLocked();
 }
 
@@ -378,7 +391,11 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   // After a master restart, tasks the journal has this worker hold but it
   // is not working on go back to the queue. A task it works on but no
   // longer holds (another attempt finished it; taken back) it stops.
-  const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt());
+  std::optional<TaskAttempt> next;
+  if (request.has_next()) {
+    next = TaskAttempt{TaskId(request.next().task_id()), request.next().attempt()};
+  }
+  const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt(), next);
   response->set_task_revoked(request.task_id() >= 0 && !holds);
   auto on = on_task_.find(worker);
   if (holds && on != on_task_.end() && on->second.task == task) on->second.heard = Now();

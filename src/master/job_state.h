@@ -195,8 +195,9 @@ class JobState {
   std::pair<int64_t, int64_t> progress();
 
  private:
-  // GetTask's answer for a known worker; the change it made (0: none).
-  uint64_t GetTaskLocked(WorkerId worker, proto::Task* task);
+  // GetTask's answer for a known worker, which keeps `keep` if it holds it;
+  // the change it made (0: none).
+  uint64_t GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> keep, proto::Task* task);
   // A backup attempt for `worker`, which has nothing to do, in `task`: of
   // the tasks it could back up (TaskManager::BackupCandidates), the one
   // whose holder, training over kBackupPaceFactor times slower than

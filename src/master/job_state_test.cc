@@ -437,6 +437,55 @@ TEST(JobStateTest, TheFirstCollectiveVersionWaitsForMinWorkersNotYetStarted) {
   EXPECT_EQ(place.world_size(), 2);
 }
 
+TEST(JobStateTest, CollectiveWorkersMayAskForTheirNextTaskKeepingTheCurrentOne) {
+  JobStateOptions options = StateOptions(/*num_ps=*/0);
+  options.collective = true;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr);
+  state.WorkerStarted(WorkerId(0), {}, false);
+  ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+  StatusOr<proto::Task> current = GetTask(&state, 0);
+  ASSERT_TRUE(current.ok());
+  ASSERT_EQ(current->type(), proto::TASK_TRAINING);
+  proto::GetTaskRequest request;
+  request.set_worker_id(0);
+  request.mutable_keep()->set_task_id(current->task_id());
+  request.mutable_keep()->set_attempt(current->attempt());
+  proto::GetTaskResponse ahead;
+  ASSERT_TRUE(state.GetTask(request, &ahead).ok());
+  ASSERT_EQ(ahead.task().type(), proto::TASK_TRAINING);
+  // Heartbeats name both; the current one's report counts.
+  proto::HeartbeatRequest heartbeat;
+  heartbeat.set_worker_id(0);
+  heartbeat.set_task_id(current->task_id());
+  heartbeat.set_attempt(current->attempt());
+  heartbeat.mutable_next()->set_task_id(ahead.task().task_id());
+  heartbeat.mutable_next()->set_attempt(ahead.task().attempt());
+  proto::HeartbeatResponse response;
+  ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+  EXPECT_FALSE(response.task_revoked());
+  ASSERT_TRUE(state.ReportTask(Done(0, *current)).ok());
+  heartbeat.set_task_id(-1);
+  ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+  ASSERT_TRUE(state.ReportTask(Done(0, ahead.task())).ok());
+}
+
+TEST(JobStateTest, OnlyCollectiveWorkersAskAhead) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(WorkerId(0), {}, false);
+  ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+  StatusOr<proto::Task> current = GetTask(&state, 0);
+  ASSERT_TRUE(current.ok());
+  proto::GetTaskRequest request;
+  request.set_worker_id(0);
+  request.mutable_keep()->set_task_id(current->task_id());
+  request.mutable_keep()->set_attempt(current->attempt());
+  proto::GetTaskResponse response;
+  Status s = state.GetTask(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(s.message()).find("AllreduceStrategy"), std::string::npos) << s;
+}
+
 TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
   JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(1), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());

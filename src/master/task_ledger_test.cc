@@ -221,6 +221,18 @@ TEST(TaskLedgerTest, PredictionJobKeepsItsTasks) {
   EXPECT_EQ(restored->records_done(), 12);
 }
 
+TEST(TaskLedgerTest, HeartbeatsKeepTheNextTaskTheyName) {
+  TaskManager tm(TrainingOptions(), Training(), {}, {});
+  proto::Task current = tm.Next(WorkerId(1));
+  proto::Task next = tm.Next(WorkerId(1));
+  auto restored = Restore(tm, TrainingOptions(), Training(), {});
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_TRUE(restored->ReconcileWorker(WorkerId(1), TaskId(current.task_id()), current.attempt(),
+                                        TaskAttempt{TaskId(next.task_id()), next.attempt()}));
+  EXPECT_EQ(restored->HeldBy(WorkerId(1)),
+            (std::vector<TaskId>{TaskId(current.task_id()), TaskId(next.task_id())}));
+}
+
 TEST(TaskLedgerTest, HeartbeatsReturnTasksTheirWorkersDoNotHave) {
   TaskManager tm(TrainingOptions(), Training(), {}, {});
   proto::Task lost_reply = tm.Next(WorkerId(1));

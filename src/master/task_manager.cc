@@ -472,17 +472,24 @@ bool TaskManager::Progress(WorkerId worker, TaskId task, int32_t attempt,
   return true;
 }
 
-bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt) {
+bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt,
+                                  std::optional<TaskAttempt> next) {
   Holder* holder = nullptr;
   Held* current = FindHeld(worker, current_task, attempt, &holder);
   if (holder != nullptr) holder->restored = false;
+  Holder* next_holder = nullptr;
+  Held* ahead = next ? FindHeld(worker, next->task, next->attempt, &next_holder) : nullptr;
+  if (next_holder != nullptr) next_holder->restored = false;
+  const bool asking_ahead = next && next->task.value() < 0;
   for (auto it = held_.begin(); it != held_.end();) {
     Held& h = it->second;
     auto mine = std::find_if(h.holders.begin(), h.holders.end(),
                              [&](const Holder& x) { return x.worker == worker; });
-    // A worker works on one task at a time: while it is on one it holds,
-    // the others are abandoned (e.g. a hand-out whose reply was lost).
-    if (&h != current && mine != h.holders.end() && (current != nullptr || mine->restored)) {
+    // A worker works on one task at a time (and may hold the next): while
+    // it is on one it holds, the others are abandoned (e.g. a hand-out
+    // whose reply was lost).
+    if (&h != current && &h != ahead && mine != h.holders.end() &&
+        ((current != nullptr && !asking_ahead) || mine->restored)) {
       DropHolder(&it, worker);
       continue;
     }
@@ -491,10 +498,11 @@ bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t 
   return current != nullptr;
 }
 
-int TaskManager::RecoverWorker(WorkerId worker) {
+int TaskManager::RecoverWorker(WorkerId worker, std::optional<TaskAttempt> keep) {
+  const Held* kept = keep ? FindHeld(worker, keep->task, keep->attempt) : nullptr;
   int n = 0;
   for (auto it = held_.begin(); it != held_.end();) {
-    if (!it->second.HeldBy(worker)) {
+    if (!it->second.HeldBy(worker) || &it->second == kept) {
       ++it;
       continue;
     }

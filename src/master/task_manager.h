@@ -92,6 +92,12 @@ struct TaskManagerOptions {
   proto::EarlyStopping early_stopping;
 };
 
+// A task at the attempt a worker holds it.
+struct TaskAttempt {
+  TaskId task;
+  int32_t attempt = 0;
+};
+
 // One finished evaluation.
 struct Evaluation {
   int64_t model_version = 0;
@@ -184,19 +190,22 @@ class TaskManager {
   bool Progress(WorkerId worker, TaskId task, int32_t attempt, int64_t minibatches_done);
 
   // A heartbeat says `worker` works on `current_task` at `attempt` (-1:
-  // none); a worker works on one task at a time. Tasks held by `worker` that
-  // it no longer works on go back to the front of their queue with their
-  // known progress: all the others when it works on one it holds (say a
-  // hand-out whose reply was lost), else only those restored from the
-  // ledger (see FromLedger) — a task handed out since may cross the
-  // heartbeat. Returns whether `current_task` is held by `worker` at
-  // `attempt`. Cheap; meant for every heartbeat.
-  bool ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt);
+  // none), and holds `next` (handed to it ahead, not begun), if any; a
+  // worker works on one task at a time. Tasks held by `worker` that it no
+  // longer works on go back to the front of their queue with their known
+  // progress: all the others when it works on one it holds (say a hand-out
+  // whose reply was lost), else only those restored from the ledger (see
+  // FromLedger) — a task handed out since may cross the heartbeat, as may
+  // one asked for ahead (`next` with task -1: its answer not seen yet).
+  // Returns whether `current_task` is held by `worker` at `attempt`.
+  // Cheap; meant for every heartbeat.
+  bool ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt,
+                       std::optional<TaskAttempt> next = std::nullopt);
 
   // Puts every task `worker` holds back at the front of the queue with its
-  // known progress, but those another attempt goes on with. Returns how
-  // many went back.
-  int RecoverWorker(WorkerId worker);
+  // known progress, but `keep` (when the worker holds it at that attempt)
+  // and those another attempt goes on with. Returns how many went back.
+  int RecoverWorker(WorkerId worker, std::optional<TaskAttempt> keep = std::nullopt);
 
   // A parameter server restored from a checkpoint holds, of each training
   // task, only the first `applied[task]` minibatches (absent: none). Every

@@ -158,6 +158,45 @@ TEST(TaskManagerTest, LostWorkersTasksGoBackFirst) {
   EXPECT_TRUE(tm.Report(WorkerId(2), Done(b)));
 }
 
+TEST(TaskManagerTest, AWorkerMayHoldItsNextTaskBeforeItsCurrentOneEnds) {
+  TaskManager tm({}, Ranges(4), {}, {});
+  const WorkerId worker(1);
+  proto::Task current = tm.Next(worker);
+  // Asked for the next task keeping the current one: both are held.
+  EXPECT_EQ(tm.RecoverWorker(worker, TaskAttempt{TaskId(current.task_id()), current.attempt()}), 0);
+  proto::Task next = tm.Next(worker);
+  EXPECT_EQ(tm.HeldBy(worker),
+            (std::vector<TaskId>{TaskId(current.task_id()), TaskId(next.task_id())}));
+  // Heartbeats that name both keep both; the current one is reported.
+  const TaskAttempt ahead{TaskId(next.task_id()), next.attempt()};
+  EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(current.task_id()), current.attempt(), ahead));
+  EXPECT_EQ(tm.HeldBy(worker).size(), 2u);
+  EXPECT_TRUE(tm.Report(worker, Done(current)));
+  EXPECT_FALSE(tm.ReconcileWorker(worker, TaskId(-1), 0, ahead));
+  EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(next.task_id()), next.attempt()));
+  EXPECT_EQ(tm.HeldBy(worker), std::vector<TaskId>{TaskId(next.task_id())});
+  // A heartbeat sent while the worker asks ahead keeps what was handed out
+  // since (the answer may be on its way)...
+  proto::Task crossing = tm.Next(worker);
+  EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(next.task_id()), next.attempt(),
+                                 TaskAttempt{TaskId(-1), 0}));
+  EXPECT_EQ(tm.HeldBy(worker),
+            (std::vector<TaskId>{TaskId(next.task_id()), TaskId(crossing.task_id())}));
+  // ... one that does not name the next task drops it (a reply the worker
+  // never got), as does keeping a task the worker does not hold.
+  proto::Task unseen = tm.Next(worker);
+  EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(next.task_id()), next.attempt()));
+  EXPECT_EQ(tm.HeldBy(worker), std::vector<TaskId>{TaskId(next.task_id())});
+  EXPECT_EQ(tm.RecoverWorker(worker, TaskAttempt{TaskId(unseen.task_id()), unseen.attempt()}), 1);
+  EXPECT_TRUE(tm.HeldBy(worker).empty());
+  // A lost worker's tasks all go back.
+  proto::Task a = tm.Next(worker);
+  proto::Task b = tm.Next(worker);
+  EXPECT_EQ(tm.RecoverWorker(worker), 2);
+  std::set<int64_t> again = {tm.Next(WorkerId(2)).task_id(), tm.Next(WorkerId(2)).task_id()};
+  EXPECT_EQ(again, (std::set<int64_t>{a.task_id(), b.task_id()}));
+}
+
 TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
   TaskManagerOptions options;
   options.max_task_retries = 2;

@@ -39,6 +39,16 @@
 // says in a step's header that its minibatch is its task's last (its
 // pipeline is read two minibatches ahead), and the turns follow that step;
 // at a version's first step, the members without a task take them.
+//
+// The next task, ahead: without turns (one or two members), a member asks
+// for its next task in the step that trains its current task's last
+// minibatch, while that step's reduce is in flight, and the next task's
+// pipeline starts on a thread of its own (when the pipelines are seen to
+// leave LibTorch's global generator alone, and are not Python code): the
+// records of the next task are read and shuffled while the step finishes
+// and the current task is reported, instead of after. The member holds both
+// tasks meanwhile (its heartbeats name both); one that leaves first hands
+// the next one back.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
@@ -93,6 +103,7 @@ enum Column : int64_t {
   kIdle,     // 1: it has no task
   kJobOver,  // 1: it leaves because the job is over
   kLast,     // 1: its minibatch is its task's last
+  kAttempt,  // its task's attempt
   kColumns
 };
 
@@ -151,6 +162,9 @@ class CollectiveTrainer {
     // A prefetch's failure, for the step that needs its minibatch.
     Status error;
     proto::ReportTaskRequest report;
+    // The pipeline runs on the worker's pipeline thread (Worker::Ahead):
+    // `batches` is empty, the thread holds it. One task at most.
+    bool ahead = false;
   };
 
   Status BuildModel();
@@ -190,7 +204,17 @@ class CollectiveTrainer {
   // the task and its index), so one run ahead of a failed step is reused.
   Status Fill(int64_t from, int64_t index);
   Status ReportCurrent(bool stopped, const std::string& error = "", bool nonfinite = false);
-  Status StartTask(const proto::Task& task);
+  // A task handed out, not begun yet.
+  Current Handed(const proto::Task& task) const;
+  void StartTask(Current c);
+  // In the step of the current task's last minibatch (its pipeline has
+  // ended): asks for the next task and starts its pipeline ahead, where it
+  // may (see the top of this file). A failure to ask only leaves the next
+  // task to be asked for after the report.
+  void AskAhead();
+  // Reports the task asked for ahead, if any, as stopped: this member
+  // leaves, or the group's state went back.
+  Status HandBackAhead();
   Status WriteFinalCheckpoint();
   bool Abandoned() const {
     return group_ != nullptr && w_.latest_group_version_.load() > group_->version();
@@ -213,6 +237,11 @@ class CollectiveTrainer {
   int64_t version_ = 0;
   std::map<int64_t, int64_t> applied_;
   std::optional<Current> current_;
+  // The next task, handed out ahead (AskAhead).
+  std::optional<Current> next_;
+  // The last first pull of a task's pipeline on this thread left LibTorch's
+  // global generator alone, and the pipelines are not Python code.
+  bool pipelines_free_ = false;
   bool leaving_ = false;  // leaves after the next step
   // Steps of this group version so far (the same count on every member).
   int64_t step_ = 0;
@@ -430,17 +459,65 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
   return absl::OkStatus();
 }
 
-Status CollectiveTrainer::StartTask(const proto::Task& task) {
+CollectiveTrainer::Current CollectiveTrainer::Handed(const proto::Task& task) const {
   Current c;
   c.task = task;
   c.report.set_worker_id(w_.options_.worker_id);
   c.report.set_task_id(task.task_id());
   c.report.set_attempt(task.attempt());
   c.report.set_minibatches_done(task.minibatches_done());
+  return c;
+}
+
+void CollectiveTrainer::StartTask(Current c) {
   w_.account_.FirstTask();
-  w_.BeginTask(task);
+  w_.BeginTask(c.task);
   current_ = std::move(c);
-  return absl::OkStatus();
+}
+
+void CollectiveTrainer::AskAhead() {
+  if (next_ || TakesTurns() || !pipelines_free_ || leaving_ || job_over_ || w_.stopping()) return;
+  proto::GetTaskRequest request;
+  request.set_worker_id(w_.options_.worker_id);
+  request.mutable_keep()->set_task_id(current_->task.task_id());
+  request.mutable_keep()->set_attempt(current_->task.attempt());
+  proto::GetTaskResponse response;
+  w_.AskingAhead();
+  Status asked = w_.CallMaster("asking the master for the next task", &MasterClient::GetTask,
+                               request, &response);
+  const proto::Task& task = response.task();
+  if (!asked.ok() || task.type() == proto::TASK_NONE || task.type() == proto::TASK_WAIT) {
+    if (!asked.ok()) spdlog::warn("{}", asked.ToString());
+    w_.HoldAhead(nullptr);
+    return;
+  }
+  Current next = Handed(task);
+  if (task.type() == proto::TASK_TRAINING) {
+    // A pipeline that fails to start is started again, and reports why,
+    // when the task begins.
+    StatusOr<Dataset<Example>> batches = w_.Batches(task, Mode::TRAINING);
+    if (batches.ok()) {
+      // The current task's pipeline has ended: the thread is the next one's.
+      current_->ahead = false;
+      w_.Ahead().Start(std::move(*batches));
+      next.ahead = true;
+    }
+  }
+  w_.HoldAhead(&task);
+  next_ = std::move(next);
+}
+
+Status CollectiveTrainer::HandBackAhead() {
+  if (!next_) return absl::OkStatus();
+  if (next_->ahead) w_.Ahead().Stop();
+  proto::ReportTaskRequest report = std::move(next_->report);
+  next_.reset();
+  w_.HoldAhead(nullptr);
+  auto it = applied_.find(report.task_id());
+  report.set_minibatches_done(it == applied_.end() ? 0 : it->second);
+  report.set_stopped(true);
+  report.set_model_version(version_);
+  return w_.Report(report);
 }
 
 Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, bool nonfinite) {
@@ -463,31 +540,31 @@ StatusOr<bool> CollectiveTrainer::EnsureTask() {
   while (!current_) {
     if (w_.lost_) return absl::AbortedError("the master took this worker as lost");
     if (w_.stopping() || job_over_) return false;
-    proto::GetTaskRequest request;
-    request.set_worker_id(w_.options_.worker_id);
-    proto::GetTaskResponse response;
-    EDL_RETURN_IF_ERROR(
-        w_.CallMaster("asking the master for a task", &MasterClient::GetTask, request, &response));
-    const proto::Task& task = response.task();
-    switch (task.type()) {
-      case proto::TASK_NONE:
+    std::optional<Current> handed = std::exchange(next_, std::nullopt);
+    if (!handed) {
+      proto::GetTaskRequest request;
+      request.set_worker_id(w_.options_.worker_id);
+      proto::GetTaskResponse response;
+      EDL_RETURN_IF_ERROR(w_.CallMaster("asking the master for a task", &MasterClient::GetTask,
+                                        request, &response));
+      if (response.task().type() == proto::TASK_NONE) {
         job_over_ = true;
         return false;
-      case proto::TASK_WAIT:
-        return true;
-      case proto::TASK_TRAINING:
-        EDL_RETURN_IF_ERROR(StartTask(task));
-        break;
-      default: {
-        // Evaluation on this member's model (the group's, at version_):
-        // the others wait in the next step meanwhile.
-        EDL_RETURN_IF_ERROR(StartTask(task));
-        Status s = w_.RunTask(task, &current_->report);
-        if (!s.ok()) current_->report.set_error(std::string(s.message()));
-        EDL_RETURN_IF_ERROR(w_.Report(current_->report));
-        current_.reset();
-        w_.EndTask();
       }
+      if (response.task().type() == proto::TASK_WAIT) return true;
+      handed = Handed(response.task());
+    }
+    const proto::Task task = handed->task;
+    StartTask(std::move(*handed));
+    w_.HoldAhead(nullptr);
+    if (task.type() != proto::TASK_TRAINING) {
+      // Evaluation on this member's model (the group's, at version_): the
+      // others wait in the next step meanwhile.
+      Status s = w_.RunTask(task, &current_->report);
+      if (!s.ok()) current_->report.set_error(std::string(s.message()));
+      EDL_RETURN_IF_ERROR(w_.Report(current_->report));
+      current_.reset();
+      w_.EndTask();
     }
   }
   return true;
@@ -497,7 +574,9 @@ Status CollectiveTrainer::Fill(int64_t from, int64_t index) {
   Current& c = *current_;
   c.ready.erase(c.ready.begin(), c.ready.lower_bound(from));
   if (c.ready.count(index) > 0 || (c.end && index >= *c.end)) return absl::OkStatus();
-  if (!c.batches || c.position > index) {
+  if ((!c.batches && !c.ahead) || c.position > index) {
+    if (c.ahead) w_.Ahead().Stop();
+    c.ahead = false;
     EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, w_.Batches(c.task, Mode::TRAINING));
     c.batches = std::move(batches);
     c.position = 0;
@@ -505,8 +584,18 @@ Status CollectiveTrainer::Fill(int64_t from, int64_t index) {
     c.ready.clear();
   }
   while (c.position <= index) {
-    torch::manual_seed(job_seeds::PipelinePull(w_.job_.seed, c.task.task_id(), c.position));
-    StatusOr<std::optional<Example>> batch = c.batches->Next();
+    StatusOr<std::optional<Example>> batch = std::optional<Example>();
+    if (c.ahead) {
+      batch = w_.Ahead().Next();
+    } else {
+      torch::manual_seed(job_seeds::PipelinePull(w_.job_.seed, c.task.task_id(), c.position));
+      if (c.position == 0) {
+        batch = w_.ProbedPull(&*c.batches, &pipelines_free_);
+        pipelines_free_ = pipelines_free_ && !w_.program_.MakesBatchesInPython();
+      } else {
+        batch = c.batches->Next();
+      }
+    }
     if (!batch.ok()) return w_.DatasetError(batch.status());
     if (!batch->has_value()) {
       c.end = c.position;
@@ -670,6 +759,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       if (minibatch) {
         row[kTask] = current_->task.task_id();
         row[kMinibatch] = *minibatch;
+        row[kAttempt] = current_->task.attempt();
       }
       row[kLeaving] = leaving_ ? 1 : 0;
       row[kRegroup] = w_.latest_group_version_.load() > group_->version() ? 1 : 0;
@@ -710,6 +800,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     if (minibatch && current_) {
       Status prefetched = Fill(*minibatch, *minibatch + ReadAhead());
       if (!prefetched.ok()) current_->error = prefetched;
+      if (prefetched.ok() && current_->end && *minibatch + 1 >= *current_->end) AskAhead();
     }
     const auto computed = TimeAccount::Clock::now();
     std::optional<TimeAccount::Clock::time_point> reduced_at;
@@ -739,7 +830,8 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     bool any_leaving = false, regroup = false, all_idle = true;
     // Two members bringing one minibatch (a task handed out twice, which
     // only a race with the master setting work back can make): the step is
-    // dropped everywhere, and the higher rank gives its task up.
+    // dropped everywhere, and the member with the older attempt, which the
+    // master took back, gives its task up (of equal ones, the higher rank).
     bool duplicate = false, mine_duplicates = false;
     // The job is over for these members: the first of them writes the
     // model's last checkpoint, which the master publishes.
@@ -757,7 +849,8 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         const int64_t* o = header[q].data_ptr<int64_t>();
         if (o[kPresent] == 1 && o[kTask] == h[kTask] && o[kMinibatch] == h[kMinibatch]) {
           duplicate = true;
-          mine_duplicates = mine_duplicates || r == group_->rank();
+          const int gives_up = o[kAttempt] < h[kAttempt] ? q : r;
+          mine_duplicates = mine_duplicates || gives_up == group_->rank();
         }
       }
     }
@@ -912,10 +1005,11 @@ Status CollectiveTrainer::Run() {
       failed_version = version;
       continue;
     }
-    if (rewound && current_) {
+    if (rewound) {
       // The master took the tasks back; somebody redoes them from the
       // group's state.
       EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
+      EDL_RETURN_IF_ERROR(HandBackAhead());
     }
     w_.account_.AddSince(TimeAccount::Kind::kRecovery, regrouping);
     StatusOr<Outcome> outcome = Steps(asked);
@@ -927,6 +1021,7 @@ Status CollectiveTrainer::Run() {
     switch (*outcome) {
       case Outcome::kLeave: {
         EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
+        EDL_RETURN_IF_ERROR(HandBackAhead());
         if (writes_final_checkpoint_) EDL_RETURN_IF_ERROR(WriteFinalCheckpoint());
         checkpoints_->Flush();
         proto::RendezvousRequest request;

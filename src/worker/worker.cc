@@ -137,6 +137,30 @@ void Worker::EndTask() {
   task_revoked_ = false;
 }
 
+StatusOr<std::optional<Example>> Worker::ProbedPull(Dataset<Example>* batches, bool* free) {
+  const torch::Tensor before = GlobalGeneratorState();
+  StatusOr<std::optional<Example>> batch = batches->Next();
+  *free = batch.ok() && batch->has_value() && torch::equal(before, GlobalGeneratorState());
+  return batch;
+}
+
+PipelineAhead<Example>& Worker::Ahead() {
+  if (!ahead_) ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead);
+  return *ahead_;
+}
+
+void Worker::AskingAhead() {
+  std::lock_guard<std::mutex> lock(task_mu_);
+  asking_ahead_ = true;
+}
+
+void Worker::HoldAhead(const proto::Task* task) {
+  std::lock_guard<std::mutex> lock(task_mu_);
+  asking_ahead_ = false;
+  ahead_task_id_ = task != nullptr ? task->task_id() : -1;
+  ahead_attempt_ = task != nullptr ? task->attempt() : 0;
+}
+
 template <typename Request, typename Response, typename Method>
 Status Worker::CallMaster(const char* what, Method method, const Request& request,
                           Response* response) {
@@ -471,13 +495,8 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     torch::manual_seed(job_seeds::PipelinePull(job_.seed, task.task_id(), minibatch));
     if (probed) return batches.Next();
     probed = true;
-    const torch::Tensor before = GlobalGeneratorState();
-    StatusOr<std::optional<Example>> batch = batches.Next();
-    if (batch.ok() && batch->has_value() && torch::equal(before, GlobalGeneratorState())) {
-      if (!ahead_) ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead);
-      ahead_->Start(std::move(batches));
-      ahead = true;
-    }
+    StatusOr<std::optional<Example>> batch = ProbedPull(&batches, &ahead);
+    if (ahead) Ahead().Start(std::move(batches));
     return batch;
   };
   // Every attempt's pipeline yields the same minibatches: skip those the
@@ -662,6 +681,12 @@ void Worker::HeartbeatLoop() {
       std::lock_guard<std::mutex> task_lock(task_mu_);
       request.set_task_id(task_id_);
       request.set_attempt(attempt_);
+      if (asking_ahead_) {
+        request.mutable_next()->set_task_id(-1);
+      } else if (ahead_task_id_ >= 0) {
+        request.mutable_next()->set_task_id(ahead_task_id_);
+        request.mutable_next()->set_attempt(ahead_attempt_);
+      }
     }
     request.set_minibatches_done(minibatches_done_.load());
     *request.mutable_seconds() = account_.Totals();

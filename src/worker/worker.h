@@ -148,6 +148,12 @@ class Worker {
   // dataset_fn over the task's records, batched; its randomness seeded from
   // the job's seed, the epoch and the task.
   StatusOr<Dataset<Example>> Batches(const proto::Task& task, Mode mode);
+  // A task pipeline's first pull; *free says whether it left LibTorch's
+  // global generator alone (and yielded a minibatch): such a pipeline may
+  // run ahead of the model on a thread of its own.
+  StatusOr<std::optional<Example>> ProbedPull(Dataset<Example>* batches, bool* free);
+  // The thread that runs a task's pipeline ahead (made on first use).
+  PipelineAhead<Example>& Ahead();
   // The newest version this worker has seen.
   int64_t ModelVersion() const;
   Status DatasetError(const Status& status) const;
@@ -166,6 +172,12 @@ class Worker {
   // The task the heartbeats name, from its hand-out to its report.
   void BeginTask(const proto::Task& task);
   void EndTask();
+  // AllreduceStrategy: the task handed out ahead of the current one's end,
+  // which the heartbeats name as held too (nullptr: none). AskingAhead():
+  // one is asked for; until HoldAhead, heartbeats say so (an answer may be
+  // on its way).
+  void AskingAhead();
+  void HoldAhead(const proto::Task* task);
   // stopping(), or the master no longer has this worker hold its current
   // task (another attempt finished it; taken back): the training loop stops
   // after the current minibatch.
@@ -191,8 +203,8 @@ class Worker {
   int64_t pushed_version_ = 0;  // the newest version a push of ours produced
   double learning_rate_ = 0;    // of the last step a push of ours made or joined
   std::map<std::string, std::shared_ptr<const RecordFile>> files_;
-  // Runs a training task's pipeline ahead of the model (Train); made when a
-  // task's pipeline first may.
+  // Runs a training task's pipeline ahead of the model (Train, and the
+  // collective trainer's next task); see Ahead().
   std::unique_ptr<PipelineAhead<Example>> ahead_;
 
   // Shared with the heartbeat thread. task_mu_ keeps the task, its attempt
@@ -201,6 +213,9 @@ class Worker {
   std::mutex task_mu_;
   int64_t task_id_ = -1;
   int32_t attempt_ = 0;
+  int64_t ahead_task_id_ = -1;
+  int32_t ahead_attempt_ = 0;
+  bool asking_ahead_ = false;
   std::atomic<bool> task_revoked_{false};
   std::atomic<int64_t> minibatches_done_{0};
   std::atomic<bool> leave_{false};  // the master asked us to leave

@@ -125,6 +125,33 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
             self.assertGreater(seconds.get("trained", 0), 0, describe)
         self.repeat(scenario)
 
+    def test_two_workers_take_their_next_task_ahead(self):
+        """Two workers take no turns: each asks for its next task in the step of its
+        current task's last minibatch and holds both until that one is reported. A worker
+        killed (SIGKILL) and one stopped (SIGTERM) meanwhile lose nothing and apply
+        nothing twice."""
+        def scenario(run):
+            epochs = 3
+            job, job_dir, output, log = self.start(f"ar-ahead-{run}", num_epochs=epochs,
+                                                   num_workers=2)
+            self.until(job, log, lambda: any("ahead_of" in e for e in log.of("task_dispatched")),
+                       "a task handed out ahead of its worker's current one")
+            killed, _, _, _ = self.signal_worker_mid_task(job, job_dir, log, signal.SIGKILL)
+            self.wait_event(job, log, lambda e: e.get("event") == "worker_lost" and
+                            e.get("worker") == killed, f"worker_lost of worker {killed}")
+            self.until(job, log, lambda: len(log.live_workers()) >= 2, "a replacement worker")
+            stopped, _, _, _ = self.signal_worker_mid_task(job, job_dir, log, signal.SIGTERM)
+            self.wait_event(job, log, lambda e: e.get("event") in ("worker_left", "worker_lost")
+                            and e.get("worker") == stopped, f"worker {stopped} leaving")
+            self.assertExact(job, job_dir, output, log, epochs)
+            describe = self.describe(job, log)
+            # The stopped worker handed back what it held, the next task included.
+            self.assertEqual([e["requeued"] for e in log.of("worker_left", worker=stopped)], [0],
+                             describe)
+            ahead = [e for e in log.of("task_dispatched") if "ahead_of" in e]
+            self.assertGreaterEqual(len(ahead), chaos_test.TASKS_PER_EPOCH, describe)
+        self.repeat(scenario)
+
     def test_python_model_repeated_worker_sigkills(self):
         """The exactness zoo's Python twin (a Python model, a Python dataset_fn that
         shuffles) all-reducing its gradients while workers are killed inside tasks."""

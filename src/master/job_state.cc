@@ -242,7 +242,7 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> kee
   // (a report lost with a master that died) goes back to the queue,
   // progress kept.
   tasks_.RecoverWorker(worker, keep);
-  *task = tasks_.Next(worker);
+  *task = tasks_.Next(worker, /*ahead=*/keep.has_value());
   if (task->type() == proto::TASK_WAIT && BackupLocked(worker, task)) return ChangedLocked();
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
   if (!dispatched_any_) {

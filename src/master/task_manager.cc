@@ -213,7 +213,7 @@ bool TaskManager::finished() const {
          final_evaluation_started_;
 }
 
-proto::Task TaskManager::Next(WorkerId worker) {
+proto::Task TaskManager::Next(WorkerId worker, bool ahead) {
   proto::Task none;
   if (finished()) {
     none.set_type(proto::TASK_NONE);
@@ -240,7 +240,8 @@ proto::Task TaskManager::Next(WorkerId worker) {
   if (task.type() == proto::TASK_TRAINING && !training_started_) {
     training_started_ = std::chrono::steady_clock::now();
   }
-  Held& held = held_[IdOf(task)] = Held{std::move(e), {Holder{worker, task.attempt(), false}}};
+  Held& held = held_[IdOf(task)] =
+      Held{std::move(e), {Holder{worker, task.attempt(), /*restored=*/false, ahead}}};
   NoteHeld(held);
   return task;
 }
@@ -476,10 +477,10 @@ bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t 
                                   std::optional<TaskAttempt> next) {
   Holder* holder = nullptr;
   Held* current = FindHeld(worker, current_task, attempt, &holder);
-  if (holder != nullptr) holder->restored = false;
+  if (holder != nullptr) holder->restored = holder->ahead = false;
   Holder* next_holder = nullptr;
   Held* ahead = next ? FindHeld(worker, next->task, next->attempt, &next_holder) : nullptr;
-  if (next_holder != nullptr) next_holder->restored = false;
+  if (next_holder != nullptr) next_holder->restored = next_holder->ahead = false;
   const bool asking_ahead = next && next->task.value() < 0;
   for (auto it = held_.begin(); it != held_.end();) {
     Held& h = it->second;
@@ -488,7 +489,7 @@ bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t 
     // A worker works on one task at a time (and may hold the next): while
     // it is on one it holds, the others are abandoned (e.g. a hand-out
     // whose reply was lost).
-    if (&h != current && &h != ahead && mine != h.holders.end() &&
+    if (&h != current && &h != ahead && mine != h.holders.end() && !mine->ahead &&
         ((current != nullptr && !asking_ahead) || mine->restored)) {
       DropHolder(&it, worker);
       continue;

@@ -164,9 +164,12 @@ TEST(TaskManagerTest, AWorkerMayHoldItsNextTaskBeforeItsCurrentOneEnds) {
   proto::Task current = tm.Next(worker);
   // Asked for the next task keeping the current one: both are held.
   EXPECT_EQ(tm.RecoverWorker(worker, TaskAttempt{TaskId(current.task_id()), current.attempt()}), 0);
-  proto::Task next = tm.Next(worker);
+  proto::Task next = tm.Next(worker, /*ahead=*/true);
   EXPECT_EQ(tm.HeldBy(worker),
             (std::vector<TaskId>{TaskId(current.task_id()), TaskId(next.task_id())}));
+  // A heartbeat sent before the worker saw it keeps it too.
+  EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(current.task_id()), current.attempt()));
+  EXPECT_EQ(tm.HeldBy(worker).size(), 2u);
   // Heartbeats that name both keep both; the current one is reported.
   const TaskAttempt ahead{TaskId(next.task_id()), next.attempt()};
   EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(current.task_id()), current.attempt(), ahead));
@@ -189,6 +192,16 @@ TEST(TaskManagerTest, AWorkerMayHoldItsNextTaskBeforeItsCurrentOneEnds) {
   EXPECT_EQ(tm.HeldBy(worker), std::vector<TaskId>{TaskId(next.task_id())});
   EXPECT_EQ(tm.RecoverWorker(worker, TaskAttempt{TaskId(unseen.task_id()), unseen.attempt()}), 1);
   EXPECT_TRUE(tm.HeldBy(worker).empty());
+  // A task handed out ahead that the worker never saw goes back when it asks
+  // again.
+  proto::Task on = tm.Next(worker);
+  proto::Task lost_reply = tm.Next(worker, /*ahead=*/true);
+  EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(on.task_id()), on.attempt()));
+  EXPECT_EQ(tm.HeldBy(worker).size(), 2u);
+  EXPECT_TRUE(tm.Report(worker, Done(on)));
+  EXPECT_EQ(tm.RecoverWorker(worker), 1);
+  EXPECT_EQ(tm.Next(worker).task_id(), lost_reply.task_id());
+  tm.RecoverWorker(worker);
   // A lost worker's tasks all go back.
   proto::Task a = tm.Next(worker);
   proto::Task b = tm.Next(worker);

@@ -43,12 +43,14 @@
 // The next task, ahead: without turns (one or two members), a member asks
 // for its next task in the step that trains its current task's last
 // minibatch, while that step's reduce is in flight, and the next task's
-// pipeline starts on a thread of its own (when the pipelines are seen to
-// leave LibTorch's global generator alone, and are not Python code): the
-// records of the next task are read and shuffled while the step finishes
-// and the current task is reported, instead of after. The member holds both
-// tasks meanwhile (its heartbeats name both); one that leaves first hands
-// the next one back.
+// pipeline starts on a thread of its own (when the pipelines are not Python
+// code and were seen to leave LibTorch's global generator alone in a task's
+// first pull, which is taken to hold for every task, as it is taken to hold
+// for every minibatch of one): the records of the next task are read and
+// shuffled while the step finishes and the current task is reported,
+// instead of after. The member holds both tasks meanwhile (its heartbeats
+// name both); one that leaves first, or whose group comes to take turns,
+// hands the next one back.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
@@ -476,7 +478,10 @@ void CollectiveTrainer::StartTask(Current c) {
 }
 
 void CollectiveTrainer::AskAhead() {
-  if (next_ || TakesTurns() || !pipelines_free_ || leaving_ || job_over_ || w_.stopping()) return;
+  if (next_ || TakesTurns() || !pipelines_free_ || leaving_ || job_over_ || w_.stopping() ||
+      (w_.job_.max_steps > 0 && version_ + 1 >= w_.job_.max_steps)) {
+    return;
+  }
   proto::GetTaskRequest request;
   request.set_worker_id(w_.options_.worker_id);
   request.mutable_keep()->set_task_id(current_->task.task_id());
@@ -522,6 +527,7 @@ Status CollectiveTrainer::HandBackAhead() {
 
 Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, bool nonfinite) {
   if (!current_) return absl::OkStatus();
+  if (current_->ahead) w_.Ahead().Stop();
   proto::ReportTaskRequest& report = current_->report;
   auto it = applied_.find(current_->task.task_id());
   report.set_minibatches_done(it == applied_.end() ? 0 : it->second);
@@ -1009,6 +1015,9 @@ Status CollectiveTrainer::Run() {
       // The master took the tasks back; somebody redoes them from the
       // group's state.
       EDL_RETURN_IF_ERROR(ReportCurrent(/*stopped=*/true));
+      EDL_RETURN_IF_ERROR(HandBackAhead());
+    } else if (TakesTurns()) {
+      // Tasks are dealt in turns from now on.
       EDL_RETURN_IF_ERROR(HandBackAhead());
     }
     w_.account_.AddSince(TimeAccount::Kind::kRecovery, regrouping);

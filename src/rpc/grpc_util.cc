@@ -95,9 +95,13 @@ grpc::ChannelArguments ChannelArgumentsOf(const JobCredentials& credentials) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
-  // Fail fast and reconnect quickly when a peer restarts.
+  // Reconnect quickly when a peer restarts: retries 100 ms after a failed
+  // attempt, backing off to 1 s. gRPC also takes the minimum reconnect
+  // backoff as the least time it gives one attempt to connect: 10 s, so that
+  // an attempt whose handshake is slow on a loaded machine is not cut off
+  // (at 100 ms, attempts bounded by the backoff could all time out).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   // Whatever address is dialled, the server must hold the job's certificate.
   if (credentials.uses_tls()) args.SetSslTargetNameOverride(kJobServerName);

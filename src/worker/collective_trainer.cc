@@ -206,6 +206,9 @@ class CollectiveTrainer {
   // the task and its index), so one run ahead of a failed step is reused.
   Status Fill(int64_t from, int64_t index);
   Status ReportCurrent(bool stopped, const std::string& error = "", bool nonfinite = false);
+  // Reports `c` with the minibatches of it the model holds (its pipeline
+  // thread, if it has it, stops).
+  Status Report(Current* c, bool stopped, const std::string& error = "", bool nonfinite = false);
   // A task handed out, not begun yet.
   Current Handed(const proto::Task& task) const;
   void StartTask(Current c);
@@ -514,29 +517,29 @@ void CollectiveTrainer::AskAhead() {
 
 Status CollectiveTrainer::HandBackAhead() {
   if (!next_) return absl::OkStatus();
-  if (next_->ahead) w_.Ahead().Stop();
-  proto::ReportTaskRequest report = std::move(next_->report);
+  Status s = Report(&*next_, /*stopped=*/true);
   next_.reset();
   w_.HoldAhead(nullptr);
-  auto it = applied_.find(report.task_id());
-  report.set_minibatches_done(it == applied_.end() ? 0 : it->second);
-  report.set_stopped(true);
-  report.set_model_version(version_);
-  return w_.Report(report);
+  return s;
 }
 
-Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, bool nonfinite) {
-  if (!current_) return absl::OkStatus();
-  if (current_->ahead) w_.Ahead().Stop();
-  proto::ReportTaskRequest& report = current_->report;
-  auto it = applied_.find(current_->task.task_id());
+Status CollectiveTrainer::Report(Current* c, bool stopped, const std::string& error,
+                                 bool nonfinite) {
+  if (c->ahead) w_.Ahead().Stop();
+  proto::ReportTaskRequest& report = c->report;
+  auto it = applied_.find(c->task.task_id());
   report.set_minibatches_done(it == applied_.end() ? 0 : it->second);
   report.set_stopped(stopped);
   report.set_model_version(version_);
   report.set_learning_rate(learning_rate_);
   if (!error.empty()) report.set_error(error);
   report.set_nonfinite(nonfinite);
-  Status s = w_.Report(report);
+  return w_.Report(report);
+}
+
+Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, bool nonfinite) {
+  if (!current_) return absl::OkStatus();
+  Status s = Report(&*current_, stopped, error, nonfinite);
   current_.reset();
   w_.EndTask();
   return s;

@@ -30,6 +30,9 @@
 #
 # Environment: RECORDS (default 30000), REPS (default 3), DATA, WORK,
 # OMP_WAIT_POLICY, ELASTICDL_CACHE_DIR, PYTHON: as in train_bench.sh.
+# ONLY_GOAL=1 runs only the two configurations of P13 (without the info rows
+# of the others), so that the same time holds twice the repetitions of the
+# ratio with a goal.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +40,7 @@ BUILD=${1:-$ROOT/build-bench}
 BIN=$BUILD/bin
 RECORDS=${RECORDS:-30000}
 REPS=${REPS:-3}
+ONLY_GOAL=${ONLY_GOAL:-0}
 PYTHON=${PYTHON:-/usr/bin/python3}
 WORK=${WORK:-$(mktemp -d -t allreduce_bench.XXXXXX)}
 DATA=${DATA:-$WORK/mnist}
@@ -47,7 +51,7 @@ mnist_subset
 
 LOG=$WORK/log
 mkdir -p "$LOG"
-echo "# allreduce_bench: $RECORDS records, $REPS reps, $(nproc) cores," \
+echo "# allreduce_bench: $RECORDS records, $REPS reps$( ((ONLY_GOAL)) && echo ", P13 only"), $(nproc) cores," \
   "load $(cut -d' ' -f1-3 /proc/loadavg), OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; logs in $LOG"
 
 ours() {  # workers threads log [flags...]: "steady job" records/s
@@ -64,39 +68,48 @@ for ((i = 1; i <= REPS; i++)); do
   read -r ar arj <<<"$(ours 2 1 "$LOG/ar.$i" "${AR[@]}")"
   R[ar]+=" $ar" R[arj]+=" $arj"
   R[ddpm]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddpm.$i")"
-  read -r ps psj <<<"$(ours 2 1 "$LOG/ps.$i")"
-  R[ps]+=" $ps" R[psj]+=" $psj"
-  R[ddp]+=" $(ddp "$LOG/ddp.$i")"
+  if ! ((ONLY_GOAL)); then
+    read -r ps psj <<<"$(ours 2 1 "$LOG/ps.$i")"
+    R[ps]+=" $ps" R[psj]+=" $psj"
+    R[ddp]+=" $(ddp "$LOG/ddp.$i")"
+  fi
   line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
-  for k in ar ddpm ps ddp arj psj; do line+=" $k=${R[$k]##* }"; done
+  for k in ar ddpm ps ddp arj psj; do [[ -n ${R[$k]:-} ]] && line+=" $k=${R[$k]##* }"; done
   echo "$line"
 done
 
 read -r A AM <<<"$(stat "${R[ar]}")"
 read -r AJ AJM <<<"$(stat "${R[arj]}")"
 read -r DT DTM <<<"$(stat "${R[ddpm]}")"
-read -r P PM <<<"$(stat "${R[ps]}")"
-read -r PJ PJM <<<"$(stat "${R[psj]}")"
-read -r D DM <<<"$(stat "${R[ddp]}")"
+read -r P PM <<<"$(stat "${R[ps]:-}")"
+read -r PJ PJM <<<"$(stat "${R[psj]:-}")"
+read -r D DM <<<"$(stat "${R[ddp]:-}")"
 
 echo
 printf '%-64s %10s %10s\n' "samples/s (best / median of $REPS)" best median
 printf '%-64s %10.1f %10.1f\n' "elasticdl train, AllreduceStrategy, 2 workers x 1 thread" "$A" "$AM"
 printf '%-64s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread, malloc tuned" "$DT" "$DTM"
-printf '%-64s %10.1f %10.1f\n' "elasticdl train, ParameterServerStrategy, 2 x 1 + 1 PS" "$P" "$PM"
+((ONLY_GOAL)) ||
+  printf '%-64s %10.1f %10.1f\n' "elasticdl train, ParameterServerStrategy, 2 x 1 + 1 PS" "$P" "$PM"
 printf '%-64s %10.1f %10.1f\n' "(info) AllreduceStrategy, the job's figure (set-up included)" "$AJ" "$AJM"
-printf '%-64s %10.1f %10.1f\n' "(info) ParameterServerStrategy, the job's figure" "$PJ" "$PJM"
-printf '%-64s %10.1f %10.1f\n' "(info) torchrun DDP 2 x 1, glibc defaults" "$D" "$DM"
+if ! ((ONLY_GOAL)); then
+  printf '%-64s %10.1f %10.1f\n' "(info) ParameterServerStrategy, the job's figure" "$PJ" "$PJM"
+  printf '%-64s %10.1f %10.1f\n' "(info) torchrun DDP 2 x 1, glibc defaults" "$D" "$DM"
+fi
 echo
 printf '%-6s %-52s %7s %7s %8s  %s\n' "" "ratio" best median goal verdict
 P13=$(ratio "$A" "$DT"); P13M=$(ratio "$AM" "$DTM")
 printf '%-6s %-52s %7s %7s %8s  %s\n' P13 "AllreduceStrategy 2x1 / DDP 2x1 (malloc tuned)" "$P13" "$P13M" ">= 1.0" "$(verdict "$P13M" 1.0)"
-printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "AllreduceStrategy 2x1 / ParameterServer 2x1" "$(ratio "$A" "$P")" "$(ratio "$AM" "$PM")" "" ""
+((ONLY_GOAL)) ||
+  printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "AllreduceStrategy 2x1 / ParameterServer 2x1" "$(ratio "$A" "$P")" "$(ratio "$AM" "$PM")" "" ""
 printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "the job's figure / DDP 2x1 (malloc tuned)" "$(ratio "$AJ" "$DT")" "$(ratio "$AJM" "$DTM")" "" ""
-printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "AllreduceStrategy 2x1 / DDP 2x1 (glibc defaults)" "$(ratio "$A" "$D")" "$(ratio "$AM" "$DM")" "" ""
+((ONLY_GOAL)) ||
+  printf '%-6s %-52s %7s %7s %8s  %s\n' "(info)" "AllreduceStrategy 2x1 / DDP 2x1 (glibc defaults)" "$(ratio "$A" "$D")" "$(ratio "$AM" "$DM")" "" ""
 read -r _ PAIR13 <<<"$(paired "${R[ar]}" "${R[ddpm]}")"
-read -r _ PAIRPS <<<"$(paired "${R[ar]}" "${R[ps]}")"
 echo
 printf '%-6s %-52s %7s\n' "" "median of the ratios within a repetition" median
 printf '%-6s %-52s %7s\n' P13 "AllreduceStrategy 2x1 / DDP 2x1 (malloc tuned)" "$PAIR13"
-printf '%-6s %-52s %7s\n' "(info)" "AllreduceStrategy 2x1 / ParameterServer 2x1" "$PAIRPS"
+if ! ((ONLY_GOAL)); then
+  read -r _ PAIRPS <<<"$(paired "${R[ar]}" "${R[ps]}")"
+  printf '%-6s %-52s %7s\n' "(info)" "AllreduceStrategy 2x1 / ParameterServer 2x1" "$PAIRPS"
+fi

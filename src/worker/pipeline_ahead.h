@@ -7,11 +7,19 @@
 // intra-op settings on its first parallel operation, and doing so clears
 // oneDNN's cache of convolution primitives, which the model would then
 // build again. Thread-safe; one pipeline at a time, from one training thread.
+//
+// The thread may run at a lower priority than the thread that made it (a
+// higher nice value), so that on cores busy computing it takes the time the
+// computing threads leave rather than theirs.
 #ifndef ELASTICDL_WORKER_PIPELINE_AHEAD_H_
 #define ELASTICDL_WORKER_PIPELINE_AHEAD_H_
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -28,7 +36,10 @@ namespace elasticdl::worker {
 template <typename T>
 class PipelineAhead {
  public:
-  explicit PipelineAhead(size_t depth) : depth_(depth > 0 ? depth : 1) {
+  // `niceness` is added to the thread's nice value (and so to that of the
+  // threads its pipelines start).
+  explicit PipelineAhead(size_t depth, int niceness = 0)
+      : depth_(depth > 0 ? depth : 1), niceness_(niceness) {
     thread_ = std::thread([this] { Run(); });
   }
   ~PipelineAhead() {
@@ -86,6 +97,12 @@ class PipelineAhead {
  private:
   void Run() {
     pthread_setname_np(pthread_self(), "edl-pipeline");
+    if (niceness_ > 0) {
+      // Linux gives each thread its own nice value; a raise needs no privilege.
+      const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+      const int now = getpriority(PRIO_PROCESS, tid);
+      setpriority(PRIO_PROCESS, tid, std::min(19, now + niceness_));
+    }
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
       cv_.wait(lock, [this] { return quit_ || (active_ && !ended_ && ready_.size() < depth_); });
@@ -111,6 +128,7 @@ class PipelineAhead {
   }
 
   const size_t depth_;
+  const int niceness_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<Dataset<T>> pipeline_;

@@ -1,7 +1,11 @@
 #include "worker/pipeline_ahead.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -44,6 +48,26 @@ TEST(PipelineAheadTest, GivesEachPipelinesElementsInOrderThenTheEndOnOneThread) 
   // One thread of its own for all three.
   EXPECT_EQ(made_on.size(), 1u);
   EXPECT_EQ(made_on.count(std::this_thread::get_id()), 0u);
+}
+
+int ThisThreadsNice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); }
+
+TEST(PipelineAheadTest, PipelinesRunAtTheNicenessAskedForAboveTheirCreators) {
+  const int creator = ThisThreadsNice();
+  PipelineAhead<int64_t> ahead(2, /*niceness=*/10);
+  ahead.Start(Numbers(1).map([](int64_t) { return static_cast<int64_t>(ThisThreadsNice()); }));
+  StatusOr<std::optional<int64_t>> nice = ahead.Next();
+  ASSERT_TRUE(nice.ok()) << nice.status();
+  ASSERT_TRUE(nice->has_value());
+  EXPECT_EQ(**nice, std::min(19, creator + 10));
+  EXPECT_EQ(ThisThreadsNice(), creator);  // the creator's own is left alone
+
+  PipelineAhead<int64_t> plain(2);
+  plain.Start(Numbers(1).map([](int64_t) { return static_cast<int64_t>(ThisThreadsNice()); }));
+  StatusOr<std::optional<int64_t>> same = plain.Next();
+  ASSERT_TRUE(same.ok()) << same.status();
+  ASSERT_TRUE(same->has_value());
+  EXPECT_EQ(**same, creator);
 }
 
 TEST(PipelineAheadTest, AnErrorComesInItsPlaceAndEndsThePipeline) {

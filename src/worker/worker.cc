@@ -29,6 +29,12 @@ namespace {
 // How many minibatches a training pipeline that runs ahead makes before
 // the model takes them.
 constexpr size_t kMinibatchesAhead = 2;
+// How much lower than the training thread's the pipeline thread's priority
+// is (nice values). With the cores busy computing, the pipeline runs mostly
+// when a core waits (for a step's reduce, for the parameter servers) rather
+// than taking its turns from the computing threads; a training thread that
+// waits for its minibatch leaves a core to the pipeline all the same.
+constexpr int kPipelineNiceness = 10;
 
 // LibTorch's global CPU generator's state, which every draw from it changes.
 torch::Tensor GlobalGeneratorState() {
@@ -145,7 +151,9 @@ StatusOr<std::optional<Example>> Worker::ProbedPull(Dataset<Example>* batches, b
 }
 
 PipelineAhead<Example>& Worker::Ahead() {
-  if (!ahead_) ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead);
+  if (!ahead_) {
+    ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead, kPipelineNiceness);
+  }
   return *ahead_;
 }
 

@@ -29,12 +29,15 @@ namespace {
 // How many minibatches a training pipeline that runs ahead makes before
 // the model takes them.
 constexpr size_t kMinibatchesAhead = 2;
-// How much lower than the training thread's the pipeline thread's priority
-// is (nice values). With the cores busy computing, the pipeline runs mostly
-// when a core waits (for a step's reduce, for the parameter servers) rather
-// than taking its turns from the computing threads; a training thread that
-// waits for its minibatch leaves a core to the pipeline all the same.
-constexpr int kPipelineNiceness = 10;
+// AllreduceStrategy: how much lower than the training thread's the pipeline
+// thread's priority is (nice values). With every core computing, the
+// pipeline then runs mostly while a member waits for its step's reduce
+// rather than taking turns from the computing threads, whose delays the
+// other members wait for; a training thread that waits for its minibatch
+// leaves its core to the pipeline all the same. (A parameter-server worker's
+// pipeline keeps the training thread's priority: with its intra-op threads
+// on every core it was no faster so; docs/benchmarks.md.)
+constexpr int kCollectivePipelineNiceness = 10;
 
 // LibTorch's global CPU generator's state, which every draw from it changes.
 torch::Tensor GlobalGeneratorState() {
@@ -152,7 +155,9 @@ StatusOr<std::optional<Example>> Worker::ProbedPull(Dataset<Example>* batches, b
 
 PipelineAhead<Example>& Worker::Ahead() {
   if (!ahead_) {
-    ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead, kPipelineNiceness);
+    const bool collective = job_.strategy != proto::PARAMETER_SERVER_STRATEGY;
+    ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead,
+                                                      collective ? kCollectivePipelineNiceness : 0);
   }
   return *ahead_;
 }

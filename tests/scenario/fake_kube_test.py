@@ -242,7 +242,7 @@ class FakeKubeTest(unittest.TestCase):
                              ("b1", {"app": "b"}), ("n1", {})):
             self.create(pod_manifest(name, "sleep 30", labels))
         for name in ("a1", "a2", "b1", "n1"):
-            # Running: nothing changes them (nor the resource version) any more.
+            # Running: the lists below see them as they stay.
             self.wait_phase(name, "Running")
 
         def names(**selectors):
@@ -254,9 +254,15 @@ class FakeKubeTest(unittest.TestCase):
         self.assertEqual(names(label_selector="app"), ["a1", "a2", "b1"])
         self.assertEqual(names(label_selector="!app"), ["n1"])
         self.assertEqual(names(field_selector="metadata.name=b1"), ["b1"])
+        # A list carries the store's resource version when it was made. Other tests'
+        # pods share the server and may change meanwhile (a "sleep 30" ends), so that
+        # version lies between the store's before the call and after it.
+        before = int(self.fake.resource_version)
         raw = json.loads(self.api.list_namespaced_pod(self.ns, _preload_content=False).data)
-        self.assertEqual((raw["kind"], raw["metadata"]["resourceVersion"]),
-                         ("PodList", str(self.fake.resource_version)))
+        after = int(self.fake.resource_version)
+        self.assertEqual(raw["kind"], "PodList")
+        self.assertGreaterEqual(int(raw["metadata"]["resourceVersion"]), before)
+        self.assertLessEqual(int(raw["metadata"]["resourceVersion"]), after)
         self.assertNotIn("kind", raw["items"][0])  # as in the real server's lists
 
     def test_watch_from_a_resource_version(self):

@@ -141,12 +141,13 @@ class TaskManager {
   void set_parallelism(int workers) { parallelism_ = static_cast<size_t>(std::max(workers, 1)); }
 
   // The next task for `worker`: a real task, TASK_WAIT (nothing now, ask
-  // again), or TASK_NONE (the job is over). `ahead`: handed out ahead of the
-  // end of the worker's current task; heartbeats leave it held until one
-  // names it (one sent before the worker saw it may arrive after), and the
-  // worker's next call for a task takes it back if the worker never did. A real task carries its
-  // attempt (1 on its first hand-out; > 1: handed out before) and, for training, the minibatches
-  // known to be done, which the worker skips.
+  // again), or TASK_NONE (the job is over). A real task carries its attempt
+  // (1 on its first hand-out; > 1: handed out before) and, for training, the
+  // minibatches known to be done, which the worker skips. `ahead`: handed
+  // out ahead of the end of the worker's current task; heartbeats leave it
+  // held until one names it (one sent before the worker saw it may arrive
+  // after), and the worker's next call for a task takes it back if the
+  // worker never did.
   proto::Task Next(WorkerId worker, bool ahead = false);
 
   // Backups: the held training tasks an idle `worker` could back up, when

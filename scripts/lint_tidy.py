@@ -24,6 +24,8 @@ import shlex
 import subprocess
 import sys
 
+CLANG_TIDY = os.environ.get("CLANG_TIDY", "clang-tidy-22")
+
 
 def main():
     build_dir, units = sys.argv[1], [os.path.abspath(u) for u in sys.argv[2:]]
@@ -73,7 +75,7 @@ def main():
     config = os.path.join(root, ".clang-tidy")
 
     def tidy(db, files):
-        r = subprocess.run(["clang-tidy", "-p", db, "--quiet", f"--config-file={config}",
+        r = subprocess.run([CLANG_TIDY, "-p", db, "--quiet", f"--config-file={config}",
                             f"--header-filter={header_filter}", *files],
                            capture_output=True, text=True)
         return r.returncode, r.stdout

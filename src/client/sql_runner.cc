@@ -322,6 +322,7 @@ StatusOr<SqlResult> RunTrain(const SqlArgs& args, const sql::Statement& statemen
                        sql::DeriveTabular(db, statement.select, train.columns, train.label, *model,
                                           with.tabular, &recording));
   std::vector<std::string> attributes;
+  attributes.reserve(train.attributes.size());
   for (const sql::Attribute& a : train.attributes) {
     attributes.push_back(StrCat(a.key, "=", a.value.ToString()));
   }
@@ -451,6 +452,7 @@ StatusOr<SqlResult> RunPredict(const SqlArgs& args, const sql::Statement& statem
                                       " predictions for ", encoded.records, " rows"));
   }
   std::vector<std::string> columns;
+  columns.reserve(encoded.columns.size());
   for (const sql::ColumnInfo& c : encoded.columns) {
     columns.push_back(StrCat(db->QuoteIdentifier(c.name), " ", db->TypeName(c.type)));
   }

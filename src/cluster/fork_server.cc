@@ -177,6 +177,7 @@ void Send(int socket, const Message& message) {
   area.Write(request.argv);
   ::close(error_fd);  // end of file for the server: started
   std::vector<char*> argv;
+  argv.reserve(request.argv.size() + 1);
   for (const std::string& arg : request.argv) argv.push_back(::strdup(arg.c_str()));
   argv.push_back(nullptr);
   const int code = main(static_cast<int>(request.argv.size()), argv.data());
@@ -206,7 +207,8 @@ Message ForkChild(const Request& request, const CommandLineArea& area, int socke
     ::close(error_pipe[0]);
     return Message{Kind::kFailed, 0, fork_errno, Step::kFork};
   }
-  Message error{};
+  // What the child reports when it fails before exec; nothing otherwise.
+  Message error{Kind::kFailed, 0, 0, Step::kRequest};
   ssize_t n;
   do {
     n = ::read(error_pipe[0], &error, sizeof error);

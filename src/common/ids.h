@@ -48,8 +48,9 @@ using TaskId = TypedId<struct TaskIdTag, int64_t>;
 
 }  // namespace elasticdl
 
+// A specialization for a program-defined type, which [namespace.std] allows.
 template <typename Tag, typename Rep>
-struct std::hash<elasticdl::TypedId<Tag, Rep>> {
+struct std::hash<elasticdl::TypedId<Tag, Rep>> {  // NOLINT(bugprone-std-namespace-modification)
   size_t operator()(elasticdl::TypedId<Tag, Rep> id) const { return std::hash<Rep>()(id.value()); }
 };
 

@@ -15,9 +15,10 @@
 namespace elasticdl {
 
 namespace strings_internal {
+// Only ever an argument of the formatting call that made it.
 template <typename T>
 const T& Formattable(const T& v) {
-  return v;
+  return v;  // NOLINT(bugprone-return-const-ref-from-parameter)
 }
 // Status messages are absl::string_view, which fmt does not know.
 inline std::string_view Formattable(absl::string_view v) { return {v.data(), v.size()}; }

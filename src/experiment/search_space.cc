@@ -32,6 +32,7 @@ bool IsIdentifier(const std::string& s) {
 std::vector<double> Linspace(double lo, double hi, int64_t count) {
   if (count == 1) return {(lo + hi) / 2};
   std::vector<double> points;
+  points.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     points.push_back(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(count - 1));
   }
@@ -111,6 +112,7 @@ bool SearchSpace::contains(const std::string& name) const {
 
 std::vector<std::string> SearchSpace::names() const {
   std::vector<std::string> names;
+  names.reserve(hparams_.size());
   for (const Hyperparameter& h : hparams_) names.push_back(h.name);
   return names;
 }

@@ -83,12 +83,14 @@ int Membership::registered_ps() const {
 
 std::vector<std::string> Membership::ps_addresses() const {
   std::vector<std::string> out;
+  out.reserve(ps_.size());
   for (const Ps& p : ps_) out.push_back(p.address);
   return out;
 }
 
 std::vector<std::pair<PsId, cluster::ProcessHandle>> Membership::ps_processes() const {
   std::vector<std::pair<PsId, cluster::ProcessHandle>> out;
+  out.reserve(ps_.size());
   for (size_t i = 0; i < ps_.size(); ++i)
     out.emplace_back(PsId(static_cast<int>(i)), ps_[i].handle);
   return out;
@@ -154,6 +156,7 @@ std::vector<WorkerId> Membership::ExpiredLeases(Clock::time_point now) const {
 
 std::vector<WorkerId> Membership::workers() const {
   std::vector<WorkerId> ids;
+  ids.reserve(workers_.size());
   for (const auto& entry : workers_) ids.push_back(entry.first);
   return ids;
 }
@@ -168,6 +171,7 @@ std::vector<WorkerId> Membership::joined_workers() const {
 
 std::vector<std::pair<WorkerId, cluster::ProcessHandle>> Membership::worker_processes() const {
   std::vector<std::pair<WorkerId, cluster::ProcessHandle>> out;
+  out.reserve(workers_.size());
   for (const auto& [id, w] : workers_) out.emplace_back(id, w.handle);
   return out;
 }

@@ -272,7 +272,7 @@ class Fetcher {
           StrCat(url_.url, ": '", url_.ref, "' is not a commit: ", GitMessage()));
     }
     Commit commit(reinterpret_cast<git_commit*>(raw_peeled));
-    const std::string id = OidHex(*git_commit_id(commit.get()));
+    std::string id = OidHex(*git_commit_id(commit.get()));
     if (IsDirectory(git_dir_ + "/" + id)) return id;
 
     git_tree* raw_tree = nullptr;

@@ -102,7 +102,7 @@ json ToJson(const YAML::Node& node) {
         if (std::regex_match(s, kInt)) return std::stoll(s);
         if (std::regex_match(s, kFloat)) return std::stod(s);
       } catch (const std::out_of_range&) {
-        // Too large for a number: the server reads the text.
+        return s;  // too large for a number: the server reads the text
       }
       return s;
     }

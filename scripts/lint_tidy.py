@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """clang-tidy over translation units, a directory's units at a time.
 
-Usage: lint_tidy.py BUILD_DIR UNIT...
+Usage: [CLANG_TIDY=clang-tidy-22] lint_tidy.py BUILD_DIR UNIT...
 
 Most of clang-tidy's time goes to matching its checks against the headers a
 unit includes (gRPC, protobuf, spdlog, CLI11), the same headers for every

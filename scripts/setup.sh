@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   # toolchain; clang-tidy 22 (bookworm-security) leaves the code of system
-  # headers unchecked, which makes scripts/lint.sh about three times faster
-  # than with clang-tidy 14
+  # headers unchecked, which makes scripts/lint.sh about twice as fast as
+  # with clang-tidy 14
   g++ cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy-22 git
   # tensors and autograd; LibTorch's BLAS (Debian's libtorch links the
   # generic libblas.so.3, whose reference implementation makes a dense layer

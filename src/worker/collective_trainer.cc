@@ -41,16 +41,18 @@
 // at a version's first step, the members without a task take them.
 //
 // The next task, ahead: without turns (one or two members), a member asks
-// for its next task in the step that trains its current task's last
-// minibatch, while that step's reduce is in flight, and the next task's
-// pipeline starts on a thread of its own (when the pipelines are not Python
-// code and were seen to leave LibTorch's global generator alone in a task's
-// first pull, which is taken to hold for every task, as it is taken to hold
-// for every minibatch of one): the records of the next task are read and
-// shuffled while the step finishes and the current task is reported,
-// instead of after. The member holds both tasks meanwhile (its heartbeats
-// name both); one that leaves first, or whose group comes to take turns,
-// hands the next one back.
+// for its next task as soon as its current task's pipeline has made its
+// last minibatch (the pipeline runs ahead of the model on a thread of its
+// own, when the pipelines are not Python code and were seen to leave
+// LibTorch's global generator alone in a task's first pull, which is taken
+// to hold for every task, as it is taken to hold for every minibatch of
+// one), in the step of the current task's last minibatch at the latest,
+// while that step's reduce is in flight; the next task's pipeline then
+// starts on that thread: the records of the next task are read and
+// shuffled while the current task's last minibatches are trained and it is
+// reported, instead of after. The member holds both tasks meanwhile (its
+// heartbeats name both); one that leaves first, or whose group comes to
+// take turns, hands the next one back.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
@@ -212,8 +214,8 @@ class CollectiveTrainer {
   // A task handed out, not begun yet.
   Current Handed(const proto::Task& task) const;
   void StartTask(Current c);
-  // In the step of the current task's last minibatch (its pipeline has
-  // ended): asks for the next task and starts its pipeline ahead, where it
+  // Once the current task's pipeline has ended (its last minibatches are
+  // ready): asks for the next task and starts its pipeline ahead, where it
   // may (see the top of this file). A failure to ask only leaves the next
   // task to be asked for after the report.
   void AskAhead();
@@ -592,7 +594,10 @@ Status CollectiveTrainer::Fill(int64_t from, int64_t index) {
     c.end.reset();
     c.ready.clear();
   }
-  while (c.position <= index) {
+  // A pipeline ahead whose end is made gives up the rest of its minibatches
+  // at once: the task's end is known, and the thread is free for the next
+  // task's (AskAhead) while these are trained.
+  while (c.position <= index || (c.ahead && w_.Ahead().EndMade())) {
     StatusOr<std::optional<Example>> batch = std::optional<Example>();
     if (c.ahead) {
       batch = w_.Ahead().Next();
@@ -809,7 +814,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     if (minibatch && current_) {
       Status prefetched = Fill(*minibatch, *minibatch + ReadAhead());
       if (!prefetched.ok()) current_->error = prefetched;
-      if (prefetched.ok() && current_->end && *minibatch + 1 >= *current_->end) AskAhead();
+      if (prefetched.ok() && current_->end) AskAhead();
     }
     const auto computed = TimeAccount::Clock::now();
     std::optional<TimeAccount::Clock::time_point> reduced_at;

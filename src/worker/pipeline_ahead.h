@@ -79,6 +79,15 @@ class PipelineAhead {
     return next;
   }
 
+  // Whether the running pipeline's end is made and not taken yet: the
+  // elements before it can be taken without waiting. (Not after an error,
+  // whose elements before it are taken one by one as they are needed.)
+  bool EndMade() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return active_ && ended_ && !ready_.empty() && ready_.back().ok() &&
+           !ready_.back()->has_value();
+  }
+
   // Drops the running pipeline (after the element in the making) and what
   // it made that was not taken. The pipeline is destroyed on this thread.
   void Stop() {

@@ -119,5 +119,48 @@ TEST(PipelineAheadTest, MakesAtMostDepthAheadAndAStoppedPipelineNoMore) {
   EXPECT_EQ(**ahead.Next(), 0);
 }
 
+TEST(PipelineAheadTest, SaysWhenItsEndIsMadeSoTheRestCanBeTakenWithoutWaiting) {
+  PipelineAhead<int64_t> ahead(3);
+  EXPECT_FALSE(ahead.EndMade());  // nothing runs
+  // Two elements and the end fit within the depth: all of them are made.
+  ahead.Start(Numbers(2));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!ahead.EndMade() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(ahead.EndMade());
+  EXPECT_EQ(**ahead.Next(), 0);
+  EXPECT_TRUE(ahead.EndMade());
+  EXPECT_EQ(**ahead.Next(), 1);
+  EXPECT_TRUE(ahead.EndMade());  // the end itself is still to be taken
+  StatusOr<std::optional<int64_t>> end = ahead.Next();
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_FALSE(end->has_value());
+  EXPECT_FALSE(ahead.EndMade());
+
+  // An end beyond the depth is not made.
+  ahead.Start(Numbers(10));
+  EXPECT_EQ(**ahead.Next(), 0);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(ahead.EndMade());
+
+  // Nor is an error an end: the elements before it are taken as needed.
+  std::atomic<int> made{0};
+  ahead.Start(Numbers(5).map([&made](int64_t x) -> StatusOr<int64_t> {
+    ++made;
+    if (x == 1) return absl::DataLossError("record 1 is corrupt");
+    return x;
+  }));
+  while (made.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(ahead.EndMade());
+  EXPECT_EQ(**ahead.Next(), 0);
+  EXPECT_EQ(ahead.Next().status().code(), absl::StatusCode::kDataLoss);
+  ahead.Stop();
+  EXPECT_FALSE(ahead.EndMade());
+}
+
 }  // namespace
 }  // namespace elasticdl::worker

@@ -126,8 +126,8 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
         self.repeat(scenario)
 
     def test_two_workers_take_their_next_task_ahead(self):
-        """Two workers take no turns: each asks for its next task in the step of its
-        current task's last minibatch and holds both until that one is reported. A worker
+        """Two workers take no turns: each asks for its next task once its current task's
+        pipeline has made its last minibatch and holds both until that one is reported. A worker
         killed (SIGKILL) and one stopped (SIGTERM) meanwhile lose nothing and apply
         nothing twice."""
         def scenario(run):

@@ -183,6 +183,11 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   const WorkerId worker(request.worker_id());
   std::optional<TaskAttempt> keep;
   if (request.has_keep()) {
+    // Pace and backups follow one task per worker.
+    if (!options_.collective) {
+      return absl::InvalidArgumentError(
+          "only AllreduceStrategy workers ask for their next task before the current one ends");
+    }
     keep = TaskAttempt{TaskId(request.keep().task_id()), request.keep().attempt()};
   }
   uint64_t change = 0;
@@ -200,9 +205,7 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
         if (!members_.registered(w)) group_.Leave(w);
       }
     }
-    // A worker asking ahead still trains its current task: whatever the
-    // answer, it stays in the group until it begins the next one.
-    if (!keep) group_.Set(worker, training);
+    group_.Set(worker, training);
     training_begun_ = training_begun_ || training;
   }
   // The task is the worker's once the journal says so.
@@ -239,12 +242,8 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> kee
   // (a report lost with a master that died) goes back to the queue,
   // progress kept.
   tasks_.RecoverWorker(worker, keep);
-  if (!keep) ahead_.erase(worker);
   *task = tasks_.Next(worker, /*ahead=*/keep.has_value());
-  // Backups are for workers with nothing to do.
-  if (task->type() == proto::TASK_WAIT && !keep && BackupLocked(worker, task)) {
-    return ChangedLocked();
-  }
+  if (task->type() == proto::TASK_WAIT && BackupLocked(worker, task)) return ChangedLocked();
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
   if (!dispatched_any_) {
     spdlog::info("the first task goes out with {} of {} workers registered",
@@ -253,26 +252,11 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> kee
           {{"workers", members_.registered_workers()}, {"min_workers", options_.wait_for_workers}});
   }
   dispatched_any_ = true;
-  const OnTask on{TaskId(task->task_id()), Now(), task->minibatches_done(), Now()};
-  if (keep) {
-    ahead_[worker] = {on, task->type() == proto::TASK_TRAINING};
-  } else {
-    on_task_[worker] = on;
-  }
+  on_task_[worker] = {TaskId(task->task_id()), Now(), task->minibatches_done(), Now()};
   nlohmann::json fields = DispatchedFields(worker, *task);
   if (keep) fields["ahead_of"] = keep->task.value();
   Event("task_dispatched", fields);
   return ChangedLocked();
-}
-
-void JobState::BeginAheadLocked(WorkerId worker, TaskId current) {
-  auto it = ahead_.find(worker);
-  if (it == ahead_.end() || it->second.on.task != current) return;
-  OnTask on = it->second.on;
-  on.since = on.heard = Now();
-  on_task_[worker] = on;
-  group_.Set(worker, it->second.training);
-  ahead_.erase(it);
 }
 
 bool JobState::BackupLocked(WorkerId worker, proto::Task* task) {
@@ -348,18 +332,6 @@ Status JobState::ReportTask(const proto::ReportTaskRequest& report) {
                                                   " does not hold task ", request.task_id(),
                                                   " (attempt ", request.attempt(), ")"));
     }
-    // Done with its current task, the worker begins the one it was handed
-    // ahead, if it still holds it (a report of that one hands it back).
-    if (auto ahead = ahead_.find(worker); ahead != ahead_.end()) {
-      const TaskId next = ahead->second.on.task;
-      const std::vector<TaskId> holds = tasks_.HeldBy(worker);
-      if (next != TaskId(request.task_id()) &&
-          std::find(holds.begin(), holds.end(), next) != holds.end()) {
-        BeginAheadLocked(worker, next);
-      } else {
-        ahead_.erase(ahead);
-      }
-    }
     if (!was_stopped && !tasks_.stop_reason().empty()) {
       spdlog::info("training stops: {}", tasks_.stop_reason());
       Event("training_stopped",
@@ -425,7 +397,6 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   }
   const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt(), next);
   response->set_task_revoked(request.task_id() >= 0 && !holds);
-  if (holds) BeginAheadLocked(worker, task);  // its report may not have come yet
   auto on = on_task_.find(worker);
   if (holds && on != on_task_.end() && on->second.task == task) on->second.heard = Now();
   if (request.task_id() >= 0 &&
@@ -656,7 +627,6 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
     collective_.Leave(worker);
     requeued = tasks_.RecoverWorker(worker);
     on_task_.erase(worker);
-    ahead_.erase(worker);
     if (clean) {
       Event("worker_left", {{"worker", worker.value()}, {"how", how}, {"requeued", requeued}});
     } else {

@@ -211,11 +211,6 @@ class JobState {
   // steps wait for, so that the steps go at the backup's pace; its pushes
   // still count when they come first. Returns whether it handed one out.
   bool BackupLocked(WorkerId worker, proto::Task* task);
-  // `worker` works on `current` now: if that is the task it was handed
-  // ahead, the task is its latest (backups measure its pace there) and its
-  // kind decides the worker's training group membership, as a hand-out
-  // without keep does.
-  void BeginAheadLocked(WorkerId worker, TaskId current);
   Clock::time_point Now() const { return options_.clock->Now(); }
   double ThroughputLocked();
   // The journal's records (JournalWriter::Source): the whole state, and
@@ -251,14 +246,6 @@ class JobState {
     Clock::time_point heard;
   };
   std::map<WorkerId, OnTask> on_task_;
-  // A task handed to a worker ahead of the end of its current one (GetTask
-  // with keep), not begun yet: the worker's latest task, and its training
-  // group membership, once it begins (BeginAheadLocked).
-  struct Ahead {
-    OnTask on;
-    bool training = false;
-  };
-  std::map<WorkerId, Ahead> ahead_;
   // AllreduceStrategy; thread-safe by itself (its store calls wait).
   CollectiveGroup collective_;
   // Whether a version has been handed out; before that, workers asking

@@ -469,61 +469,21 @@ TEST(JobStateTest, CollectiveWorkersMayAskForTheirNextTaskKeepingTheCurrentOne) 
   ASSERT_TRUE(state.ReportTask(Done(0, ahead.task())).ok());
 }
 
-proto::GetTaskResponse AskAhead(JobState* state, int worker, const proto::Task& current) {
+TEST(JobStateTest, OnlyCollectiveWorkersAskAhead) {
+  JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(WorkerId(0), {}, false);
+  ASSERT_TRUE(RegisterWorker(&state, 0).ok());
+  StatusOr<proto::Task> current = GetTask(&state, 0);
+  ASSERT_TRUE(current.ok());
   proto::GetTaskRequest request;
-  request.set_worker_id(worker);
-  request.mutable_keep()->set_task_id(current.task_id());
-  request.mutable_keep()->set_attempt(current.attempt());
+  request.set_worker_id(0);
+  request.mutable_keep()->set_task_id(current->task_id());
+  request.mutable_keep()->set_attempt(current->attempt());
   proto::GetTaskResponse response;
-  EXPECT_TRUE(state->GetTask(request, &response).ok());
-  return response;
-}
-
-// A synchronous job of two workers that evaluates every version.
-std::unique_ptr<JobState> TwoWorkersEvaluatingEveryVersion() {
-  JobStateOptions options = StateOptions();
-  options.workers_target = 2;
-  TaskManagerOptions task_options = TrainingOptions();
-  task_options.evaluation_steps = 1;
-  auto state = std::make_unique<JobState>(
-      options, TaskManager(task_options, Ranges(2), Ranges(1), {}), nullptr);
-  EXPECT_TRUE(RegisterPs(state.get(), 0).ok());
-  for (int w : {0, 1}) {
-    state->WorkerStarted(WorkerId(w), {}, false);
-    EXPECT_TRUE(RegisterWorker(state.get(), w).ok());
-  }
-  return state;
-}
-
-// Worker 0 trains task a and worker 1 task b; b brings the model to version
-// 1, and worker 0, asking for its next task while it trains a, is handed
-// the evaluation that is due. Returns a and the evaluation.
-std::pair<proto::Task, proto::Task> EvaluationHandedAhead(JobState* state) {
-  StatusOr<proto::Task> a = GetTask(state, 0);
-  StatusOr<proto::Task> b = GetTask(state, 1);
-  EXPECT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->type(), proto::TASK_TRAINING);
-  EXPECT_EQ(b->type(), proto::TASK_TRAINING);
-  // Nothing to hand out ahead: worker 1 still trains task b, and the
-  // synchronous steps still wait for it.
-  EXPECT_EQ(AskAhead(state, 1, *b).task().type(), proto::TASK_WAIT);
-  EXPECT_EQ(state->training_group().members(), testing::WorkerIds({0, 1}));
-  proto::ReportTaskRequest done_b = Done(1, *b);
-  done_b.set_model_version(1);
-  EXPECT_TRUE(state->ReportTask(done_b).ok());
-  const proto::Task evaluation = AskAhead(state, 0, *a).task();
-  EXPECT_EQ(evaluation.type(), proto::TASK_EVALUATION);
-  return {*a, evaluation};
-}
-
-TEST(JobStateTest, ParameterServerWorkersAskAheadAndStayInTheGroupUntilTheyBeginTheNextTask) {
-  std::unique_ptr<JobState> state = TwoWorkersEvaluatingEveryVersion();
-  const auto [a, evaluation] = EvaluationHandedAhead(state.get());
-  EXPECT_EQ(state->training_group().members(), testing::WorkerIds({0, 1}));
-  // Done with a, worker 0 evaluates: the steps no longer wait for it.
-  ASSERT_TRUE(state->ReportTask(Done(0, a)).ok());
-  EXPECT_EQ(state->training_group().members(), testing::WorkerIds({1}));
-  ASSERT_TRUE(state->ReportTask(Done(0, evaluation)).ok());
+  Status s = state.GetTask(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(s.message()).find("AllreduceStrategy"), std::string::npos) << s;
 }
 
 TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {
@@ -578,15 +538,6 @@ proto::HeartbeatResponse Beat(JobState* state, int worker, const proto::Task& ta
   proto::HeartbeatResponse response;
   EXPECT_TRUE(state->Heartbeat(request, &response).ok());
   return response;
-}
-
-TEST(JobStateTest, AHeartbeatOnATaskHandedAheadBeginsIt) {
-  std::unique_ptr<JobState> state = TwoWorkersEvaluatingEveryVersion();
-  const proto::Task evaluation = EvaluationHandedAhead(state.get()).second;
-  // Worker 0 says it evaluates before its report on task a came (a report
-  // retried while the master was away): the steps no longer wait for it.
-  Beat(state.get(), 0, evaluation, 0, 2, 1.0);
-  EXPECT_EQ(state->training_group().members(), testing::WorkerIds({1}));
 }
 
 // Backups: two workers (1 and 2) and the two tasks of 20 minibatches they

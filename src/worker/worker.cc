@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <deque>
 #include <thread>
 #include <utility>
 
@@ -484,14 +483,10 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
   return absl::OkStatus();
 }
 
-Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
-                     bool pipeline_ahead) {
+Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) {
   const int64_t batch_size = job_.minibatch_size;
   const int64_t minibatches = (task.end() - task.start() + batch_size - 1) / batch_size;
-  std::optional<Dataset<Example>> batches;
-  if (!pipeline_ahead) {
-    EDL_ASSIGN_OR_RETURN(batches, Batches(task, Mode::TRAINING));
-  }
+  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::TRAINING));
   // The next minibatch of the pipeline, with LibTorch's global generator
   // seeded for it (for dataset_fns that draw from it). A pipeline seen to
   // leave that generator alone in its first pull of the task runs ahead of
@@ -502,53 +497,20 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
   // its own, and makes the next minibatch only while the servers take the
   // push; so does a pipeline of Python code, which would hold the
   // interpreter's lock against a Python model's forward.
-  //
-  // The next task, ahead: once a pipeline ahead has made its end, the
-  // task's last minibatches are taken from it at once, and the thread is
-  // the next task's, asked for while this one's push is in flight
-  // (AskAhead): its records are read and shuffled while this task's last
-  // minibatches train and it is reported, instead of after. Its pipeline is
-  // taken to leave the generator alone as this task's did.
-  bool probed = pipeline_ahead || program_.MakesBatchesInPython();
-  bool ahead = pipeline_ahead;
+  bool probed = program_.MakesBatchesInPython();
+  bool ahead = false;
   // The task's pipeline, when it runs ahead, ends with the task.
   auto stop_ahead = absl::MakeCleanup([&ahead, this] {
     if (ahead) ahead_->Stop();
   });
-  // The task's last minibatches, its end among them, once taken at once.
-  std::deque<StatusOr<std::optional<Example>>> last;
-  bool taken_at_once = false;
-  // The pipeline ahead gave its end.
-  bool ended_ahead = false;
   auto next = [&](int64_t minibatch) -> StatusOr<std::optional<Example>> {
-    if (taken_at_once) {
-      if (last.empty()) return std::optional<Example>();
-      StatusOr<std::optional<Example>> batch = std::move(last.front());
-      last.pop_front();
-      return batch;
-    }
-    if (ahead) {
-      StatusOr<std::optional<Example>> batch = ahead_->Next();
-      ended_ahead = batch.ok() && !batch->has_value();
-      return batch;
-    }
+    if (ahead) return ahead_->Next();
     torch::manual_seed(job_seeds::PipelinePull(job_.seed, task.task_id(), minibatch));
-    if (probed) return batches->Next();
+    if (probed) return batches.Next();
     probed = true;
-    StatusOr<std::optional<Example>> batch = ProbedPull(&*batches, &ahead);
-    if (ahead) Ahead().Start(std::move(*batches));
+    StatusOr<std::optional<Example>> batch = ProbedPull(&batches, &ahead);
+    if (ahead) Ahead().Start(std::move(batches));
     return batch;
-  };
-  auto ask_ahead = [&] {
-    if (!ahead || (!ended_ahead && !ahead_->EndMade())) return;
-    while (!ended_ahead) {
-      StatusOr<std::optional<Example>> batch = ahead_->Next();
-      ended_ahead = !batch.ok() || !batch->has_value();
-      last.push_back(std::move(batch));
-    }
-    ahead = false;
-    taken_at_once = true;
-    AskAhead(task);
   };
   // Every attempt's pipeline yields the same minibatches: skip those the
   // servers have applied.
@@ -582,9 +544,8 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
     // The pipeline makes the next minibatch while the servers take this
     // one's gradients: the same minibatches, in the same order, with the
     // same seeds, as one after the other.
-    auto prefetch = [&prefetched, &next, &ask_ahead, following = minibatch + 1] {
+    auto prefetch = [&prefetched, &next, following = minibatch + 1] {
       prefetched = next(following);
-      ask_ahead();
     };
     Status trained =
         TrainMinibatch(**batch, tag, job_seeds::Minibatch(job_.seed, task.task_id(), minibatch),
@@ -685,63 +646,12 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
   return WriteFileAtomically(StrCat(dir, "/task-", task.task_id(), ".csv"), csv);
 }
 
-std::optional<proto::Task> Worker::AskNext(const proto::Task& current, bool* pipeline_ahead) {
-  *pipeline_ahead = false;
-  proto::GetTaskRequest request;
-  request.set_worker_id(options_.worker_id);
-  request.mutable_keep()->set_task_id(current.task_id());
-  request.mutable_keep()->set_attempt(current.attempt());
-  proto::GetTaskResponse response;
-  AskingAhead();
-  Status asked =
-      CallMaster("asking the master for the next task", &MasterClient::GetTask, request, &response);
-  const proto::Task& task = response.task();
-  if (!asked.ok() || task.type() == proto::TASK_NONE || task.type() == proto::TASK_WAIT) {
-    if (!asked.ok()) spdlog::warn("{}", asked.ToString());
-    HoldAhead(nullptr);
-    return std::nullopt;
-  }
-  if (task.type() == proto::TASK_TRAINING) {
-    // A pipeline that fails to start is started again, and reports why,
-    // when the task begins.
-    StatusOr<Dataset<Example>> batches = Batches(task, Mode::TRAINING);
-    if (batches.ok()) Ahead().Start(std::move(*batches));
-    *pipeline_ahead = batches.ok();
-  }
-  HoldAhead(&task);
-  return task;
-}
-
-void Worker::AskAhead(const proto::Task& current) {
-  if (next_task_ || task_stopping() ||
-      (job_.max_steps > 0 && pushed_version_ + 1 >= job_.max_steps)) {
-    return;
-  }
-  next_task_ = AskNext(current, &next_pipeline_ahead_);
-}
-
-Status Worker::HandBackAhead() {
-  if (!next_task_) return absl::OkStatus();
-  if (std::exchange(next_pipeline_ahead_, false)) Ahead().Stop();
-  const proto::Task task = *std::exchange(next_task_, std::nullopt);
-  proto::ReportTaskRequest report;
-  report.set_worker_id(options_.worker_id);
-  report.set_task_id(task.task_id());
-  report.set_attempt(task.attempt());
-  report.set_minibatches_done(task.minibatches_done());
-  report.set_stopped(true);
-  Status s = Report(report);
-  HoldAhead(nullptr);
-  return s;
-}
-
-Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report,
-                       bool pipeline_ahead) {
+Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report) {
   account_.FirstTask();
   const auto started = TimeAccount::Clock::now();
   switch (task.type()) {
     case proto::TASK_TRAINING:
-      return Train(task, report, pipeline_ahead);
+      return Train(task, report);
     case proto::TASK_EVALUATION: {
       Status s = Evaluate(task, report);
       account_.AddSince(TimeAccount::Kind::kEvaluation, started);
@@ -843,34 +753,26 @@ Status Worker::Run() {
     if (lost_) return absl::AbortedError("the master took this worker as lost");
     if (stopping()) {
       spdlog::info("stopping as asked");
-      return HandBackAhead();
+      return absl::OkStatus();
     }
-    proto::Task task;
-    bool pipeline_ahead = false;
-    if (next_task_) {
-      task = *std::exchange(next_task_, std::nullopt);
-      pipeline_ahead = std::exchange(next_pipeline_ahead_, false);
-    } else {
-      proto::GetTaskRequest request;
-      request.set_worker_id(options_.worker_id);
-      proto::GetTaskResponse response;
-      EDL_RETURN_IF_ERROR(
-          CallMaster("asking the master for a task", &MasterClient::GetTask, request, &response));
-      task = response.task();
-    }
+    proto::GetTaskRequest request;
+    request.set_worker_id(options_.worker_id);
+    proto::GetTaskResponse response;
+    EDL_RETURN_IF_ERROR(
+        CallMaster("asking the master for a task", &MasterClient::GetTask, request, &response));
+    const proto::Task& task = response.task();
     if (task.type() == proto::TASK_NONE) return absl::OkStatus();
     if (task.type() == proto::TASK_WAIT) {
       std::this_thread::sleep_for(milliseconds(50));
       continue;
     }
     BeginTask(task);
-    HoldAhead(nullptr);
     proto::ReportTaskRequest report;
     report.set_worker_id(options_.worker_id);
     report.set_task_id(task.task_id());
     report.set_attempt(task.attempt());
     report.set_minibatches_done(task.minibatches_done());
-    Status s = RunTask(task, &report, pipeline_ahead);
+    Status s = RunTask(task, &report);
     bool reconnect = false;
     if (rpc::IsUnreachable(s) && ps_ != nullptr) {
       // A parameter server is gone: hand the rest of the task back (what

@@ -134,23 +134,8 @@ class Worker {
   // this worker's gradients wait in has been taken (CANCELLED when asked to
   // stop meanwhile).
   Status Pull(bool wait_for_steps = false);
-  // `pipeline_ahead`: a training task whose pipeline AskAhead started.
-  Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report,
-                 bool pipeline_ahead = false);
-  Status Train(const proto::Task& task, proto::ReportTaskRequest* report, bool pipeline_ahead);
-  // Asks the master for the next task keeping `current` (GetTaskRequest.keep;
-  // the heartbeats say so meanwhile) and starts a training task's pipeline
-  // on Ahead()'s thread (*pipeline_ahead: it did), in place of `current`'s,
-  // which must have ended. nullopt: none now, or the master could not be
-  // asked (logged); the next task is then asked for after the report.
-  std::optional<proto::Task> AskNext(const proto::Task& current, bool* pipeline_ahead);
-  // ParameterServerStrategy: asks for the next task while `current` trains
-  // its last minibatches (Train, once current's pipeline has made its end),
-  // and starts its pipeline ahead; it is next_task_ then. A failure to ask
-  // leaves the next task to be asked for after the report.
-  void AskAhead(const proto::Task& current);
-  // Reports next_task_, if any, as stopped: this worker leaves.
-  Status HandBackAhead();
+  Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report);
+  Status Train(const proto::Task& task, proto::ReportTaskRequest* report);
   // Computes and pushes one minibatch, with LibTorch's generator seeded from
   // `seed` before every forward. A non-finite loss or gradient is an error
   // with *nonfinite set; nothing is pushed. `while_pushing`, if set, runs
@@ -187,8 +172,8 @@ class Worker {
   // The task the heartbeats name, from its hand-out to its report.
   void BeginTask(const proto::Task& task);
   void EndTask();
-  // The task handed out ahead of the current one's end, which the
-  // heartbeats name as held too (nullptr: none). AskingAhead():
+  // AllreduceStrategy: the task handed out ahead of the current one's end,
+  // which the heartbeats name as held too (nullptr: none). AskingAhead():
   // one is asked for; until HoldAhead, heartbeats say so (an answer may be
   // on its way).
   void AskingAhead();
@@ -221,10 +206,6 @@ class Worker {
   // Runs a training task's pipeline ahead of the model (Train, and the
   // collective trainer's next task); see Ahead().
   std::unique_ptr<PipelineAhead<Example>> ahead_;
-  // ParameterServerStrategy: the next task, handed out ahead (AskAhead),
-  // and whether its pipeline runs ahead already.
-  std::optional<proto::Task> next_task_;
-  bool next_pipeline_ahead_ = false;
 
   // Shared with the heartbeat thread. task_mu_ keeps the task, its attempt
   // and whether it was revoked together, so that an answer about one task

@@ -105,11 +105,10 @@ class FakeMaster : public MasterClient {
     response->add_ps_addresses("fake:1");
     return absl::OkStatus();
   }
-  Status GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response,
+  Status GetTask(const proto::GetTaskRequest&, proto::GetTaskResponse* response,
                  std::chrono::milliseconds) override {
     std::lock_guard<std::mutex> lock(mu);
     EDL_RETURN_IF_ERROR(Fault());
-    asks.push_back(request);
     if (tasks.empty()) {
       response->mutable_task()->set_type(proto::TASK_NONE);
     } else {
@@ -146,7 +145,6 @@ class FakeMaster : public MasterClient {
 
   std::mutex mu;
   std::deque<proto::Task> tasks;
-  std::vector<proto::GetTaskRequest> asks;
   std::vector<proto::ReportTaskRequest> reports;
   std::vector<proto::HeartbeatRequest> heartbeats;
   int unreachable_calls = 0;
@@ -341,58 +339,10 @@ TEST_F(WorkerTest, TrainsEveryRecordOnceAndReportsEachTask) {
 TEST_F(WorkerTest, APipelineThatLeavesTheGlobalGeneratorAloneRunsAheadOfTheModel) {
   const std::set<std::thread::id> seen = PipelineThreadsOfThreeTasks(/*draws=*/false);
   EXPECT_FLOAT_EQ(servers_->weight(), -48);
-  // The first task's first pull on the training thread (this one), the
-  // rest on the pipeline's own.
+  // Each task's first pull on the training thread (this one), the rest on
+  // the pipeline's own.
   EXPECT_EQ(seen.count(std::this_thread::get_id()), 1u);
   EXPECT_GT(seen.size(), 1u);
-}
-
-TEST_F(WorkerTest, APipelineAheadAsksForTheNextTaskBeforeTheCurrentOneEnds) {
-  AddTasks(3);
-  auto worker = MakeWorker();
-  ASSERT_TRUE(worker->Run().ok());
-  EXPECT_FLOAT_EQ(servers_->weight(), -48);
-  // Tasks 1 and 2 were asked for keeping 0 and 1, and task 2's ask (keeping
-  // it) found none; so did the last ask, after task 2's report.
-  std::lock_guard<std::mutex> lock(master_->mu);
-  std::vector<int64_t> kept;
-  for (const proto::GetTaskRequest& ask : master_->asks) {
-    kept.push_back(ask.has_keep() ? ask.keep().task_id() : -1);
-  }
-  EXPECT_EQ(kept, (std::vector<int64_t>{-1, 0, 1, 2, -1}));
-  // Each task reported once, in order, whole.
-  ASSERT_EQ(master_->reports.size(), 3u);
-  for (int t = 0; t < 3; ++t) {
-    EXPECT_EQ(master_->reports[t].task_id(), t);
-    EXPECT_EQ(master_->reports[t].minibatches_done(), 4);
-    EXPECT_FALSE(master_->reports[t].stopped());
-  }
-}
-
-TEST_F(WorkerTest, AWorkerThatStopsHandsBackTheTaskItWasHandedAhead) {
-  AddTasks(3);
-  servers_->slow_push = 20ms;
-  auto worker = MakeWorker();
-  std::thread stopper([this] {
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(master_->mu);
-        if (master_->asks.size() >= 2) break;  // task 1 handed ahead
-      }
-      std::this_thread::sleep_for(1ms);
-    }
-    stop_ = true;
-  });
-  Status s = worker->Run();
-  stopper.join();
-  ASSERT_TRUE(s.ok()) << s;
-  std::lock_guard<std::mutex> lock(master_->mu);
-  ASSERT_EQ(master_->reports.size(), 2u);
-  EXPECT_EQ(master_->reports[0].task_id(), 0);
-  EXPECT_EQ(master_->reports[1].task_id(), 1);
-  EXPECT_TRUE(master_->reports[1].stopped());
-  EXPECT_EQ(master_->reports[1].minibatches_done(), 0);
-  EXPECT_FLOAT_EQ(servers_->weight(), -4.0f * master_->reports[0].minibatches_done());
 }
 
 TEST_F(WorkerTest, APipelineThatDrawsFromTheGlobalGeneratorStaysOnTheTrainingThread) {

@@ -500,30 +500,25 @@ class EventLog:
         return started[-1]["pid"] if started else None
 
     def holders(self):
-        """{worker: task_dispatched event} of the training task each worker works on:
-        handed out, not yet done or stopped.
+        """{worker: task_dispatched event} of training tasks handed out and not yet done.
 
-        A worker asking for a task without keeping one (no `ahead_of`) holds only what
-        it is handed; one handed its next task ahead works on the earlier until it is
-        done. A worker lost or gone holds nothing any more, nor one whose attempt another
+        A worker lost or gone holds nothing any more, nor one whose attempt another
         attempt of the task overtook (backups: task_done's `overtook`).
         """
-        held = {}  # worker -> its training tasks' task_dispatched events, in order
+        held = {}
         for e in self.events:
             kind = e.get("event")
-            if kind == "task_dispatched":
-                tasks = held.setdefault(e["worker"], [])
-                if "ahead_of" not in e:
-                    tasks.clear()
-                if is_training(e):
-                    tasks.append(e)
-            elif kind in ("task_done", "task_stopped"):
-                workers = [e["worker"]] + (e.get("overtook", []) if kind == "task_done" else [])
-                for worker in workers:
-                    held[worker] = [d for d in held.get(worker, []) if d["task"] != e["task"]]
+            if kind == "task_dispatched" and is_training(e):
+                held[e["worker"]] = e
+            elif kind == "task_dispatched":
+                held.pop(e["worker"], None)
+            elif kind == "task_done":
+                for worker in [e["worker"]] + e.get("overtook", []):
+                    if held.get(worker, {}).get("task") == e["task"]:
+                        del held[worker]
             elif kind in ("worker_lost", "worker_left"):
                 held.pop(e["worker"], None)
-        return {worker: tasks[0] for worker, tasks in held.items() if tasks}
+        return held
 
     def task_type(self, task):
         """The type of a task, from the latest task_dispatched of it read so far ("" if none)."""

@@ -6,6 +6,13 @@
 #   P2  elasticdl train, 2 workers x 1 thread + 1 PS  /  torchrun DDP 2 procs x 1 thread goal >= 1.05
 #   P3  elasticdl train, 2 workers x 1 thread + 1 PS  /  1 worker x 1 thread + 1 PS     goal >= 1.9
 #
+# and the limit of every 2 x 1 figure, measured in the same run: two bare
+# loops of one thread each, side by side (L2, their samples/s summed), what two
+# data-parallel processes that read their own data make on these cores with no
+# communication at all; beside it the bare loop of one thread alone (L1). The
+# highest P2 the run allowed is L2 / DDP, the highest P3 L2 / ours 1 x 1, and
+# L2 / L1 is what the cores give two processes over one.
+#
 # Like with like, by construction: every ratio with a goal compares processes
 # given the same malloc setting (ours set it at start-up, src/common/
 # process_tuning.h; the bare loop and DDP get it through GLIBC_TUNABLES; the
@@ -72,6 +79,19 @@ bare() {  # threads log
   sed -n 's/^RESULT bare .*samples_per_s=\([0-9.]*\).*/\1/p' "$2"
 }
 
+# L2: two one-thread bare loops started together, malloc tuned; prints their
+# samples/s summed (each over its own window, which opens after its warm-up
+# minibatches; the two run the same records, so the windows nearly coincide,
+# and the one that ends first leaves the other a core to itself for its last
+# minibatches: if anything, L2 is high).
+bare_pair() {  # log
+  GLIBC_TUNABLES=$TUNED bare 1 "$1.a" >"$1.a.rate" &
+  local a=$!
+  GLIBC_TUNABLES=$TUNED bare 1 "$1.b" >"$1.b.rate"
+  wait "$a"
+  awk '{ s += $1; n++ } END { printf "%.1f", (n == 2 ? s : 0) }' "$1.a.rate" "$1.b.rate"
+}
+
 warm_zoo "$LOG/warm"
 
 # Our workers and servers tell glibc's malloc to keep freed memory
@@ -95,8 +115,10 @@ for ((i = 1; i <= REPS; i++)); do
   run_ours ours2x1 2 1
   run_ours ours1x1 1 1
   run_ours async2x1 2 1 --use_async=true
+  R[bare1m]+=" $(GLIBC_TUNABLES=$TUNED bare 1 "$LOG/bare1m.$i")"
+  R[pair1m]+=" $(bare_pair "$LOG/pair1m.$i")"
   line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
-  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ours1x1 async2x1 ours1x2j ours2x1j; do
+  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ours1x1 async2x1 bare1m pair1m ours1x2j ours2x1j; do
     line+=" $k=${R[$k]##* }"
   done
   echo "$line"
@@ -114,6 +136,8 @@ read -r D21T D21TM <<<"$(stat "${R[ddp2x1m]}")"
 read -r O21 O21M <<<"$(stat "${R[ours2x1]}")"
 read -r O11 O11M <<<"$(stat "${R[ours1x1]}")"
 read -r A21 A21M <<<"$(stat "${R[async2x1]}")"
+read -r L1 L1M <<<"$(stat "${R[bare1m]}")"
+read -r L2 L2M <<<"$(stat "${R[pair1m]}")"
 read -r O12J O12JM <<<"$(stat "${R[ours1x2j]}")"
 read -r O21J O21JM <<<"$(stat "${R[ours2x1j]}")"
 
@@ -125,6 +149,8 @@ printf '%-56s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread, malloc 
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$O21" "$O21M"
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 1 thread + 1 PS" "$O11" "$O11M"
 printf '%-56s %10.1f %10.1f\n' "(info) elasticdl train, 2 x 1, --use_async=true" "$A21" "$A21M"
+printf '%-56s %10.1f %10.1f\n' "(limit) L2: two bare loops x 1 thread side by side" "$L2" "$L2M"
+printf '%-56s %10.1f %10.1f\n' "(limit) L1: bare loop, 1 thread, alone" "$L1" "$L1M"
 printf '%-56s %10.1f %10.1f\n' "(info) 1 x 2 + PS, the job's figure (set-up included)" "$O12J" "$O12JM"
 printf '%-56s %10.1f %10.1f\n' "(info) 2 x 1 + PS, the job's figure (set-up included)" "$O21J" "$O21JM"
 printf '%-56s %10.1f %10.1f\n' "(info) bare loop, 2 threads, glibc defaults" "$B2" "$B2M"
@@ -148,6 +174,21 @@ read -r _ PAIR <<<"$(paired "${R[ours2x1]}" "${R[ddp2x1m]}")"
 printf '%-6s %-46s %7s\n' P2 "ours 2x1 + PS / DDP 2x1 (malloc tuned)" "$PAIR"
 read -r _ PAIR <<<"$(paired "${R[ours2x1]}" "${R[ours1x1]}")"
 printf '%-6s %-46s %7s\n' P3 "ours 2x1 + PS / ours 1x1 + PS" "$PAIR"
+echo
+echo "# the limit of a 2 x 1 figure in this run, L2 (two one-thread bare loops side by side):"
+printf '%-6s %-46s %7s %7s %7s\n' "" "ratio" best median within
+limit() {  # name label a b
+  read -r _ PAIR <<<"$(paired "${R[$3]}" "${R[$4]}")"
+  local a b am bm
+  read -r a am <<<"$(stat "${R[$3]}")"
+  read -r b bm <<<"$(stat "${R[$4]}")"
+  printf '%-6s %-46s %7s %7s %7s\n' "$1" "$2" "$(ratio "$a" "$b")" "$(ratio "$am" "$bm")" "$PAIR"
+}
+limit "P2 max" "L2 / DDP 2x1 (malloc tuned)" pair1m ddp2x1m
+limit "P3 max" "L2 / ours 1x1 + PS" pair1m ours1x1
+limit "" "L2 / L1: two processes over one" pair1m bare1m
+limit "" "ours 2x1 + PS / L2" ours2x1 pair1m
+limit "" "DDP 2x1 (malloc tuned) / L2" ddp2x1m pair1m
 echo
 echo "# where the time goes (info):"
 grep -h '^bare\|^tensors\|^ps' "$LOG/bare2m.1" "$LOG/bare1" "$LOG/tensors2" "$LOG/ps" 2>/dev/null || true

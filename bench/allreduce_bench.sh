@@ -14,6 +14,8 @@
 # Our processes tell glibc's malloc to keep freed memory (src/common/
 # process_tuning.h); the peer gets the same setting through GLIBC_TUNABLES
 # in the row with the goal, and runs with glibc's defaults in an info row.
+# On 2 cores our two workers run on a core each (README, Tuning): so do the
+# peer's two processes in the row with the goal (ddp_mnist.py --bind_cores).
 # Every configuration runs REPS times, interleaved; the table shows the best
 # and the median, and the ratios are of the best figures and of the medians.
 #
@@ -67,7 +69,7 @@ declare -A R
 for ((i = 1; i <= REPS; i++)); do
   read -r ar arj <<<"$(ours 2 1 "$LOG/ar.$i" "${AR[@]}")"
   R[ar]+=" $ar" R[arj]+=" $arj"
-  R[ddpm]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddpm.$i")"
+  R[ddpm]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddpm.$i" $(ddp_binding))"
   if ! ((ONLY_GOAL)); then
     read -r ps psj <<<"$(ours 2 1 "$LOG/ps.$i")"
     R[ps]+=" $ps" R[psj]+=" $psj"
@@ -88,7 +90,7 @@ read -r D DM <<<"$(stat "${R[ddp]:-}")"
 echo
 printf '%-64s %10s %10s\n' "samples/s (best / median of $REPS)" best median
 printf '%-64s %10.1f %10.1f\n' "elasticdl train, AllreduceStrategy, 2 workers x 1 thread" "$A" "$AM"
-printf '%-64s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread, malloc tuned" "$DT" "$DTM"
+printf '%-64s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread, malloc tuned, bound as ours" "$DT" "$DTM"
 ((ONLY_GOAL)) ||
   printf '%-64s %10.1f %10.1f\n' "elasticdl train, ParameterServerStrategy, 2 x 1 + 1 PS" "$P" "$PM"
 printf '%-64s %10.1f %10.1f\n' "(info) AllreduceStrategy, the job's figure (set-up included)" "$AJ" "$AJM"

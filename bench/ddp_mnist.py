@@ -53,6 +53,17 @@ def make_model():
         nn.Linear(9216, 10))
 
 
+def bind_cores(local_rank, threads):
+    """Every thread of this process, and those it starts later, on its cores."""
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus = allowed[local_rank * threads:(local_rank + 1) * threads]
+    if len(cpus) != threads:
+        raise SystemExit(f"--bind_cores: rank {local_rank} x {threads} threads needs more than "
+                         f"the {len(allowed)} CPUs this process may use")
+    for tid in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(tid), cpus)
+
+
 def epoch_batches(loader, sampler, epoch):
     """The loader's batches of one epoch, as they are drawn."""
     sampler.set_epoch(epoch)
@@ -67,9 +78,15 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--bind_cores", action="store_true",
+                   help="run each process on cores of its own: --threads of the CPUs it may "
+                        "use, picked by LOCAL_RANK (as `elasticdl train` binds its workers "
+                        "when their threads fill the cores)")
     p.add_argument("--log_steps", action="store_true",
                    help="print READY at start and a STEP line per step (allreduce_recovery.py)")
     args = p.parse_args()
+    if args.bind_cores:
+        bind_cores(int(os.environ["LOCAL_RANK"]), args.threads)
 
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo")

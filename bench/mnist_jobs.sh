@@ -48,12 +48,21 @@ warm_zoo() {  # log
 }
 
 # samples/s of torchrun DDP over gloo (bench/ddp_mnist.py), 2 processes x 1
-# thread, on the first RECORDS records; its output goes to LOG.
-ddp() {  # log
+# thread, on the first RECORDS records; its output goes to LOG. Flags after
+# LOG go to ddp_mnist.py (--bind_cores: a core each, as our workers get).
+ddp() {  # log [flags...]
   OMP_NUM_THREADS=1 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node=2 \
-    --redirects 2 --tee 2 "$ROOT/bench/ddp_mnist.py" --records="$RECORDS" --threads=1 \
+    --redirects 2 --tee 2 "$ROOT/bench/ddp_mnist.py" --records="$RECORDS" --threads=1 "${@:2}" \
     >"$1" 2>&1
   sed -n 's/.*RESULT ddp .*samples_per_s=\([0-9.]*\).*/\1/p' "$1" | head -n1
+}
+
+# The flag that gives DDP's two one-thread processes the binding our two
+# one-thread workers get: `elasticdl train` runs each worker on a core of its
+# own when their threads fill the cores (README, Tuning), i.e. here on a
+# machine of two; elsewhere neither is bound.
+ddp_binding() {
+  if (( $(nproc) == 2 )); then echo --bind_cores; fi
 }
 
 # "best median" of a list of numbers.

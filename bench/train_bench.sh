@@ -16,7 +16,10 @@
 # Like with like, by construction: every ratio with a goal compares processes
 # given the same malloc setting (ours set it at start-up, src/common/
 # process_tuning.h; the bare loop and DDP get it through GLIBC_TUNABLES; the
-# peers at glibc's defaults are info rows), and the same window: the bare
+# peers at glibc's defaults are info rows), the same cores (on 2 cores our
+# two one-thread workers run on a core each, README's Tuning; so do DDP's two
+# processes, ddp_mnist.py --bind_cores, and L2's two loops, taskset; both
+# unbound are info rows), and the same window: the bare
 # loop and ddp_mnist.py open theirs after their first minibatches, ours opens
 # when every worker has finished its first task (bench/steady_rate.py, from
 # the job's event log), so no figure counts the steps in which LibTorch sets
@@ -35,7 +38,7 @@
 # all of them); the table shows the best and the median, and the ratios are of
 # the best figures (and, beside them, of the medians).
 #
-#   bench/train_bench.sh [BUILD_DIR]      # default build-bench; about 9 minutes
+#   bench/train_bench.sh [BUILD_DIR]      # default build-bench; about 12 minutes
 #
 # Environment: RECORDS (default 30000, i.e. 3 of the 6 training files),
 # REPS (default 2), DATA (a folder with train/ from `elasticdl data mnist`;
@@ -74,8 +77,10 @@ ours() {  # workers threads log [flags...]
   train_mnist "$ROOT/model_zoo" "$1" "$2" "$3" --training_data="$SUBSET" "${@:4}"
   echo "$("$PYTHON" "$ROOT/bench/steady_rate.py" "$3.job") $(records_per_second "$3")"
 }
-bare() {  # threads log
-  "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare >"$2" 2>&1
+bare() {  # threads log [cpus: run there (taskset)]
+  local on=()
+  [[ -n ${3:-} ]] && on=(taskset -c "$3")
+  "${on[@]}" "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare >"$2" 2>&1
   sed -n 's/^RESULT bare .*samples_per_s=\([0-9.]*\).*/\1/p' "$2"
 }
 
@@ -83,11 +88,14 @@ bare() {  # threads log
 # samples/s summed (each over its own window, which opens after its warm-up
 # minibatches; the two run the same records, so the windows nearly coincide,
 # and the one that ends first leaves the other a core to itself for its last
-# minibatches: if anything, L2 is high).
+# minibatches: if anything, L2 is high). Where our two workers run on a core
+# each (2 cores: ddp_binding), so do the two loops.
 bare_pair() {  # log
-  GLIBC_TUNABLES=$TUNED bare 1 "$1.a" >"$1.a.rate" &
+  local cpus=("" "")
+  [[ -n $(ddp_binding) ]] && cpus=(0 1)
+  GLIBC_TUNABLES=$TUNED bare 1 "$1.a" "${cpus[0]}" >"$1.a.rate" &
   local a=$!
-  GLIBC_TUNABLES=$TUNED bare 1 "$1.b" >"$1.b.rate"
+  GLIBC_TUNABLES=$TUNED bare 1 "$1.b" "${cpus[1]}" >"$1.b.rate"
   wait "$a"
   awk '{ s += $1; n++ } END { printf "%.1f", (n == 2 ? s : 0) }' "$1.a.rate" "$1.b.rate"
 }
@@ -111,14 +119,16 @@ for ((i = 1; i <= REPS; i++)); do
   R[bare2m]+=" $(GLIBC_TUNABLES=$TUNED bare 2 "$LOG/bare2m.$i")"
   run_ours ours1x2 1 2
   R[ddp2x1]+=" $(ddp "$LOG/ddp2x1.$i")"
-  R[ddp2x1m]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1m.$i")"
+  R[ddp2x1m]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1m.$i" $(ddp_binding))"
   run_ours ours2x1 2 1
+  R[ddp2x1u]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1u.$i")"
+  run_ours ours2x1u 2 1 --bind_workers=false
   run_ours ours1x1 1 1
   run_ours async2x1 2 1 --use_async=true
   R[bare1m]+=" $(GLIBC_TUNABLES=$TUNED bare 1 "$LOG/bare1m.$i")"
   R[pair1m]+=" $(bare_pair "$LOG/pair1m.$i")"
   line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
-  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ours1x1 async2x1 bare1m pair1m ours1x2j ours2x1j; do
+  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ddp2x1u ours2x1u ours1x1 async2x1 bare1m pair1m ours1x2j ours2x1j; do
     line+=" $k=${R[$k]##* }"
   done
   echo "$line"
@@ -134,6 +144,8 @@ read -r O12 O12M <<<"$(stat "${R[ours1x2]}")"
 read -r D21 D21M <<<"$(stat "${R[ddp2x1]}")"
 read -r D21T D21TM <<<"$(stat "${R[ddp2x1m]}")"
 read -r O21 O21M <<<"$(stat "${R[ours2x1]}")"
+read -r D21U D21UM <<<"$(stat "${R[ddp2x1u]}")"
+read -r O21U O21UM <<<"$(stat "${R[ours2x1u]}")"
 read -r O11 O11M <<<"$(stat "${R[ours1x1]}")"
 read -r A21 A21M <<<"$(stat "${R[async2x1]}")"
 read -r L1 L1M <<<"$(stat "${R[bare1m]}")"
@@ -145,7 +157,7 @@ echo
 printf '%-56s %10s %10s\n' "samples/s (best / median of $REPS)" best median
 printf '%-56s %10.1f %10.1f\n' "bare LibTorch loop, 2 threads, malloc keeps freed memory" "$B2T" "$B2TM"
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 2 threads + 1 PS" "$O12" "$O12M"
-printf '%-56s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread, malloc tuned" "$D21T" "$D21TM"
+printf '%-56s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 x 1 thread, malloc tuned, bound" "$D21T" "$D21TM"
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$O21" "$O21M"
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 1 thread + 1 PS" "$O11" "$O11M"
 printf '%-56s %10.1f %10.1f\n' "(info) elasticdl train, 2 x 1, --use_async=true" "$A21" "$A21M"
@@ -155,6 +167,8 @@ printf '%-56s %10.1f %10.1f\n' "(info) 1 x 2 + PS, the job's figure (set-up incl
 printf '%-56s %10.1f %10.1f\n' "(info) 2 x 1 + PS, the job's figure (set-up included)" "$O21J" "$O21JM"
 printf '%-56s %10.1f %10.1f\n' "(info) bare loop, 2 threads, glibc defaults" "$B2" "$B2M"
 printf '%-56s %10.1f %10.1f\n' "(info) DDP 2x1, glibc defaults" "$D21" "$D21M"
+printf '%-56s %10.1f %10.1f\n' "(info) DDP 2x1, malloc tuned, not bound" "$D21U" "$D21UM"
+printf '%-56s %10.1f %10.1f\n' "(info) ours 2x1 + PS, --bind_workers=false" "$O21U" "$O21UM"
 echo
 P1=$(ratio "$O12" "$B2T"); P1M=$(ratio "$O12M" "$B2TM")
 P2=$(ratio "$O21" "$D21T"); P2M=$(ratio "$O21M" "$D21TM")
@@ -165,6 +179,9 @@ printf '%-6s %-46s %7s %7s %8s  %s\n' P2 "ours 2x1 + PS / DDP 2x1 (malloc tuned)
 printf '%-6s %-46s %7s %7s %8s  %s\n' P3 "ours 2x1 + PS / ours 1x1 + PS" "$P3" "$P3M" ">= 1.9" "$(verdict "$P3M" 1.9)"
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 1x2 + PS / bare loop, glibc defaults" "$(ratio "$O12" "$B2")" "$(ratio "$O12M" "$B2M")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 + PS / DDP 2x1, glibc defaults" "$(ratio "$O21" "$D21")" "$(ratio "$O21M" "$D21M")" "" ""
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "both not bound: ours 2x1 / DDP 2x1 (tuned)" "$(ratio "$O21U" "$D21U")" "$(ratio "$O21UM" "$D21UM")" "" ""
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 bound / not bound" "$(ratio "$O21" "$O21U")" "$(ratio "$O21M" "$O21UM")" "" ""
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "DDP 2x1 (tuned) bound / not bound" "$(ratio "$D21T" "$D21U")" "$(ratio "$D21TM" "$D21UM")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "the job's figure 1x2 / bare loop 2 threads" "$(ratio "$O12J" "$B2T")" "$(ratio "$O12JM" "$B2TM")" "" ""
 echo
 printf '%-6s %-46s %7s\n' "" "median of the ratios within a repetition" median

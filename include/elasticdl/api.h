@@ -164,6 +164,10 @@ struct JobArgs {
   // on the same machine call them there (rpc/job_credentials.h). false: TCP
   // for every call (a job directory on a file system without sockets).
   bool local_sockets = true;
+  // Local cluster: when the workers' LibTorch threads fill this machine's
+  // cores, each worker runs on cores of its own (cluster/local_backend.h).
+  // false: the kernel's scheduler places every thread.
+  bool bind_workers = true;
 
   // Kubernetes (seed 003's flags): the image every pod runs, the namespace
   // (default: the kubeconfig context's), resources "cpu=1,memory=4096Mi"

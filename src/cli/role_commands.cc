@@ -77,12 +77,29 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
       ->capture_default_str();
   w->add_option("--num_threads", worker_options->num_threads,
                 "LibTorch threads (default: the job's)");
+  auto cpus = std::make_shared<std::string>();
+  w->add_option("--cpus", *cpus,
+                "CPUs every thread of this worker runs on, e.g. 0-3 or 0,2 (default: those it "
+                "was started with; the local cluster sets it when the workers' threads fill "
+                "the machine's cores)");
   // Set by the master's backend for the workers it starts.
   auto* job_dir_opt = w->add_option("--job_dir", worker_options->job_dir)->group("");
   auto* id_opt = w->add_option("--worker_id", worker_options->worker_id)->group("");
   id_opt->needs(job_dir_opt);
-  w->callback([worker_options, join_options, wait_s, id_opt, exit_code] {
+  w->callback([worker_options, join_options, wait_s, cpus, id_opt, exit_code] {
     const bool joining = id_opt->count() == 0;
+    // Before any thread starts: the threads started later inherit it.
+    if (!cpus->empty()) {
+      StatusOr<std::vector<int>> list = ParseCpuList(*cpus);
+      if (!list.ok()) {
+        *exit_code = ReportRoleError(Annotate(list.status(), "--cpus"));
+        return;
+      }
+      if (Status bound = BindToCpus(*list); !bound.ok()) {
+        spdlog::warn("{}; running on the CPUs this worker was started with",
+                     std::string(bound.message()));
+      }
+    }
     if (joining) {
       spdlog::set_pattern("[worker] %v");
       if (join_options->credentials_file.empty()) {

@@ -208,6 +208,11 @@ std::vector<JobSetting> MakeSettings() {
            "true: the job's processes call one another in plaintext, authenticated by the job's "
            "token alone (default: mutual TLS with certificates of a CA of the job's own)",
            kAll},
+          {"--bind_workers", &A::bind_workers,
+           "Local cluster: true (default) runs each worker on cores of its own when the "
+           "workers' threads (--num_workers x --num_threads) fill this machine's cores; false "
+           "leaves every thread to the kernel's scheduler",
+           kAll},
           {"--local_sockets", &A::local_sockets,
            "false: processes on one machine call one another over TCP too (default: through Unix "
            "sockets in the job directory, which only the job's user can enter)",
@@ -738,6 +743,7 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   cluster->set_partition(args.partition);
   EDL_ASSIGN_OR_RETURN(std::string worker_partition, WorkerPartition(args));
   cluster->set_worker_partition(worker_partition);
+  cluster->set_unbound_workers(!args.bind_workers);
   if (args.cluster == "kubernetes") {
     EDL_ASSIGN_OR_RETURN(*cluster->mutable_kubernetes(), KubernetesSpecOf(args));
   }

@@ -4,6 +4,7 @@
 #include "cluster/local_backend.h"
 #include "cluster/slurm_backend.h"
 #include "common/file.h"
+#include "common/process_tuning.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
@@ -67,6 +68,16 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
       local.env.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
     }
     if (config.kind == "local") {
+      // Workers whose LibTorch threads fill this machine's cores between
+      // them each get cores of their own: the scheduler no longer moves a
+      // worker's threads across cores (and their caches) to make room for
+      // the servers', the master's and the pipelines' short bursts, which
+      // take whichever core is waiting on a synchronous step. With cores
+      // to spare, workers are left free to use them.
+      if (config.bind_workers && config.num_workers >= 2 && config.worker_threads >= 1 &&
+          static_cast<size_t>(config.num_workers) * config.worker_threads == AllowedCpus().size()) {
+        local.worker_cpus = config.worker_threads;
+      }
       return std::unique_ptr<ClusterBackend>(
           std::make_unique<LocalBackend>(std::move(local), std::move(on_exit)));
     }

@@ -40,6 +40,10 @@ struct BackendConfig {
   Environment environment;
   // LibTorch threads of each worker (the CPUs it asks a scheduler for).
   int worker_threads = 1;
+  // Workers the job starts with.
+  int num_workers = 0;
+  // Local: workers may be bound to cores of their own (`--bind_workers`).
+  bool bind_workers = true;
   // Where processes on this machine write (cluster/output_relay.h); -1:
   // the starter's own stdout and stderr.
   int output_fd = -1;

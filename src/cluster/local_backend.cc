@@ -1,13 +1,16 @@
 #include "cluster/local_backend.h"
 
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 
 #include "cluster/process.h"
 #include "common/file.h"
+#include "common/process_tuning.h"
 #include "common/strings.h"
 
 namespace elasticdl::cluster {
@@ -19,12 +22,21 @@ LocalBackend::LocalBackend(LocalBackendOptions options, ExitCallback on_exit)
       group_(&sink_, [this](const std::string& label, pid_t, ExitStatus status) {
         std::optional<ProcessName> process = ProcessName::Parse(label);
         if (!process) return;  // every process here is started under its ProcessName's label
+        if (process->role() == Role::kWorker) FreeSlot(label);
         ProcessExit e;
         e.process = *process;
         e.ok = status.ok();
         e.description = status.ToString();
         if (on_exit_) on_exit_(e);
       }) {
+  if (options_.worker_cpus > 0) {
+    const std::vector<int> cpus = AllowedCpus();
+    const size_t width = static_cast<size_t>(options_.worker_cpus);
+    for (size_t first = 0; first + width <= cpus.size(); first += width) {
+      slots_.emplace_back(cpus.begin() + first, cpus.begin() + first + width);
+    }
+    slot_holders_.assign(slots_.size(), "");
+  }
   if (options_.fork_server) {
     ProcessSpec server;
     server.label = "fork-server";
@@ -151,12 +163,57 @@ StatusOr<ProcessHandle> LocalBackend::StartPs(PsId ps, const PsLaunch& launch) {
   return Start(ProcessName::Ps(ps), std::move(extra));
 }
 
+std::vector<int> LocalBackend::TakeSlot(const std::string& label) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A worker started again under its label has left its slot.
+  for (std::string& holder : slot_holders_) {
+    if (holder == label) holder.clear();
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slot_holders_[i].empty()) {
+      slot_holders_[i] = label;
+      return slots_[i];
+    }
+  }
+  return {};
+}
+
+void LocalBackend::FreeSlot(const std::string& label) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (std::string& holder : slot_holders_) {
+    if (holder == label) holder.clear();
+  }
+}
+
 StatusOr<ProcessHandle> LocalBackend::StartWorker(WorkerId worker) {
-  return Start(ProcessName::Worker(worker), {});
+  const ProcessName process = ProcessName::Worker(worker);
+  std::vector<std::string> extra;
+  const std::vector<int> cpus = TakeSlot(process.label());
+  if (!cpus.empty()) extra.push_back("--cpus=" + FormatCpuList(cpus));
+  StatusOr<ProcessHandle> started = Start(process, std::move(extra));
+  if (!started.ok()) FreeSlot(process.label());
+  return started;
 }
 
 Status LocalBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {
-  return group_.Adopt(process.label(), handle.pid, handle.start_time);
+  EDL_RETURN_IF_ERROR(group_.Adopt(process.label(), handle.pid, handle.start_time));
+  // A worker a master before this one bound keeps its slot.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (process.role() != Role::kWorker || slots_.empty() ||
+      sched_getaffinity(handle.pid, sizeof(set), &set) != 0) {
+    return absl::OkStatus();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (CPU_COUNT(&set) != static_cast<int>(slots_[i].size())) continue;
+    if (std::all_of(slots_[i].begin(), slots_[i].end(),
+                    [&set](int cpu) { return CPU_ISSET(cpu, &set); })) {
+      slot_holders_[i] = process.label();
+      break;
+    }
+  }
+  return absl::OkStatus();
 }
 
 Status LocalBackend::Signal(const ProcessName& process, int signal) {

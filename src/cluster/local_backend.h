@@ -43,6 +43,12 @@ struct LocalBackendOptions {
   // cluster/fork_server.h) that loaded elasticdl-torch's libraries once,
   // rather than each exec'ing elasticdl-torch; false: each is exec'ed.
   bool fork_server = true;
+  // > 0: the CPUs this process may run on, in order, are cut into slots of
+  // this many, and each worker started takes a free slot: every thread of
+  // it runs on those CPUs only (`elasticdl worker --cpus`). A worker
+  // started while every slot is held runs on all of them; a slot is free
+  // again when its worker ends. Parameter servers are never bound.
+  int worker_cpus = 0;
 };
 
 class LocalBackend : public ClusterBackend {
@@ -67,6 +73,10 @@ class LocalBackend : public ClusterBackend {
   std::string Binary() const;
   // The job's processes write to output_fd, or to our stdout and stderr.
   void SetOutput(ProcessSpec* spec) const;
+  // A free slot's CPUs for the worker labelled `label`, marked as its;
+  // empty when none is free (or workers are not bound).
+  std::vector<int> TakeSlot(const std::string& label);
+  void FreeSlot(const std::string& label);
   // Reaps the children of its masters' groups that are not in group_
   // (orphans of a master that died) until stopped.
   void ReapOrphans();
@@ -82,6 +92,10 @@ class LocalBackend : public ClusterBackend {
   bool stopping_ = false;
   // The process groups of the masters started.
   std::vector<pid_t> master_groups_;
+  // Workers' CPU slots (LocalBackendOptions::worker_cpus) and the label of
+  // the worker holding each ("" when free).
+  std::vector<std::vector<int>> slots_;
+  std::vector<std::string> slot_holders_;
   std::thread reaper_;
 };
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/file.h"
+#include "common/process_tuning.h"
 #include "testing/backend_exits.h"
 #include "testing/temp_dir.h"
 
@@ -104,6 +105,44 @@ TEST_F(LocalBackendTest, StopAllEndsWhatIsLeftOfTheMastersGroup) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->process, ProcessName::Master());
   EXPECT_TRUE(WaitUntilReaped(child)) << "pid " << child << " outlived StopAll";
+}
+
+TEST_F(LocalBackendTest, WorkersTakeFreeSlotsOfCores) {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  // Two slots of the CPUs this process may use; a worker records its
+  // arguments and runs until told to stop.
+  LocalBackendOptions options = Options(
+      "case \"$1\" in worker) ;; *) exit 9 ;; esac\n"
+      "id=${4#--worker_id=}\n"
+      "echo \"$5\" > \"$DIR/args-$id.tmp\" && mv \"$DIR/args-$id.tmp\" \"$DIR/args-$id\"\n"
+      "while [ ! -e \"$DIR/stop-$id\" ]; do sleep 0.02; done");
+  options.fork_server = false;
+  const int width = static_cast<int>(cpus.size() / 2);
+  options.worker_cpus = width;
+  const std::string first = FormatCpuList({cpus.begin(), cpus.begin() + width});
+  const std::string second = FormatCpuList({cpus.begin() + width, cpus.begin() + 2 * width});
+  LocalBackend backend(std::move(options), exits_.Callback());
+  auto args_of = [this](int id) -> std::string {
+    for (int i = 0; i < 500; ++i) {
+      auto text = ReadFileToString(dir_.File("args-" + std::to_string(id)));
+      if (text.ok()) return *text;
+      std::this_thread::sleep_for(10ms);
+    }
+    return "(never started)";
+  };
+  for (int id = 0; id < 3; ++id) ASSERT_TRUE(backend.StartWorker(WorkerId(id)).ok());
+  EXPECT_EQ(args_of(0), "--cpus=" + first + "\n");
+  EXPECT_EQ(args_of(1), "--cpus=" + second + "\n");
+  EXPECT_EQ(args_of(2), "\n");  // every slot held: not bound
+  // Worker 0 leaves: the next worker takes its slot.
+  ASSERT_TRUE(WriteFileAtomically(dir_.File("stop-0"), "").ok());
+  std::optional<ProcessExit> e = exits_.WaitForOne();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->process, ProcessName::Worker(WorkerId(0)));
+  ASSERT_TRUE(backend.StartWorker(WorkerId(3)).ok());
+  EXPECT_EQ(args_of(3), "--cpus=" + first + "\n");
+  backend.StopAll(200ms);
 }
 
 }  // namespace

@@ -2,6 +2,12 @@
 #ifndef ELASTICDL_COMMON_PROCESS_TUNING_H_
 #define ELASTICDL_COMMON_PROCESS_TUNING_H_
 
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "elasticdl/status.h"
+
 namespace elasticdl {
 
 // Keeps freed memory in the process instead of returning it to the kernel.
@@ -20,6 +26,19 @@ void KeepFreedMemory();
 // nested lock costs 3.5-6 times as much with it (bench/lock_bench.cc,
 // docs/benchmarks.md). Call once, early in main(), before any thread starts.
 void SkipLockCycleDetection();
+
+// The CPUs this process may run on (sched_getaffinity), in ascending order.
+std::vector<int> AllowedCpus();
+
+// "0,2-3" -> {0, 2, 3}; an error names what was expected.
+StatusOr<std::vector<int>> ParseCpuList(std::string_view list);
+// {0, 2, 3} -> "0,2,3" (ParseCpuList's input).
+std::string FormatCpuList(const std::vector<int>& cpus);
+
+// Binds every thread of this process, and so every thread it starts later,
+// to `cpus`. Call early in main(), before threads start: a thread that
+// starts while this runs may keep the affinity it was born with.
+Status BindToCpus(const std::vector<int>& cpus);
 
 }  // namespace elasticdl
 

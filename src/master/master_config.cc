@@ -113,6 +113,8 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   backend.worker_partition = spec.cluster().worker_partition();
   backend.kubernetes = spec.cluster().kubernetes();
   backend.worker_threads = spec.workers().threads();
+  backend.num_workers = spec.workers().num_workers();
+  backend.bind_workers = !spec.cluster().unbound_workers();
   backend.environment = options.environment;
 
   config.observer.job_dir = options.job_dir;

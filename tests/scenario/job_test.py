@@ -641,9 +641,20 @@ class JobTest(JobTestCase):
         # Killed in the first epoch: the replacement trains in the second.
         epochs = 2
         job_dir = self.job_dir("kill")
+        # The two workers' threads fill the cores this test may use: each
+        # runs on cores of its own, and the replacement on the killed one's.
+        cpus = sorted(os.sched_getaffinity(0))
+        threads = max(1, len(cpus) // 2)
+        bound = len(cpus) == 2 * threads
         job = self.start(self.train_args(job_dir, num_epochs=epochs, validation_data=None,
-                                         progress=True))
+                                         progress=True, num_threads=threads))
         workers = self.wait_for_workers(job, job_dir)
+        while bound and len(workers) < 2 and job.proc.poll() is None:
+            time.sleep(0.05)
+            workers = self.wait_for_workers(job, job_dir)
+        if bound:
+            slots = {pid: self.assertBound(pid, argv, threads) for pid, argv in workers.items()}
+            self.assertEqual(sorted(c for s in slots.values() for c in s), cpus, workers)
         # A finished training task in the event log: the job is under way.
         deadline = time.monotonic() + JOB_TIMEOUT
         done = 0
@@ -657,6 +668,16 @@ class JobTest(JobTestCase):
         worker_id = argv_flag(workers[pid], "worker_id")
         self.assertIsNotNone(worker_id, workers[pid])
         os.kill(pid, signal.SIGKILL)
+        if bound:
+            # The replacement, once it runs, holds the killed worker's cores.
+            replacement = {}
+            while not replacement and job.proc.poll() is None:
+                replacement = {p: a for p, a in self.wait_for_workers(job, job_dir).items()
+                               if p not in workers}
+                time.sleep(0.05)
+            self.assertTrue(replacement, job.describe())
+            (new_pid, new_argv), = replacement.items()
+            self.assertEqual(self.assertBound(new_pid, new_argv, threads), slots[pid])
 
         self.assertEqual(job.wait(JOB_TIMEOUT), 0, job.describe())
         self.assertNotIn("error:", job.stderr, job.describe())
@@ -678,6 +699,29 @@ class JobTest(JobTestCase):
         _, _, parts = self.assertGoodputAddsUp(job, workers=3)
         self.assertGreater(parts.get("waiting for steps", 0), 0, job.describe())
         self.assertGreater(final_worker_seconds(job_dir).get("lost", 0), 0, job.describe())
+
+    def assertBound(self, pid, argv, threads):
+        """The CPUs worker `pid` was started on (--cpus): `threads` of them, and
+        every thread of it runs there. Returns them."""
+        listed = argv_flag(argv, "cpus")
+        self.assertIsNotNone(listed, argv)
+        cpus = sorted(int(c) for c in listed.split(","))
+        self.assertEqual(len(cpus), threads, argv)
+        # The worker binds itself as it starts: give it a moment.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                seen = {int(t): sorted(os.sched_getaffinity(int(t)))
+                        for t in os.listdir(f"/proc/{pid}/task")}
+            except (FileNotFoundError, ProcessLookupError):
+                if not os.path.exists(f"/proc/{pid}"):
+                    return cpus  # ended meanwhile (the job's end)
+                continue  # a thread ended while it was read
+            if all(s == cpus for s in seen.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual({t: cpus for t in seen}, seen, argv)
+        return cpus
 
     def test_unknown_model_def(self):
         cases = [

@@ -90,7 +90,7 @@ read -r D DM <<<"$(stat "${R[ddp]:-}")"
 echo
 printf '%-64s %10s %10s\n' "samples/s (best / median of $REPS)" best median
 printf '%-64s %10.1f %10.1f\n' "elasticdl train, AllreduceStrategy, 2 workers x 1 thread" "$A" "$AM"
-printf '%-64s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 procs x 1 thread, malloc tuned, bound as ours" "$DT" "$DTM"
+printf '%-64s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 x 1 thread, malloc tuned, bound as ours" "$DT" "$DTM"
 ((ONLY_GOAL)) ||
   printf '%-64s %10.1f %10.1f\n' "elasticdl train, ParameterServerStrategy, 2 x 1 + 1 PS" "$P" "$PM"
 printf '%-64s %10.1f %10.1f\n' "(info) AllreduceStrategy, the job's figure (set-up included)" "$AJ" "$AJM"

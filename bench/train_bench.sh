@@ -38,7 +38,7 @@
 # all of them); the table shows the best and the median, and the ratios are of
 # the best figures (and, beside them, of the medians).
 #
-#   bench/train_bench.sh [BUILD_DIR]      # default build-bench; about 12 minutes
+#   bench/train_bench.sh [BUILD_DIR]      # default build-bench; about 25 minutes (REPS=3: 40)
 #
 # Environment: RECORDS (default 30000, i.e. 3 of the 6 training files),
 # REPS (default 2), DATA (a folder with train/ from `elasticdl data mnist`;
@@ -180,6 +180,7 @@ printf '%-6s %-46s %7s %7s %8s  %s\n' P3 "ours 2x1 + PS / ours 1x1 + PS" "$P3" "
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 1x2 + PS / bare loop, glibc defaults" "$(ratio "$O12" "$B2")" "$(ratio "$O12M" "$B2M")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 + PS / DDP 2x1, glibc defaults" "$(ratio "$O21" "$D21")" "$(ratio "$O21M" "$D21M")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "both not bound: ours 2x1 / DDP 2x1 (tuned)" "$(ratio "$O21U" "$D21U")" "$(ratio "$O21UM" "$D21UM")" "" ""
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 / DDP 2x1 (tuned) not bound" "$(ratio "$O21" "$D21U")" "$(ratio "$O21M" "$D21UM")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 bound / not bound" "$(ratio "$O21" "$O21U")" "$(ratio "$O21M" "$O21UM")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "DDP 2x1 (tuned) bound / not bound" "$(ratio "$D21T" "$D21U")" "$(ratio "$D21TM" "$D21UM")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "the job's figure 1x2 / bare loop 2 threads" "$(ratio "$O12J" "$B2T")" "$(ratio "$O12JM" "$B2TM")" "" ""

@@ -1,10 +1,8 @@
 #include "cluster/local_backend.h"
 
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 
@@ -33,9 +31,8 @@ LocalBackend::LocalBackend(LocalBackendOptions options, ExitCallback on_exit)
     const std::vector<int> cpus = AllowedCpus();
     const size_t width = static_cast<size_t>(options_.worker_cpus);
     for (size_t first = 0; first + width <= cpus.size(); first += width) {
-      slots_.emplace_back(cpus.begin() + first, cpus.begin() + first + width);
+      slots_.push_back({{cpus.begin() + first, cpus.begin() + first + width}, ""});
     }
-    slot_holders_.assign(slots_.size(), "");
   }
   if (options_.fork_server) {
     ProcessSpec server;
@@ -166,13 +163,11 @@ StatusOr<ProcessHandle> LocalBackend::StartPs(PsId ps, const PsLaunch& launch) {
 std::vector<int> LocalBackend::TakeSlot(const std::string& label) {
   std::lock_guard<std::mutex> lock(mu_);
   // A worker started again under its label has left its slot.
-  for (std::string& holder : slot_holders_) {
-    if (holder == label) holder.clear();
-  }
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slot_holders_[i].empty()) {
-      slot_holders_[i] = label;
-      return slots_[i];
+  FreeSlotLocked(label);
+  for (Slot& slot : slots_) {
+    if (slot.holder.empty()) {
+      slot.holder = label;
+      return slot.cpus;
     }
   }
   return {};
@@ -180,8 +175,12 @@ std::vector<int> LocalBackend::TakeSlot(const std::string& label) {
 
 void LocalBackend::FreeSlot(const std::string& label) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (std::string& holder : slot_holders_) {
-    if (holder == label) holder.clear();
+  FreeSlotLocked(label);
+}
+
+void LocalBackend::FreeSlotLocked(const std::string& label) {
+  for (Slot& slot : slots_) {
+    if (slot.holder == label) slot.holder.clear();
   }
 }
 
@@ -198,18 +197,12 @@ StatusOr<ProcessHandle> LocalBackend::StartWorker(WorkerId worker) {
 Status LocalBackend::Adopt(const ProcessName& process, const ProcessHandle& handle) {
   EDL_RETURN_IF_ERROR(group_.Adopt(process.label(), handle.pid, handle.start_time));
   // A worker a master before this one bound keeps its slot.
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (process.role() != Role::kWorker || slots_.empty() ||
-      sched_getaffinity(handle.pid, sizeof(set), &set) != 0) {
-    return absl::OkStatus();
-  }
+  if (process.role() != Role::kWorker || slots_.empty()) return absl::OkStatus();
+  const std::vector<int> cpus = AllowedCpus(handle.pid);
   std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (CPU_COUNT(&set) != static_cast<int>(slots_[i].size())) continue;
-    if (std::all_of(slots_[i].begin(), slots_[i].end(),
-                    [&set](int cpu) { return CPU_ISSET(cpu, &set); })) {
-      slot_holders_[i] = process.label();
+  for (Slot& slot : slots_) {
+    if (slot.cpus == cpus) {
+      slot.holder = process.label();
       break;
     }
   }

@@ -77,6 +77,8 @@ class LocalBackend : public ClusterBackend {
   // empty when none is free (or workers are not bound).
   std::vector<int> TakeSlot(const std::string& label);
   void FreeSlot(const std::string& label);
+  // FreeSlot with mu_ held.
+  void FreeSlotLocked(const std::string& label);
   // Reaps the children of its masters' groups that are not in group_
   // (orphans of a master that died) until stopped.
   void ReapOrphans();
@@ -92,10 +94,13 @@ class LocalBackend : public ClusterBackend {
   bool stopping_ = false;
   // The process groups of the masters started.
   std::vector<pid_t> master_groups_;
-  // Workers' CPU slots (LocalBackendOptions::worker_cpus) and the label of
-  // the worker holding each ("" when free).
-  std::vector<std::vector<int>> slots_;
-  std::vector<std::string> slot_holders_;
+  // Workers' CPU slots (LocalBackendOptions::worker_cpus), each with the
+  // label of the worker holding it ("" when free; under mu_).
+  struct Slot {
+    std::vector<int> cpus;
+    std::string holder;
+  };
+  std::vector<Slot> slots_;
   std::thread reaper_;
 };
 

@@ -1,15 +1,16 @@
 #include "common/process_tuning.h"
 
+#include <absl/strings/str_join.h>
 #include <absl/synchronization/mutex.h>
-#include <dirent.h>
 #include <malloc.h>
 #include <sched.h>
 
 #include <cerrno>
 #include <charconv>
-#include <cstring>
+#include <filesystem>
 #include <set>
 
+#include "common/file.h"
 #include "common/strings.h"
 
 namespace elasticdl {
@@ -23,11 +24,11 @@ void SkipLockCycleDetection() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
-std::vector<int> AllowedCpus() {
+std::vector<int> AllowedCpus(pid_t tid) {
   std::vector<int> cpus;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  if (sched_getaffinity(tid, sizeof(set), &set) != 0) return cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   }
@@ -65,37 +66,23 @@ StatusOr<std::vector<int>> ParseCpuList(std::string_view list) {
   return std::vector<int>(cpus.begin(), cpus.end());
 }
 
-std::string FormatCpuList(const std::vector<int>& cpus) {
-  std::string out;
-  for (int cpu : cpus) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpu);
-  }
-  return out;
-}
+std::string FormatCpuList(const std::vector<int>& cpus) { return absl::StrJoin(cpus, ","); }
 
 Status BindToCpus(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int cpu : cpus) CPU_SET(cpu, &set);
   // sched_setaffinity binds one thread: bind each one this process has.
-  DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) {
-    return absl::InternalError(StrCat("/proc/self/task: ", std::strerror(errno)));
-  }
-  Status status;
-  while (dirent* entry = readdir(tasks)) {
-    int tid = 0;
-    std::string_view name = entry->d_name;
-    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
-    if (ec != std::errc() || end != name.data() + name.size()) continue;  // "." and ".."
-    if (sched_setaffinity(tid, sizeof(set), &set) != 0 && errno != ESRCH && status.ok()) {
-      status = absl::InvalidArgumentError(
-          StrCat("binding to CPUs ", FormatCpuList(cpus), ": ", std::strerror(errno)));
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    const pid_t tid = std::stoi(task.path().filename().string());
+    // ESRCH: the thread ended meanwhile.
+    if (sched_setaffinity(tid, sizeof(set), &set) != 0 && errno != ESRCH) {
+      return ErrnoToStatus(errno, StrCat("binding to CPUs ", FormatCpuList(cpus)));
     }
   }
-  closedir(tasks);
-  return status;
+  if (error) return ErrnoToStatus(error.value(), "/proc/self/task");
+  return absl::OkStatus();
 }
 
 }  // namespace elasticdl

@@ -2,6 +2,8 @@
 #ifndef ELASTICDL_COMMON_PROCESS_TUNING_H_
 #define ELASTICDL_COMMON_PROCESS_TUNING_H_
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,8 +29,10 @@ void KeepFreedMemory();
 // docs/benchmarks.md). Call once, early in main(), before any thread starts.
 void SkipLockCycleDetection();
 
-// The CPUs this process may run on (sched_getaffinity), in ascending order.
-std::vector<int> AllowedCpus();
+// The CPUs thread `tid` may run on (sched_getaffinity; 0: the calling
+// thread, whose set a process's threads start with), in ascending order;
+// empty when it cannot be read.
+std::vector<int> AllowedCpus(pid_t tid = 0);
 
 // "0,2-3" -> {0, 2, 3}; an error names what was expected.
 StatusOr<std::vector<int>> ParseCpuList(std::string_view list);

@@ -35,8 +35,22 @@ struct Range {
   int64_t end = 0;
 };
 
+// How a shard's records are cut into tasks of at most `records_per_task`.
+enum class TaskSizes {
+  // `records_per_task` each, the shard's remainder as its last task.
+  kFullFirst,
+  // As few tasks, their records dealt evenly (sizes differ by at most one
+  // record), so that the tasks of a file have the same number of
+  // minibatches. Workers in lockstep (synchronous steps) then end their
+  // tasks on the same step: a file's short last task would put one worker's
+  // task boundaries steps away from the others', and each would wait for
+  // the other's hand-over in turn.
+  kEven,
+};
+
 // Cuts every shard into ranges of at most `records_per_task` records.
-std::vector<Range> SplitIntoTasks(const std::vector<Shard>& shards, int64_t records_per_task);
+std::vector<Range> SplitIntoTasks(const std::vector<Shard>& shards, int64_t records_per_task,
+                                  TaskSizes sizes = TaskSizes::kFullFirst);
 
 }  // namespace elasticdl::master
 

@@ -28,7 +28,8 @@ using std::chrono::milliseconds;
 constexpr std::chrono::seconds kServerCallTimeout{60};
 
 StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<std::string>& specs,
-                                       const char* flag, int64_t records_per_task) {
+                                       const char* flag, int64_t records_per_task,
+                                       TaskSizes sizes = TaskSizes::kFullFirst) {
   std::vector<Shard> shards;
   for (const std::string& spec : specs) {
     auto files = ExpandDataPath(spec);
@@ -37,7 +38,7 @@ StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<
     EDL_ASSIGN_OR_RETURN(std::vector<Shard> s, OpenShards(*files, flag));
     shards.insert(shards.end(), s.begin(), s.end());
   }
-  return SplitIntoTasks(shards, records_per_task);
+  return SplitIntoTasks(shards, records_per_task, sizes);
 }
 
 // The job's tasks: new, or as the journal of an earlier master left them.
@@ -45,8 +46,9 @@ StatusOr<TaskManager> MakeTasks(const MasterConfig& config,
                                 const std::optional<proto::MasterJournal>& journal) {
   const proto::TaskSpec& tasks = config.spec.tasks();
   const int64_t per_task = config.records_per_task;
-  EDL_ASSIGN_OR_RETURN(std::vector<Range> training,
-                       IndexData(tasks.training_data(), "--training_data", per_task));
+  EDL_ASSIGN_OR_RETURN(
+      std::vector<Range> training,
+      IndexData(tasks.training_data(), "--training_data", per_task, config.training_task_sizes));
   EDL_ASSIGN_OR_RETURN(std::vector<Range> validation,
                        IndexData(tasks.validation_data(), "--validation_data", per_task));
   EDL_ASSIGN_OR_RETURN(std::vector<Range> prediction,

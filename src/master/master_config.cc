@@ -96,6 +96,10 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   const bool collective = training && spec.strategy() != proto::PARAMETER_SERVER_STRATEGY;
   state.flush_at_end = training && !collective && update != proto::UpdateRule::ASYNC;
   state.collective = collective;
+  // Workers in lockstep: every task of a file the same number of steps.
+  if (training && (collective || update != proto::UpdateRule::ASYNC)) {
+    config.training_task_sizes = TaskSizes::kEven;
+  }
   state.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
   state.straggler_factor = spec.fault_tolerance().straggler_factor();
   state.backup_tasks = spec.fault_tolerance().backup_tasks();

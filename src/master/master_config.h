@@ -14,6 +14,7 @@
 #include "common/environment.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
+#include "master/data_source.h"
 #include "master/job_state.h"
 #include "master/observer.h"
 #include "master/supervisor.h"
@@ -50,6 +51,9 @@ struct MasterConfig {
   int port = 0;
   // Records per task (minibatch size × minibatches per task).
   int64_t records_per_task = 0;
+  // How the training data is cut into tasks: evenly when the workers take
+  // synchronous steps (see TaskSizes).
+  TaskSizes training_task_sizes = TaskSizes::kFullFirst;
   TaskManagerOptions tasks;
   // `master_address` and `job_starts_workers` are filled in by
   // Master::Start (the address is known once the server listens; the

@@ -628,6 +628,41 @@ TEST_F(MasterTest, DataThatCannotBeReadStopsTheStart) {
       << master.status();
 }
 
+// Each file's records once, in order, in tasks of at most records_per_task.
+std::vector<int64_t> TaskSizesOf(const std::vector<Range>& ranges, const std::string& file) {
+  std::vector<int64_t> sizes;
+  int64_t next = 0;
+  for (const Range& r : ranges) {
+    if (r.file != file) continue;
+    EXPECT_EQ(r.start, next) << file;
+    next = r.end;
+    sizes.push_back(r.end - r.start);
+  }
+  return sizes;
+}
+
+TEST(SplitIntoTasksTest, FullTasksFirstOrTheRecordsDealtEvenly) {
+  const std::vector<Shard> shards = {{"a", 10000}, {"b", 100}, {"c", 0}, {"d", 1024}, {"e", 1025}};
+  std::vector<Range> full = SplitIntoTasks(shards, 512);
+  std::vector<int64_t> a = TaskSizesOf(full, "a");
+  ASSERT_EQ(a.size(), 20u);
+  EXPECT_EQ(std::count(a.begin(), a.end(), 512), 19);
+  EXPECT_EQ(a.back(), 272);  // 5 minibatches of 64 against the others' 8
+  EXPECT_EQ(TaskSizesOf(full, "b"), std::vector<int64_t>{100});
+  EXPECT_TRUE(TaskSizesOf(full, "c").empty());
+  EXPECT_EQ(TaskSizesOf(full, "d"), (std::vector<int64_t>{512, 512}));
+  EXPECT_EQ(TaskSizesOf(full, "e"), (std::vector<int64_t>{512, 512, 1}));
+
+  // As many tasks, each of a file's the same number of minibatches of 64.
+  std::vector<Range> even = SplitIntoTasks(shards, 512, TaskSizes::kEven);
+  EXPECT_EQ(even.size(), full.size());
+  EXPECT_EQ(TaskSizesOf(even, "a"), std::vector<int64_t>(20, 500));  // 8 minibatches each
+  EXPECT_EQ(TaskSizesOf(even, "b"), std::vector<int64_t>{100});
+  EXPECT_TRUE(TaskSizesOf(even, "c").empty());
+  EXPECT_EQ(TaskSizesOf(even, "d"), (std::vector<int64_t>{512, 512}));
+  EXPECT_EQ(TaskSizesOf(even, "e"), (std::vector<int64_t>{342, 342, 341}));
+}
+
 // The configuration is derived from the spec in one place.
 TEST(MasterConfigTest, DerivesEachRoleFromTheSpec) {
   MasterOptions options;
@@ -652,6 +687,7 @@ TEST(MasterConfigTest, DerivesEachRoleFromTheSpec) {
   EXPECT_TRUE(config->state.flush_at_end);
   EXPECT_TRUE(config->publish_group);
   EXPECT_TRUE(config->checkpoint_at_end);
+  EXPECT_EQ(config->training_task_sizes, TaskSizes::kEven);  // synchronous steps
   EXPECT_EQ(config->backend.kind, "local");
   EXPECT_EQ(config->backend.binary, "/bin/elasticdl");
   EXPECT_EQ(config->host, "127.0.0.1");
@@ -662,6 +698,17 @@ TEST(MasterConfigTest, DerivesEachRoleFromTheSpec) {
   ASSERT_TRUE(config.ok());
   EXPECT_TRUE(config->state.flush_at_end);
   EXPECT_FALSE(config->publish_group);
+  EXPECT_EQ(config->training_task_sizes, TaskSizes::kEven);
+  spec.mutable_ps()->mutable_update()->set_mode(proto::UpdateRule::ASYNC);
+  config = ConfigureMaster(options, spec, {"t"});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->training_task_sizes, TaskSizes::kFullFirst);  // no lockstep
+  spec.set_strategy(proto::ALLREDUCE_STRATEGY);
+  config = ConfigureMaster(options, spec, {"t"});
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->training_task_sizes, TaskSizes::kEven);  // collective steps
+  spec.set_strategy(proto::PARAMETER_SERVER_STRATEGY);
+  spec.mutable_ps()->mutable_update()->set_mode(proto::UpdateRule::SYNC_FIXED);
 
   // Prediction needs servers only to restore a model's embedding tables.
   spec.set_type(proto::JOB_PREDICTION);

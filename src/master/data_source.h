@@ -41,7 +41,8 @@ enum class TaskSizes {
   kFullFirst,
   // As few tasks, their records dealt evenly (sizes differ by at most one
   // record), so that the tasks of a file have the same number of
-  // minibatches. Workers in lockstep (synchronous steps) then end their
+  // minibatches (one apart only where the smaller size is a whole number
+  // of minibatches). Workers in lockstep (synchronous steps) then end their
   // tasks on the same step: a file's short last task would put one worker's
   // task boundaries steps away from the others', and each would wait for
   // the other's hand-over in turn.

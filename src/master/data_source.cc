@@ -61,19 +61,14 @@ std::vector<Range> SplitIntoTasks(const std::vector<Shard>& shards, int64_t reco
                                   TaskSizes sizes) {
   std::vector<Range> ranges;
   for (const Shard& s : shards) {
-    if (sizes == TaskSizes::kFullFirst) {
-      for (int64_t start = 0; start < s.num_records; start += records_per_task) {
-        ranges.push_back({s.file, start, std::min(s.num_records, start + records_per_task)});
-      }
-      continue;
-    }
-    // The first `n % tasks` tasks take one record more.
     const int64_t n = s.num_records;
     const int64_t tasks = (n + records_per_task - 1) / records_per_task;
     for (int64_t i = 0, start = 0; i < tasks; ++i) {
-      const int64_t end = start + n / tasks + (i < n % tasks ? 1 : 0);
-      ranges.push_back({s.file, start, end});
-      start = end;
+      // Evenly: the first `n % tasks` tasks take one record more.
+      const int64_t size = sizes == TaskSizes::kEven ? n / tasks + (i < n % tasks ? 1 : 0)
+                                                     : std::min(records_per_task, n - start);
+      ranges.push_back({s.file, start, start + size});
+      start += size;
     }
   }
   return ranges;

@@ -40,6 +40,7 @@ for side in A B; do
   BUILDS[$side]=$(cd "${BUILDS[$side]}" && pwd)
 done
 PAIRS=${PAIRS:-8}
+[[ $PAIRS =~ ^[1-9][0-9]*$ ]] || { echo "PAIRS=$PAIRS: expected a positive whole number of pairs" >&2; exit 2; }
 WORKERS=${WORKERS:-2}
 THREADS=${THREADS:-1}
 RECORDS=${RECORDS:-30000}

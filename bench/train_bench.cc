@@ -2,6 +2,7 @@
 // the cost of the parameter-server round trip that separates us from them.
 //
 //   train_bench --data=DIR [--threads=N] [--records=N] [--only=bare|tensors|ps] [--reps=N]
+//               [--trace=FILE]
 //
 // bare     The bare LibTorch loop: the SAME zoo entries a worker runs
 //          (model_zoo/mnist/mnist_functional_api.cc is compiled into this
@@ -27,6 +28,13 @@
 // backward, optimizer step) is printed beside it. --threads sets LibTorch's
 // intra-op threads (Debian's LibTorch defaults to one). Machine-readable
 // lines start with "RESULT ".
+//
+// --trace=FILE (bare) writes one line per timed minibatch: when it ended
+// (seconds on CLOCK_MONOTONIC, shared by the processes of one machine), the
+// milliseconds of its data and of its compute (forward, backward, step), and
+// its samples; the window's opening is a
+// line of 0 ms and 0 samples. bench/lockstep_limit.py reads the traces of two
+// loops run side by side.
 #include <ATen/Parallel.h>
 #include <time.h>
 #include <torch/torch.h>
@@ -35,6 +43,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +80,7 @@ struct Flags {
   int reps = 1;
   int ps_iters = 200;
   std::string only;
+  std::string trace;
 };
 
 std::vector<Task> MakeTasks(const Flags& f) {
@@ -121,19 +131,31 @@ LoopResult RunLoop(const Flags& f, const ZooProgram& program, bool predecoded) {
   int64_t n = 0;
   Clock::time_point start;
   double cpu0 = 0, data = 0, compute = 0, step = 0;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace(nullptr, &std::fclose);
+  if (!f.trace.empty() && !predecoded) {
+    trace.reset(std::fopen(f.trace.c_str(), "a"));
+    if (trace == nullptr) Die(absl::InvalidArgumentError("--trace=" + f.trace + ": cannot write"));
+  }
   auto account = [&](const Example& batch, double data_s) {
     auto t0 = Clock::now();
     double step_s = 0;
     Step(program, *model, *opt, batch, &step_s);
-    double total = Seconds(Clock::now() - t0);
+    auto t1 = Clock::now();
+    double total = Seconds(t1 - t0);
+    bool timed = n > f.warmup;
     if (n == f.warmup) {  // the window opens after the warm-up minibatches
-      start = Clock::now();
+      start = t1;
       cpu0 = ProcessCpuSeconds();
-    } else if (n > f.warmup) {
+    } else if (timed) {
       r.samples += batch.labels.size(0);
       data += data_s;
       compute += total - step_s;
       step += step_s;
+    }
+    if (trace != nullptr && n >= f.warmup) {
+      std::fprintf(trace.get(), "%.6f %.3f %.3f %lld\n", Seconds(t1.time_since_epoch()),
+                   timed ? data_s * 1e3 : 0.0, timed ? total * 1e3 : 0.0,
+                   timed ? (long long)batch.labels.size(0) : 0LL);
     }
     ++n;
   };
@@ -272,10 +294,12 @@ int Main(int argc, char** argv) {
       f.ps_iters = std::max(1, std::atoi(v));
     } else if (const char* v = value("--only=")) {
       f.only = v;
+    } else if (const char* v = value("--trace=")) {
+      f.trace = v;
     } else {
       std::fprintf(stderr,
                    "usage: train_bench --data=DIR [--threads=N] [--records=N] [--warmup=N] "
-                   "[--reps=N] [--ps_iters=N] [--only=bare|tensors|ps]\n");
+                   "[--reps=N] [--ps_iters=N] [--only=bare|tensors|ps] [--trace=FILE]\n");
       return 2;
     }
   }

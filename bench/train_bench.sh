@@ -11,7 +11,12 @@
 # data-parallel processes that read their own data make on these cores with no
 # communication at all; beside it the bare loop of one thread alone (L1). The
 # highest P2 the run allowed is L2 / DDP, the highest P3 L2 / ours 1 x 1, and
-# L2 / L1 is what the cores give two processes over one.
+# L2 / L1 is what the cores give two processes over one. A synchronous step
+# waits for the slower worker, and the cores' speeds differ from moment to
+# moment: LS2 is L2 replayed in lockstep from the two loops' traces
+# (bench/lockstep_limit.py: each step waits for the core then slower, with
+# free communication), the most any synchronous 2 x 1 job, ours or DDP, could
+# make in the run; LS2 / ours 1 x 1 is the highest P3 it allowed.
 #
 # Like with like, by construction: every ratio with a goal compares processes
 # given the same malloc setting (ours set it at start-up, src/common/
@@ -77,10 +82,11 @@ ours() {  # workers threads log [flags...]
   train_mnist "$ROOT/model_zoo" "$1" "$2" "$3" --training_data="$SUBSET" "${@:4}"
   echo "$("$PYTHON" "$ROOT/bench/steady_rate.py" "$3.job") $(records_per_second "$3")"
 }
-bare() {  # threads log [cpus: run there (taskset)]
+bare() {  # threads log [cpus: run there (taskset)] [flags...]
   local on=()
   [[ -n ${3:-} ]] && on=(taskset -c "$3")
-  "${on[@]}" "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare >"$2" 2>&1
+  "${on[@]}" "$BIN/train_bench" --data="$SUBSET" --threads="$1" --records="$RECORDS" --only=bare \
+    "${@:4}" >"$2" 2>&1
   sed -n 's/^RESULT bare .*samples_per_s=\([0-9.]*\).*/\1/p' "$2"
 }
 
@@ -89,15 +95,21 @@ bare() {  # threads log [cpus: run there (taskset)]
 # minibatches; the two run the same records, so the windows nearly coincide,
 # and the one that ends first leaves the other a core to itself for its last
 # minibatches: if anything, L2 is high). Where our two workers run on a core
-# each (2 cores: ddp_binding), so do the two loops.
+# each (2 cores: ddp_binding), so do the two loops. Their traces replayed in
+# lockstep give LS2: "L2 LS2".
 bare_pair() {  # log
   local cpus=("" "")
   [[ -n $(ddp_binding) ]] && cpus=(0 1)
-  GLIBC_TUNABLES=$TUNED bare 1 "$1.a" "${cpus[0]}" >"$1.a.rate" &
-  local a=$!
-  GLIBC_TUNABLES=$TUNED bare 1 "$1.b" "${cpus[1]}" >"$1.b.rate"
-  wait "$a"
-  awk '{ s += $1; n++ } END { printf "%.1f", (n == 2 ? s : 0) }' "$1.a.rate" "$1.b.rate"
+  rm -f "$1.a.trace" "$1.b.trace"
+  GLIBC_TUNABLES=$TUNED bare 1 "$1.a" "${cpus[0]}" --trace="$1.a.trace" >"$1.a.rate" &
+  local first=$!
+  GLIBC_TUNABLES=$TUNED bare 1 "$1.b" "${cpus[1]}" --trace="$1.b.trace" >"$1.b.rate"
+  wait "$first"
+  local factor
+  factor=$("$PYTHON" "$ROOT/bench/lockstep_limit.py" "$1.a.trace" "$1.b.trace" 2>&1 |
+    tee "$1.lockstep" | sed -n 's/^lockstep_factor=\([0-9.]*\).*/\1/p') || true
+  awk -v f="${factor:-0}" '{ s += $1; n++ } END {
+    s = (n == 2 ? s : 0); printf "%.1f %.1f", s, s * f }' "$1.a.rate" "$1.b.rate"
 }
 
 warm_zoo "$LOG/warm"
@@ -126,9 +138,10 @@ for ((i = 1; i <= REPS; i++)); do
   run_ours ours1x1 1 1
   run_ours async2x1 2 1 --use_async=true
   R[bare1m]+=" $(GLIBC_TUNABLES=$TUNED bare 1 "$LOG/bare1m.$i")"
-  R[pair1m]+=" $(bare_pair "$LOG/pair1m.$i")"
+  read -r l2 ls2 <<<"$(bare_pair "$LOG/pair1m.$i")"
+  R[pair1m]+=" $l2" R[lock1m]+=" $ls2"
   line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
-  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ddp2x1u ours2x1u ours1x1 async2x1 bare1m pair1m ours1x2j ours2x1j; do
+  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ddp2x1u ours2x1u ours1x1 async2x1 bare1m pair1m lock1m ours1x2j ours2x1j; do
     line+=" $k=${R[$k]##* }"
   done
   echo "$line"
@@ -150,6 +163,7 @@ read -r O11 O11M <<<"$(stat "${R[ours1x1]}")"
 read -r A21 A21M <<<"$(stat "${R[async2x1]}")"
 read -r L1 L1M <<<"$(stat "${R[bare1m]}")"
 read -r L2 L2M <<<"$(stat "${R[pair1m]}")"
+read -r LS2 LS2M <<<"$(stat "${R[lock1m]}")"
 read -r O12J O12JM <<<"$(stat "${R[ours1x2j]}")"
 read -r O21J O21JM <<<"$(stat "${R[ours2x1j]}")"
 
@@ -162,6 +176,7 @@ printf '%-56s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 1 thread + 1 PS" "$O11" "$O11M"
 printf '%-56s %10.1f %10.1f\n' "(info) elasticdl train, 2 x 1, --use_async=true" "$A21" "$A21M"
 printf '%-56s %10.1f %10.1f\n' "(limit) L2: two bare loops x 1 thread side by side" "$L2" "$L2M"
+printf '%-56s %10.1f %10.1f\n' "(limit) LS2: L2 replayed in lockstep" "$LS2" "$LS2M"
 printf '%-56s %10.1f %10.1f\n' "(limit) L1: bare loop, 1 thread, alone" "$L1" "$L1M"
 printf '%-56s %10.1f %10.1f\n' "(info) 1 x 2 + PS, the job's figure (set-up included)" "$O12J" "$O12JM"
 printf '%-56s %10.1f %10.1f\n' "(info) 2 x 1 + PS, the job's figure (set-up included)" "$O21J" "$O21JM"
@@ -204,9 +219,13 @@ limit() {  # name label a b
 }
 limit "P2 max" "L2 / DDP 2x1 (malloc tuned)" pair1m ddp2x1m
 limit "P3 max" "L2 / ours 1x1 + PS" pair1m ours1x1
+limit "P3 max" "LS2 / ours 1x1 + PS: synchronous" lock1m ours1x1
 limit "" "L2 / L1: two processes over one" pair1m bare1m
+limit "" "LS2 / L2: what the barrier alone leaves" lock1m pair1m
 limit "" "ours 2x1 + PS / L2" ours2x1 pair1m
 limit "" "DDP 2x1 (malloc tuned) / L2" ddp2x1m pair1m
+limit "" "ours 2x1 + PS / LS2" ours2x1 lock1m
+limit "" "DDP 2x1 (malloc tuned) / LS2" ddp2x1m lock1m
 echo
 echo "# where the time goes (info):"
 grep -h '^bare\|^tensors\|^ps' "$LOG/bare2m.1" "$LOG/bare1" "$LOG/tensors2" "$LOG/ps" 2>/dev/null || true

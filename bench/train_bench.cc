@@ -29,12 +29,12 @@
 // intra-op threads (Debian's LibTorch defaults to one). Machine-readable
 // lines start with "RESULT ".
 //
-// --trace=FILE (bare) writes one line per timed minibatch: when it ended
-// (seconds on CLOCK_MONOTONIC, shared by the processes of one machine), the
-// milliseconds of its data and of its compute (forward, backward, step), and
-// its samples; the window's opening is a
-// line of 0 ms and 0 samples. bench/lockstep_limit.py reads the traces of two
-// loops run side by side.
+// --trace=FILE (bare) writes one line per timed minibatch of the last
+// repetition: when it ended (seconds on CLOCK_MONOTONIC, shared by the
+// processes of one machine), the milliseconds of its data and of its compute
+// (forward, backward, step), and its samples; the window's opening is a line
+// of 0 ms and 0 samples. bench/lockstep_limit.py reads the traces of two loops
+// run side by side.
 #include <ATen/Parallel.h>
 #include <time.h>
 #include <torch/torch.h>
@@ -133,7 +133,7 @@ LoopResult RunLoop(const Flags& f, const ZooProgram& program, bool predecoded) {
   double cpu0 = 0, data = 0, compute = 0, step = 0;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace(nullptr, &std::fclose);
   if (!f.trace.empty() && !predecoded) {
-    trace.reset(std::fopen(f.trace.c_str(), "a"));
+    trace.reset(std::fopen(f.trace.c_str(), "w"));
     if (trace == nullptr) Die(absl::InvalidArgumentError("--trace=" + f.trace + ": cannot write"));
   }
   auto account = [&](const Example& batch, double data_s) {

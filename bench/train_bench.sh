@@ -100,7 +100,6 @@ bare() {  # threads log [cpus: run there (taskset)] [flags...]
 bare_pair() {  # log
   local cpus=("" "")
   [[ -n $(ddp_binding) ]] && cpus=(0 1)
-  rm -f "$1.a.trace" "$1.b.trace"
   GLIBC_TUNABLES=$TUNED bare 1 "$1.a" "${cpus[0]}" --trace="$1.a.trace" >"$1.a.rate" &
   local first=$!
   GLIBC_TUNABLES=$TUNED bare 1 "$1.b" "${cpus[1]}" --trace="$1.b.trace" >"$1.b.rate"

@@ -288,7 +288,7 @@ class RowClient {
       if (requests[static_cast<size_t>(s)].sparse_gradients_size() > 0) shards.push_back(s);
     }
     std::vector<proto::PushResponse> responses;
-    if (Status s = client_.Push(requests, &responses, shards); !s.ok()) Die(s);
+    if (Status s = client_.Push(&requests, &responses, shards); !s.ok()) Die(s);
     for (int s : shards) {
       if (!responses[static_cast<size_t>(s)].accepted()) {
         Die(absl::InternalError("a push was refused"));

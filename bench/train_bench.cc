@@ -14,13 +14,18 @@
 // tensors  The same loop on batches decoded beforehand: the compute-only
 //          limit, and (against `bare`) what the data pipeline costs.
 // ps       The parameter-server round trip of one minibatch for this model:
-//          an in-process ParameterStore behind the real gRPC service on
-//          loopback, a PsClient and a ShardedModel as the worker uses them.
-//          Per iteration, as a worker within a task: FillPush, Push (the
-//          server checks and decodes the gradients, applies SGD and answers
-//          with the values after the step), and their copy into the model.
-//          The pull a worker makes at the start of a task (all values: the
-//          version moved) is timed apart. Split into its parts.
+//          an in-process ParameterStore behind the real gRPC service, a
+//          PsClient and a ShardedModel as the worker uses them. Per
+//          iteration, as a worker within a task: FillPush, Push (the server
+//          checks and decodes the gradients, applies SGD and answers with the
+//          values after the step), and their copy into the model. The pull
+//          a worker makes at the start of a task (all values: the version
+//          moved) is timed apart. Split into its parts, twice: as a worker
+//          on the server's machine calls it (the job's Unix socket, tensors
+//          through shared memory: rpc/shared_tensors.h), and as one on
+//          another machine (TCP, tensors in the messages; no TLS here).
+//          Alone (--only=ps) with the process settings of our servers and
+//          workers (common/process_tuning.h).
 //
 // Every "bare"/"tensors" figure is samples/s over the timed window, which
 // starts after --warmup minibatches (default 5, as the PyTorch peer does) and
@@ -48,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/process_tuning.h"
 #include "elasticdl/data/dataset.h"
 #include "elasticdl/zoo/optimizer.h"
 #include "mnist_tasks.h"
@@ -55,6 +61,7 @@
 #include "ps/ps_service.h"
 #include "rpc/grpc_util.h"
 #include "rpc/ps_client.h"
+#include "rpc/shared_tensors.h"
 #include "worker/sharded_model.h"
 
 namespace elasticdl::bench {
@@ -201,15 +208,25 @@ void PrintLoop(const char* name, const Flags& f, const std::vector<LoopResult>& 
   std::fflush(stdout);
 }
 
-// The parameter-server round trip of one minibatch, in-process over loopback.
-void RunPs(const Flags& f, const ZooProgram& program) {
+// The parameter-server round trip of one minibatch, in-process: through a
+// Unix socket and shared memory (`shared`), or over TCP with the tensors in
+// the messages.
+void RunPs(const Flags& f, const ZooProgram& program, bool shared) {
   ps::ParameterStoreOptions options;
   options.optimizer = OrDie(program.Optimizer());
   ps::ParameterStore store(options);
-  ps::PsService service(&store, /*token=*/"");
+  rpc::JobCredentials credentials;
+  std::string sockets;
+  if (shared) {
+    sockets = std::filesystem::temp_directory_path() / "train_bench-XXXXXX";
+    if (::mkdtemp(sockets.data()) == nullptr) Die(absl::InternalError("mkdtemp failed"));
+    credentials.socket_dir = sockets;  // made 0700, as a job's
+  }
+  ps::PsService service(&store, /*token=*/"", nullptr, "",
+                        shared ? rpc::SharedTensorRegion::DefaultDir() : "");
   std::string address;
-  auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address, {}));
-  rpc::PsClient client({address});
+  auto server = OrDie(rpc::StartServer("127.0.0.1", 0, {&service}, &address, credentials));
+  rpc::PsClient client({address}, credentials);
   worker::ShardedModel model(OrDie(program.MakeModel()), 1);
   {
     std::vector<proto::InitRequest> init(1);
@@ -243,7 +260,7 @@ void RunPs(const Flags& f, const ZooProgram& program) {
     bytes = push[0].ByteSizeLong();
     auto t2 = Clock::now();
     std::vector<proto::PushResponse> pushed;
-    if (Status s = client.Push(push, &pushed, {}); !s.ok()) Die(s);
+    if (Status s = client.Push(&push, &pushed, {}); !s.ok()) Die(s);
     auto t3 = Clock::now();
     if (!pushed[0].has_values()) Die(absl::InternalError("the push was not answered with values"));
     if (Status s = model.Apply(pushed[0].values()); !s.ok()) Die(s);
@@ -261,16 +278,19 @@ void RunPs(const Flags& f, const ZooProgram& program) {
   };
   double pull = median(pull_ms), fill = median(fill_ms), push = median(push_ms),
          apply = median(apply_ms);
+  const char* transport = shared ? "shared" : "message";
   std::printf(
-      "ps       %lld parameters, push message %.0f KB: per minibatch (median of %d) fill push "
-      "%.2f ms + push (check, decode, SGD step, values back) %.2f ms + apply values %.2f ms = "
-      "%.2f ms; a task's first pull %.2f ms\n",
-      (long long)params, bytes / 1e3, f.ps_iters, fill, push, apply, fill + push + apply, pull);
+      "ps       %s: %lld parameters, %.0f KB of gradients: per minibatch (median of %d) fill "
+      "push %.2f ms + push (check, decode, SGD step, values back) %.2f ms + apply values %.2f ms "
+      "= %.2f ms; a task's first pull %.2f ms\n",
+      shared ? "socket and shared memory" : "TCP, tensors in the messages", (long long)params,
+      bytes / 1e3, f.ps_iters, fill, push, apply, fill + push + apply, pull);
   std::printf(
-      "RESULT ps threads=%d round_trip_ms=%.3f fill_ms=%.3f push_ms=%.3f apply_ms=%.3f "
-      "task_pull_ms=%.3f\n",
-      f.threads, fill + push + apply, fill, push, apply, pull);
+      "RESULT ps threads=%d transport=%s round_trip_ms=%.3f fill_ms=%.3f push_ms=%.3f "
+      "apply_ms=%.3f task_pull_ms=%.3f\n",
+      f.threads, transport, fill + push + apply, fill, push, apply, pull);
   server->Shutdown();
+  if (!sockets.empty()) std::filesystem::remove_all(sockets);
 }
 
 int Main(int argc, char** argv) {
@@ -303,6 +323,11 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  if (f.only == "ps") {
+    // The round trip as our processes make it: each sets these at start.
+    KeepFreedMemory();
+    SkipLockCycleDetection();
+  }
   torch::set_num_threads(std::max(f.threads, 1));
   ZooProgram program = MakeProgram();
   auto want = [&](std::string_view s) { return f.only.empty() || f.only == s; };
@@ -315,7 +340,10 @@ int Main(int argc, char** argv) {
     for (int r = 0; r < f.reps; ++r) runs.push_back(RunLoop(f, program, name[0] == 't'));
     PrintLoop(name, f, runs);
   }
-  if (want("ps")) RunPs(f, program);
+  if (want("ps")) {
+    RunPs(f, program, /*shared=*/true);
+    RunPs(f, program, /*shared=*/false);
+  }
   return 0;
 }
 

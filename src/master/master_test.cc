@@ -92,7 +92,7 @@ class FakeServers : public rpc::ParameterServers {
                   const std::vector<int>&) override {
     return NotForTheMaster();
   }
-  Status Push(const std::vector<proto::PushRequest>&, std::vector<proto::PushResponse>*,
+  Status Push(std::vector<proto::PushRequest>*, std::vector<proto::PushResponse>*,
               const std::vector<int>&) override {
     return NotForTheMaster();
   }

@@ -216,8 +216,10 @@ void ParameterStore::RefreshSnapshotLocked() {
   snapshot_version_ = version_;
 }
 
-Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullResponse* out) {
+Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullResponse* out,
+                            std::shared_ptr<const proto::ModelValues>* values) {
   out->Clear();
+  if (values != nullptr) values->reset();
   std::shared_ptr<const proto::ModelValues> snapshot;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -239,6 +241,10 @@ Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullRespon
     }
     RefreshSnapshotLocked();
     snapshot = snapshot_;
+  }
+  if (values != nullptr) {
+    *values = std::move(snapshot);
+    return absl::OkStatus();
   }
   // Copy outside the lock: snapshots are immutable.
   *out->mutable_values() = *snapshot;
@@ -501,6 +507,17 @@ void ParameterStore::SetGroup(int64_t generation, const std::vector<int32_t>& wo
 Status ParameterStore::Push(const proto::PushRequest& request, proto::PushResponse* out) {
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors gradients, rpc::DecodeTensors(request.gradients()));
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors updates, rpc::DecodeTensors(request.buffer_updates()));
+  std::shared_ptr<const proto::ModelValues> values;
+  Status s = Push(request, std::move(gradients), std::move(updates), out, &values);
+  // Copied outside the lock, as a pull's: snapshots are immutable.
+  if (values != nullptr) *out->mutable_values() = *values;
+  return s;
+}
+
+Status ParameterStore::Push(const proto::PushRequest& request, rpc::NamedTensors gradients,
+                            rpc::NamedTensors updates, proto::PushResponse* out,
+                            std::shared_ptr<const proto::ModelValues>* values) {
+  values->reset();
   if (request.buffer_decays_size() != 0 &&
       request.buffer_decays_size() != request.buffer_updates_size()) {
     return absl::InvalidArgumentError(StrCat(request.buffer_decays_size(), " buffer decays for ",
@@ -528,7 +545,6 @@ Status ParameterStore::Push(const proto::PushRequest& request, proto::PushRespon
   }
   EDL_RETURN_IF_ERROR(CheckRequestRows(request.sparse_gradients(), /*values=*/true));
   std::optional<ShardSnapshot> snapshot;
-  std::shared_ptr<const proto::ModelValues> values;
   Status s;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -537,12 +553,10 @@ Status ParameterStore::Push(const proto::PushRequest& request, proto::PushRespon
     if (s.ok() && request.want_values() && out->accepted() && !out->duplicate() &&
         version_ != version_before) {
       RefreshSnapshotLocked();
-      values = snapshot_;
+      *values = snapshot_;
     }
   }
   Deliver(std::move(snapshot));
-  // Copied outside the lock, as a pull's: snapshots are immutable.
-  if (values != nullptr) *out->mutable_values() = *values;
   return s;
 }
 

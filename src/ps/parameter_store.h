@@ -132,8 +132,11 @@ class ParameterStore {
   // Fills `out` (cleared first) with `initialized`, the current version and instance and,
   // unless the caller's known_version and known_instance are both current,
   // all values. When they are current and request.wait_ms() > 0, first waits
-  // up to that long (at most 5 s) for a step.
-  Status Pull(const proto::PullRequest& request, proto::PullResponse* out);
+  // up to that long (at most 5 s) for a step. With `values` given, the
+  // values (an immutable snapshot) are handed there instead of copied into
+  // `out` (null when there are none to give).
+  Status Pull(const proto::PullRequest& request, proto::PullResponse* out,
+              std::shared_ptr<const proto::ModelValues>* values = nullptr);
 
   // Rows of embedding tables (`out` cleared first), with the current
   // version and instance. FAILED_PRECONDITION before Init;
@@ -163,6 +166,12 @@ class ParameterStore {
   // with the values after it. Non-finite values are INVALID_ARGUMENT, checked
   // before anything else of the push.
   Status Push(const proto::PushRequest& request, proto::PushResponse* out);
+  // Push with the request's dense gradients and buffer updates decoded by
+  // the caller (rpc::DecodeTensors, from wherever their bytes lie); the
+  // values it answers with handed to `values` as Pull's are.
+  Status Push(const proto::PushRequest& request, rpc::NamedTensors gradients,
+              rpc::NamedTensors updates, proto::PushResponse* out,
+              std::shared_ptr<const proto::ModelValues>* values);
 
   // Sync mode: applies the gradients still waiting for their step (at the
   // end of training). With a fixed grads_to_wait they are divided by

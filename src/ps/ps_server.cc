@@ -264,7 +264,10 @@ Status RunPsServer(const PsServerOptions& options) {
       job.output().empty()
           ? std::string()
           : StrCat(TrainedModelStagingDir(AbsolutePath(job.output())), "/", kEmbeddingsDir);
-  PsService service(&store, token, &writer, export_dir);
+  // Workers reach this server through the job's sockets where they run on
+  // its machine; their pushes' tensors then pass through shared memory.
+  PsService service(&store, token, &writer, export_dir,
+                    credentials.socket_dir.empty() ? "" : rpc::SharedTensorRegion::DefaultDir());
   std::string address;
   EDL_ASSIGN_OR_RETURN(
       std::unique_ptr<grpc::Server> server,

@@ -6,13 +6,57 @@
 #include "ps/checkpoint.h"
 #include "rpc/histogram_codec.h"
 #include "rpc/job_token.h"
+#include "rpc/tensor_codec.h"
 
 namespace elasticdl::ps {
+namespace {
+
+using Area = rpc::SharedTensorRegion::Area;
+
+// Answers with `values` through `entry`'s region: their tensors' values in
+// its values area, their descriptions in `out`, where they lie in `shared`.
+// In `out` itself when they do not fit.
+void AnswerValues(const proto::ModelValues& values, rpc::SharedTensorRegions::Entry& entry,
+                  proto::ModelValues* out, proto::SharedTensors* shared) {
+  out->Clear();
+  out->set_version(values.version());
+  *out->mutable_embedding_tables() = values.embedding_tables();
+  StatusOr<uint64_t> sequence;
+  {
+    // The worker reads them once answered; an earlier call of it that gave
+    // up waiting may be answered at the same time.
+    std::lock_guard<std::mutex> lock(entry.mu);
+    sequence =
+        entry.region->PutCopies(Area::kValues, {{&values.parameters(), out->mutable_parameters()},
+                                                {&values.buffers(), out->mutable_buffers()}});
+  }
+  if (!sequence.ok()) {
+    *out = values;
+    return;
+  }
+  shared->set_region(entry.region->name());
+  shared->set_sequence(*sequence);
+}
+
+}  // namespace
 
 grpc::Status PsService::Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                              proto::PullResponse* response) {
-  return rpc::GuardedCall(*context, token_, "Pull",
-                          [&] { return store_->Pull(*request, response); });
+  return rpc::GuardedCall(*context, token_, "Pull", [&]() -> Status {
+    if (!request->has_shared()) return store_->Pull(*request, response);
+    StatusOr<std::shared_ptr<rpc::SharedTensorRegions::Entry>> entry =
+        shared_.Get(request->shared().region());
+    std::shared_ptr<const proto::ModelValues> values;
+    EDL_RETURN_IF_ERROR(store_->Pull(*request, response, &values));
+    if (!entry.ok()) response->set_shared_unreadable(true);
+    if (values == nullptr) return absl::OkStatus();
+    if (!entry.ok()) {
+      *response->mutable_values() = *values;
+      return absl::OkStatus();
+    }
+    AnswerValues(*values, **entry, response->mutable_values(), response->mutable_shared_values());
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status PsService::PullRows(grpc::ServerContext* context,
@@ -36,8 +80,32 @@ grpc::Status PsService::Init(grpc::ServerContext* context, const proto::InitRequ
 
 grpc::Status PsService::Push(grpc::ServerContext* context, const proto::PushRequest* request,
                              proto::PushResponse* response) {
-  return rpc::GuardedCall(*context, token_, "Push",
-                          [&] { return store_->Push(*request, response); });
+  return rpc::GuardedCall(*context, token_, "Push", [&]() -> Status {
+    if (!request->has_shared()) return store_->Push(*request, response);
+    StatusOr<std::shared_ptr<rpc::SharedTensorRegions::Entry>> entry =
+        shared_.Get(request->shared().region());
+    if (!entry.ok()) {
+      response->set_shared_unreadable(true);  // nothing applied: the worker pushes again
+      return absl::OkStatus();
+    }
+    // Decoded straight from the region, between two checks that the worker
+    // has not begun writing another push there.
+    const rpc::SharedTensorRegion& region = *(*entry)->region;
+    const uint64_t sequence = request->shared().sequence();
+    EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
+    EDL_ASSIGN_OR_RETURN(rpc::NamedTensors gradients,
+                         rpc::DecodeTensors(request->gradients(), region.Bytes(Area::kPush)));
+    EDL_ASSIGN_OR_RETURN(rpc::NamedTensors updates,
+                         rpc::DecodeTensors(request->buffer_updates(), region.Bytes(Area::kPush)));
+    EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
+    std::shared_ptr<const proto::ModelValues> values;
+    EDL_RETURN_IF_ERROR(
+        store_->Push(*request, std::move(gradients), std::move(updates), response, &values));
+    if (values != nullptr) {
+      AnswerValues(*values, **entry, response->mutable_values(), response->mutable_shared_values());
+    }
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status PsService::Flush(grpc::ServerContext* context, const proto::FlushRequest* request,

@@ -11,6 +11,7 @@
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "ps/checkpoint_writer.h"
 #include "ps/parameter_store.h"
+#include "rpc/shared_tensors.h"
 
 namespace elasticdl::ps {
 
@@ -20,13 +21,16 @@ class PsService final : public proto::ParameterServer::Service {
   // outlive the service. Every call must carry `token` (see
   // rpc/job_token.h); an empty token accepts every call (in-process tests).
   // Export writes to `export_dir` alone (the job's trained model's
-  // embeddings/; empty: nowhere), whatever directory a caller names.
+  // embeddings/; empty: nowhere), whatever directory a caller names. Pushes
+  // of workers on this machine may pass their tensors through regions of
+  // shared memory in `shared_dir` (rpc/shared_tensors.h; empty: none).
   PsService(ParameterStore* store, std::string token, CheckpointWriter* checkpoints = nullptr,
-            std::string export_dir = "")
+            std::string export_dir = "", std::string shared_dir = "")
       : store_(store),
         token_(std::move(token)),
         checkpoints_(checkpoints),
-        export_dir_(std::move(export_dir)) {}
+        export_dir_(std::move(export_dir)),
+        shared_(std::move(shared_dir)) {}
 
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                     proto::PullResponse* response) override;
@@ -50,6 +54,7 @@ class PsService final : public proto::ParameterServer::Service {
   const std::string token_;
   CheckpointWriter* const checkpoints_;
   const std::string export_dir_;
+  rpc::SharedTensorRegions shared_;
 };
 
 }  // namespace elasticdl::ps

@@ -21,6 +21,8 @@
 #include "rpc/grpc_util.h"
 #include "rpc/job_credentials.h"
 #include "rpc/job_token.h"
+#include "rpc/ps_client.h"
+#include "rpc/shared_tensors.h"
 #include "rpc/tensor_codec.h"
 #include "testing/temp_dir.h"
 
@@ -170,6 +172,161 @@ TEST_F(PsServiceTest, StatsTellWhatTheShardHolds) {
   EXPECT_EQ(stats.dense_bytes(), 8);
   EXPECT_EQ(stats.tables_size(), 0);
   EXPECT_EQ(stats.checkpoint_seconds().count(), 0);  // no writer
+}
+
+// ---------------------------------------------------------------- shared memory
+
+// A worker on the server's machine reaches it through the job's sockets; its
+// pushes then pass their tensors, and the values that answer them, through
+// a region of shared memory (rpc/shared_tensors.h).
+class SharedTensorsServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (rpc::SharedTensorRegion::DefaultDir().empty()) GTEST_SKIP() << "no /dev/shm";
+    credentials_.token = kToken;
+    credentials_.socket_dir = SocketsDir(dir_.path());
+    ASSERT_TRUE(CreatePrivateDirectory(credentials_.socket_dir, true).ok());
+    ParameterStoreOptions options;
+    options.instance = 5;
+    store_ = std::make_unique<ParameterStore>(options);
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  // Serves the store, mapping regions or (`shared` false) none.
+  void Serve(bool shared) {
+    service_ = std::make_unique<PsService>(store_.get(), kToken, nullptr, "",
+                                           shared ? rpc::SharedTensorRegion::DefaultDir() : "");
+    auto server = rpc::StartServer("127.0.0.1", 0, {service_.get()}, &address_, credentials_);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    client_ = std::make_unique<rpc::PsClient>(std::vector<std::string>{address_}, credentials_);
+    std::vector<proto::InitRequest> init(1);
+    init[0].mutable_values()->set_version(0);
+    ASSERT_TRUE(
+        rpc::EncodeTensor("w", torch::ones({1000}), init[0].mutable_values()->add_parameters())
+            .ok());
+    ASSERT_TRUE(
+        rpc::EncodeTensor("n", torch::zeros({3}), init[0].mutable_values()->add_buffers()).ok());
+    std::vector<proto::InitResponse> out;
+    ASSERT_TRUE(client_->Init(init, &out).ok());
+  }
+
+  // Minibatch `minibatch` of task 1: gradient g everywhere, buffer update u.
+  std::vector<proto::PushRequest> Push(int64_t minibatch, float g, float u) {
+    std::vector<proto::PushRequest> r(1);
+    r[0].set_instance(5);
+    r[0].set_base_version(minibatch);
+    r[0].set_want_values(true);
+    r[0].mutable_tag()->set_task_id(1);
+    r[0].mutable_tag()->set_minibatch(minibatch);
+    EXPECT_TRUE(rpc::EncodeTensor("w", torch::full({1000}, g), r[0].add_gradients()).ok());
+    EXPECT_TRUE(rpc::EncodeTensor("n", torch::full({3}, u), r[0].add_buffer_updates()).ok());
+    return r;
+  }
+
+  static torch::Tensor Value(const proto::ModelValues& values, const std::string& name) {
+    auto decoded = rpc::DecodeTensors(name == "n" ? values.buffers() : values.parameters());
+    EXPECT_TRUE(decoded.ok()) << decoded.status();
+    return decoded.ok() ? decoded->at(name) : torch::Tensor();
+  }
+
+  ::elasticdl::testing::TempDir dir_;
+  rpc::JobCredentials credentials_;
+  std::unique_ptr<ParameterStore> store_;
+  std::unique_ptr<PsService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::PsClient> client_;
+  std::string address_;
+};
+
+TEST_F(SharedTensorsServiceTest, PushesAndPullsOfAWorkerOnThisMachineGoThroughSharedMemory) {
+  Serve(/*shared=*/true);
+  // SGD with lr 0.1 (the store's default optimizer) on w = 1.
+  for (int64_t minibatch = 0; minibatch < 3; ++minibatch) {
+    std::vector<proto::PushRequest> requests = Push(minibatch, 1.0f, 0.5f);
+    std::vector<proto::PushResponse> responses;
+    Status pushed = client_->Push(&requests, &responses, {});
+    ASSERT_TRUE(pushed.ok()) << pushed;
+    // The tensors went through the region, not the message.
+    EXPECT_TRUE(requests[0].has_shared());
+    EXPECT_TRUE(requests[0].gradients(0).content().empty());
+    ASSERT_TRUE(responses[0].accepted());
+    ASSERT_TRUE(responses[0].has_values());
+    EXPECT_FALSE(responses[0].has_shared_values());  // taken into the message by the client
+    EXPECT_EQ(responses[0].values().version(), minibatch + 1);
+    EXPECT_TRUE(torch::allclose(Value(responses[0].values(), "w"),
+                                torch::full({1000}, 1.0f - 0.1f * float(minibatch + 1))));
+    EXPECT_TRUE(torch::equal(Value(responses[0].values(), "n"),
+                             torch::full({3}, 0.5f * float(minibatch + 1))));
+  }
+  EXPECT_EQ(store_->applied().at(1), 3);
+  // A pull is answered through the region too, and reads the same values.
+  std::vector<proto::PullRequest> pull(1);
+  std::vector<proto::PullResponse> pulled;
+  ASSERT_TRUE(client_->Pull(pull, &pulled).ok());
+  EXPECT_EQ(pulled[0].values().version(), 3);
+  EXPECT_FALSE(pulled[0].has_shared_values());
+  EXPECT_TRUE(torch::allclose(Value(pulled[0].values(), "w"), torch::full({1000}, 0.7f)));
+  // The server unlinked the region once mapped: nothing is left in /dev/shm.
+  for (const auto& e : fs::directory_iterator(rpc::SharedTensorRegion::DefaultDir())) {
+    EXPECT_EQ(e.path().filename().string().find(StrCat("-", ::getpid(), "-")), std::string::npos)
+        << e.path();
+  }
+}
+
+TEST_F(SharedTensorsServiceTest, AServerThatCannotMapRegionsGetsTheTensorsInTheMessage) {
+  Serve(/*shared=*/false);
+  for (int64_t minibatch = 0; minibatch < 2; ++minibatch) {
+    std::vector<proto::PushRequest> requests = Push(minibatch, 1.0f, 0.0f);
+    std::vector<proto::PushResponse> responses;
+    Status pushed = client_->Push(&requests, &responses, {});
+    ASSERT_TRUE(pushed.ok()) << pushed;
+    // The first was refused unread and sent again in the message; the
+    // client sends the next one in the message at once. Each applied once.
+    EXPECT_FALSE(requests[0].has_shared());
+    EXPECT_EQ(requests[0].gradients(0).content().size(), 4000u);
+    ASSERT_TRUE(responses[0].accepted());
+    EXPECT_FALSE(responses[0].duplicate());
+    EXPECT_EQ(responses[0].values().version(), minibatch + 1);
+  }
+  EXPECT_EQ(store_->version(), 2);
+  EXPECT_EQ(store_->applied().at(1), 2);
+}
+
+TEST_F(SharedTensorsServiceTest, APushWhoseTensorsWereOverwrittenIsRefusedAndAppliesNothing) {
+  Serve(/*shared=*/true);
+  auto region = rpc::SharedTensorRegion::Create(rpc::SharedTensorRegion::DefaultDir(), 8192);
+  ASSERT_TRUE(region.ok()) << region.status();
+  std::vector<proto::PushRequest> stale = Push(0, 1.0f, 0.0f);
+  StatusOr<uint64_t> sequence =
+      (*region)->Put(rpc::SharedTensorRegion::Area::kPush,
+                     {stale[0].mutable_gradients(), stale[0].mutable_buffer_updates()});
+  ASSERT_TRUE(sequence.ok());
+  stale[0].mutable_shared()->set_region((*region)->name());
+  stale[0].mutable_shared()->set_sequence(*sequence);
+  // The worker wrote again before the server read the first push.
+  std::vector<proto::PushRequest> next = Push(0, 2.0f, 0.0f);
+  ASSERT_TRUE((*region)
+                  ->Put(rpc::SharedTensorRegion::Area::kPush,
+                        {next[0].mutable_gradients(), next[0].mutable_buffer_updates()})
+                  .ok());
+  auto stub = proto::ParameterServer::NewStub(rpc::MakeChannel(address_, credentials_));
+  auto context = rpc::MakeContext(milliseconds(5000), kToken);
+  proto::PushResponse out;
+  Status refused = rpc::FromGrpc(stub->Push(context.get(), stale[0], &out));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kAborted) << refused;
+  EXPECT_EQ(store_->version(), 0);
+  EXPECT_TRUE(store_->applied().empty());
+  // A region that is not one is no push either: the worker is told to send
+  // the tensors in the message.
+  stale[0].mutable_shared()->set_region("elasticdl-tensors-0-0-0-missing");
+  auto again = rpc::MakeContext(milliseconds(5000), kToken);
+  ASSERT_TRUE(rpc::FromGrpc(stub->Push(again.get(), stale[0], &out)).ok());
+  EXPECT_TRUE(out.shared_unreadable());
+  EXPECT_FALSE(out.accepted());
+  EXPECT_EQ(store_->version(), 0);
 }
 
 // ---------------------------------------------------------------- RunPsServer

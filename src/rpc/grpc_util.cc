@@ -117,6 +117,10 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOf(const JobCredenti
   return grpc::SslCredentials(ssl);
 }
 
+bool ServedLocally(const std::string& address, const JobCredentials& credentials) {
+  return !LocalSocketOf(address, credentials).empty();
+}
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const JobCredentials& credentials) {
   if (std::string socket = LocalSocketOf(address, credentials); !socket.empty()) {

@@ -31,6 +31,8 @@ inline constexpr int kMaxMessageBytes = 1 << 30;
 // that is as safe).
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const JobCredentials& credentials);
+// Whether MakeChannel reaches `address` through a socket of this machine.
+bool ServedLocally(const std::string& address, const JobCredentials& credentials);
 // MakeChannel's parts, for a caller that adds arguments of its own.
 grpc::ChannelArguments ChannelArgumentsOf(const JobCredentials& credentials);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentialsOf(const JobCredentials& credentials);

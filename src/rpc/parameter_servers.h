@@ -36,8 +36,10 @@ class ParameterServers {
   virtual Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
                           std::vector<proto::PullRowsResponse>* responses,
                           const std::vector<int>& shards) = 0;
-  // To the shards listed in `shards` (all when empty).
-  virtual Status Push(const std::vector<proto::PushRequest>& requests,
+  // To the shards listed in `shards` (all when empty). The requests' tensor
+  // values may be moved out of them on the way (to memory shared with a
+  // server on this machine: rpc/shared_tensors.h).
+  virtual Status Push(std::vector<proto::PushRequest>* requests,
                       std::vector<proto::PushResponse>* responses,
                       const std::vector<int>& shards) = 0;
   // At the end of training: every shard applies what waits (sync mode) and,

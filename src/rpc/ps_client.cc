@@ -1,5 +1,6 @@
 #include "rpc/ps_client.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -10,10 +11,43 @@ namespace elasticdl::rpc {
 
 PsClient::PsClient(const std::vector<std::string>& addresses, const JobCredentials& credentials,
                    std::chrono::milliseconds timeout)
-    : addresses_(addresses), token_(credentials.token), timeout_(timeout) {
+    : addresses_(addresses),
+      token_(credentials.token),
+      shared_dir_(SharedTensorRegion::DefaultDir()),
+      timeout_(timeout) {
   for (const std::string& a : addresses) {
     stubs_.push_back(proto::ParameterServer::NewStub(MakeChannel(a, credentials)));
+    shared_.push_back(std::make_unique<Shared>());
+    shared_.back()->local = !shared_dir_.empty() && ServedLocally(a, credentials);
   }
+}
+
+SharedTensorRegion* PsClient::ShareTensors(int shard, proto::PushRequest* request) {
+  Shared& s = *shared_[static_cast<size_t>(shard)];
+  // Embedding rows stay in the message, and with them a push's other
+  // tensors (the server would copy the rows to put the dense tensors back).
+  if (!s.local || request->sparse_gradients_size() > 0) return nullptr;
+  const size_t bytes =
+      SharedTensorRegion::BytesFor({&request->gradients(), &request->buffer_updates()});
+  if (bytes == 0) return nullptr;
+  if (s.region == nullptr || s.region->area_bytes() < bytes) {
+    s.region.reset();
+    // Room for a quarter more: a model whose tensors grow a little keeps it.
+    StatusOr<std::unique_ptr<SharedTensorRegion>> made =
+        SharedTensorRegion::Create(shared_dir_, bytes + bytes / 4);
+    if (!made.ok()) {
+      s.local = false;  // no memory to share: the messages carry the tensors
+      return nullptr;
+    }
+    s.region = std::move(*made);
+  }
+  StatusOr<uint64_t> sequence =
+      s.region->Put(SharedTensorRegion::Area::kPush,
+                    {request->mutable_gradients(), request->mutable_buffer_updates()});
+  if (!sequence.ok()) return nullptr;
+  request->mutable_shared()->set_region(s.region->name());
+  request->mutable_shared()->set_sequence(*sequence);
+  return s.region.get();
 }
 
 template <typename Request, typename Response, typename Method>
@@ -76,7 +110,45 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
 
 Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
                       std::vector<proto::PullResponse>* responses) {
-  return CallAll("pull", &proto::ParameterServer::Stub::Pull, requests, responses, {});
+  // Servers that have read a region of ours may answer in its values area.
+  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<proto::PullRequest> asked = requests;
+  std::vector<SharedTensorRegion*> used(stubs_.size(), nullptr);
+  for (size_t i = 0; i < stubs_.size(); ++i) {
+    Shared& shared = *shared_[i];
+    locks.emplace_back(shared.mu);
+    if (shared.region != nullptr && shared.mapped) {
+      used[i] = shared.region.get();
+      asked[i].mutable_shared()->set_region(used[i]->name());
+    }
+  }
+  EDL_RETURN_IF_ERROR(CallAll("pull", &proto::ParameterServer::Stub::Pull, asked, responses, {}));
+  std::vector<int> again;
+  for (size_t i = 0; i < stubs_.size(); ++i) {
+    proto::PullResponse& response = (*responses)[i];
+    if (response.shared_unreadable()) {  // the values came in the message
+      shared_[i]->mapped = false;
+      shared_[i]->region.reset();
+    }
+    if (used[i] == nullptr || !response.has_shared_values()) continue;
+    proto::ModelValues* values = response.mutable_values();
+    Status taken =
+        used[i]->Take(SharedTensorRegion::Area::kValues, response.shared_values().sequence(),
+                      {values->mutable_parameters(), values->mutable_buffers()});
+    response.clear_shared_values();
+    if (!taken.ok()) {
+      // Overwritten before read (an earlier push of ours answered late):
+      // asked again, in the message.
+      asked[i].clear_shared();
+      again.push_back(static_cast<int>(i));
+    }
+  }
+  if (again.empty()) return absl::OkStatus();
+  std::vector<proto::PullResponse> retried;
+  Status s = CallAll("pull", &proto::ParameterServer::Stub::Pull, asked, &retried, again);
+  for (int i : again)
+    (*responses)[static_cast<size_t>(i)] = std::move(retried[static_cast<size_t>(i)]);
+  return s;
 }
 
 Status PsClient::PullRows(const std::vector<proto::PullRowsRequest>& requests,
@@ -114,9 +186,65 @@ Status PsClient::SetGroup(const proto::SetGroupRequest& request) {
                  {});
 }
 
-Status PsClient::Push(const std::vector<proto::PushRequest>& requests,
+Status PsClient::Push(std::vector<proto::PushRequest>* requests,
                       std::vector<proto::PushResponse>* responses, const std::vector<int>& shards) {
-  return CallAll("push", &proto::ParameterServer::Stub::Push, requests, responses, shards);
+  std::vector<int> targets = shards;
+  if (targets.empty()) {
+    for (int i = 0; i < num_shards(); ++i) targets.push_back(i);
+  }
+  std::sort(targets.begin(), targets.end());  // locks taken in one order
+  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<SharedTensorRegion*> used(stubs_.size(), nullptr);
+  for (int i : targets) {
+    locks.emplace_back(shared_[static_cast<size_t>(i)]->mu);
+    used[static_cast<size_t>(i)] = ShareTensors(i, &(*requests)[static_cast<size_t>(i)]);
+  }
+  Status s = CallAll("push", &proto::ParameterServer::Stub::Push, *requests, responses, targets);
+  // Shards whose push goes again with its tensors in the message: the
+  // server could not map the region (it was made on another machine, or
+  // the server dropped it), or the call failed and the caller may retry.
+  std::vector<int> again;
+  for (int i : targets) {
+    auto u = static_cast<size_t>(i);
+    SharedTensorRegion* region = used[u];
+    if (region == nullptr) continue;
+    proto::PushRequest& request = (*requests)[u];
+    proto::PushResponse& response = (*responses)[u];
+    if (!s.ok() || response.shared_unreadable()) {
+      // Only this client writes the push area: what it put there is intact.
+      Status back = region->Take(SharedTensorRegion::Area::kPush, request.shared().sequence(),
+                                 {request.mutable_gradients(), request.mutable_buffer_updates()});
+      if (!back.ok()) return back;
+      request.clear_shared();
+      if (s.ok()) {
+        Shared& shared = *shared_[u];
+        // Unreadable from the first push: this server cannot map regions of
+        // ours (another machine's, or another container's memory). Later: it
+        // dropped this one (relaunched, or too many workers); make another.
+        if (!shared.mapped) shared.local = false;
+        shared.mapped = false;
+        shared.region.reset();
+        again.push_back(i);
+      }
+      continue;
+    }
+    shared_[u]->mapped = true;
+    if (response.has_shared_values()) {
+      proto::ModelValues* values = response.mutable_values();
+      Status taken =
+          region->Take(SharedTensorRegion::Area::kValues, response.shared_values().sequence(),
+                       {values->mutable_parameters(), values->mutable_buffers()});
+      // Values overwritten before they were read: the worker pulls instead.
+      if (!taken.ok()) response.clear_values();
+      response.clear_shared_values();
+    }
+  }
+  if (!s.ok() || again.empty()) return s;
+  std::vector<proto::PushResponse> retried;
+  s = CallAll("push", &proto::ParameterServer::Stub::Push, *requests, &retried, again);
+  for (int i : again)
+    (*responses)[static_cast<size_t>(i)] = std::move(retried[static_cast<size_t>(i)]);
+  return s;
 }
 
 Status PsClient::Stats(PsId shard, proto::PsStatsResponse* response) {

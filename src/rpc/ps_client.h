@@ -1,11 +1,15 @@
 // ParameterServers over gRPC: a channel to every shard. Calls to several
 // shards go out together and the call returns when all have answered
-// (ps-lite's push/pull, without the handles: callers always wait).
+// (ps-lite's push/pull, without the handles: callers always wait). A push to
+// a server on this machine passes its tensors, and the values that answer it,
+// through memory shared with it (rpc/shared_tensors.h); the messages carry
+// the rest.
 #ifndef ELASTICDL_RPC_PS_CLIENT_H_
 #define ELASTICDL_RPC_PS_CLIENT_H_
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +17,7 @@
 #include "elasticdl/status.h"
 #include "rpc/job_credentials.h"
 #include "rpc/parameter_servers.h"
+#include "rpc/shared_tensors.h"
 
 namespace elasticdl::rpc {
 
@@ -32,7 +37,7 @@ class PsClient final : public ParameterServers {
   Status PullRows(const std::vector<proto::PullRowsRequest>& requests,
                   std::vector<proto::PullRowsResponse>* responses,
                   const std::vector<int>& shards) override;
-  Status Push(const std::vector<proto::PushRequest>& requests,
+  Status Push(std::vector<proto::PushRequest>* requests,
               std::vector<proto::PushResponse>* responses, const std::vector<int>& shards) override;
   Status Flush(std::vector<proto::FlushResponse>* responses, bool checkpoint) override;
   Status Export(const std::string& dir, int64_t version,
@@ -45,8 +50,21 @@ class PsClient final : public ParameterServers {
   Status CallAll(const char* name, Method method, const std::vector<Request>& requests,
                  std::vector<Response>* responses, std::vector<int> shards);
 
+  // A shard's region of shared memory; its lock is held through a push.
+  struct Shared {
+    std::mutex mu;
+    bool local = false;   // served through a socket of this machine
+    bool mapped = false;  // the server has read the region
+    std::unique_ptr<SharedTensorRegion> region;
+  };
+  // Moves `request`'s tensors into shard `shard`'s region when it is on this
+  // machine; the region used, or null (the tensors stay in the message).
+  SharedTensorRegion* ShareTensors(int shard, proto::PushRequest* request);
+
   std::vector<std::string> addresses_;
   std::string token_;
+  const std::string shared_dir_;
+  std::vector<std::unique_ptr<Shared>> shared_;
   std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
   std::chrono::milliseconds timeout_;
 };

@@ -69,7 +69,7 @@ bool AllFinite(const torch::Tensor& tensor) {
   return torch::isfinite(tensor).all().item<bool>();
 }
 
-StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message) {
+StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_view shared) {
   EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
   std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
   int64_t numel = 1;
@@ -81,13 +81,23 @@ StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message) {
     numel *= d;
   }
   size_t expected = numel * c10::elementSize(dtype);
-  if (message.content().size() != expected) {
-    return absl::InvalidArgumentError(StrCat("tensor '", message.name(),
-                                             "': ", message.content().size(), " bytes of content, ",
-                                             expected, " expected for its type and shape"));
+  std::string_view bytes = message.content();
+  if (message.has_shared_offset()) {
+    if (!bytes.empty() || message.shared_offset() > shared.size() ||
+        expected > shared.size() - message.shared_offset()) {
+      return absl::InvalidArgumentError(StrCat(
+          "tensor '", message.name(), "': ", expected, " bytes at offset ", message.shared_offset(),
+          " of shared memory of ", shared.size(), bytes.empty() ? "" : ", and a content besides"));
+    }
+    bytes = shared.substr(message.shared_offset(), expected);
+  }
+  if (bytes.size() != expected) {
+    return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "': ", bytes.size(),
+                                             " bytes of content, ", expected,
+                                             " expected for its type and shape"));
   }
   torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
-  if (expected > 0) std::memcpy(t.data_ptr(), message.content().data(), expected);
+  if (expected > 0) std::memcpy(t.data_ptr(), bytes.data(), expected);
   return t;
 }
 
@@ -113,10 +123,10 @@ Status CopyInto(const proto::Tensor& message, torch::Tensor& dst) {
 }
 
 StatusOr<NamedTensors> DecodeTensors(
-    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages) {
+    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages, std::string_view shared) {
   NamedTensors out;
   for (const proto::Tensor& m : messages) {
-    EDL_ASSIGN_OR_RETURN(torch::Tensor t, DecodeTensor(m));
+    EDL_ASSIGN_OR_RETURN(torch::Tensor t, DecodeTensor(m, shared));
     if (!out.emplace(m.name(), std::move(t)).second) {
       return absl::InvalidArgumentError(StrCat("tensor '", m.name(), "' appears twice"));
     }

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
@@ -16,9 +17,11 @@ namespace elasticdl::rpc {
 // into `out`. INVALID_ARGUMENT for dtypes the protocol does not carry.
 Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out);
 
-// A new CPU tensor holding `message`'s values. INVALID_ARGUMENT when the
-// content size does not match dtype and shape, naming the tensor.
-StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message);
+// A new CPU tensor holding `message`'s values: its content, or with a
+// shared_offset the bytes there in `shared` (an area of shared memory,
+// rpc/shared_tensors.h). INVALID_ARGUMENT when their size does not match
+// dtype and shape, or they would lie outside `shared`, naming the tensor.
+StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_view shared = {});
 
 // Copies `message`'s values into `dst` in place (no allocation), which must
 // have the same type and shape; INVALID_ARGUMENT naming the tensor otherwise.
@@ -33,7 +36,8 @@ using NamedTensors = std::map<std::string, torch::Tensor>;
 
 // Decodes a repeated Tensor field; names must be unique.
 StatusOr<NamedTensors> DecodeTensors(
-    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages);
+    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages,
+    std::string_view shared = {});
 
 }  // namespace elasticdl::rpc
 

@@ -27,7 +27,7 @@ class TimedParameterServers final : public rpc::ParameterServers {
                   const std::vector<int>& shards) override {
     return Timed("pull_rows", [&] { return servers_->PullRows(requests, responses, shards); });
   }
-  Status Push(const std::vector<proto::PushRequest>& requests,
+  Status Push(std::vector<proto::PushRequest>* requests,
               std::vector<proto::PushResponse>* responses,
               const std::vector<int>& shards) override {
     return Timed("push", [&] { return servers_->Push(requests, responses, shards); });

@@ -436,11 +436,11 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
       // The servers take the push (and, when it completes a synchronous
       // step, run the optimizer) while this thread does other work; that
       // work must not touch the servers or the model.
-      std::thread push([&] { pushed = ps_->Push(requests, &responses, pending); });
+      std::thread push([&] { pushed = ps_->Push(&requests, &responses, pending); });
       std::exchange(while_pushing, nullptr)();
       push.join();
     } else {
-      pushed = ps_->Push(requests, &responses, pending);
+      pushed = ps_->Push(&requests, &responses, pending);
     }
     EDL_RETURN_IF_ERROR(pushed);
     std::vector<int> refused;

@@ -215,7 +215,7 @@ class FakeServers : public rpc::ParameterServers {
     responses->resize(1);
     return server_->store.PullRows(requests[0], &(*responses)[0]);
   }
-  Status Push(const std::vector<proto::PushRequest>& requests,
+  Status Push(std::vector<proto::PushRequest>* requests,
               std::vector<proto::PushResponse>* responses, const std::vector<int>&) override {
     if (server_->slow_push.count() > 0) std::this_thread::sleep_for(server_->slow_push);
     responses->resize(1);
@@ -229,7 +229,7 @@ class FakeServers : public rpc::ParameterServers {
       (*responses)[0].set_accepted(false);
       return absl::OkStatus();
     }
-    return server_->store.Push(requests[0], &(*responses)[0]);
+    return server_->store.Push((*requests)[0], &(*responses)[0]);
   }
   // The worker never calls what only the master does.
   Status Flush(std::vector<proto::FlushResponse>*, bool) override { return NotForWorkers(); }

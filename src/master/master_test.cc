@@ -486,9 +486,15 @@ TEST_F(MasterTest, PublishesEveryChangeOfTheTrainingGroup) {
   ASSERT_TRUE(Outcome().ok()) << outcome_;
 
   std::lock_guard<std::mutex> lock(servers_.mu);
-  ASSERT_GE(servers_.groups.size(), 2u);
-  EXPECT_EQ(servers_.groups[0], (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(servers_.groups[1], (std::vector<int32_t>{0}));
+  // Until the first task goes out the group is empty, and the master's loop
+  // may publish it so (once the server has registered) before the workers'.
+  std::vector<std::vector<int32_t>> groups;
+  for (const std::vector<int32_t>& group : servers_.groups) {
+    if (!group.empty() || !groups.empty()) groups.push_back(group);
+  }
+  ASSERT_GE(groups.size(), 2u);
+  EXPECT_EQ(groups[0], (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(groups[1], (std::vector<int32_t>{0}));
   for (size_t i = 1; i < servers_.generations.size(); ++i) {
     EXPECT_GT(servers_.generations[i], servers_.generations[i - 1]);
   }

@@ -63,7 +63,6 @@ ours() {  # workers threads log [flags...]: "steady job" records/s
 
 warm_zoo "$LOG/warm"
 
-TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
 AR=(--distribution_strategy=AllreduceStrategy)
 declare -A R
 for ((i = 1; i <= REPS; i++)); do

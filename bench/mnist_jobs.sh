@@ -4,6 +4,12 @@
 
 PER_FILE=10000  # records per file written by `elasticdl data mnist`
 
+# Our workers and servers tell glibc's malloc to keep freed memory (mallopt at
+# start-up; src/common/process_tuning.h). Peers and bare loops get the same
+# setting through GLIBC_TUNABLES=$TUNED wherever a ratio with a goal compares
+# them with our jobs.
+TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
+
 # The first RECORDS records of Fashion-MNIST as whole files: DATA/train
 # (written there by `elasticdl data mnist` when missing) linked into
 # WORK/subset-RECORDS, which SUBSET then names; FILES lists them.

@@ -20,6 +20,13 @@
 # prefix); to compare two commits, build each in a tree of its own (e.g.
 # `git worktree add /tmp/old COMMIT`, then cmake and ninja there).
 #
+# BUILD_A may instead be the word `bare`: side A is then the bare LibTorch
+# loop (B's bin/train_bench --only=bare with THREADS threads, our malloc
+# setting through GLIBC_TUNABLES, its window after its warm-up minibatches)
+# on the same records, and B ÷ A is P1 pair by pair:
+#
+#   WORKERS=1 THREADS=2 bench/pairs.sh bare build    # needs `ninja -C build train_bench`
+#
 # Environment: PAIRS (default 8), WORKERS and THREADS (default 2 and 1, the
 # P2/P3 job), RECORDS (default 30000), FLAGS_A and FLAGS_B (flags added to
 # that side's `elasticdl train`, e.g. FLAGS_B=--bind_workers=false with the
@@ -34,6 +41,13 @@ if (($# != 2)); then
 fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 declare -A BUILDS=([A]=$1 [B]=$2)
+BARE=false
+if [[ $1 == bare ]]; then
+  BARE=true
+  BUILDS[A]=$2
+  [[ -x $2/bin/train_bench ]] ||
+    { echo "BUILD_A=bare: $2/bin/train_bench is missing (ninja -C $2 train_bench)" >&2; exit 2; }
+fi
 for side in A B; do
   [[ -x ${BUILDS[$side]}/bin/elasticdl ]] ||
     { echo "build $side: ${BUILDS[$side]}/bin/elasticdl is missing (BUILD_$side is a build tree or an install prefix)" >&2; exit 2; }
@@ -57,13 +71,17 @@ for side in A B; do
   BIN=${BUILDS[$side]}/bin warm_zoo "$WORK/warm.$side"
 done
 
-echo "# pairs: A=${BUILDS[A]} ${FLAGS_A[*]:-}, B=${BUILDS[B]} ${FLAGS_B[*]:-};" \
+side_a="${BUILDS[A]} ${FLAGS_A[*]:-}"
+$BARE && side_a="the bare loop ($THREADS threads)"
+echo "# pairs: A=$side_a, B=${BUILDS[B]} ${FLAGS_B[*]:-};" \
   "$WORKERS x $THREADS, $RECORDS records, $PAIRS pairs, $(nproc) cores," \
   "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; logs in $WORK"
 
-# The job's own account of its workers' time, e.g. "waiting for steps 5.5%, between tasks 2.4%".
+# The job's own account of its workers' time, e.g. "waiting for steps 5.5%, between tasks 2.4%";
+# the bare loop's, its time per minibatch.
 account() {  # log
-  sed -n 's/.*(start-up [0-9.]*%, \(.*\))$/\1/p' "$1" | head -n1
+  sed -n -e 's/.*(start-up [0-9.]*%, \(.*\))$/\1/p' \
+    -e 's/.*per minibatch: \(.*\); cpu.*/\1/p' "$1" | head -n1
 }
 
 declare -A RATE
@@ -73,6 +91,13 @@ for ((i = 1; i <= PAIRS; i++)); do
   ((i % 2)) || order=(B A)
   for side in "${order[@]}"; do
     log=$WORK/$side.$i
+    if [[ $side == A ]] && $BARE; then
+      GLIBC_TUNABLES=$TUNED "${BUILDS[B]}/bin/train_bench" --data="$SUBSET" --threads="$THREADS" \
+        --records="$RECORDS" --only=bare >"$log" 2>&1 ||
+        { echo "pair $i, A: train_bench failed: see $log" >&2; exit 1; }
+      RATE[A]=$(sed -n 's/^RESULT bare .*samples_per_s=\([0-9.]*\).*/\1/p' "$log")
+      continue
+    fi
     flags=("${FLAGS_A[@]}")
     [[ $side == B ]] && flags=("${FLAGS_B[@]}")
     BIN=${BUILDS[$side]}/bin train_mnist "$ROOT/model_zoo" "$WORKERS" "$THREADS" "$log" \

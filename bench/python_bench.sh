@@ -54,7 +54,6 @@ ours() {  # zoo workers threads log [flags...]
   rate=$(records_per_second "$log")
   echo "${acc:-0} ${rate:-0}"
 }
-TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
 bare() {  # log
   GLIBC_TUNABLES=$TUNED OMP_NUM_THREADS=2 "$PYTHON" "$ROOT/bench/torch_mnist.py" \
     --records="$RECORDS" --threads=2 >"$1" 2>&1

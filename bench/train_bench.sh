@@ -113,11 +113,9 @@ bare_pair() {  # log
 
 warm_zoo "$LOG/warm"
 
-# Our workers and servers tell glibc's malloc to keep freed memory
-# (mallopt at start-up; src/common/process_tuning.h). The limit gets the same
-# setting through GLIBC_TUNABLES, so P1 compares like with like; the peer
-# runs as users run it, and once more with the setting (info).
-TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
+# The bare loop gets our processes' malloc setting ($TUNED, bench/mnist_jobs.sh),
+# so P1 compares like with like; the peer runs as users run it, and once more
+# with the setting (info).
 
 declare -A R
 run_ours() {  # key workers threads [flags...]: adds the steady and the job's figures

@@ -183,11 +183,8 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   const WorkerId worker(request.worker_id());
   std::optional<TaskAttempt> keep;
   if (request.has_keep()) {
-    // Pace and backups follow one task per worker.
-    if (!options_.collective) {
-      return absl::InvalidArgumentError(
-          "only AllreduceStrategy workers ask for their next task before the current one ends");
-    }
+    // The next task, asked for while the current one trains: the worker
+    // begins it after reporting the current one.
     keep = TaskAttempt{TaskId(request.keep().task_id()), request.keep().attempt()};
   }
   uint64_t change = 0;
@@ -195,8 +192,9 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
     std::lock_guard<std::mutex> lock(mu_);
     EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
     change = GetTaskLocked(worker, keep, response->mutable_task());
-    // Only a worker handed a training task is waited for by synchronous steps.
-    const bool training = response->task().type() == proto::TASK_TRAINING;
+    // Only a worker handed a training task is waited for by synchronous steps;
+    // one asking ahead trains its current task still, whatever the answer.
+    const bool training = response->task().type() == proto::TASK_TRAINING || keep.has_value();
     if (training && !training_begun_) {
       // The first steps wait for the workers there when training begins;
       // the others (still pending on a busy cluster) join with their first
@@ -243,7 +241,10 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> kee
   // progress kept.
   tasks_.RecoverWorker(worker, keep);
   *task = tasks_.Next(worker, /*ahead=*/keep.has_value());
-  if (task->type() == proto::TASK_WAIT && BackupLocked(worker, task)) return ChangedLocked();
+  // A backup attempt is for a worker with nothing else to do.
+  if (task->type() == proto::TASK_WAIT && !keep && BackupLocked(worker, task)) {
+    return ChangedLocked();
+  }
   if (task->type() == proto::TASK_NONE || task->type() == proto::TASK_WAIT) return 0;
   if (!dispatched_any_) {
     spdlog::info("the first task goes out with {} of {} workers registered",
@@ -252,7 +253,9 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> kee
           {{"workers", members_.registered_workers()}, {"min_workers", options_.wait_for_workers}});
   }
   dispatched_any_ = true;
-  on_task_[worker] = {TaskId(task->task_id()), Now(), task->minibatches_done(), Now()};
+  // A task handed out ahead is timed from the first heartbeat that names it
+  // as the worker's current one (Heartbeat).
+  if (!keep) on_task_[worker] = {TaskId(task->task_id()), Now(), task->minibatches_done(), Now()};
   nlohmann::json fields = DispatchedFields(worker, *task);
   if (keep) fields["ahead_of"] = keep->task.value();
   Event("task_dispatched", fields);
@@ -398,7 +401,12 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt(), next);
   response->set_task_revoked(request.task_id() >= 0 && !holds);
   auto on = on_task_.find(worker);
-  if (holds && on != on_task_.end() && on->second.task == task) on->second.heard = Now();
+  if (holds && on != on_task_.end() && on->second.task == task) {
+    on->second.heard = Now();
+  } else if (holds) {
+    // A task handed out ahead, begun since.
+    on_task_[worker] = {task, Now(), request.minibatches_done(), Now()};
+  }
   if (request.task_id() >= 0 &&
       tasks_.Progress(worker, task, request.attempt(), request.minibatches_done())) {
     progress_unwritten_ = true;

@@ -437,6 +437,26 @@ TEST(JobStateTest, TheFirstCollectiveVersionWaitsForMinWorkersNotYetStarted) {
   EXPECT_EQ(place.world_size(), 2);
 }
 
+// Worker 0 asks for the task after `keep`, keeping it.
+Status AskAhead(JobState* state, const proto::Task& keep, proto::GetTaskResponse* response) {
+  proto::GetTaskRequest request;
+  request.set_worker_id(0);
+  request.mutable_keep()->set_task_id(keep.task_id());
+  request.mutable_keep()->set_attempt(keep.attempt());
+  return state->GetTask(request, response);
+}
+
+// Worker 0's heartbeat naming `current` and `next` as its tasks.
+proto::HeartbeatRequest HeartbeatNaming(const proto::Task& current, const proto::Task& next) {
+  proto::HeartbeatRequest heartbeat;
+  heartbeat.set_worker_id(0);
+  heartbeat.set_task_id(current.task_id());
+  heartbeat.set_attempt(current.attempt());
+  heartbeat.mutable_next()->set_task_id(next.task_id());
+  heartbeat.mutable_next()->set_attempt(next.attempt());
+  return heartbeat;
+}
+
 TEST(JobStateTest, CollectiveWorkersMayAskForTheirNextTaskKeepingTheCurrentOne) {
   JobStateOptions options = StateOptions(/*num_ps=*/0);
   options.collective = true;
@@ -446,20 +466,11 @@ TEST(JobStateTest, CollectiveWorkersMayAskForTheirNextTaskKeepingTheCurrentOne) 
   StatusOr<proto::Task> current = GetTask(&state, 0);
   ASSERT_TRUE(current.ok());
   ASSERT_EQ(current->type(), proto::TASK_TRAINING);
-  proto::GetTaskRequest request;
-  request.set_worker_id(0);
-  request.mutable_keep()->set_task_id(current->task_id());
-  request.mutable_keep()->set_attempt(current->attempt());
   proto::GetTaskResponse ahead;
-  ASSERT_TRUE(state.GetTask(request, &ahead).ok());
+  ASSERT_TRUE(AskAhead(&state, *current, &ahead).ok());
   ASSERT_EQ(ahead.task().type(), proto::TASK_TRAINING);
   // Heartbeats name both; the current one's report counts.
-  proto::HeartbeatRequest heartbeat;
-  heartbeat.set_worker_id(0);
-  heartbeat.set_task_id(current->task_id());
-  heartbeat.set_attempt(current->attempt());
-  heartbeat.mutable_next()->set_task_id(ahead.task().task_id());
-  heartbeat.mutable_next()->set_attempt(ahead.task().attempt());
+  proto::HeartbeatRequest heartbeat = HeartbeatNaming(*current, ahead.task());
   proto::HeartbeatResponse response;
   ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
   EXPECT_FALSE(response.task_revoked());
@@ -469,21 +480,41 @@ TEST(JobStateTest, CollectiveWorkersMayAskForTheirNextTaskKeepingTheCurrentOne) 
   ASSERT_TRUE(state.ReportTask(Done(0, ahead.task())).ok());
 }
 
-TEST(JobStateTest, OnlyCollectiveWorkersAskAhead) {
+TEST(JobStateTest, ParameterServerWorkersAskAheadAndStayInTheTrainingGroup) {
   JobState state(StateOptions(), TaskManager(TrainingOptions(), Ranges(2), {}, {}), nullptr);
   ASSERT_TRUE(RegisterPs(&state, 0).ok());
   state.WorkerStarted(WorkerId(0), {}, false);
   ASSERT_TRUE(RegisterWorker(&state, 0).ok());
   StatusOr<proto::Task> current = GetTask(&state, 0);
   ASSERT_TRUE(current.ok());
-  proto::GetTaskRequest request;
-  request.set_worker_id(0);
-  request.mutable_keep()->set_task_id(current->task_id());
-  request.mutable_keep()->set_attempt(current->attempt());
-  proto::GetTaskResponse response;
-  Status s = state.GetTask(request, &response);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(s.message()).find("AllreduceStrategy"), std::string::npos) << s;
+  ASSERT_EQ(current->type(), proto::TASK_TRAINING);
+  proto::GetTaskResponse ahead;
+  ASSERT_TRUE(AskAhead(&state, *current, &ahead).ok());
+  ASSERT_EQ(ahead.task().type(), proto::TASK_TRAINING);
+  EXPECT_NE(ahead.task().task_id(), current->task_id());
+  // Heartbeats name both: neither is taken back.
+  proto::HeartbeatRequest heartbeat = HeartbeatNaming(*current, ahead.task());
+  proto::HeartbeatResponse response;
+  ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+  EXPECT_FALSE(response.task_revoked());
+  ASSERT_TRUE(state.ReportTask(Done(0, *current)).ok());
+  heartbeat.set_task_id(ahead.task().task_id());
+  heartbeat.set_attempt(ahead.task().attempt());
+  heartbeat.clear_next();
+  ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
+  EXPECT_FALSE(response.task_revoked());
+  // Nothing more to hand out: the worker trains its task still, and the
+  // synchronous steps go on waiting for it.
+  proto::GetTaskResponse none;
+  ASSERT_TRUE(AskAhead(&state, ahead.task(), &none).ok());
+  EXPECT_NE(none.task().type(), proto::TASK_TRAINING);
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0}));
+  ASSERT_TRUE(state.ReportTask(Done(0, ahead.task())).ok());
+  // Asking once its task is reported, it leaves the group.
+  StatusOr<proto::Task> after = GetTask(&state, 0);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->type(), proto::TASK_TRAINING);
+  EXPECT_TRUE(state.training_group().members().empty());
 }
 
 TEST(JobStateTest, TheTrainingGroupIsTheWorkersThatTrain) {

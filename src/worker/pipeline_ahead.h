@@ -79,6 +79,19 @@ class PipelineAhead {
     return next;
   }
 
+  // Every element made and not taken yet, without waiting for more; the
+  // pipeline's end (or error) is last among them once made. The thread
+  // goes on making the next ones.
+  std::deque<StatusOr<std::optional<T>>> TakeReady() {
+    std::deque<StatusOr<std::optional<T>>> taken;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      taken.swap(ready_);
+    }
+    cv_.notify_all();
+    return taken;
+  }
+
   // Whether the running pipeline's end is made and not taken yet: the
   // elements before it can be taken without waiting. (Not after an error,
   // whose elements before it are taken one by one as they are needed.)

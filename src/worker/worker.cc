@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <thread>
 #include <utility>
 
@@ -34,10 +35,13 @@ constexpr size_t kMinibatchesAhead = 2;
 // pipeline then runs mostly while a member waits for its step's reduce
 // rather than taking turns from the computing threads, whose delays the
 // other members wait for; a training thread that waits for its minibatch
-// leaves its core to the pipeline all the same. (A parameter-server worker's
-// pipeline keeps the training thread's priority: with its intra-op threads
-// on every core it was no faster so; docs/benchmarks.md.)
+// leaves its core to the pipeline all the same.
 constexpr int kCollectivePipelineNiceness = 10;
+// ParameterServerStrategy: the same, lowest. The thread reads and parses
+// the next task's records (handed out ahead) while the intra-op threads
+// compute the current task's last minibatches on every core: it should take
+// only the time their serial stretches leave (docs/benchmarks.md).
+constexpr int kParameterServerPipelineNiceness = 19;
 
 // LibTorch's global CPU generator's state, which every draw from it changes.
 torch::Tensor GlobalGeneratorState() {
@@ -156,8 +160,9 @@ StatusOr<std::optional<Example>> Worker::ProbedPull(Dataset<Example>* batches, b
 PipelineAhead<Example>& Worker::Ahead() {
   if (!ahead_) {
     const bool collective = job_.strategy != proto::PARAMETER_SERVER_STRATEGY;
-    ahead_ = std::make_unique<PipelineAhead<Example>>(kMinibatchesAhead,
-                                                      collective ? kCollectivePipelineNiceness : 0);
+    ahead_ = std::make_unique<PipelineAhead<Example>>(
+        kMinibatchesAhead,
+        collective ? kCollectivePipelineNiceness : kParameterServerPipelineNiceness);
   }
   return *ahead_;
 }
@@ -483,10 +488,15 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
   return absl::OkStatus();
 }
 
-Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) {
+Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
+                     bool started_ahead) {
   const int64_t batch_size = job_.minibatch_size;
   const int64_t minibatches = (task.end() - task.start() + batch_size - 1) / batch_size;
-  EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::TRAINING));
+  std::optional<Dataset<Example>> batches;
+  if (!started_ahead) {
+    EDL_ASSIGN_OR_RETURN(Dataset<Example> made, Batches(task, Mode::TRAINING));
+    batches.emplace(std::move(made));
+  }
   // The next minibatch of the pipeline, with LibTorch's global generator
   // seeded for it (for dataset_fns that draw from it). A pipeline seen to
   // leave that generator alone in its first pull of the task runs ahead of
@@ -496,20 +506,34 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
   // model's draws (dropout, seeded per minibatch) cannot interleave with
   // its own, and makes the next minibatch only while the servers take the
   // push; so does a pipeline of Python code, which would hold the
-  // interpreter's lock against a Python model's forward.
-  bool probed = program_.MakesBatchesInPython();
-  bool ahead = false;
+  // interpreter's lock against a Python model's forward. A task handed out
+  // ahead had its pipeline started on that thread already (AskAhead).
+  bool probed = program_.MakesBatchesInPython() || started_ahead;
+  bool ahead = started_ahead;
   // The task's pipeline, when it runs ahead, ends with the task.
   auto stop_ahead = absl::MakeCleanup([&ahead, this] {
     if (ahead) ahead_->Stop();
   });
+  // Made ahead and taken from the thread at once, in order: once the end is
+  // among them the thread is free for the next task's pipeline.
+  std::deque<StatusOr<std::optional<Example>>> taken;
+  bool end_taken = false;
   auto next = [&](int64_t minibatch) -> StatusOr<std::optional<Example>> {
+    if (!taken.empty()) {
+      StatusOr<std::optional<Example>> batch = std::move(taken.front());
+      taken.pop_front();
+      return batch;
+    }
+    if (end_taken) return std::optional<Example>();
     if (ahead) return ahead_->Next();
     torch::manual_seed(job_seeds::PipelinePull(job_.seed, task.task_id(), minibatch));
-    if (probed) return batches.Next();
+    if (probed) return batches->Next();
     probed = true;
-    StatusOr<std::optional<Example>> batch = ProbedPull(&batches, &ahead);
-    if (ahead) Ahead().Start(std::move(batches));
+    StatusOr<std::optional<Example>> batch = ProbedPull(&*batches, &ahead);
+    if (ahead) {
+      Ahead().Start(std::move(*batches));
+      pipelines_free_ = true;
+    }
     return batch;
   };
   // Every attempt's pipeline yields the same minibatches: skip those the
@@ -543,9 +567,24 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report) 
     bool nonfinite = false;
     // The pipeline makes the next minibatch while the servers take this
     // one's gradients: the same minibatches, in the same order, with the
-    // same seeds, as one after the other.
-    auto prefetch = [&prefetched, &next, following = minibatch + 1] {
-      prefetched = next(following);
+    // same seeds, as one after the other. One running ahead has made some
+    // already: they are taken, and once its end is among them the master
+    // is asked for the next task, whose pipeline then runs on the thread
+    // while this task's last minibatches train.
+    auto prefetch = [&, following = minibatch + 1] {
+      if (!ahead) {
+        prefetched = next(following);
+        return;
+      }
+      for (auto& made : ahead_->TakeReady()) taken.push_back(std::move(made));
+      end_taken = !taken.empty() && taken.back().ok() && !taken.back()->has_value();
+      if (!end_taken || next_.has_value() || !asks_ahead_ || !pipelines_free_ ||
+          job_.max_steps > 0 || task_stopping()) {
+        return;
+      }
+      AskAhead(task);
+      // The thread is the next task's now.
+      if (next_.has_value() && next_->started) ahead = false;
     };
     Status trained =
         TrainMinibatch(**batch, tag, job_seeds::Minibatch(job_.seed, task.task_id(), minibatch),
@@ -646,12 +685,13 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
   return WriteFileAtomically(StrCat(dir, "/task-", task.task_id(), ".csv"), csv);
 }
 
-Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report) {
+Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report,
+                       bool started_ahead) {
   account_.FirstTask();
   const auto started = TimeAccount::Clock::now();
   switch (task.type()) {
     case proto::TASK_TRAINING:
-      return Train(task, report);
+      return Train(task, report, started_ahead);
     case proto::TASK_EVALUATION: {
       Status s = Evaluate(task, report);
       account_.AddSince(TimeAccount::Kind::kEvaluation, started);
@@ -752,27 +792,37 @@ Status Worker::Run() {
   while (true) {
     if (lost_) return absl::AbortedError("the master took this worker as lost");
     if (stopping()) {
+      EDL_RETURN_IF_ERROR(HandBackNext());
       spdlog::info("stopping as asked");
       return absl::OkStatus();
     }
-    proto::GetTaskRequest request;
-    request.set_worker_id(options_.worker_id);
-    proto::GetTaskResponse response;
-    EDL_RETURN_IF_ERROR(
-        CallMaster("asking the master for a task", &MasterClient::GetTask, request, &response));
-    const proto::Task& task = response.task();
-    if (task.type() == proto::TASK_NONE) return absl::OkStatus();
-    if (task.type() == proto::TASK_WAIT) {
-      std::this_thread::sleep_for(milliseconds(50));
-      continue;
+    proto::Task task;
+    bool started_ahead = false;
+    if (next_.has_value()) {
+      task = std::move(next_->task);
+      started_ahead = next_->started;
+      next_.reset();
+    } else {
+      proto::GetTaskRequest request;
+      request.set_worker_id(options_.worker_id);
+      proto::GetTaskResponse response;
+      EDL_RETURN_IF_ERROR(
+          CallMaster("asking the master for a task", &MasterClient::GetTask, request, &response));
+      task = std::move(*response.mutable_task());
+      if (task.type() == proto::TASK_NONE) return absl::OkStatus();
+      if (task.type() == proto::TASK_WAIT) {
+        std::this_thread::sleep_for(milliseconds(50));
+        continue;
+      }
     }
     BeginTask(task);
+    HoldAhead(nullptr);
     proto::ReportTaskRequest report;
     report.set_worker_id(options_.worker_id);
     report.set_task_id(task.task_id());
     report.set_attempt(task.attempt());
     report.set_minibatches_done(task.minibatches_done());
-    Status s = RunTask(task, &report);
+    Status s = RunTask(task, &report, started_ahead);
     bool reconnect = false;
     if (rpc::IsUnreachable(s) && ps_ != nullptr) {
       // A parameter server is gone: hand the rest of the task back (what
@@ -795,6 +845,8 @@ Status Worker::Run() {
     Status reported = Report(report);
     EndTask();
     EDL_RETURN_IF_ERROR(reported);
+    // The task after a failed one goes back as it came.
+    if (!s.ok()) EDL_RETURN_IF_ERROR(HandBackNext());
     if (reconnect) {
       const auto started = TimeAccount::Clock::now();
       Status reconnected = Reconnect();
@@ -802,6 +854,53 @@ Status Worker::Run() {
       EDL_RETURN_IF_ERROR(reconnected);
     }
   }
+}
+
+void Worker::AskAhead(const proto::Task& current) {
+  proto::GetTaskRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.mutable_keep()->set_task_id(current.task_id());
+  request.mutable_keep()->set_attempt(current.attempt());
+  proto::GetTaskResponse response;
+  AskingAhead();
+  Status asked =
+      CallMaster("asking the master for the next task", &MasterClient::GetTask, request, &response);
+  const proto::Task& task = response.task();
+  if (!asked.ok() || task.type() == proto::TASK_NONE || task.type() == proto::TASK_WAIT) {
+    if (absl::IsInvalidArgument(asked)) {
+      asks_ahead_ = false;  // a master that hands out one task at a time
+      spdlog::info("{}; asking for one task at a time", std::string(asked.message()));
+    } else if (!asked.ok()) {
+      spdlog::warn("{}", std::string(asked.message()));
+    }
+    HoldAhead(nullptr);
+    return;
+  }
+  next_ = NextTask{task, false};
+  if (task.type() == proto::TASK_TRAINING) {
+    // A pipeline that fails to start is made again, and reports why, when
+    // the task begins.
+    StatusOr<Dataset<Example>> batches = Batches(task, Mode::TRAINING);
+    if (batches.ok()) {
+      Ahead().Start(std::move(*batches));
+      next_->started = true;
+    }
+  }
+  HoldAhead(&task);
+}
+
+Status Worker::HandBackNext() {
+  if (!next_.has_value()) return absl::OkStatus();
+  if (next_->started) Ahead().Stop();
+  proto::ReportTaskRequest report;
+  report.set_worker_id(options_.worker_id);
+  report.set_task_id(next_->task.task_id());
+  report.set_attempt(next_->task.attempt());
+  report.set_minibatches_done(next_->task.minibatches_done());
+  report.set_stopped(true);
+  next_.reset();
+  HoldAhead(nullptr);
+  return Report(report);
 }
 
 // The collective group's calls (collective_trainer.cc).

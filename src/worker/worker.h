@@ -134,8 +134,19 @@ class Worker {
   // this worker's gradients wait in has been taken (CANCELLED when asked to
   // stop meanwhile).
   Status Pull(bool wait_for_steps = false);
-  Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report);
-  Status Train(const proto::Task& task, proto::ReportTaskRequest* report);
+  // `started_ahead`: a training task's pipeline already runs on Ahead()
+  // (handed out ahead, AskAhead).
+  Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report,
+                 bool started_ahead = false);
+  Status Train(const proto::Task& task, proto::ReportTaskRequest* report, bool started_ahead);
+  // Parameter-server strategy: asks the master for the task after
+  // `current`, keeping it (sets next_; a training task's pipeline starts on
+  // Ahead(), which the current task's must have left). Nothing when the
+  // master has none to give now.
+  void AskAhead(const proto::Task& current);
+  // Hands next_ back to the master, untouched (after a failed task, or when
+  // the worker stops).
+  Status HandBackNext();
   // Computes and pushes one minibatch, with LibTorch's generator seeded from
   // `seed` before every forward. A non-finite loss or gradient is an error
   // with *nonfinite set; nothing is pushed. `while_pushing`, if set, runs
@@ -172,8 +183,8 @@ class Worker {
   // The task the heartbeats name, from its hand-out to its report.
   void BeginTask(const proto::Task& task);
   void EndTask();
-  // AllreduceStrategy: the task handed out ahead of the current one's end,
-  // which the heartbeats name as held too (nullptr: none). AskingAhead():
+  // The task handed out ahead of the current one's end, which the
+  // heartbeats name as held too (nullptr: none). AskingAhead():
   // one is asked for; until HoldAhead, heartbeats say so (an answer may be
   // on its way).
   void AskingAhead();
@@ -206,6 +217,20 @@ class Worker {
   // Runs a training task's pipeline ahead of the model (Train, and the
   // collective trainer's next task); see Ahead().
   std::unique_ptr<PipelineAhead<Example>> ahead_;
+  // Parameter-server strategy: a pipeline was seen to leave LibTorch's
+  // global generator alone (ProbedPull) and to run in C++: the pipelines of
+  // tasks handed out ahead start on Ahead() at once, without a probe of
+  // their own (as AllreduceStrategy's do).
+  bool pipelines_free_ = false;
+  // Set when a master refuses to hand out tasks ahead.
+  bool asks_ahead_ = true;
+  // The task handed out ahead of the current one's end; `started`: its
+  // pipeline runs on Ahead().
+  struct NextTask {
+    proto::Task task;
+    bool started = false;
+  };
+  std::optional<NextTask> next_;
 
   // Shared with the heartbeat thread. task_mu_ keeps the task, its attempt
   // and whether it was revoked together, so that an answer about one task

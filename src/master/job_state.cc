@@ -398,7 +398,11 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   if (request.has_next()) {
     next = TaskAttempt{TaskId(request.next().task_id()), request.next().attempt()};
   }
-  const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt(), next);
+  std::optional<TaskAttempt> reporting;
+  if (request.has_reporting()) {
+    reporting = TaskAttempt{TaskId(request.reporting().task_id()), request.reporting().attempt()};
+  }
+  const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt(), next, reporting);
   response->set_task_revoked(request.task_id() >= 0 && !holds);
   auto on = on_task_.find(worker);
   if (holds && on != on_task_.end() && on->second.task == task) {

@@ -474,7 +474,8 @@ bool TaskManager::Progress(WorkerId worker, TaskId task, int32_t attempt,
 }
 
 bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt,
-                                  std::optional<TaskAttempt> next) {
+                                  std::optional<TaskAttempt> next,
+                                  std::optional<TaskAttempt> reporting) {
   Holder* holder = nullptr;
   Held* current = FindHeld(worker, current_task, attempt, &holder);
   if (holder != nullptr) holder->restored = holder->ahead = false;
@@ -482,6 +483,8 @@ bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t 
   Held* ahead = next ? FindHeld(worker, next->task, next->attempt, &next_holder) : nullptr;
   if (next_holder != nullptr) next_holder->restored = next_holder->ahead = false;
   const bool asking_ahead = next && next->task.value() < 0;
+  const Held* reported =
+      reporting ? FindHeld(worker, reporting->task, reporting->attempt) : nullptr;
   for (auto it = held_.begin(); it != held_.end();) {
     Held& h = it->second;
     auto mine = std::find_if(h.holders.begin(), h.holders.end(),
@@ -489,7 +492,7 @@ bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t 
     // A worker works on one task at a time (and may hold the next): while
     // it is on one it holds, the others are abandoned (e.g. a hand-out
     // whose reply was lost).
-    if (&h != current && &h != ahead && mine != h.holders.end() && !mine->ahead &&
+    if (&h != current && &h != ahead && &h != reported && mine != h.holders.end() && !mine->ahead &&
         ((current != nullptr && !asking_ahead) || mine->restored)) {
       DropHolder(&it, worker);
       continue;

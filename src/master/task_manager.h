@@ -201,10 +201,13 @@ class TaskManager {
   // whose reply was lost), else only those restored from the ledger (see
   // FromLedger) — a task handed out since may cross the heartbeat, as may
   // one asked for ahead (`next` with task -1: its answer not seen yet).
+  // `reporting`, a task the worker has finished and whose report is on its
+  // way, stays held until that report comes.
   // Returns whether `current_task` is held by `worker` at `attempt`.
   // Cheap; meant for every heartbeat.
   bool ReconcileWorker(WorkerId worker, TaskId current_task, int32_t attempt,
-                       std::optional<TaskAttempt> next = std::nullopt);
+                       std::optional<TaskAttempt> next = std::nullopt,
+                       std::optional<TaskAttempt> reporting = std::nullopt);
 
   // Puts every task `worker` holds back at the front of the queue with its
   // known progress, but `keep` (when the worker holds it at that attempt)

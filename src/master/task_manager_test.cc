@@ -210,6 +210,33 @@ TEST(TaskManagerTest, AWorkerMayHoldItsNextTaskBeforeItsCurrentOneEnds) {
   EXPECT_EQ(again, (std::set<int64_t>{a.task_id(), b.task_id()}));
 }
 
+TEST(TaskManagerTest, ATaskBeingReportedStaysHeldWhileTheNextOneTrains) {
+  TaskManager tm({}, Ranges(4), {}, {});
+  const WorkerId worker(1);
+  proto::Task done = tm.Next(worker);
+  EXPECT_EQ(tm.RecoverWorker(worker, TaskAttempt{TaskId(done.task_id()), done.attempt()}), 0);
+  proto::Task next = tm.Next(worker, /*ahead=*/true);
+  // The worker has begun the next task; the report of the one it finished
+  // is on its way, and its heartbeats say so: both stay held.
+  const TaskAttempt reporting{TaskId(done.task_id()), done.attempt()};
+  EXPECT_TRUE(
+      tm.ReconcileWorker(worker, TaskId(next.task_id()), next.attempt(), std::nullopt, reporting));
+  EXPECT_EQ(tm.HeldBy(worker),
+            (std::vector<TaskId>{TaskId(done.task_id()), TaskId(next.task_id())}));
+  EXPECT_TRUE(tm.Report(worker, Done(done)));
+  // A heartbeat crossing the report names a task no longer held: nothing
+  // changes.
+  EXPECT_TRUE(
+      tm.ReconcileWorker(worker, TaskId(next.task_id()), next.attempt(), std::nullopt, reporting));
+  EXPECT_EQ(tm.HeldBy(worker), std::vector<TaskId>{TaskId(next.task_id())});
+  // Not named at all, a finished task is one the worker no longer works on:
+  // it goes back.
+  proto::Task unreported = tm.Next(worker);
+  EXPECT_TRUE(tm.ReconcileWorker(worker, TaskId(next.task_id()), next.attempt()));
+  EXPECT_EQ(tm.HeldBy(worker), std::vector<TaskId>{TaskId(next.task_id())});
+  EXPECT_EQ(tm.Next(WorkerId(2)).task_id(), unreported.task_id());
+}
+
 TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
   TaskManagerOptions options;
   options.max_task_retries = 2;

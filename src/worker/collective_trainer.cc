@@ -469,10 +469,7 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
 CollectiveTrainer::Current CollectiveTrainer::Handed(const proto::Task& task) const {
   Current c;
   c.task = task;
-  c.report.set_worker_id(w_.options_.worker_id);
-  c.report.set_task_id(task.task_id());
-  c.report.set_attempt(task.attempt());
-  c.report.set_minibatches_done(task.minibatches_done());
+  c.report = w_.ReportOf(task);
   return c;
 }
 
@@ -487,33 +484,14 @@ void CollectiveTrainer::AskAhead() {
       (w_.job_.max_steps > 0 && version_ + 1 >= w_.job_.max_steps)) {
     return;
   }
-  proto::GetTaskRequest request;
-  request.set_worker_id(w_.options_.worker_id);
-  request.mutable_keep()->set_task_id(current_->task.task_id());
-  request.mutable_keep()->set_attempt(current_->task.attempt());
-  proto::GetTaskResponse response;
-  w_.AskingAhead();
-  Status asked = w_.CallMaster("asking the master for the next task", &MasterClient::GetTask,
-                               request, &response);
-  const proto::Task& task = response.task();
-  if (!asked.ok() || task.type() == proto::TASK_NONE || task.type() == proto::TASK_WAIT) {
-    if (!asked.ok()) spdlog::warn("{}", asked.ToString());
-    w_.HoldAhead(nullptr);
-    return;
+  std::optional<Worker::NextTask> handed = w_.AskForNext(current_->task);
+  if (!handed) return;
+  Current next = Handed(handed->task);
+  if (handed->started) {
+    // The current task's pipeline had ended: the thread is the next one's.
+    current_->ahead = false;
+    next.ahead = true;
   }
-  Current next = Handed(task);
-  if (task.type() == proto::TASK_TRAINING) {
-    // A pipeline that fails to start is started again, and reports why,
-    // when the task begins.
-    StatusOr<Dataset<Example>> batches = w_.Batches(task, Mode::TRAINING);
-    if (batches.ok()) {
-      // The current task's pipeline has ended: the thread is the next one's.
-      current_->ahead = false;
-      w_.Ahead().Start(std::move(*batches));
-      next.ahead = true;
-    }
-  }
-  w_.HoldAhead(&task);
   next_ = std::move(next);
 }
 

@@ -507,7 +507,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
   // its own, and makes the next minibatch only while the servers take the
   // push; so does a pipeline of Python code, which would hold the
   // interpreter's lock against a Python model's forward. A task handed out
-  // ahead had its pipeline started on that thread already (AskAhead).
+  // ahead had its pipeline started on that thread already (AskForNext).
   bool probed = program_.MakesBatchesInPython() || started_ahead;
   bool ahead = started_ahead;
   // The task's pipeline, when it runs ahead, ends with the task.
@@ -578,11 +578,13 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
       }
       for (auto& made : ahead_->TakeReady()) taken.push_back(std::move(made));
       end_taken = !taken.empty() && taken.back().ok() && !taken.back()->has_value();
+      // Not before the last task's report is answered (asking ahead gives
+      // back every task held but the one kept), nor after it failed.
       if (!end_taken || next_.has_value() || !asks_ahead_ || !pipelines_free_ ||
-          job_.max_steps > 0 || task_stopping()) {
+          job_.max_steps > 0 || task_stopping() || !ReportAnswered() || !reported_.ok()) {
         return;
       }
-      AskAhead(task);
+      next_ = AskForNext(task);
       // The thread is the next task's now.
       if (next_.has_value() && next_->started) ahead = false;
     };
@@ -707,7 +709,13 @@ Status Worker::RunTask(const proto::Task& task, proto::ReportTaskRequest* report
   }
 }
 
-Status Worker::Report(const proto::ReportTaskRequest& task_report) {
+Status Worker::Report(const proto::ReportTaskRequest& report) {
+  Status s = AwaitReport();
+  s.Update(Send(report));
+  return s;
+}
+
+Status Worker::Send(const proto::ReportTaskRequest& task_report) {
   proto::ReportTaskRequest report = task_report;
   *report.mutable_seconds() = account_.Totals();
   proto::ReportTaskResponse ignored;
@@ -720,6 +728,32 @@ Status Worker::Report(const proto::ReportTaskRequest& task_report) {
     return absl::OkStatus();
   }
   return s;
+}
+
+void Worker::ReportInBackground(proto::ReportTaskRequest report) {
+  reported_.Update(AwaitReport());
+  {
+    std::lock_guard<std::mutex> lock(task_mu_);
+    reporting_task_id_ = report.task_id();
+    reporting_attempt_ = report.attempt();
+  }
+  reporting_ =
+      std::async(std::launch::async, [this, report = std::move(report)] { return Send(report); });
+}
+
+bool Worker::ReportAnswered() {
+  if (!reporting_.valid()) return true;
+  if (reporting_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  reported_.Update(reporting_.get());
+  std::lock_guard<std::mutex> lock(task_mu_);
+  reporting_task_id_ = -1;
+  return true;
+}
+
+Status Worker::AwaitReport() {
+  if (reporting_.valid()) reporting_.wait();
+  ReportAnswered();
+  return std::exchange(reported_, absl::OkStatus());
 }
 
 void Worker::HeartbeatLoop() {
@@ -739,6 +773,10 @@ void Worker::HeartbeatLoop() {
       } else if (ahead_task_id_ >= 0) {
         request.mutable_next()->set_task_id(ahead_task_id_);
         request.mutable_next()->set_attempt(ahead_attempt_);
+      }
+      if (reporting_task_id_ >= 0) {
+        request.mutable_reporting()->set_task_id(reporting_task_id_);
+        request.mutable_reporting()->set_attempt(reporting_attempt_);
       }
     }
     request.set_minibatches_done(minibatches_done_.load());
@@ -792,6 +830,7 @@ Status Worker::Run() {
   while (true) {
     if (lost_) return absl::AbortedError("the master took this worker as lost");
     if (stopping()) {
+      EDL_RETURN_IF_ERROR(AwaitReport());
       EDL_RETURN_IF_ERROR(HandBackNext());
       spdlog::info("stopping as asked");
       return absl::OkStatus();
@@ -803,6 +842,8 @@ Status Worker::Run() {
       started_ahead = next_->started;
       next_.reset();
     } else {
+      // The master answers knowing how the last task ended.
+      EDL_RETURN_IF_ERROR(AwaitReport());
       proto::GetTaskRequest request;
       request.set_worker_id(options_.worker_id);
       proto::GetTaskResponse response;
@@ -817,11 +858,7 @@ Status Worker::Run() {
     }
     BeginTask(task);
     HoldAhead(nullptr);
-    proto::ReportTaskRequest report;
-    report.set_worker_id(options_.worker_id);
-    report.set_task_id(task.task_id());
-    report.set_attempt(task.attempt());
-    report.set_minibatches_done(task.minibatches_done());
+    proto::ReportTaskRequest report = ReportOf(task);
     Status s = RunTask(task, &report, started_ahead);
     bool reconnect = false;
     if (rpc::IsUnreachable(s) && ps_ != nullptr) {
@@ -842,6 +879,13 @@ Status Worker::Run() {
     for (const auto& [call, histogram] : timings_.Take()) {
       rpc::HistogramToProto(histogram, &(*report.mutable_rpc_seconds())[call]);
     }
+    if (s.ok() && next_.has_value()) {
+      // The next task is in hand: it begins while the master records this
+      // one.
+      ReportInBackground(std::move(report));
+      EndTask();
+      continue;
+    }
     Status reported = Report(report);
     EndTask();
     EDL_RETURN_IF_ERROR(reported);
@@ -856,7 +900,7 @@ Status Worker::Run() {
   }
 }
 
-void Worker::AskAhead(const proto::Task& current) {
+std::optional<Worker::NextTask> Worker::AskForNext(const proto::Task& current) {
   proto::GetTaskRequest request;
   request.set_worker_id(options_.worker_id);
   request.mutable_keep()->set_task_id(current.task_id());
@@ -874,29 +918,35 @@ void Worker::AskAhead(const proto::Task& current) {
       spdlog::warn("{}", std::string(asked.message()));
     }
     HoldAhead(nullptr);
-    return;
+    return std::nullopt;
   }
-  next_ = NextTask{task, false};
+  NextTask next{task, false};
   if (task.type() == proto::TASK_TRAINING) {
     // A pipeline that fails to start is made again, and reports why, when
     // the task begins.
     StatusOr<Dataset<Example>> batches = Batches(task, Mode::TRAINING);
     if (batches.ok()) {
       Ahead().Start(std::move(*batches));
-      next_->started = true;
+      next.started = true;
     }
   }
   HoldAhead(&task);
+  return next;
+}
+
+proto::ReportTaskRequest Worker::ReportOf(const proto::Task& task) const {
+  proto::ReportTaskRequest report;
+  report.set_worker_id(options_.worker_id);
+  report.set_task_id(task.task_id());
+  report.set_attempt(task.attempt());
+  report.set_minibatches_done(task.minibatches_done());
+  return report;
 }
 
 Status Worker::HandBackNext() {
   if (!next_.has_value()) return absl::OkStatus();
   if (next_->started) Ahead().Stop();
-  proto::ReportTaskRequest report;
-  report.set_worker_id(options_.worker_id);
-  report.set_task_id(next_->task.task_id());
-  report.set_attempt(next_->task.attempt());
-  report.set_minibatches_done(next_->task.minibatches_done());
+  proto::ReportTaskRequest report = ReportOf(next_->task);
   report.set_stopped(true);
   next_.reset();
   HoldAhead(nullptr);

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -135,15 +136,24 @@ class Worker {
   // stop meanwhile).
   Status Pull(bool wait_for_steps = false);
   // `started_ahead`: a training task's pipeline already runs on Ahead()
-  // (handed out ahead, AskAhead).
+  // (handed out ahead, AskForNext).
   Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report,
                  bool started_ahead = false);
   Status Train(const proto::Task& task, proto::ReportTaskRequest* report, bool started_ahead);
-  // Parameter-server strategy: asks the master for the task after
-  // `current`, keeping it (sets next_; a training task's pipeline starts on
-  // Ahead(), which the current task's must have left). Nothing when the
-  // master has none to give now.
-  void AskAhead(const proto::Task& current);
+  // The task handed out ahead of the current one's end; `started`: its
+  // pipeline runs on Ahead().
+  struct NextTask {
+    proto::Task task;
+    bool started = false;
+  };
+  // Asks the master for the task after `current`, keeping it
+  // (GetTaskRequest.keep); a training task's pipeline starts on Ahead(),
+  // which the current task's must have left. The heartbeats name the answer
+  // as held. Nothing when the master has none to give now (or refuses to
+  // hand out ahead: asks_ahead_ is cleared).
+  std::optional<NextTask> AskForNext(const proto::Task& current);
+  // A report of `task` as handed out: none of it done since.
+  proto::ReportTaskRequest ReportOf(const proto::Task& task) const;
   // Hands next_ back to the master, untouched (after a failed task, or when
   // the worker stops).
   Status HandBackNext();
@@ -169,7 +179,22 @@ class Worker {
   int64_t ModelVersion() const;
   Status DatasetError(const Status& status) const;
   StatusOr<std::shared_ptr<const RecordFile>> OpenFile(const std::string& path);
+  // Reports a task and waits for the master's answer. A report on its way
+  // in the background is waited for first; its error, if any, is returned
+  // (this one is sent all the same).
   Status Report(const proto::ReportTaskRequest& report);
+  // One report, sent now.
+  Status Send(const proto::ReportTaskRequest& report);
+  // Sends `report` from a thread of its own and returns at once: the task
+  // handed out ahead begins while the master records this one (its
+  // journal's commit may take a while). The heartbeats name the task as
+  // held until its answer is collected.
+  void ReportInBackground(proto::ReportTaskRequest report);
+  // No report is on its way (the answer of one that came is collected).
+  bool ReportAnswered();
+  // Waits for the report on its way, if any. Returns the error of the last
+  // report sent in the background, once.
+  Status AwaitReport();
   // Waits for the lost parameter server(s) to come back and reconnects.
   Status Reconnect();
   // Pulls, and while a server cannot be reached (not yet serving, gone,
@@ -224,13 +249,11 @@ class Worker {
   bool pipelines_free_ = false;
   // Set when a master refuses to hand out tasks ahead.
   bool asks_ahead_ = true;
-  // The task handed out ahead of the current one's end; `started`: its
-  // pipeline runs on Ahead().
-  struct NextTask {
-    proto::Task task;
-    bool started = false;
-  };
+  // Parameter-server strategy: the task handed out ahead (AskForNext).
   std::optional<NextTask> next_;
+  // The report on its way (ReportInBackground), and the answer of the last.
+  std::future<Status> reporting_;
+  Status reported_;
 
   // Shared with the heartbeat thread. task_mu_ keeps the task, its attempt
   // and whether it was revoked together, so that an answer about one task
@@ -241,6 +264,8 @@ class Worker {
   int64_t ahead_task_id_ = -1;
   int32_t ahead_attempt_ = 0;
   bool asking_ahead_ = false;
+  int64_t reporting_task_id_ = -1;
+  int32_t reporting_attempt_ = 0;
   std::atomic<bool> task_revoked_{false};
   std::atomic<int64_t> minibatches_done_{0};
   std::atomic<bool> leave_{false};  // the master asked us to leave

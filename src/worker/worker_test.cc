@@ -93,7 +93,8 @@ ZooProgram Program() {
 // A master that hands out the tasks it was given, one at a time, and
 // records what it hears. Faults: `unreachable_calls` calls fail as
 // unreachable first; `forget_worker` answers heartbeats as to a worker
-// taken as lost; `ask_to_leave` answers heartbeats with leave.
+// taken as lost; `ask_to_leave` answers heartbeats with leave; each report
+// takes `slow_report`; the first `failed_reports` reports fail.
 class FakeMaster : public MasterClient {
  public:
   Status RegisterWorker(const proto::RegisterWorkerRequest&,
@@ -119,9 +120,14 @@ class FakeMaster : public MasterClient {
   }
   Status ReportTask(const proto::ReportTaskRequest& request, proto::ReportTaskResponse*,
                     std::chrono::milliseconds) override {
+    std::this_thread::sleep_for(slow_report);
     std::lock_guard<std::mutex> lock(mu);
     EDL_RETURN_IF_ERROR(Fault());
     reports.push_back(request);
+    if (failed_reports > 0) {
+      --failed_reports;
+      return absl::InternalError("the master's journal cannot be written");
+    }
     return absl::OkStatus();
   }
   Status Heartbeat(const proto::HeartbeatRequest& request, proto::HeartbeatResponse* response,
@@ -153,6 +159,8 @@ class FakeMaster : public MasterClient {
   std::atomic<int> reconnects{0};
   bool forget_worker = false;
   bool ask_to_leave = false;
+  std::chrono::milliseconds slow_report{0};
+  int failed_reports = 0;
 };
 
 // One parameter server: a real ParameterStore in this process, and the
@@ -411,6 +419,44 @@ TEST_F(WorkerTest, HeartbeatsCarryTheTasksProgress) {
     if (h.task_id() >= 0 && h.minibatches_done() > 0) saw_progress = true;
   }
   EXPECT_TRUE(saw_progress);
+}
+
+TEST_F(WorkerTest, TheNextTaskTrainsWhileTheLastOneIsReported) {
+  AddTasks(3);
+  servers_->slow_push = 30ms;
+  master_->slow_report = 150ms;
+  auto worker = MakeWorker(/*lease_ms=*/100);
+  ASSERT_TRUE(worker->Run().ok());
+  EXPECT_FLOAT_EQ(servers_->weight(), -48);
+  std::lock_guard<std::mutex> lock(master_->mu);
+  ASSERT_EQ(master_->reports.size(), 3u);
+  for (int t = 0; t < 3; ++t) {
+    EXPECT_EQ(master_->reports[t].task_id(), t);
+    EXPECT_EQ(master_->reports[t].minibatches_done(), 4);
+  }
+  // Heartbeats name the task on its way to the master as held while the
+  // next one trains.
+  bool named = false;
+  for (const auto& h : master_->heartbeats) {
+    if (h.task_id() == 1 && h.has_reporting() && h.reporting().task_id() == 0) named = true;
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST_F(WorkerTest, AReportFailedInTheBackgroundEndsTheRunAndLosesNoOtherReport) {
+  AddTasks(3);
+  master_->failed_reports = 1;
+  master_->slow_report = 50ms;
+  auto worker = MakeWorker();
+  Status s = worker->Run();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_NE(s.message().find("journal"), std::string::npos) << s;
+  // The task begun meanwhile is trained and reported before the worker
+  // gives up; none after it is begun.
+  std::lock_guard<std::mutex> lock(master_->mu);
+  ASSERT_EQ(master_->reports.size(), 2u);
+  EXPECT_EQ(master_->reports[1].task_id(), 1);
+  EXPECT_FLOAT_EQ(servers_->weight(), -32);
 }
 
 TEST_F(WorkerTest, StopsGracefullyAfterTheCurrentMinibatch) {

@@ -184,7 +184,7 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   std::optional<TaskAttempt> keep;
   if (request.has_keep()) {
     // The next task, asked for while the current one trains: the worker
-    // begins it after reporting the current one.
+    // begins it once the current one ends, its report on the way.
     keep = TaskAttempt{TaskId(request.keep().task_id()), request.keep().attempt()};
   }
   uint64_t change = 0;
@@ -413,6 +413,11 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   }
   if (request.task_id() >= 0 &&
       tasks_.Progress(worker, task, request.attempt(), request.minibatches_done())) {
+    progress_unwritten_ = true;
+  }
+  // A task whose report is on its way has no minibatches left to back up.
+  if (reporting && tasks_.Progress(worker, reporting->task, reporting->attempt,
+                                   request.reporting().minibatches_done())) {
     progress_unwritten_ = true;
   }
   return absl::OkStatus();

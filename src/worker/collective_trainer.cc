@@ -480,8 +480,8 @@ void CollectiveTrainer::StartTask(Current c) {
 }
 
 void CollectiveTrainer::AskAhead() {
-  if (next_ || TakesTurns() || !pipelines_free_ || leaving_ || job_over_ || w_.stopping() ||
-      (w_.job_.max_steps > 0 && version_ + 1 >= w_.job_.max_steps)) {
+  if (next_ || TakesTurns() || !pipelines_free_ || !w_.asks_ahead_ || leaving_ || job_over_ ||
+      w_.stopping() || (w_.job_.max_steps > 0 && version_ + 1 >= w_.job_.max_steps)) {
     return;
   }
   std::optional<Worker::NextTask> handed = w_.AskForNext(current_->task);

@@ -128,7 +128,10 @@ Worker::Worker(WorkerOptions options, WorkerJob job, ZooProgram program, WorkerP
       program_(std::move(program)),
       peers_(std::move(peers)) {}
 
-Worker::~Worker() { StopHeartbeats(); }
+Worker::~Worker() {
+  StopHeartbeats();
+  if (report_sent_.valid()) report_sent_.wait();  // it uses this worker's members
+}
 
 bool Worker::stopping() const {
   return leave_.load() || lost_.load() || (options_.stop != nullptr && options_.stop->load());
@@ -734,24 +737,26 @@ void Worker::ReportInBackground(proto::ReportTaskRequest report) {
   reported_.Update(AwaitReport());
   {
     std::lock_guard<std::mutex> lock(task_mu_);
-    reporting_task_id_ = report.task_id();
-    reporting_attempt_ = report.attempt();
+    reporting_.emplace();
+    reporting_->set_task_id(report.task_id());
+    reporting_->set_attempt(report.attempt());
+    reporting_->set_minibatches_done(report.minibatches_done());
   }
-  reporting_ =
+  report_sent_ =
       std::async(std::launch::async, [this, report = std::move(report)] { return Send(report); });
 }
 
 bool Worker::ReportAnswered() {
-  if (!reporting_.valid()) return true;
-  if (reporting_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
-  reported_.Update(reporting_.get());
+  if (!report_sent_.valid()) return true;
+  if (report_sent_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  reported_.Update(report_sent_.get());
   std::lock_guard<std::mutex> lock(task_mu_);
-  reporting_task_id_ = -1;
+  reporting_.reset();
   return true;
 }
 
 Status Worker::AwaitReport() {
-  if (reporting_.valid()) reporting_.wait();
+  if (report_sent_.valid()) report_sent_.wait();
   ReportAnswered();
   return std::exchange(reported_, absl::OkStatus());
 }
@@ -774,12 +779,9 @@ void Worker::HeartbeatLoop() {
         request.mutable_next()->set_task_id(ahead_task_id_);
         request.mutable_next()->set_attempt(ahead_attempt_);
       }
-      if (reporting_task_id_ >= 0) {
-        request.mutable_reporting()->set_task_id(reporting_task_id_);
-        request.mutable_reporting()->set_attempt(reporting_attempt_);
-      }
+      if (reporting_) *request.mutable_reporting() = *reporting_;
+      request.set_minibatches_done(minibatches_done_.load());
     }
-    request.set_minibatches_done(minibatches_done_.load());
     *request.mutable_seconds() = account_.Totals();
     proto::HeartbeatResponse response;
     Status s = peers_.master->Heartbeat(request, &response, interval * 4);
@@ -830,8 +832,9 @@ Status Worker::Run() {
   while (true) {
     if (lost_) return absl::AbortedError("the master took this worker as lost");
     if (stopping()) {
-      EDL_RETURN_IF_ERROR(AwaitReport());
-      EDL_RETURN_IF_ERROR(HandBackNext());
+      Status s = AwaitReport();
+      s.Update(HandBackNext());
+      EDL_RETURN_IF_ERROR(s);
       spdlog::info("stopping as asked");
       return absl::OkStatus();
     }
@@ -888,9 +891,10 @@ Status Worker::Run() {
     }
     Status reported = Report(report);
     EndTask();
+    // The task after a failed one goes back as it came, as does the one
+    // a worker giving up holds.
+    if (!s.ok() || !reported.ok()) reported.Update(HandBackNext());
     EDL_RETURN_IF_ERROR(reported);
-    // The task after a failed one goes back as it came.
-    if (!s.ok()) EDL_RETURN_IF_ERROR(HandBackNext());
     if (reconnect) {
       const auto started = TimeAccount::Clock::now();
       Status reconnected = Reconnect();

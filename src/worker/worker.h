@@ -252,7 +252,7 @@ class Worker {
   // Parameter-server strategy: the task handed out ahead (AskForNext).
   std::optional<NextTask> next_;
   // The report on its way (ReportInBackground), and the answer of the last.
-  std::future<Status> reporting_;
+  std::future<Status> report_sent_;
   Status reported_;
 
   // Shared with the heartbeat thread. task_mu_ keeps the task, its attempt
@@ -264,8 +264,7 @@ class Worker {
   int64_t ahead_task_id_ = -1;
   int32_t ahead_attempt_ = 0;
   bool asking_ahead_ = false;
-  int64_t reporting_task_id_ = -1;
-  int32_t reporting_attempt_ = 0;
+  std::optional<proto::HeldTask> reporting_;  // a report on its way
   std::atomic<bool> task_revoked_{false};
   std::atomic<int64_t> minibatches_done_{0};
   std::atomic<bool> leave_{false};  // the master asked us to leave

@@ -106,10 +106,11 @@ class FakeMaster : public MasterClient {
     response->add_ps_addresses("fake:1");
     return absl::OkStatus();
   }
-  Status GetTask(const proto::GetTaskRequest&, proto::GetTaskResponse* response,
+  Status GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response,
                  std::chrono::milliseconds) override {
     std::lock_guard<std::mutex> lock(mu);
     EDL_RETURN_IF_ERROR(Fault());
+    if (request.has_keep()) kept.push_back(request.keep().task_id());
     if (tasks.empty()) {
       response->mutable_task()->set_type(proto::TASK_NONE);
     } else {
@@ -153,6 +154,7 @@ class FakeMaster : public MasterClient {
   std::deque<proto::Task> tasks;
   std::vector<proto::ReportTaskRequest> reports;
   std::vector<proto::HeartbeatRequest> heartbeats;
+  std::vector<int64_t> kept;  // tasks kept asking ahead
   int unreachable_calls = 0;
   int failed_calls = 0;
   int registrations = 0;
@@ -434,17 +436,21 @@ TEST_F(WorkerTest, TheNextTaskTrainsWhileTheLastOneIsReported) {
     EXPECT_EQ(master_->reports[t].task_id(), t);
     EXPECT_EQ(master_->reports[t].minibatches_done(), 4);
   }
-  // Heartbeats name the task on its way to the master as held while the
-  // next one trains.
+  // Heartbeats name the task on its way to the master as held, with its
+  // count, while the next one trains.
   bool named = false;
   for (const auto& h : master_->heartbeats) {
-    if (h.task_id() == 1 && h.has_reporting() && h.reporting().task_id() == 0) named = true;
+    if (h.task_id() == 1 && h.has_reporting() && h.reporting().task_id() == 0) {
+      EXPECT_EQ(h.reporting().minibatches_done(), 4);
+      named = true;
+    }
   }
   EXPECT_TRUE(named);
 }
 
 TEST_F(WorkerTest, AReportFailedInTheBackgroundEndsTheRunAndLosesNoOtherReport) {
   AddTasks(3);
+  servers_->slow_push = 30ms;
   master_->failed_reports = 1;
   master_->slow_report = 50ms;
   auto worker = MakeWorker();
@@ -454,6 +460,7 @@ TEST_F(WorkerTest, AReportFailedInTheBackgroundEndsTheRunAndLosesNoOtherReport) 
   // The task begun meanwhile is trained and reported before the worker
   // gives up; none after it is begun.
   std::lock_guard<std::mutex> lock(master_->mu);
+  ASSERT_EQ(master_->kept, std::vector<int64_t>{0}) << "task 1 was not handed out ahead";
   ASSERT_EQ(master_->reports.size(), 2u);
   EXPECT_EQ(master_->reports[1].task_id(), 1);
   EXPECT_FLOAT_EQ(servers_->weight(), -32);

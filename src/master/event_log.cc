@@ -64,6 +64,17 @@ void EventLog::Append(const std::string& event, const nlohmann::json& fields) {
   if (listener_) listener_(line, /*replayed=*/false);
 }
 
+size_t EventLog::Count(const std::string& event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t count = 0;
+  if (path_.empty()) return count;
+  dashboard::LogTail(path_).Poll([&](const nlohmann::json& e) {
+    const auto it = e.find("event");
+    if (it != e.end() && it->is_string() && it->get<std::string>() == event) ++count;
+  });
+  return count;
+}
+
 void EventLog::Follow(Listener listener) {
   std::lock_guard<std::mutex> lock(mu_);
   if (listener && !path_.empty()) {

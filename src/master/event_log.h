@@ -28,6 +28,10 @@ class EventLog {
   // Appends {"t": now, "event": event, ...fields}.
   void Append(const std::string& event, const nlohmann::json& fields = nlohmann::json::object());
 
+  // How many events named `event` the log holds, an earlier master's
+  // included.
+  size_t Count(const std::string& event);
+
   // `replayed`: the event was in the log before Follow was called.
   using Listener = std::function<void(const nlohmann::json& event, bool replayed)>;
   // Hands `listener` every event already in the log (an earlier master's,

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 #include <utility>
@@ -177,8 +178,13 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
       std::make_unique<Supervisor>(c.supervisor, m->state_.get(), m->backend_.get(), &m->exits_);
   m->launched_ = m->resumed_ ? m->supervisor_->Adopt() : m->supervisor_->StartNew();
   if (c.publish_group) m->group_.emplace(m->peers_.connect_ps);
-  // A resumed job's earlier evaluations are in the log already.
-  if (m->resumed_) m->evaluations_logged_ = m->state_->evaluations().size();
+  // A resumed job's earlier evaluations are in the log already, but those
+  // a master killed between its journal's commit and its next loop never
+  // logged: they are logged now.
+  if (m->resumed_) {
+    m->evaluations_logged_ =
+        std::min(m->events_.Count("evaluation"), m->state_->evaluations().size());
+  }
   m->last_journal_write_ = m->peers_.clock->Now();
   return m;
 }

@@ -13,6 +13,10 @@
 namespace elasticdl::master {
 namespace {
 
+TaskAttempt AttemptOf(const proto::HeldTask& held) {
+  return TaskAttempt{TaskId(held.task_id()), held.attempt()};
+}
+
 // How long the collective group's first version waits for the workers the
 // master started (one that does not come is left for a later version).
 constexpr std::chrono::seconds kFirstGroupPatience{15};
@@ -185,7 +189,7 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
   if (request.has_keep()) {
     // The next task, asked for while the current one trains: the worker
     // begins it once the current one ends, its report on the way.
-    keep = TaskAttempt{TaskId(request.keep().task_id()), request.keep().attempt()};
+    keep = AttemptOf(request.keep());
   }
   uint64_t change = 0;
   {
@@ -395,13 +399,9 @@ Status JobState::Heartbeat(const proto::HeartbeatRequest& request,
   // is not working on go back to the queue. A task it works on but no
   // longer holds (another attempt finished it; taken back) it stops.
   std::optional<TaskAttempt> next;
-  if (request.has_next()) {
-    next = TaskAttempt{TaskId(request.next().task_id()), request.next().attempt()};
-  }
+  if (request.has_next()) next = AttemptOf(request.next());
   std::optional<TaskAttempt> reporting;
-  if (request.has_reporting()) {
-    reporting = TaskAttempt{TaskId(request.reporting().task_id()), request.reporting().attempt()};
-  }
+  if (request.has_reporting()) reporting = AttemptOf(request.reporting());
   const bool holds = tasks_.ReconcileWorker(worker, task, request.attempt(), next, reporting);
   response->set_task_revoked(request.task_id() >= 0 && !holds);
   auto on = on_task_.find(worker);

@@ -172,14 +172,18 @@ PipelineAhead<Example>& Worker::Ahead() {
 
 void Worker::AskingAhead() {
   std::lock_guard<std::mutex> lock(task_mu_);
-  asking_ahead_ = true;
+  ahead_held_.emplace();
+  ahead_held_->set_task_id(-1);
 }
 
 void Worker::HoldAhead(const proto::Task* task) {
   std::lock_guard<std::mutex> lock(task_mu_);
-  asking_ahead_ = false;
-  ahead_task_id_ = task != nullptr ? task->task_id() : -1;
-  ahead_attempt_ = task != nullptr ? task->attempt() : 0;
+  ahead_held_.reset();
+  if (task != nullptr) {
+    ahead_held_.emplace();
+    ahead_held_->set_task_id(task->task_id());
+    ahead_held_->set_attempt(task->attempt());
+  }
 }
 
 template <typename Request, typename Response, typename Method>
@@ -773,12 +777,7 @@ void Worker::HeartbeatLoop() {
       std::lock_guard<std::mutex> task_lock(task_mu_);
       request.set_task_id(task_id_);
       request.set_attempt(attempt_);
-      if (asking_ahead_) {
-        request.mutable_next()->set_task_id(-1);
-      } else if (ahead_task_id_ >= 0) {
-        request.mutable_next()->set_task_id(ahead_task_id_);
-        request.mutable_next()->set_attempt(ahead_attempt_);
-      }
+      if (ahead_held_) *request.mutable_next() = *ahead_held_;
       if (reporting_) *request.mutable_reporting() = *reporting_;
       request.set_minibatches_done(minibatches_done_.load());
     }

@@ -261,10 +261,10 @@ class Worker {
   std::mutex task_mu_;
   int64_t task_id_ = -1;
   int32_t attempt_ = 0;
-  int64_t ahead_task_id_ = -1;
-  int32_t ahead_attempt_ = 0;
-  bool asking_ahead_ = false;
-  std::optional<proto::HeldTask> reporting_;  // a report on its way
+  // As the heartbeats name them: the task held ahead (task -1: asked for,
+  // the answer not seen yet) and the one whose report is on its way.
+  std::optional<proto::HeldTask> ahead_held_;
+  std::optional<proto::HeldTask> reporting_;
   std::atomic<bool> task_revoked_{false};
   std::atomic<int64_t> minibatches_done_{0};
   std::atomic<bool> leave_{false};  // the master asked us to leave

@@ -448,9 +448,9 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
       // The servers take the push (and, when it completes a synchronous
       // step, run the optimizer) while this thread does other work; that
       // work must not touch the servers or the model.
-      std::thread push([&] { pushed = ps_->Push(&requests, &responses, pending); });
+      pusher_.Start([&] { pushed = ps_->Push(&requests, &responses, pending); });
+      absl::Cleanup pushed_by_now = [this] { pusher_.Wait(); };  // the push uses our locals
       std::exchange(while_pushing, nullptr)();
-      push.join();
     } else {
       pushed = ps_->Push(&requests, &responses, pending);
     }

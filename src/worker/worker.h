@@ -46,6 +46,7 @@
 #include <string>
 #include <thread>
 
+#include "common/aside_thread.h"
 #include "elasticdl/api.h"
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/proto/elasticdl.pb.h"
@@ -242,6 +243,9 @@ class Worker {
   // Runs a training task's pipeline ahead of the model (Train, and the
   // collective trainer's next task); see Ahead().
   std::unique_ptr<PipelineAhead<Example>> ahead_;
+  // Pushes a minibatch's gradients while the training thread takes the
+  // next minibatch (TrainMinibatch).
+  AsideThread pusher_{"edl-push"};
   // Parameter-server strategy: a pipeline was seen to leave LibTorch's
   // global generator alone (ProbedPull) and to run in C++: the pipelines of
   // tasks handed out ahead start on Ahead() at once, without a probe of

@@ -37,6 +37,15 @@ CACHE_DIR = os.path.abspath(os.environ.get("ELASTICDL_CACHE_DIR") or
 MODEL_ZOO = os.path.join(REPO, "model_zoo")
 FUNCTIONAL = "mnist.mnist_functional_api.custom_model"
 SUBCLASS = "mnist.mnist_subclass.CustomModel"
+# The main job's recipe (standardized pixels, Adam), for a job whose steps
+# take whichever gradients come first (--grads_to_wait): which minibatches
+# meet in a step then depends on the workers' timing, and with the seed's
+# recipe (pixels / 255, SGD 0.1) some timings collapse the model. Two
+# workers, two gradients a step, 4000 records: the seed's recipe ended at
+# 0.58-0.74 in 35 runs and once at 0.36; this one at 0.75-0.82 in 12 runs
+# beside a busy core (docs/benchmarks.md, "Accuracy", for one epoch).
+STEADY_RECIPE = {"dataset_fn": "mnist.mnist_functional_api.standardized_dataset_fn",
+                 "optimizer": "mnist.mnist_functional_api.adam_optimizer"}
 
 TRAIN_RECORDS = 4000
 VALIDATION_RECORDS = 1000
@@ -577,12 +586,13 @@ class JobTest(JobTestCase):
 
     def test_sync_train(self):
         job_dir = self.job_dir("sync")
-        job = self.run_job(self.train_args(job_dir, num_ps_pods=2, grads_to_wait=2))
+        job = self.run_job(self.train_args(job_dir, num_ps_pods=2, grads_to_wait=2,
+                                           **STEADY_RECIPE))
         self.assertSucceeded(job)
         self.assertNoProcessesLeft(job_dir)
         for shard in (0, 1):
             self.assertRegex(job.stderr, rf"\[ps-{shard}\] parameter server {shard} serving on "
-                             r"\S+ \(SGD\(lr=0\.1\), sync, 2 gradients per step, staleness "
+                             r"\S+ \(Adam\(lr=0\.001\), sync, 2 gradients per step, staleness "
                              r"tolerance 0; checkpoints in ")
         records, _ = self.trained(job)
         self.assertEqual(records, TRAIN_RECORDS)

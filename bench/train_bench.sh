@@ -117,6 +117,9 @@ warm_zoo "$LOG/warm"
 # so P1 compares like with like; the peer runs as users run it, and once more
 # with the setting (info).
 
+# The two sides of every ratio with a goal run one right after the other
+# (bare2m and ours1x2: P1; ddp2x1m, ours2x1 and ours1x1: P2 and P3), so that
+# a ratio within a repetition compares minutes of the same machine speed.
 declare -A R
 run_ours() {  # key workers threads [flags...]: adds the steady and the job's figures
   local steady job
@@ -130,9 +133,9 @@ for ((i = 1; i <= REPS; i++)); do
   R[ddp2x1]+=" $(ddp "$LOG/ddp2x1.$i")"
   R[ddp2x1m]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1m.$i" $(ddp_binding))"
   run_ours ours2x1 2 1
+  run_ours ours1x1 1 1
   R[ddp2x1u]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1u.$i")"
   run_ours ours2x1u 2 1 --bind_workers=false
-  run_ours ours1x1 1 1
   run_ours async2x1 2 1 --use_async=true
   R[bare1m]+=" $(GLIBC_TUNABLES=$TUNED bare 1 "$LOG/bare1m.$i")"
   read -r l2 ls2 <<<"$(bare_pair "$LOG/pair1m.$i")"

@@ -85,7 +85,7 @@ Master::Master(MasterConfig config, MasterPeers peers, bool resumed)
     : config_(std::move(config)),
       peers_(std::move(peers)),
       resumed_(resumed),
-      service_(nullptr, config_.credentials.token),
+      service_(nullptr, config_.credentials.token, &changes_),
       events_(EventLogFile(config_.job_dir)) {}
 
 Master::~Master() {
@@ -123,9 +123,13 @@ StatusOr<std::unique_ptr<Master>> Master::Start(MasterConfig config, MasterPeers
   cluster::BackendConfig backend_config = c.backend;
   backend_config.master_address = m->address_;
   ExitQueue* exits = &m->exits_;
+  Doorbell* changes = &m->changes_;
   EDL_ASSIGN_OR_RETURN(
-      m->backend_, m->peers_.make_backend(
-                       backend_config, [exits](const cluster::ProcessExit& e) { exits->Push(e); }));
+      m->backend_,
+      m->peers_.make_backend(backend_config, [exits, changes](const cluster::ProcessExit& e) {
+        exits->Push(e);
+        changes->Ring();
+      }));
 
   JobStateOptions state_options = c.state;
   state_options.master_address = m->address_;
@@ -270,6 +274,7 @@ Status Master::Tick() {
 Status Master::Run(const std::atomic<bool>* cancel) {
   Status outcome = launched_;
   while (outcome.ok()) {
+    const auto tick_began = std::chrono::steady_clock::now();
     if (cancel != nullptr && cancel->load()) {
       outcome = absl::CancelledError("job cancelled");
       break;
@@ -285,7 +290,10 @@ Status Master::Run(const std::atomic<bool>* cancel) {
       if (*written) break;
       std::this_thread::sleep_for(milliseconds(500));
     }
-    std::this_thread::sleep_for(config_.tick);
+    // Until something changes (or the idle tick, for leases and cadences),
+    // and at most one pass a tick however often the job changes.
+    changes_.WaitFor(config_.idle_tick);
+    std::this_thread::sleep_until(tick_began + config_.tick);
   }
   if (!outcome.ok()) state_->Fail(std::string(outcome.message()));
   LogEvaluations();

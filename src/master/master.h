@@ -23,6 +23,7 @@
 
 #include "cluster/backends.h"
 #include "common/clock.h"
+#include "common/doorbell.h"
 #include "elasticdl/status.h"
 #include "master/event_log.h"
 #include "master/group_publisher.h"
@@ -86,6 +87,9 @@ class Master {
   const MasterConfig config_;
   const MasterPeers peers_;
   const bool resumed_;
+  // Rung by the service's calls that change the job and by process exits:
+  // the loop acts on them at once rather than at its next idle tick.
+  Doorbell changes_;
   MasterService service_;
   std::string address_;
   ExitQueue exits_;

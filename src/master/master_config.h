@@ -78,8 +78,11 @@ struct MasterConfig {
   std::chrono::milliseconds results_patience{std::chrono::seconds(60)};
   // How often the heartbeats' progress is written to the journal.
   std::chrono::milliseconds journal_every{500};
-  // How often the loop supervises.
+  // The loop supervises when a call or a process exit changes the job, at
+  // most once a tick, and otherwise once an idle tick (leases lapse,
+  // cadences come round).
   std::chrono::milliseconds tick{10};
+  std::chrono::milliseconds idle_tick{100};
 };
 
 // The configuration of the job in `options.job_dir`: reads its spec and

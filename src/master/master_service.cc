@@ -1,5 +1,7 @@
 #include "master/master_service.h"
 
+#include <utility>
+
 #include "rpc/job_token.h"
 
 namespace elasticdl::master {
@@ -13,33 +15,40 @@ grpc::Status MasterService::Serve(const grpc::ServerContext& context, F&& call) 
   });
 }
 
+template <typename F>
+grpc::Status MasterService::ServeChange(const grpc::ServerContext& context, F&& call) {
+  grpc::Status answer = Serve(context, std::forward<F>(call));
+  if (changes_ != nullptr) changes_->Ring();
+  return answer;
+}
+
 grpc::Status MasterService::RegisterPs(grpc::ServerContext* context,
                                        const proto::RegisterPsRequest* request,
                                        proto::RegisterPsResponse*) {
-  return Serve(*context, [&](JobState* s) { return s->RegisterPs(*request); });
+  return ServeChange(*context, [&](JobState* s) { return s->RegisterPs(*request); });
 }
 
 grpc::Status MasterService::RegisterWorker(grpc::ServerContext* context,
                                            const proto::RegisterWorkerRequest* request,
                                            proto::RegisterWorkerResponse* response) {
-  return Serve(*context, [&](JobState* s) { return s->RegisterWorker(*request, response); });
+  return ServeChange(*context, [&](JobState* s) { return s->RegisterWorker(*request, response); });
 }
 
 grpc::Status MasterService::Join(grpc::ServerContext* context, const proto::JoinRequest* request,
                                  proto::JoinResponse* response) {
-  return Serve(*context, [&](JobState* s) { return s->Join(*request, response); });
+  return ServeChange(*context, [&](JobState* s) { return s->Join(*request, response); });
 }
 
 grpc::Status MasterService::GetTask(grpc::ServerContext* context,
                                     const proto::GetTaskRequest* request,
                                     proto::GetTaskResponse* response) {
-  return Serve(*context, [&](JobState* s) { return s->GetTask(*request, response); });
+  return ServeChange(*context, [&](JobState* s) { return s->GetTask(*request, response); });
 }
 
 grpc::Status MasterService::ReportTask(grpc::ServerContext* context,
                                        const proto::ReportTaskRequest* request,
                                        proto::ReportTaskResponse*) {
-  return Serve(*context, [&](JobState* s) { return s->ReportTask(*request); });
+  return ServeChange(*context, [&](JobState* s) { return s->ReportTask(*request); });
 }
 
 grpc::Status MasterService::GetJobStatus(grpc::ServerContext* context,
@@ -87,7 +96,7 @@ grpc::Status MasterService::Heartbeat(grpc::ServerContext* context,
 grpc::Status MasterService::Rendezvous(grpc::ServerContext* context,
                                        const proto::RendezvousRequest* request,
                                        proto::RendezvousResponse* response) {
-  return Serve(*context, [&](JobState* s) { return s->Rendezvous(*request, response); });
+  return ServeChange(*context, [&](JobState* s) { return s->Rendezvous(*request, response); });
 }
 
 grpc::Status MasterService::GroupStore(grpc::ServerContext* context,
@@ -104,7 +113,7 @@ grpc::Status MasterService::GroupState(grpc::ServerContext* context,
 
 grpc::Status MasterService::Scale(grpc::ServerContext* context, const proto::ScaleRequest* request,
                                   proto::ScaleResponse* response) {
-  return Serve(*context, [&](JobState* s) { return s->Scale(*request, response); });
+  return ServeChange(*context, [&](JobState* s) { return s->Scale(*request, response); });
 }
 
 }  // namespace elasticdl::master

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "common/doorbell.h"
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "master/job_state.h"
 
@@ -23,8 +24,12 @@ inline constexpr int kMaxMasterRequestBytes = 16 << 20;
 class MasterService final : public proto::Master::Service {
  public:
   // `state` may be set later (set_state): calls before that are answered
-  // UNAVAILABLE. Not owned. An empty `token` accepts every caller.
-  MasterService(JobState* state, std::string token) : state_(state), token_(std::move(token)) {}
+  // UNAVAILABLE. Not owned. An empty `token` accepts every caller. A call
+  // that may change what the master's loop acts on (a registration, a task
+  // handed out or reported, a scaling, a rendezvous) rings `changes` (may be
+  // null; not owned) once answered; heartbeats and reads do not.
+  MasterService(JobState* state, std::string token, Doorbell* changes = nullptr)
+      : state_(state), token_(std::move(token)), changes_(changes) {}
 
   void set_state(JobState* state) { state_ = state; }
   // The dashboard: its URL, told in every GetJobStatus answer, and what
@@ -72,9 +77,13 @@ class MasterService final : public proto::Master::Service {
   // (rpc::GuardedCall).
   template <typename F>
   grpc::Status Serve(const grpc::ServerContext& context, F&& call);
+  // As Serve, then rings `changes_`.
+  template <typename F>
+  grpc::Status ServeChange(const grpc::ServerContext& context, F&& call);
 
   std::atomic<JobState*> state_;
   const std::string token_;
+  Doorbell* const changes_;
   std::mutex mu_;
   std::condition_variable finished_read_;
   bool finished_status_read_ = false;  // guarded by mu_

@@ -307,6 +307,24 @@ class MasterTest : public ::testing::Test {
     other.join();
   }
 
+  // The server and workers 0 and 1 register, worker 0 trains a task, then
+  // worker 1 dies: the servers' steps stop waiting for it (the group {0} is
+  // published) and a replacement is started.
+  void TrainATaskThenLoseWorkerOne(Caller* caller) {
+    ASSERT_TRUE(caller->RegisterPs(0).ok());
+    ASSERT_TRUE(caller->RegisterWorker(0).ok());
+    ASSERT_TRUE(caller->RegisterWorker(1).ok());
+    EXPECT_EQ(caller->Train(0, 1), 1);
+    backend_->Exit(cluster::ProcessName::Worker(WorkerId(1)), false, "killed by SIGKILL");
+    auto published = [this](const std::vector<int32_t>& group) {
+      std::lock_guard<std::mutex> lock(servers_.mu);
+      return std::find(servers_.groups.begin(), servers_.groups.end(), group) !=
+             servers_.groups.end();
+    };
+    for (int i = 0; i < 500 && !published({0}); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(published({0}));
+  }
+
   // A master of the job run to its end, its server registered and every
   // task trained by workers 0 and 1: how the run ended.
   Status TrainJob() {
@@ -463,25 +481,17 @@ TEST_F(MasterTest, KeepsFlushingAServerLostMidFlush) {
   EXPECT_FALSE(FinalStatus().failed());
 }
 
-TEST_F(MasterTest, PublishesEveryChangeOfTheTrainingGroup) {
-  std::unique_ptr<Master> master = Start(Config());
+TEST_F(MasterTest, PublishesEveryChangeOfTheTrainingGroupAsItHappens) {
+  MasterConfig config = Config();
+  // Longer than Outcome waits: the calls that change the job and the
+  // processes' exits wake the loop, which would otherwise sleep through the
+  // job and fail it by cancellation.
+  config.idle_tick = 30s;
+  std::unique_ptr<Master> master = Start(std::move(config));
   ASSERT_NE(master, nullptr);
   Run(master.get());
   Caller caller(master->address());
-  ASSERT_TRUE(caller.RegisterPs(0).ok());
-  ASSERT_TRUE(caller.RegisterWorker(0).ok());
-  ASSERT_TRUE(caller.RegisterWorker(1).ok());
-  EXPECT_EQ(caller.Train(0, 1), 1);
-  // Worker 1 dies: the servers' steps stop waiting for it, and a
-  // replacement is started.
-  backend_->Exit(cluster::ProcessName::Worker(WorkerId(1)), false, "killed by SIGKILL");
-  auto published = [this](const std::vector<int32_t>& group) {
-    std::lock_guard<std::mutex> lock(servers_.mu);
-    return std::find(servers_.groups.begin(), servers_.groups.end(), group) !=
-           servers_.groups.end();
-  };
-  for (int i = 0; i < 500 && !published({0}); ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(published({0}));
+  TrainATaskThenLoseWorkerOne(&caller);
   caller.Train(0);
   ASSERT_TRUE(Outcome().ok()) << outcome_;
 

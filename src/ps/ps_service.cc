@@ -1,6 +1,10 @@
 #include "ps/ps_service.h"
 
+#include <pthread.h>
+
+#include <exception>
 #include <filesystem>
+#include <string_view>
 
 #include "common/strings.h"
 #include "ps/checkpoint.h"
@@ -78,6 +82,81 @@ grpc::Status PsService::Init(grpc::ServerContext* context, const proto::InitRequ
   });
 }
 
+PsService::~PsService() {
+  stopping_ = true;
+  std::lock_guard<std::mutex> lock(call_threads_mu_);
+  for (std::thread& t : call_threads_) t.join();
+}
+
+Status PsService::PushShared(const proto::PushRequest& request,
+                             rpc::SharedTensorRegions::Entry& entry,
+                             proto::PushResponse* response) {
+  // Decoded straight from the region, between two checks that the worker
+  // has not begun writing another push there.
+  const rpc::SharedTensorRegion& region = *entry.region;
+  const uint64_t sequence = request.shared().sequence();
+  EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
+  EDL_ASSIGN_OR_RETURN(rpc::NamedTensors gradients,
+                       rpc::DecodeTensors(request.gradients(), region.Bytes(Area::kPush)));
+  EDL_ASSIGN_OR_RETURN(rpc::NamedTensors updates,
+                       rpc::DecodeTensors(request.buffer_updates(), region.Bytes(Area::kPush)));
+  EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
+  std::shared_ptr<const proto::ModelValues> values;
+  EDL_RETURN_IF_ERROR(
+      store_->Push(request, std::move(gradients), std::move(updates), response, &values));
+  if (values != nullptr) {
+    AnswerValues(*values, entry, response->mutable_values(), response->mutable_shared_values());
+  }
+  return absl::OkStatus();
+}
+
+std::string PsService::AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry,
+                                        std::string_view bytes) {
+  proto::RegionPushAnswer answer;
+  Status s;
+  try {
+    proto::PushRequest request;
+    if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      s = absl::InvalidArgumentError("a push through the region that does not parse");
+    } else if (request.shared().region() != entry.region->name()) {
+      s = absl::InvalidArgumentError(StrCat("a push through region ", entry.region->name(),
+                                            " naming region '", request.shared().region(), "'"));
+    } else {
+      s = PushShared(request, entry, answer.mutable_response());
+    }
+  } catch (const std::exception& e) {
+    s = absl::InternalError(StrCat("Push: ", e.what()));
+  }
+  answer.set_code(static_cast<int>(s.code()));
+  answer.set_message(std::string(s.message()));
+  if (!s.ok()) answer.clear_response();
+  std::string out = answer.SerializeAsString();
+  if (out.size() > rpc::SharedTensorRegion::kCallBytes) {
+    // Values too big for the answer (they did not fit the values area
+    // either): the worker pulls them.
+    answer.mutable_response()->clear_values();
+    answer.mutable_response()->clear_shared_values();
+    out = answer.SerializeAsString();
+  }
+  return out;
+}
+
+bool PsService::ServeRegionCalls(const std::shared_ptr<rpc::SharedTensorRegions::Entry>& entry) {
+  if (entry->served.exchange(true)) return true;
+  std::lock_guard<std::mutex> lock(call_threads_mu_);
+  if (stopping_) return false;
+  // Open before the answer says so: the worker's next push is taken even if
+  // the thread has not begun to wait for it.
+  entry->region->OpenCalls();
+  call_threads_.emplace_back([this, entry] {
+    pthread_setname_np(pthread_self(), "edl-ps-region");
+    entry->region->ServeCalls(
+        [this, &entry](std::string_view bytes) { return AnswerRegionCall(*entry, bytes); },
+        [this, &entry] { return stopping_.load() || entry->dropped.load(); }, kRegionCallPoll);
+  });
+  return true;
+}
+
 grpc::Status PsService::Push(grpc::ServerContext* context, const proto::PushRequest* request,
                              proto::PushResponse* response) {
   return rpc::GuardedCall(*context, token_, "Push", [&]() -> Status {
@@ -88,22 +167,9 @@ grpc::Status PsService::Push(grpc::ServerContext* context, const proto::PushRequ
       response->set_shared_unreadable(true);  // nothing applied: the worker pushes again
       return absl::OkStatus();
     }
-    // Decoded straight from the region, between two checks that the worker
-    // has not begun writing another push there.
-    const rpc::SharedTensorRegion& region = *(*entry)->region;
-    const uint64_t sequence = request->shared().sequence();
-    EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
-    EDL_ASSIGN_OR_RETURN(rpc::NamedTensors gradients,
-                         rpc::DecodeTensors(request->gradients(), region.Bytes(Area::kPush)));
-    EDL_ASSIGN_OR_RETURN(rpc::NamedTensors updates,
-                         rpc::DecodeTensors(request->buffer_updates(), region.Bytes(Area::kPush)));
-    EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
-    std::shared_ptr<const proto::ModelValues> values;
-    EDL_RETURN_IF_ERROR(
-        store_->Push(*request, std::move(gradients), std::move(updates), response, &values));
-    if (values != nullptr) {
-      AnswerValues(*values, **entry, response->mutable_values(), response->mutable_shared_values());
-    }
+    EDL_RETURN_IF_ERROR(PushShared(*request, **entry, response));
+    // The region is this worker's: its next pushes come through it.
+    if (ServeRegionCalls(*entry)) response->set_region_calls(true);
     return absl::OkStatus();
   });
 }

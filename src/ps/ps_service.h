@@ -1,12 +1,22 @@
 // The gRPC face of a parameter-server shard: checks the job token, decodes
 // requests, calls the ParameterStore, never lets an exception reach gRPC's
 // threads. A refused request (UNAUTHENTICATED, INVALID_ARGUMENT, ...) changes
-// nothing and the server keeps serving.
+// nothing and the server keeps serving. The pushes a worker on this machine
+// makes through its region of shared memory (rpc/shared_tensors.h) carry no
+// token: the region is the job user's alone, and a call that carried the
+// token named it first.
 #ifndef ELASTICDL_PS_PS_SERVICE_H_
 #define ELASTICDL_PS_PS_SERVICE_H_
 
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
 #include "ps/checkpoint_writer.h"
@@ -49,12 +59,32 @@ class PsService final : public proto::ParameterServer::Service {
   grpc::Status Stats(grpc::ServerContext* context, const proto::PsStatsRequest* request,
                      proto::PsStatsResponse* response) override;
 
+  // Stops answering calls through regions (the last taken answered).
+  ~PsService() override;
+
  private:
+  // How often a thread that answers a region's calls looks whether to stop.
+  static constexpr std::chrono::milliseconds kRegionCallPoll{200};
+
+  // A push whose tensors lie in `entry`'s region.
+  Status PushShared(const proto::PushRequest& request, rpc::SharedTensorRegions::Entry& entry,
+                    proto::PushResponse* response);
+  // A push made through `entry`'s region (a serialised PushRequest): the
+  // serialised RegionPushAnswer.
+  std::string AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry, std::string_view bytes);
+  // Answers the pushes made through `entry`'s region from now on, on a
+  // thread of its own until the region is dropped or the service goes.
+  // False when the service is going.
+  bool ServeRegionCalls(const std::shared_ptr<rpc::SharedTensorRegions::Entry>& entry);
+
   ParameterStore* const store_;
   const std::string token_;
   CheckpointWriter* const checkpoints_;
   const std::string export_dir_;
   rpc::SharedTensorRegions shared_;
+  std::atomic<bool> stopping_{false};
+  std::mutex call_threads_mu_;
+  std::vector<std::thread> call_threads_;  // guarded by call_threads_mu_
 };
 
 }  // namespace elasticdl::ps

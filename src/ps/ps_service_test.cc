@@ -249,6 +249,10 @@ TEST_F(SharedTensorsServiceTest, PushesAndPullsOfAWorkerOnThisMachineGoThroughSh
     std::vector<proto::PushResponse> responses;
     Status pushed = client_->Push(&requests, &responses, {});
     ASSERT_TRUE(pushed.ok()) << pushed;
+    // The first push crossed the socket, and its answer says that the next
+    // ones may go through the region itself: they do (only an answer over
+    // the socket says so).
+    EXPECT_EQ(responses[0].region_calls(), minibatch == 0);
     // The tensors went through the region, not the message.
     EXPECT_TRUE(requests[0].has_shared());
     EXPECT_TRUE(requests[0].gradients(0).content().empty());
@@ -262,6 +266,15 @@ TEST_F(SharedTensorsServiceTest, PushesAndPullsOfAWorkerOnThisMachineGoThroughSh
                              torch::full({3}, 0.5f * float(minibatch + 1))));
   }
   EXPECT_EQ(store_->applied().at(1), 3);
+  // A push made again through the region is a duplicate, applied once.
+  {
+    std::vector<proto::PushRequest> requests = Push(2, 1.0f, 0.5f);
+    std::vector<proto::PushResponse> responses;
+    ASSERT_TRUE(client_->Push(&requests, &responses, {}).ok());
+    EXPECT_FALSE(responses[0].region_calls());
+    EXPECT_TRUE(responses[0].duplicate());
+    EXPECT_EQ(store_->version(), 3);
+  }
   // A pull is answered through the region too, and reads the same values.
   std::vector<proto::PullRequest> pull(1);
   std::vector<proto::PullResponse> pulled;

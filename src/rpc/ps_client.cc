@@ -31,7 +31,7 @@ SharedTensorRegion* PsClient::ShareTensors(int shard, proto::PushRequest* reques
       SharedTensorRegion::BytesFor({&request->gradients(), &request->buffer_updates()});
   if (bytes == 0) return nullptr;
   if (s.region == nullptr || s.region->area_bytes() < bytes) {
-    s.region.reset();
+    s.Forget();
     // Room for a quarter more: a model whose tensors grow a little keeps it.
     StatusOr<std::unique_ptr<SharedTensorRegion>> made =
         SharedTensorRegion::Create(shared_dir_, bytes + bytes / 4);
@@ -126,10 +126,7 @@ Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
   std::vector<int> again;
   for (size_t i = 0; i < stubs_.size(); ++i) {
     proto::PullResponse& response = (*responses)[i];
-    if (response.shared_unreadable()) {  // the values came in the message
-      shared_[i]->mapped = false;
-      shared_[i]->region.reset();
-    }
+    if (response.shared_unreadable()) shared_[i]->Forget();  // the values came in the message
     if (used[i] == nullptr || !response.has_shared_values()) continue;
     proto::ModelValues* values = response.mutable_values();
     Status taken =
@@ -199,7 +196,50 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
     locks.emplace_back(shared_[static_cast<size_t>(i)]->mu);
     used[static_cast<size_t>(i)] = ShareTensors(i, &(*requests)[static_cast<size_t>(i)]);
   }
-  Status s = CallAll("push", &proto::ParameterServer::Stub::Push, *requests, responses, targets);
+  // Through the regions of the servers that answer there, over the sockets
+  // to the others; the regions' calls are sent first, so that their servers
+  // work while the sockets' calls are made.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::vector<std::pair<int, uint32_t>> by_region;
+  std::vector<int> by_socket;
+  for (int i : targets) {
+    auto u = static_cast<size_t>(i);
+    if (used[u] != nullptr && shared_[u]->region_calls) {
+      StatusOr<uint32_t> call = used[u]->SendCall((*requests)[u].SerializeAsString());
+      if (call.ok()) {
+        by_region.emplace_back(i, *call);
+        continue;
+      }
+      shared_[u]->region_calls = false;  // refused, nothing sent: over the socket from now on
+    }
+    by_socket.push_back(i);
+  }
+  Status s = absl::OkStatus();
+  if (by_socket.empty()) {
+    responses->assign(stubs_.size(), proto::PushResponse());
+  } else {
+    s = CallAll("push", &proto::ParameterServer::Stub::Push, *requests, responses, by_socket);
+  }
+  std::vector<int> forget;  // regions whose call area is no longer to be used
+  for (auto [i, call] : by_region) {
+    auto u = static_cast<size_t>(i);
+    StatusOr<std::string> bytes = used[u]->AwaitAnswer(call, deadline);
+    proto::RegionPushAnswer answer;
+    Status answered = bytes.status();
+    if (!answered.ok()) {
+      forget.push_back(i);
+    } else if (!answer.ParseFromString(*bytes)) {
+      answered = absl::InternalError("an answer through the region that does not parse");
+    } else {
+      answered = Status(static_cast<absl::StatusCode>(answer.code()), answer.message());
+    }
+    if (answered.ok()) {
+      (*responses)[u] = std::move(*answer.mutable_response());
+    } else if (s.ok()) {
+      s = Status(answered.code(), StrCat("push to parameter server ", i, " (", addresses_[i],
+                                         "): ", answered.message()));
+    }
+  }
   // Shards whose push goes again with its tensors in the message: the
   // server could not map the region (it was made on another machine, or
   // the server dropped it), or the call failed and the caller may retry.
@@ -229,6 +269,7 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
       continue;
     }
     shared_[u]->mapped = true;
+    if (response.region_calls()) shared_[u]->region_calls = true;
     if (response.has_shared_values()) {
       proto::ModelValues* values = response.mutable_values();
       Status taken =
@@ -239,6 +280,7 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
       response.clear_shared_values();
     }
   }
+  for (int i : forget) shared_[static_cast<size_t>(i)]->Forget();
   if (!s.ok() || again.empty()) return s;
   std::vector<proto::PushResponse> retried;
   s = CallAll("push", &proto::ParameterServer::Stub::Push, *requests, &retried, again);

@@ -3,7 +3,8 @@
 // (ps-lite's push/pull, without the handles: callers always wait). A push to
 // a server on this machine passes its tensors, and the values that answer it,
 // through memory shared with it (rpc/shared_tensors.h); the messages carry
-// the rest.
+// the rest. Once such a server says it answers calls through the region, the
+// pushes to it go through the region alone, without the socket.
 #ifndef ELASTICDL_RPC_PS_CLIENT_H_
 #define ELASTICDL_RPC_PS_CLIENT_H_
 
@@ -55,7 +56,16 @@ class PsClient final : public ParameterServers {
     std::mutex mu;
     bool local = false;   // served through a socket of this machine
     bool mapped = false;  // the server has read the region
+    // The server answers pushes through the region (its last push's answer
+    // said so).
+    bool region_calls = false;
     std::unique_ptr<SharedTensorRegion> region;
+    // Drops the region: the next push makes another.
+    void Forget() {
+      mapped = false;
+      region_calls = false;
+      region.reset();
+    }
   };
   // Moves `request`'s tensors into shard `shard`'s region when it is on this
   // machine; the region used, or null (the tensors stay in the message).

@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,8 +29,17 @@ namespace {
 // one pid apart across reboots and containers.
 constexpr char kPrefix[] = "elasticdl-tensors-";
 constexpr uint64_t kMagic = 0x53524f534e455445;  // "ETENSORS"
-constexpr size_t kHeaderBytes = 256;
+constexpr size_t kHeaderBytes = 512;
 constexpr size_t kAlignment = 64;
+// The call area: the request's bytes, then the answer's.
+constexpr size_t kCallAreaBytes = 2 * SharedTensorRegion::kCallBytes;
+// Header::calls: the number of calls taken (modulo 2^31), and whether calls
+// are refused (no thread serves them).
+constexpr uint32_t kCallCount = 0x7fffffff;
+constexpr uint32_t kCallsRefused = 0x80000000;
+// How often a caller waiting for an answer looks whether the server's
+// process is still there.
+constexpr std::chrono::milliseconds kServerCheck(50);
 
 size_t Aligned(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -66,6 +77,31 @@ bool IsRegionName(const std::string& name) {
   });
 }
 
+// The futex word of `word` (shared: the region is mapped by two processes).
+long Futex(std::atomic<uint32_t>* word, int op, uint32_t value, std::chrono::nanoseconds timeout) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  timespec t{};
+  t.tv_sec = static_cast<time_t>(timeout.count() / 1000000000);
+  t.tv_nsec = static_cast<long>(timeout.count() % 1000000000);
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value,
+                   op == FUTEX_WAIT ? &t : nullptr, nullptr, 0);
+}
+void Wake(std::atomic<uint32_t>* word) { Futex(word, FUTEX_WAKE, 1, {}); }
+// Returns when `word` may no longer hold `seen`, or after `timeout`.
+void WaitWhile(std::atomic<uint32_t>* word, uint32_t seen, std::chrono::nanoseconds timeout) {
+  Futex(word, FUTEX_WAIT, seen, timeout);
+}
+
+// The pid namespace this process sees pids in (0 when unknown): a server's
+// pid is looked up only from the same one.
+uint64_t PidNamespace() {
+  static const uint64_t ns = [] {
+    struct stat st {};
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+  }();
+  return ns;
+}
+
 // Removes the regions in `dir` that this user's processes which are gone
 // made (a worker killed before its server mapped its region).
 void RemoveOrphans(const std::string& dir) {
@@ -90,8 +126,17 @@ struct SharedTensorRegion::Header {
   uint64_t area_bytes;
   alignas(64) std::atomic<uint64_t> push_sequence;
   alignas(64) std::atomic<uint64_t> values_sequence;
+  // Calls through the region: the caller's word (kCallCount, kCallsRefused)
+  // and the server's (the last call answered).
+  alignas(64) std::atomic<uint32_t> calls;
+  alignas(64) std::atomic<uint32_t> answered;
+  std::atomic<int32_t> server_pid;  // the process that serves the calls; 0: none yet
+  uint64_t server_pid_namespace;    // where server_pid names it
+  uint32_t request_bytes;
+  uint32_t answer_bytes;
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
 std::string SharedTensorRegion::DefaultDir() {
   struct statfs fs {};
@@ -105,7 +150,7 @@ SharedTensorRegion::SharedTensorRegion(std::string path, std::string name, void*
       name_(std::move(name)),
       base_(base),
       size_(size),
-      area_bytes_((size - kHeaderBytes) / 2),
+      area_bytes_((size - kHeaderBytes - kCallAreaBytes) / 2),
       owner_(owner) {}
 
 SharedTensorRegion::~SharedTensorRegion() {
@@ -123,7 +168,7 @@ StatusOr<std::unique_ptr<SharedTensorRegion>> SharedTensorRegion::Create(const s
                                   fmt::format("{:08x}{:08x}", random(), random()));
   const std::string path = StrCat(dir, "/", name);
   area_bytes = (area_bytes + 4095) / 4096 * 4096;
-  const size_t size = kHeaderBytes + 2 * area_bytes;
+  const size_t size = kHeaderBytes + 2 * area_bytes + kCallAreaBytes;
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return absl::FailedPreconditionError(Errno(StrCat("creating ", path)));
   // Reserved now: a full file system fails here, not as SIGBUS on a write.
@@ -146,6 +191,9 @@ StatusOr<std::unique_ptr<SharedTensorRegion>> SharedTensorRegion::Create(const s
   h->area_bytes = area_bytes;
   h->push_sequence.store(0, std::memory_order_relaxed);
   h->values_sequence.store(0, std::memory_order_relaxed);
+  h->calls.store(kCallsRefused, std::memory_order_relaxed);
+  h->answered.store(0, std::memory_order_relaxed);
+  h->server_pid.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;
   return region;
@@ -169,7 +217,7 @@ StatusOr<std::unique_ptr<SharedTensorRegion>> SharedTensorRegion::Open(const std
     wrong = "not a plain file of this user's alone";
   } else if (fs.f_type != TMPFS_MAGIC) {
     wrong = "not on a memory file system";
-  } else if (static_cast<size_t>(st.st_size) < kHeaderBytes + 2 * 4096) {
+  } else if (static_cast<size_t>(st.st_size) < kHeaderBytes + 2 * 4096 + kCallAreaBytes) {
     wrong = StrCat("too small for a region (", st.st_size, " bytes)");
   }
   if (!wrong.empty()) {
@@ -183,7 +231,7 @@ StatusOr<std::unique_ptr<SharedTensorRegion>> SharedTensorRegion::Open(const std
   auto region = std::unique_ptr<SharedTensorRegion>(
       new SharedTensorRegion(path, name, base, size, /*owner=*/false));
   const Header* h = region->header();
-  if (h->magic != kMagic || kHeaderBytes + 2 * h->area_bytes != size) {
+  if (h->magic != kMagic || kHeaderBytes + 2 * h->area_bytes + kCallAreaBytes != size) {
     return absl::FailedPreconditionError(StrCat(path, ": not laid out as a tensor region"));
   }
   // Mapped: the file is no longer needed, and none is left behind.
@@ -305,6 +353,95 @@ Status SharedTensorRegion::Take(Area a, uint64_t expected,
   return at;
 }
 
+char* SharedTensorRegion::call_area(bool answer) const {
+  return static_cast<char*>(base_) + kHeaderBytes + 2 * area_bytes_ + (answer ? kCallBytes : 0);
+}
+
+StatusOr<uint32_t> SharedTensorRegion::SendCall(std::string_view request) {
+  Header* h = header();
+  if (request.size() > kCallBytes) {
+    return absl::FailedPreconditionError(
+        StrCat("a call of ", request.size(), " bytes; region ", name_, " takes ", kCallBytes));
+  }
+  uint32_t taken = h->calls.load(std::memory_order_acquire);
+  if ((taken & kCallsRefused) == 0) {
+    std::memcpy(call_area(false), request.data(), request.size());
+    h->request_bytes = static_cast<uint32_t>(request.size());
+    const uint32_t call = (taken + 1) & kCallCount;
+    // Taken unless the server began refusing calls meanwhile.
+    if (h->calls.compare_exchange_strong(taken, call, std::memory_order_release,
+                                         std::memory_order_acquire)) {
+      Wake(&h->calls);
+      return call;
+    }
+  }
+  return absl::FailedPreconditionError(StrCat("no server answers calls through region ", name_));
+}
+
+StatusOr<std::string> SharedTensorRegion::AwaitAnswer(
+    uint32_t call, std::chrono::steady_clock::time_point deadline) const {
+  Header* h = header();
+  for (;;) {
+    const uint32_t answered = h->answered.load(std::memory_order_acquire);
+    if (answered == call) {
+      return std::string(call_area(true), std::min<size_t>(h->answer_bytes, kCallBytes));
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(
+          StrCat("no answer through region ", name_, " within the call's deadline"));
+    }
+    const pid_t server = h->server_pid.load(std::memory_order_acquire);
+    if (server > 0 && h->server_pid_namespace == PidNamespace() && ::kill(server, 0) != 0 &&
+        errno == ESRCH) {
+      return absl::UnavailableError(
+          StrCat("the process ", server, " that answers calls through region ", name_, " is gone"));
+    }
+    WaitWhile(&h->answered, answered,
+              std::min<std::chrono::nanoseconds>(deadline - now, kServerCheck));
+  }
+}
+
+void SharedTensorRegion::OpenCalls() {
+  Header* h = header();
+  h->server_pid_namespace = PidNamespace();
+  h->server_pid.store(::getpid(), std::memory_order_release);
+  h->calls.fetch_and(kCallCount, std::memory_order_acq_rel);  // taken from now on
+}
+
+void SharedTensorRegion::ServeCalls(const std::function<std::string(std::string_view)>& handle,
+                                    const std::function<bool()>& stop,
+                                    std::chrono::milliseconds poll) {
+  Header* h = header();
+  OpenCalls();
+  uint32_t handled = h->answered.load(std::memory_order_acquire);
+  for (;;) {
+    const uint32_t taken = h->calls.load(std::memory_order_acquire);
+    if (taken != handled) {
+      handled = taken;
+      const std::string answer = handle(
+          std::string_view(call_area(false), std::min<size_t>(h->request_bytes, kCallBytes)));
+      const size_t bytes = std::min(answer.size(), kCallBytes);
+      std::memcpy(call_area(true), answer.data(), bytes);
+      h->answer_bytes = static_cast<uint32_t>(bytes);
+      h->answered.store(handled, std::memory_order_release);
+      Wake(&h->answered);
+      continue;
+    }
+    if (stop()) {
+      // Refuse the calls that follow, unless one was taken meanwhile: that
+      // one is answered first.
+      uint32_t expected = handled;
+      if (h->calls.compare_exchange_strong(expected, handled | kCallsRefused,
+                                           std::memory_order_acq_rel)) {
+        return;
+      }
+      continue;
+    }
+    WaitWhile(&h->calls, taken, poll);
+  }
+}
+
 StatusOr<std::shared_ptr<SharedTensorRegions::Entry>> SharedTensorRegions::Get(
     const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -317,7 +454,10 @@ StatusOr<std::shared_ptr<SharedTensorRegions::Entry>> SharedTensorRegions::Get(
   auto entry = std::make_shared<Entry>();
   EDL_ASSIGN_OR_RETURN(entry->region, SharedTensorRegion::Open(dir_, name));
   entries_.emplace_front(name, entry);
-  while (entries_.size() > capacity_) entries_.pop_back();
+  while (entries_.size() > capacity_) {
+    entries_.back().second->dropped = true;
+    entries_.pop_back();
+  }
   return entry;
 }
 

@@ -16,12 +16,24 @@
 // after copying. A read torn by a later write (a worker that gave up waiting
 // for an answer and pushed again while the server still read) is thus
 // detected and refused, never used.
+//
+// Calls through the region. A server that has mapped a region also answers
+// pushes made through the region itself, with no socket at all: the worker
+// writes the request's bytes into the region's call area and wakes the
+// server's thread for the region with a futex; the answer comes back the
+// same way. A call is either taken (the server will answer it, or its
+// process is gone) or refused before anything is sent (no thread serves the
+// region: the worker calls over the socket instead). A worker that stops
+// waiting for an answer (its deadline, the server's process gone) never
+// uses that region's call area again.
 #ifndef ELASTICDL_RPC_SHARED_TENSORS_H_
 #define ELASTICDL_RPC_SHARED_TENSORS_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <list>
 #include <memory>
@@ -98,11 +110,36 @@ class SharedTensorRegion {
   // content.
   Status Take(Area area, uint64_t sequence, std::initializer_list<TensorField*> fields) const;
 
+  // The most bytes a call's request or answer may take.
+  static constexpr size_t kCallBytes = 64 << 10;
+
+  // The caller's side: sends `request`. FAILED_PRECONDITION, with nothing
+  // sent, when no thread serves the region's calls or the request is too
+  // big; otherwise the call's number, for AwaitAnswer. One call at a time.
+  StatusOr<uint32_t> SendCall(std::string_view request);
+  // The answer to `call`. UNAVAILABLE once the serving process is gone;
+  // DEADLINE_EXCEEDED at `deadline`. After either, the call area must not
+  // be used again: the call may still be answered.
+  StatusOr<std::string> AwaitAnswer(uint32_t call,
+                                    std::chrono::steady_clock::time_point deadline) const;
+
+  // The server's side: calls are taken from now on (ServeCalls answers
+  // them, those taken before it runs included).
+  void OpenCalls();
+  // On a thread of its own: opens the calls and answers every one with
+  // `handle` until `stop` (asked at least every `poll`) is true, then
+  // refuses the calls that follow and returns, the last one taken answered.
+  // One thread per region.
+  void ServeCalls(const std::function<std::string(std::string_view)>& handle,
+                  const std::function<bool()>& stop, std::chrono::milliseconds poll);
+
  private:
   struct Header;
   SharedTensorRegion(std::string path, std::string name, void* base, size_t size, bool owner);
   Header* header() const;
   char* area_of(Area a) const;
+  // The call area's request bytes, or its answer's.
+  char* call_area(bool answer) const;
   std::atomic<uint64_t>& sequence_of(Area a) const;
   StatusOr<uint64_t> Write(Area area,
                            const std::vector<std::pair<const TensorField*, TensorField*>>& fields);
@@ -129,6 +166,11 @@ class SharedTensorRegions {
   struct Entry {
     std::unique_ptr<SharedTensorRegion> region;
     std::mutex mu;
+    // Set once the region is dropped (beyond capacity): whoever serves its
+    // calls stops.
+    std::atomic<bool> dropped{false};
+    // A thread answers the calls made through the region.
+    std::atomic<bool> served{false};
   };
   // The region `name`, mapped now or before; Open's errors.
   StatusOr<std::shared_ptr<Entry>> Get(const std::string& name);

@@ -10,9 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <thread>
 
 #include "common/strings.h"
 
@@ -21,6 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using Area = SharedTensorRegion::Area;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
 
 // A private directory on the memory file system, removed afterwards.
 class SharedTensorsTest : public ::testing::Test {
@@ -48,6 +54,117 @@ class SharedTensorsTest : public ::testing::Test {
 
   std::string dir_;
 };
+
+// The worker's side of a region made in `dir` and the server's, mapped.
+struct RegionPair {
+  std::unique_ptr<SharedTensorRegion> worker;
+  std::unique_ptr<SharedTensorRegion> server;
+};
+RegionPair MakePair(const std::string& dir) {
+  RegionPair pair;
+  auto made = SharedTensorRegion::Create(dir, 4096);
+  EXPECT_TRUE(made.ok()) << made.status();
+  if (!made.ok()) return pair;
+  pair.worker = std::move(*made);
+  auto opened = SharedTensorRegion::Open(dir, pair.worker->name());
+  EXPECT_TRUE(opened.ok()) << opened.status();
+  if (opened.ok()) pair.server = std::move(*opened);
+  return pair;
+}
+
+// Sends `request` once a server answers (SendCall is refused until then),
+// and waits for the answer.
+StatusOr<std::string> CallWhenServed(SharedTensorRegion* region, const std::string& request,
+                                     milliseconds wait) {
+  StatusOr<uint32_t> call = region->SendCall(request);
+  for (int i = 0; i < 500 && !call.ok(); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+    call = region->SendCall(request);
+  }
+  if (!call.ok()) return call.status();
+  return region->AwaitAnswer(*call, steady_clock::now() + wait);
+}
+
+TEST_F(SharedTensorsTest, CallsThroughTheRegionAreAnsweredByTheThreadThatServesIt) {
+  RegionPair pair = MakePair(dir_);
+  ASSERT_NE(pair.server, nullptr);
+  // No server yet: refused, nothing sent.
+  StatusOr<uint32_t> early = pair.worker->SendCall("early");
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition) << early.status();
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> handled{0};
+  std::thread server([&] {
+    pair.server->ServeCalls(
+        [&](std::string_view request) {
+          ++handled;
+          return StrCat("answer to ", request);
+        },
+        [&] { return stop.load(); }, milliseconds(20));
+  });
+  StatusOr<std::string> first = CallWhenServed(pair.worker.get(), "call 0", milliseconds(10000));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, "answer to call 0");
+  for (int i = 1; i < 200; ++i) {
+    StatusOr<uint32_t> call = pair.worker->SendCall(StrCat("call ", i));
+    ASSERT_TRUE(call.ok()) << call.status();
+    StatusOr<std::string> answer =
+        pair.worker->AwaitAnswer(*call, steady_clock::now() + milliseconds(10000));
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_EQ(*answer, StrCat("answer to call ", i));
+  }
+  EXPECT_EQ(handled, 200);  // the early call was never taken
+  // A request bigger than the call area is refused unsent.
+  EXPECT_EQ(
+      pair.worker->SendCall(std::string(SharedTensorRegion::kCallBytes + 1, 'x')).status().code(),
+      absl::StatusCode::kFailedPrecondition);
+  // Once the server stops, calls are refused again (the worker then calls
+  // over the socket).
+  stop = true;
+  server.join();
+  EXPECT_EQ(pair.worker->SendCall("late").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(handled, 200);
+}
+
+TEST_F(SharedTensorsTest, AWaitForAnAnswerEndsAtItsDeadlineAndWhenTheServerIsGone) {
+  RegionPair pair = MakePair(dir_);
+  ASSERT_NE(pair.server, nullptr);
+  // A server that takes a call and answers it late: the caller gives up at
+  // its deadline.
+  std::atomic<bool> release{false};
+  std::atomic<bool> stop{false};
+  std::thread slow([&] {
+    pair.server->ServeCalls(
+        [&](std::string_view) {
+          while (!release) std::this_thread::sleep_for(milliseconds(5));
+          return std::string("late");
+        },
+        [&] { return stop.load(); }, milliseconds(20));
+  });
+  StatusOr<std::string> late = CallWhenServed(pair.worker.get(), "slow", milliseconds(100));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  release = true;
+  stop = true;
+  slow.join();
+
+  // A server process that dies while it holds a call: the caller hears so
+  // long before its deadline.
+  RegionPair other = MakePair(dir_);
+  ASSERT_NE(other.server, nullptr);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    other.server->ServeCalls([](std::string_view) -> std::string { ::_exit(0); },
+                             [] { return false; }, milliseconds(20));
+    ::_exit(1);
+  }
+  std::thread reaper([child] { ::waitpid(child, nullptr, 0); });
+  const auto start = steady_clock::now();
+  StatusOr<std::string> gone = CallWhenServed(other.worker.get(), "to die", milliseconds(60000));
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kUnavailable) << gone.status();
+  EXPECT_LT(steady_clock::now() - start, milliseconds(30000));
+  reaper.join();
+}
 
 TEST_F(SharedTensorsTest, WhatOneSidePutsTheOtherTakes) {
   auto worker = SharedTensorRegion::Create(dir_, 1000);
@@ -154,7 +271,8 @@ TEST_F(SharedTensorsTest, OnlyRegionsOfThisUsersAloneOnAMemoryFileSystemAreMappe
   const std::string path = dir_ + "/" + name;
   {
     std::ofstream file(path);
-    file << std::string(3 * 4096, 'x');  // not laid out as a region
+    // Not laid out as a region.
+    file << std::string(3 * 4096 + 2 * SharedTensorRegion::kCallBytes, 'x');
   }
   ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
   Status layout = open(dir_, name);

@@ -216,6 +216,14 @@ void ParameterStore::RefreshSnapshotLocked() {
   snapshot_version_ = version_;
 }
 
+void ParameterStore::StopWaiting() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_waiting_ = true;
+  }
+  stepped_.notify_all();
+}
+
 Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullResponse* out,
                             std::shared_ptr<const proto::ModelValues>* values) {
   out->Clear();
@@ -227,10 +235,10 @@ Status ParameterStore::Pull(const proto::PullRequest& request, proto::PullRespon
       return initialized_ && request.known_version() == version_ &&
              request.known_instance() == instance_;
     };
-    if (request.wait_ms() > 0 && current()) {
+    if (request.wait_ms() > 0 && current() && !stop_waiting_) {
       const auto wait = std::min<std::chrono::milliseconds>(
           std::chrono::milliseconds(request.wait_ms()), kMaxPullWait);
-      stepped_.wait_for(lock, wait, [&] { return !current(); });
+      stepped_.wait_for(lock, wait, [&] { return !current() || stop_waiting_; });
     }
     out->set_initialized(initialized_);
     out->set_instance(instance_);

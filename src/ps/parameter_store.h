@@ -129,10 +129,14 @@ class ParameterStore {
   // model lacks, or a different shape, is FAILED_PRECONDITION naming them.
   Status Init(const proto::ModelValues& values, bool* accepted, int64_t* version);
 
+  // Pulls waiting for a step answer at once, and later ones do not wait: the
+  // server is going, and its calls must end for it to go.
+  void StopWaiting();
+
   // Fills `out` (cleared first) with `initialized`, the current version and instance and,
   // unless the caller's known_version and known_instance are both current,
   // all values. When they are current and request.wait_ms() > 0, first waits
-  // up to that long (at most 5 s) for a step. With `values` given, the
+  // up to that long (at most 5 s) for a step, or until StopWaiting. With `values` given, the
   // values (an immutable snapshot) are handed there instead of copied into
   // `out` (null when there are none to give).
   Status Pull(const proto::PullRequest& request, proto::PullResponse* out,
@@ -307,6 +311,7 @@ class ParameterStore {
   mutable std::mutex mu_;
   // Notified when the version changes.
   std::condition_variable stepped_;
+  bool stop_waiting_ = false;
   bool initialized_ = false;
   // Initialized from a checkpoint rather than by Init.
   bool from_checkpoint_ = false;

@@ -220,6 +220,31 @@ TEST(ParameterStoreGroupTest, APullWaitsForTheStep) {
   EXPECT_EQ(stepped.values().parameters_size(), 1);
 }
 
+TEST(ParameterStoreGroupTest, AServerThatIsGoingStopsItsPullsWaiting) {
+  auto store = Store(Group());
+  store->SetGroup(1, {0, 1});
+  proto::PushResponse out;
+  ASSERT_TRUE(store->Push(Grad(0, 10, 1), &out).ok());  // the step waits for worker 1
+  proto::PullRequest request;
+  request.set_known_version(0);
+  request.set_known_instance(kStepsInstance);
+  request.set_wait_ms(5000);
+  std::thread going([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    store->StopWaiting();
+  });
+  auto start = std::chrono::steady_clock::now();
+  proto::PullResponse waited;
+  ASSERT_TRUE(store->Pull(request, &waited).ok());
+  going.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  EXPECT_EQ(waited.values().version(), 0);  // no step: answered as it is
+  // Later pulls do not wait at all.
+  start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(store->Pull(request, &waited).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+}
+
 TEST(ParameterStoreGroupTest, FlushAveragesWhatWaits) {
   auto store = Store(Group());
   store->SetGroup(1, {0, 1, 2});

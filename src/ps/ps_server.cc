@@ -281,6 +281,8 @@ Status RunPsServer(const PsServerOptions& options) {
                  DescribeUpdates(store_options), checkpoint_dir);
     s = ServeWhileMasterLives(options, &master, token);
   }
+  // A pull waiting for a step would hold the shutdown up to 5 s.
+  store.StopWaiting();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   return s;
 }

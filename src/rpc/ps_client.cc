@@ -262,8 +262,7 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
         // ours (another machine's, or another container's memory). Later: it
         // dropped this one (relaunched, or too many workers); make another.
         if (!shared.mapped) shared.local = false;
-        shared.mapped = false;
-        shared.region.reset();
+        shared.Forget();
         again.push_back(i);
       }
       continue;

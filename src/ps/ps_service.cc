@@ -50,17 +50,24 @@ grpc::Status PsService::Pull(grpc::ServerContext* context, const proto::PullRequ
     if (!request->has_shared()) return store_->Pull(*request, response);
     StatusOr<std::shared_ptr<rpc::SharedTensorRegions::Entry>> entry =
         shared_.Get(request->shared().region());
+    if (entry.ok()) return PullShared(*request, **entry, response);
     std::shared_ptr<const proto::ModelValues> values;
     EDL_RETURN_IF_ERROR(store_->Pull(*request, response, &values));
-    if (!entry.ok()) response->set_shared_unreadable(true);
-    if (values == nullptr) return absl::OkStatus();
-    if (!entry.ok()) {
-      *response->mutable_values() = *values;
-      return absl::OkStatus();
-    }
-    AnswerValues(*values, **entry, response->mutable_values(), response->mutable_shared_values());
+    response->set_shared_unreadable(true);
+    if (values != nullptr) *response->mutable_values() = *values;
     return absl::OkStatus();
   });
+}
+
+Status PsService::PullShared(const proto::PullRequest& request,
+                             rpc::SharedTensorRegions::Entry& entry,
+                             proto::PullResponse* response) {
+  std::shared_ptr<const proto::ModelValues> values;
+  EDL_RETURN_IF_ERROR(store_->Pull(request, response, &values));
+  if (values != nullptr) {
+    AnswerValues(*values, entry, response->mutable_values(), response->mutable_shared_values());
+  }
+  return absl::OkStatus();
 }
 
 grpc::Status PsService::PullRows(grpc::ServerContext* context,
@@ -112,33 +119,45 @@ Status PsService::PushShared(const proto::PushRequest& request,
 
 std::string PsService::AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry,
                                         std::string_view bytes) {
-  proto::RegionPushAnswer answer;
+  proto::RegionAnswer answer;
   Status s;
+  const std::string& region = entry.region->name();
   try {
-    proto::PushRequest request;
-    if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-      s = absl::InvalidArgumentError("a push through the region that does not parse");
-    } else if (request.shared().region() != entry.region->name()) {
-      s = absl::InvalidArgumentError(StrCat("a push through region ", entry.region->name(),
-                                            " naming region '", request.shared().region(), "'"));
+    proto::RegionCall call;
+    const bool parsed = call.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+    const proto::SharedTensors* named = call.has_push()   ? &call.push().shared()
+                                        : call.has_pull() ? &call.pull().shared()
+                                                          : nullptr;
+    if (!parsed) {
+      s = absl::InvalidArgumentError("a call through the region that does not parse");
+    } else if (named == nullptr) {
+      s = absl::InvalidArgumentError("a call through the region that is neither a push nor a pull");
+    } else if (named->region() != region) {
+      s = absl::InvalidArgumentError(
+          StrCat("a call through region ", region, " naming region '", named->region(), "'"));
+    } else if (call.has_push()) {
+      s = PushShared(call.push(), entry, answer.mutable_push());
     } else {
-      s = PushShared(request, entry, answer.mutable_response());
+      s = PullShared(call.pull(), entry, answer.mutable_pull());
     }
   } catch (const std::exception& e) {
-    s = absl::InternalError(StrCat("Push: ", e.what()));
+    s = absl::InternalError(StrCat("a call through the region: ", e.what()));
   }
   answer.set_code(static_cast<int>(s.code()));
   answer.set_message(std::string(s.message()));
   if (!s.ok()) answer.clear_response();
   std::string out = answer.SerializeAsString();
-  if (out.size() > rpc::SharedTensorRegion::kCallBytes) {
-    // Values too big for the answer (they did not fit the values area
-    // either): the worker pulls them.
-    answer.mutable_response()->clear_values();
-    answer.mutable_response()->clear_shared_values();
-    out = answer.SerializeAsString();
+  if (out.size() <= rpc::SharedTensorRegion::kCallBytes) return out;
+  // Values too big for the answer (they did not fit the values area either).
+  if (answer.has_push()) {
+    // The push was applied; the worker pulls the values.
+    answer.mutable_push()->clear_values();
+    answer.mutable_push()->clear_shared_values();
+  } else {
+    answer.clear_response();
+    answer.set_too_big(true);
   }
-  return out;
+  return answer.SerializeAsString();
 }
 
 bool PsService::ServeRegionCalls(const std::shared_ptr<rpc::SharedTensorRegions::Entry>& entry) {

@@ -1,10 +1,10 @@
 // The gRPC face of a parameter-server shard: checks the job token, decodes
 // requests, calls the ParameterStore, never lets an exception reach gRPC's
 // threads. A refused request (UNAUTHENTICATED, INVALID_ARGUMENT, ...) changes
-// nothing and the server keeps serving. The pushes a worker on this machine
-// makes through its region of shared memory (rpc/shared_tensors.h) carry no
-// token: the region is the job user's alone, and a call that carried the
-// token named it first.
+// nothing and the server keeps serving. The pushes and pulls a worker on this
+// machine makes through its region of shared memory (rpc/shared_tensors.h)
+// carry no token: the region is the job user's alone, and a call that
+// carried the token named it first.
 #ifndef ELASTICDL_PS_PS_SERVICE_H_
 #define ELASTICDL_PS_PS_SERVICE_H_
 
@@ -69,12 +69,18 @@ class PsService final : public proto::ParameterServer::Service {
   // A push whose tensors lie in `entry`'s region.
   Status PushShared(const proto::PushRequest& request, rpc::SharedTensorRegions::Entry& entry,
                     proto::PushResponse* response);
-  // A push made through `entry`'s region (a serialised PushRequest): the
-  // serialised RegionPushAnswer.
+  // A pull answered in `entry`'s values area (in the message when they do
+  // not fit there).
+  Status PullShared(const proto::PullRequest& request, rpc::SharedTensorRegions::Entry& entry,
+                    proto::PullResponse* response);
+  // A call made through `entry`'s region (a serialised RegionCall): the
+  // serialised RegionAnswer.
   std::string AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry, std::string_view bytes);
-  // Answers the pushes made through `entry`'s region from now on, on a
+  // Answers the calls made through `entry`'s region from now on, on a
   // thread of its own until the region is dropped or the service goes.
-  // False when the service is going.
+  // False when the service is going. A pull there that waits for a
+  // synchronous step holds the thread until the step, its wait_ms or the
+  // store's StopWaiting.
   bool ServeRegionCalls(const std::shared_ptr<rpc::SharedTensorRegions::Entry>& entry);
 
   ParameterStore* const store_;

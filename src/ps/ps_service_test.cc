@@ -275,7 +275,8 @@ TEST_F(SharedTensorsServiceTest, PushesAndPullsOfAWorkerOnThisMachineGoThroughSh
     EXPECT_TRUE(responses[0].duplicate());
     EXPECT_EQ(store_->version(), 3);
   }
-  // A pull is answered through the region too, and reads the same values.
+  // A pull is answered through the region too (below, with the socket
+  // closed), and reads the same values.
   std::vector<proto::PullRequest> pull(1);
   std::vector<proto::PullResponse> pulled;
   ASSERT_TRUE(client_->Pull(pull, &pulled).ok());
@@ -287,6 +288,52 @@ TEST_F(SharedTensorsServiceTest, PushesAndPullsOfAWorkerOnThisMachineGoThroughSh
     EXPECT_EQ(e.path().filename().string().find(StrCat("-", ::getpid(), "-")), std::string::npos)
         << e.path();
   }
+}
+
+TEST_F(SharedTensorsServiceTest, PullsGoThroughTheRegionAndWaitThereForTheNextStep) {
+  Serve(/*shared=*/true);
+  // Two workers of this machine, each with its region; the first push of
+  // each crosses the socket and says that the next calls may go through the
+  // region.
+  rpc::PsClient other(std::vector<std::string>{address_}, credentials_);
+  std::vector<proto::PushResponse> responses;
+  std::vector<proto::PushRequest> first = Push(0, 1.0f, 0.0f);
+  ASSERT_TRUE(client_->Push(&first, &responses, {}).ok());
+  ASSERT_TRUE(responses[0].region_calls());
+  std::vector<proto::PushRequest> second = Push(1, 1.0f, 0.0f);
+  ASSERT_TRUE(other.Push(&second, &responses, {}).ok());
+  ASSERT_TRUE(responses[0].region_calls());
+  ASSERT_EQ(store_->version(), 2);
+  // The socket closed: what follows can only go through the regions.
+  server_->Shutdown();
+  server_.reset();
+  // A pull of the current version waits for the next one, there.
+  std::vector<proto::PullRequest> pull(1);
+  pull[0].set_known_version(2);
+  pull[0].set_known_instance(5);
+  pull[0].set_wait_ms(5000);
+  std::vector<proto::PullResponse> pulled;
+  const auto start = std::chrono::steady_clock::now();
+  std::future<Status> waiting =
+      std::async(std::launch::async, [&] { return client_->Pull(pull, &pulled); });
+  EXPECT_EQ(waiting.wait_for(milliseconds(200)), std::future_status::timeout);
+  std::vector<proto::PushRequest> third = Push(2, 1.0f, 0.0f);
+  Status pushed = other.Push(&third, &responses, {});
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  ASSERT_EQ(responses[0].values().version(), 3);
+  Status answered = waiting.get();
+  ASSERT_TRUE(answered.ok()) << answered;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(4000));
+  EXPECT_EQ(pulled[0].values().version(), 3);
+  EXPECT_EQ(pulled[0].instance(), 5u);
+  EXPECT_FALSE(pulled[0].has_shared_values());  // taken into the message by the client
+  EXPECT_TRUE(torch::allclose(Value(pulled[0].values(), "w"), torch::full({1000}, 0.7f)));
+  // A pull of a version it has answers at once, without values.
+  pull[0].set_known_version(3);
+  pull[0].set_wait_ms(0);
+  ASSERT_TRUE(client_->Pull(pull, &pulled).ok());
+  EXPECT_EQ(pulled[0].values().version(), 3);
+  EXPECT_EQ(pulled[0].values().parameters_size(), 0);
 }
 
 TEST_F(SharedTensorsServiceTest, AServerThatCannotMapRegionsGetsTheTensorsInTheMessage) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 
 #include "common/strings.h"
 #include "rpc/grpc_util.h"
@@ -108,9 +109,32 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
   return absl::OkStatus();
 }
 
+std::optional<uint32_t> PsClient::SendRegionCall(int shard, SharedTensorRegion* region,
+                                                 const proto::RegionCall& call) {
+  Shared& shared = *shared_[static_cast<size_t>(shard)];
+  if (region == nullptr || !shared.region_calls) return std::nullopt;
+  StatusOr<uint32_t> sent = region->SendCall(call.SerializeAsString());
+  if (sent.ok()) return *sent;
+  shared.region_calls = false;  // refused, nothing sent: over the socket from now on
+  return std::nullopt;
+}
+
+Status PsClient::AwaitRegionAnswer(SharedTensorRegion* region, uint32_t call,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   proto::RegionAnswer* answer, bool* lost) {
+  StatusOr<std::string> bytes = region->AwaitAnswer(call, deadline);
+  *lost = !bytes.ok();
+  if (*lost) return bytes.status();
+  if (!answer->ParseFromString(*bytes)) {
+    return absl::InternalError("an answer through the region that does not parse");
+  }
+  return Status(static_cast<absl::StatusCode>(answer->code()), answer->message());
+}
+
 Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
                       std::vector<proto::PullResponse>* responses) {
-  // Servers that have read a region of ours may answer in its values area.
+  // Servers that have read a region of ours may answer in its values area,
+  // and those that answer calls there are asked there.
   std::vector<std::unique_lock<std::mutex>> locks;
   std::vector<proto::PullRequest> asked = requests;
   std::vector<SharedTensorRegion*> used(stubs_.size(), nullptr);
@@ -122,8 +146,47 @@ Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
       asked[i].mutable_shared()->set_region(used[i]->name());
     }
   }
-  EDL_RETURN_IF_ERROR(CallAll("pull", &proto::ParameterServer::Stub::Pull, asked, responses, {}));
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::vector<std::pair<int, uint32_t>> by_region;
+  std::vector<int> by_socket;
+  for (size_t i = 0; i < stubs_.size(); ++i) {
+    const int shard = static_cast<int>(i);
+    proto::RegionCall call;
+    if (used[i] != nullptr && shared_[i]->region_calls) *call.mutable_pull() = asked[i];
+    if (std::optional<uint32_t> sent = SendRegionCall(shard, used[i], call)) {
+      by_region.emplace_back(shard, *sent);
+    } else {
+      by_socket.push_back(shard);
+    }
+  }
+  Status s = absl::OkStatus();
+  if (by_socket.empty()) {
+    responses->assign(stubs_.size(), proto::PullResponse());
+  } else {
+    s = CallAll("pull", &proto::ParameterServer::Stub::Pull, asked, responses, by_socket);
+  }
   std::vector<int> again;
+  for (auto [i, call] : by_region) {
+    auto u = static_cast<size_t>(i);
+    proto::RegionAnswer answer;
+    bool lost = false;
+    Status answered = AwaitRegionAnswer(used[u], call, deadline, &answer, &lost);
+    if (!answered.ok()) {
+      used[u] = nullptr;
+      if (lost) shared_[u]->Forget();
+      if (s.ok()) {
+        s = Status(answered.code(), StrCat("pull from parameter server ", i, " (", addresses_[i],
+                                           "): ", answered.message()));
+      }
+    } else if (answer.too_big()) {
+      used[u] = nullptr;
+      asked[u].clear_shared();
+      again.push_back(i);
+    } else {
+      (*responses)[u] = std::move(*answer.mutable_pull());
+    }
+  }
+  EDL_RETURN_IF_ERROR(s);
   for (size_t i = 0; i < stubs_.size(); ++i) {
     proto::PullResponse& response = (*responses)[i];
     if (response.shared_unreadable()) shared_[i]->Forget();  // the values came in the message
@@ -142,7 +205,7 @@ Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
   }
   if (again.empty()) return absl::OkStatus();
   std::vector<proto::PullResponse> retried;
-  Status s = CallAll("pull", &proto::ParameterServer::Stub::Pull, asked, &retried, again);
+  s = CallAll("pull", &proto::ParameterServer::Stub::Pull, asked, &retried, again);
   for (int i : again)
     (*responses)[static_cast<size_t>(i)] = std::move(retried[static_cast<size_t>(i)]);
   return s;
@@ -204,15 +267,13 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
   std::vector<int> by_socket;
   for (int i : targets) {
     auto u = static_cast<size_t>(i);
-    if (used[u] != nullptr && shared_[u]->region_calls) {
-      StatusOr<uint32_t> call = used[u]->SendCall((*requests)[u].SerializeAsString());
-      if (call.ok()) {
-        by_region.emplace_back(i, *call);
-        continue;
-      }
-      shared_[u]->region_calls = false;  // refused, nothing sent: over the socket from now on
+    proto::RegionCall call;
+    if (used[u] != nullptr && shared_[u]->region_calls) *call.mutable_push() = (*requests)[u];
+    if (std::optional<uint32_t> sent = SendRegionCall(i, used[u], call)) {
+      by_region.emplace_back(i, *sent);
+    } else {
+      by_socket.push_back(i);
     }
-    by_socket.push_back(i);
   }
   Status s = absl::OkStatus();
   if (by_socket.empty()) {
@@ -223,18 +284,12 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
   std::vector<int> forget;  // regions whose call area is no longer to be used
   for (auto [i, call] : by_region) {
     auto u = static_cast<size_t>(i);
-    StatusOr<std::string> bytes = used[u]->AwaitAnswer(call, deadline);
-    proto::RegionPushAnswer answer;
-    Status answered = bytes.status();
-    if (!answered.ok()) {
-      forget.push_back(i);
-    } else if (!answer.ParseFromString(*bytes)) {
-      answered = absl::InternalError("an answer through the region that does not parse");
-    } else {
-      answered = Status(static_cast<absl::StatusCode>(answer.code()), answer.message());
-    }
+    proto::RegionAnswer answer;
+    bool lost = false;
+    Status answered = AwaitRegionAnswer(used[u], call, deadline, &answer, &lost);
+    if (lost) forget.push_back(i);
     if (answered.ok()) {
-      (*responses)[u] = std::move(*answer.mutable_response());
+      (*responses)[u] = std::move(*answer.mutable_push());
     } else if (s.ok()) {
       s = Status(answered.code(), StrCat("push to parameter server ", i, " (", addresses_[i],
                                          "): ", answered.message()));

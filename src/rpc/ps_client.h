@@ -4,13 +4,14 @@
 // a server on this machine passes its tensors, and the values that answer it,
 // through memory shared with it (rpc/shared_tensors.h); the messages carry
 // the rest. Once such a server says it answers calls through the region, the
-// pushes to it go through the region alone, without the socket.
+// pushes and pulls to it go through the region alone, without the socket.
 #ifndef ELASTICDL_RPC_PS_CLIENT_H_
 #define ELASTICDL_RPC_PS_CLIENT_H_
 
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,17 @@ class PsClient final : public ParameterServers {
       region.reset();
     }
   };
+  // Sends `call` through `region`, shard `shard`'s, when its server answers
+  // calls there; the call's number, or nothing (no region, or refused: the
+  // caller goes over the socket).
+  std::optional<uint32_t> SendRegionCall(int shard, SharedTensorRegion* region,
+                                         const proto::RegionCall& call);
+  // The answer to `call`, parsed into `answer`; its status, or the wait's.
+  // `lost`: the wait failed (the server's process is gone, or `deadline`):
+  // the region's call area is not to be used again (Shared::Forget).
+  static Status AwaitRegionAnswer(SharedTensorRegion* region, uint32_t call,
+                                  std::chrono::steady_clock::time_point deadline,
+                                  proto::RegionAnswer* answer, bool* lost);
   // Moves `request`'s tensors into shard `shard`'s region when it is on this
   // machine; the region used, or null (the tensors stay in the message).
   SharedTensorRegion* ShareTensors(int shard, proto::PushRequest* request);

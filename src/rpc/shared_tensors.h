@@ -18,7 +18,8 @@
 // detected and refused, never used.
 //
 // Calls through the region. A server that has mapped a region also answers
-// pushes made through the region itself, with no socket at all: the worker
+// pushes and pulls made through the region itself, with no socket at all (a
+// pull may wait there for a synchronous step, as over the socket): the worker
 // writes the request's bytes into the region's call area and wakes the
 // server's thread for the region with a futex; the answer comes back the
 // same way. A call is either taken (the server will answer it, or its

@@ -135,6 +135,11 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   // Why the master said the job failed, should it end without a final
   // status (one that cannot write its journal cannot write that either).
   std::string reported_failure;
+  // The master is asked for the job's status as often as a progress bar is
+  // redrawn, and once a second when none is: each question is a call the
+  // master answers on the cores the job trains on.
+  const milliseconds status_every = options.progress ? milliseconds(200) : milliseconds(1000);
+  auto next_status = std::chrono::steady_clock::now();
   while (true) {
     if (logs) logs->Poll();
     std::optional<cluster::ProcessExit> exited;
@@ -180,7 +185,8 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
         master_address = *address;
       }
     }
-    if (master != nullptr) {
+    if (master != nullptr && std::chrono::steady_clock::now() >= next_status) {
+      next_status = std::chrono::steady_clock::now() + status_every;
       proto::GetJobStatusRequest request;
       proto::GetJobStatusResponse status;
       auto context = rpc::MakeContext(milliseconds(500), credentials.token);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
-#include <optional>
+#include <numeric>
 
 #include "common/strings.h"
 #include "rpc/grpc_util.h"
@@ -101,22 +101,38 @@ Status PsClient::CallAll(const char* name, Method method, const std::vector<Requ
   }
   for (int i : shards) {
     if (!results[i].ok()) {
-      Status s = FromGrpc(results[i]);
-      return Status(s.code(), StrCat(name, " to parameter server ", i, " (", addresses_[i],
-                                     "): ", s.message()));
+      return AtShard(name, i, FromGrpc(results[i]));
     }
   }
   return absl::OkStatus();
 }
 
-std::optional<uint32_t> PsClient::SendRegionCall(int shard, SharedTensorRegion* region,
-                                                 const proto::RegionCall& call) {
-  Shared& shared = *shared_[static_cast<size_t>(shard)];
-  if (region == nullptr || !shared.region_calls) return std::nullopt;
-  StatusOr<uint32_t> sent = region->SendCall(call.SerializeAsString());
-  if (sent.ok()) return *sent;
-  shared.region_calls = false;  // refused, nothing sent: over the socket from now on
-  return std::nullopt;
+template <typename Fill>
+std::vector<std::pair<int, uint32_t>> PsClient::SendRegionCalls(
+    const std::vector<int>& shards, const std::vector<SharedTensorRegion*>& used, Fill fill,
+    std::vector<int>* by_socket) {
+  std::vector<std::pair<int, uint32_t>> sent;
+  for (int i : shards) {
+    auto u = static_cast<size_t>(i);
+    Shared& shared = *shared_[u];
+    if (used[u] != nullptr && shared.region_calls) {
+      proto::RegionCall call;
+      fill(i, &call);
+      StatusOr<uint32_t> number = used[u]->SendCall(call.SerializeAsString());
+      if (number.ok()) {
+        sent.emplace_back(i, *number);
+        continue;
+      }
+      shared.region_calls = false;  // refused, nothing sent: over the socket from now on
+    }
+    by_socket->push_back(i);
+  }
+  return sent;
+}
+
+Status PsClient::AtShard(const char* name, int shard, const Status& s) const {
+  return Status(s.code(), StrCat(name, " to parameter server ", shard, " (",
+                                 addresses_[static_cast<size_t>(shard)], "): ", s.message()));
 }
 
 Status PsClient::AwaitRegionAnswer(SharedTensorRegion* region, uint32_t call,
@@ -147,18 +163,15 @@ Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
     }
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  std::vector<std::pair<int, uint32_t>> by_region;
+  std::vector<int> all(stubs_.size());
+  std::iota(all.begin(), all.end(), 0);
   std::vector<int> by_socket;
-  for (size_t i = 0; i < stubs_.size(); ++i) {
-    const int shard = static_cast<int>(i);
-    proto::RegionCall call;
-    if (used[i] != nullptr && shared_[i]->region_calls) *call.mutable_pull() = asked[i];
-    if (std::optional<uint32_t> sent = SendRegionCall(shard, used[i], call)) {
-      by_region.emplace_back(shard, *sent);
-    } else {
-      by_socket.push_back(shard);
-    }
-  }
+  const std::vector<std::pair<int, uint32_t>> by_region = SendRegionCalls(
+      all, used,
+      [&](int i, proto::RegionCall* call) {
+        *call->mutable_pull() = asked[static_cast<size_t>(i)];
+      },
+      &by_socket);
   Status s = absl::OkStatus();
   if (by_socket.empty()) {
     responses->assign(stubs_.size(), proto::PullResponse());
@@ -174,10 +187,7 @@ Status PsClient::Pull(const std::vector<proto::PullRequest>& requests,
     if (!answered.ok()) {
       used[u] = nullptr;
       if (lost) shared_[u]->Forget();
-      if (s.ok()) {
-        s = Status(answered.code(), StrCat("pull from parameter server ", i, " (", addresses_[i],
-                                           "): ", answered.message()));
-      }
+      if (s.ok()) s = AtShard("pull", i, answered);
     } else if (answer.too_big()) {
       used[u] = nullptr;
       asked[u].clear_shared();
@@ -263,18 +273,13 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
   // to the others; the regions' calls are sent first, so that their servers
   // work while the sockets' calls are made.
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  std::vector<std::pair<int, uint32_t>> by_region;
   std::vector<int> by_socket;
-  for (int i : targets) {
-    auto u = static_cast<size_t>(i);
-    proto::RegionCall call;
-    if (used[u] != nullptr && shared_[u]->region_calls) *call.mutable_push() = (*requests)[u];
-    if (std::optional<uint32_t> sent = SendRegionCall(i, used[u], call)) {
-      by_region.emplace_back(i, *sent);
-    } else {
-      by_socket.push_back(i);
-    }
-  }
+  const std::vector<std::pair<int, uint32_t>> by_region = SendRegionCalls(
+      targets, used,
+      [&](int i, proto::RegionCall* call) {
+        *call->mutable_push() = (*requests)[static_cast<size_t>(i)];
+      },
+      &by_socket);
   Status s = absl::OkStatus();
   if (by_socket.empty()) {
     responses->assign(stubs_.size(), proto::PushResponse());
@@ -291,8 +296,7 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
     if (answered.ok()) {
       (*responses)[u] = std::move(*answer.mutable_push());
     } else if (s.ok()) {
-      s = Status(answered.code(), StrCat("push to parameter server ", i, " (", addresses_[i],
-                                         "): ", answered.message()));
+      s = AtShard("push", i, answered);
     }
   }
   // Shards whose push goes again with its tensors in the message: the

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "elasticdl/proto/elasticdl.grpc.pb.h"
@@ -68,11 +68,16 @@ class PsClient final : public ParameterServers {
       region.reset();
     }
   };
-  // Sends `call` through `region`, shard `shard`'s, when its server answers
-  // calls there; the call's number, or nothing (no region, or refused: the
-  // caller goes over the socket).
-  std::optional<uint32_t> SendRegionCall(int shard, SharedTensorRegion* region,
-                                         const proto::RegionCall& call);
+  // Sends each shard of `shards` whose server answers calls through its
+  // region (`used`, by shard) the call `fill(shard, &call)` makes there; the
+  // calls sent, by shard. The others (no region, or refused: nothing sent)
+  // go to `by_socket`.
+  template <typename Fill>
+  std::vector<std::pair<int, uint32_t>> SendRegionCalls(
+      const std::vector<int>& shards, const std::vector<SharedTensorRegion*>& used, Fill fill,
+      std::vector<int>* by_socket);
+  // `s`, naming the call and the shard it failed at.
+  Status AtShard(const char* name, int shard, const Status& s) const;
   // The answer to `call`, parsed into `answer`; its status, or the wait's.
   // `lost`: the wait failed (the server's process is gone, or `deadline`):
   // the region's call area is not to be used again (Shared::Forget).

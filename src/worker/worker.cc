@@ -358,15 +358,17 @@ StatusOr<std::shared_ptr<const RecordFile>> Worker::OpenFile(const std::string& 
   return shared;
 }
 
-StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode) {
+StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode, bool ahead) {
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<const RecordFile> file, OpenFile(task.file()));
-  // The records are read (and their chunks decompressed) a minibatch ahead,
-  // on a thread of their own, while the model computes; the pipeline's seed
-  // is the task's, as without the thread.
-  Dataset<Record> records =
-      ReadRecords(file, task.start(), task.end())
-          .prefetch(static_cast<size_t>(job_.minibatch_size))
-          .with_seed(job_seeds::Pipeline(job_.seed, task.epoch(), task.task_id()));
+  // On the training thread, the records are read (and their chunks
+  // decompressed) a minibatch ahead, on a thread of their own, while the
+  // model computes. A pipeline that runs ahead of the model does that on its
+  // own thread already: a second one would only hand it the records one at a
+  // time, two thread switches each on the cores the model computes on. The
+  // pipeline's seed is the task's either way.
+  Dataset<Record> records = ReadRecords(file, task.start(), task.end());
+  if (!ahead) records = records.prefetch(static_cast<size_t>(job_.minibatch_size));
+  records = records.with_seed(job_seeds::Pipeline(job_.seed, task.epoch(), task.task_id()));
   return program_.MakeBatches(std::move(records), mode, job_.minibatch_size);
 }
 
@@ -927,7 +929,7 @@ std::optional<Worker::NextTask> Worker::AskForNext(const proto::Task& current) {
   if (task.type() == proto::TASK_TRAINING) {
     // A pipeline that fails to start is made again, and reports why, when
     // the task begins.
-    StatusOr<Dataset<Example>> batches = Batches(task, Mode::TRAINING);
+    StatusOr<Dataset<Example>> batches = Batches(task, Mode::TRAINING, /*ahead=*/true);
     if (batches.ok()) {
       Ahead().Start(std::move(*batches));
       next.started = true;

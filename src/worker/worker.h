@@ -168,8 +168,11 @@ class Worker {
   Status Evaluate(const proto::Task& task, proto::ReportTaskRequest* report);
   Status Predict(const proto::Task& task, proto::ReportTaskRequest* report);
   // dataset_fn over the task's records, batched; its randomness seeded from
-  // the job's seed, the epoch and the task.
-  StatusOr<Dataset<Example>> Batches(const proto::Task& task, Mode mode);
+  // the job's seed, the epoch and the task. A pipeline made to run ahead of
+  // the model (`ahead`, on PipelineAhead's thread) reads its records as it
+  // goes; one the training thread runs reads them a minibatch ahead on a
+  // thread of the pipeline's own.
+  StatusOr<Dataset<Example>> Batches(const proto::Task& task, Mode mode, bool ahead = false);
   // A task pipeline's first pull; *free says whether it left LibTorch's
   // global generator alone (and yielded a minibatch): such a pipeline may
   // run ahead of the model on a thread of its own.

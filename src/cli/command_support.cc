@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace elasticdl::cli {
 namespace {
@@ -69,10 +70,15 @@ int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code) {
   return exit_code;
 }
 
-absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::atomic<bool>* flag) {
+absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(
+    std::function<void()> stop) {
   cluster::ShutdownSignalsOptions options;
-  options.on_shutdown = [flag](int) { *flag = true; };
+  options.on_shutdown = [stop = std::move(stop)](int) { stop(); };
   return cluster::ShutdownSignals::Install(options);
+}
+
+absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::atomic<bool>* flag) {
+  return WatchShutdown([flag] { *flag = true; });
 }
 
 }  // namespace elasticdl::cli

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -36,7 +37,10 @@ int ReportRoleError(const absl::Status& status);
 // handler). Call once, from main.
 int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code);
 
-// SIGTERM and SIGINT set `*flag`; a role polls it and stops in order.
+// SIGTERM and SIGINT call `stop` (on the signal thread, with the first of
+// them); a role then stops in order.
+absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::function<void()> stop);
+// The same, setting `*flag`, which the role looks at.
 absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::atomic<bool>* flag);
 
 }  // namespace elasticdl::cli

@@ -7,11 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <thread>
 
 #include "cli/command_support.h"
 #include "common/process_tuning.h"
+#include "common/stop_flag.h"
 #include "ps/ps_server.h"
 #include "worker/join.h"
 #include "worker/worker.h"
@@ -19,17 +21,20 @@
 namespace elasticdl::cli {
 namespace {
 
+// A worker looks at its flag between minibatches; a parameter server's
+// main thread waits on its own.
 std::atomic<bool> g_stop{false};
+StopFlag g_ps_stop;
 
 // Processes the local backend starts outlive their master (a restarted one
 // adopts them) but not the whole job: once they are orphaned to init, no
 // process of the job supervises them any more. Then stop as if SIGTERM
 // came, and leave for good a few seconds later.
-void WatchForOrphaning(std::atomic<bool>* stop) {
-  std::thread([stop] {
+void WatchForOrphaning(std::function<void()> stop) {
+  std::thread([stop = std::move(stop)] {
     while (::getppid() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     spdlog::warn("the job's client and master are gone; stopping");
-    *stop = true;
+    stop();
     std::this_thread::sleep_for(std::chrono::seconds(5));
     std::_Exit(1);
   }).detach();
@@ -51,13 +56,13 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   p->callback([ps_options, exit_code] {
     spdlog::set_pattern(fmt::format("[ps-{}] %v", ps_options->ps_id));
     KeepFreedMemory();
-    auto signals = WatchShutdown(&g_stop);
+    auto signals = WatchShutdown([] { g_ps_stop.Set(); });
     if (!signals.ok()) {
       *exit_code = ReportRoleError(signals.status());
       return;
     }
-    ps_options->cancel = &g_stop;
-    WatchForOrphaning(&g_stop);
+    ps_options->cancel = &g_ps_stop;
+    WatchForOrphaning([] { g_ps_stop.Set(); });
     *exit_code = ReportRoleError(ps::RunPsServer(*ps_options));
   });
 
@@ -130,7 +135,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     }
     worker_options->stop = &g_stop;
     // A worker that joined by itself belongs to whoever started it.
-    if (!joining) WatchForOrphaning(&g_stop);
+    if (!joining) WatchForOrphaning([] { g_stop = true; });
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
       *exit_code = ReportRoleError(worker.status());

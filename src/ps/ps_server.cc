@@ -27,15 +27,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 bool Cancelled(const PsServerOptions& options) {
-  return options.cancel != nullptr && options.cancel->load();
+  return options.cancel != nullptr && options.cancel->is_set();
 }
 
-// Sleeps `d`, waking early when cancelled.
+// Sleeps `d`, waking when cancelled.
 void SleepUnlessCancelled(const PsServerOptions& options, std::chrono::milliseconds d) {
-  const auto until = Clock::now() + d;
-  while (!Cancelled(options) && Clock::now() < until) {
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(std::chrono::milliseconds(50), until - Clock::now()));
+  if (options.cancel != nullptr) {
+    options.cancel->WaitFor(d);
+  } else {
+    std::this_thread::sleep_for(d);
   }
 }
 
@@ -137,8 +137,8 @@ Status Register(const PsServerOptions& options, MasterChannel* master, const std
       return Annotate(s, StrCat("parameter server ", options.ps_id,
                                 ": registering with the master at ", master->address()));
     }
+    SleepUnlessCancelled(options, std::chrono::milliseconds(100));
     if (Cancelled(options)) return absl::CancelledError("cancelled while registering");
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     master->Follow();
   }
 }

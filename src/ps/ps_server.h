@@ -8,10 +8,10 @@
 #ifndef ELASTICDL_PS_PS_SERVER_H_
 #define ELASTICDL_PS_PS_SERVER_H_
 
-#include <atomic>
 #include <chrono>
 #include <string>
 
+#include "common/stop_flag.h"
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "ps/parameter_store.h"
@@ -36,8 +36,9 @@ struct PsServerOptions {
   // within it is fine. Default 60 s.
   std::chrono::milliseconds master_patience{60000};
   std::chrono::milliseconds master_check_interval{1000};
-  // Set (by a signal handler) to stop serving; polled.
-  const std::atomic<bool>* cancel = nullptr;
+  // Set (by the signal thread, say) to stop serving; the server's main
+  // thread waits on it between its looks at the master.
+  const StopFlag* cancel = nullptr;
 };
 
 // Serves until `cancel` is set (OK). Errors: the job spec or token cannot be

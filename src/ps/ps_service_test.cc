@@ -486,7 +486,7 @@ class PsServerTest : public ::testing::Test {
   FakeMaster master_;
   std::unique_ptr<grpc::Server> master_server_;
   std::string master_address_;
-  std::atomic<bool> cancel_{false};
+  StopFlag cancel_;
 };
 
 TEST_F(PsServerTest, RestoreWithoutCheckpointIsAnError) {
@@ -519,7 +519,7 @@ TEST_F(PsServerTest, RestoresAndRegistersWhatItHolds) {
   AwaitRegistration();
   // Serves past a finished job and a short silence of the master.
   std::this_thread::sleep_for(milliseconds(300));
-  cancel_ = true;
+  cancel_.Set();
   Status s = done.get();
   EXPECT_TRUE(s.ok()) << s;
   std::lock_guard<std::mutex> lock(master_.mu);
@@ -599,7 +599,7 @@ TEST_F(PsServerTest, WritesTheInitialCheckpointWhenInitialized) {
   EXPECT_EQ(stats.checkpoint_seconds().count(), 1);
   EXPECT_EQ(stats.checkpoint_seconds().bounds_size(), static_cast<int>(LatencyBounds().size()));
   EXPECT_EQ(stats.dense_elements(), 2);
-  cancel_ = true;
+  cancel_.Set();
   EXPECT_TRUE(done.get().ok());
 }
 

@@ -450,7 +450,9 @@ Status ParameterStore::FlushPendingLocked(int divisor) {
       if (!inserted) it->second.add_(g);
     }
   }
-  for (auto& [name, g] : sum) g.div_(divisor);
+  if (divisor != 1) {
+    for (auto& [name, g] : sum) g.div_(divisor);
+  }
   Status s = StepLocked(sum);
   if (s.ok()) {
     for (const Contribution& c : pushes) UpdateBuffersLocked(c.buffers);

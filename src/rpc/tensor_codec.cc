@@ -45,15 +45,23 @@ StatusOr<torch::ScalarType> FromProto(proto::DataType type) {
 
 Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out) {
   EDL_ASSIGN_OR_RETURN(proto::DataType dtype, ToProto(tensor.scalar_type()));
-  torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
+  // A contiguous tensor in memory (every gradient and parameter of a CPU
+  // model) is read where it lies: no operator is dispatched for it.
+  const torch::Tensor t =
+      tensor.layout() == torch::kStrided && tensor.device().is_cpu() && tensor.is_contiguous()
+          ? tensor
+          : tensor.detach().to(torch::kCPU).contiguous();
   out->set_name(name);
   out->set_dtype(dtype);
   out->clear_shape();
   for (int64_t d : t.sizes()) out->add_shape(d);
-  size_t bytes = t.numel() * t.element_size();
-  std::string* content = out->mutable_content();
-  content->resize(bytes);
-  if (bytes > 0) std::memcpy(content->data(), t.data_ptr(), bytes);
+  const size_t bytes = t.numel() * t.element_size();
+  // assign copies once; resize would first fill the bytes with zeros.
+  if (bytes > 0) {
+    out->mutable_content()->assign(static_cast<const char*>(t.data_ptr()), bytes);
+  } else {
+    out->clear_content();
+  }
   return absl::OkStatus();
 }
 

@@ -13,8 +13,9 @@
 
 namespace elasticdl::rpc {
 
-// Writes `tensor` (any device or layout; copied to a contiguous CPU tensor)
-// into `out`. INVALID_ARGUMENT for dtypes the protocol does not carry.
+// Writes `tensor` (any device or layout; copied to a contiguous CPU tensor
+// first unless it is one) into `out`, its values copied once.
+// INVALID_ARGUMENT for dtypes the protocol does not carry.
 Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out);
 
 // A new CPU tensor holding `message`'s values: its content, or with a

@@ -1,0 +1,104 @@
+// Tensors to and from their messages: what EncodeTensor writes DecodeTensor
+// and CopyInto read back, whatever the tensor's layout in memory (a view
+// with an offset, a transposed view, a tensor that requires grad, no
+// elements), and a message that does not describe its bytes is refused.
+#include "rpc/tensor_codec.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <string>
+
+namespace elasticdl::rpc {
+namespace {
+
+// Encodes `t` and decodes it again.
+torch::Tensor RoundTrip(const torch::Tensor& t) {
+  proto::Tensor message;
+  Status encoded = EncodeTensor("t", t, &message);
+  EXPECT_TRUE(encoded.ok()) << encoded;
+  EXPECT_EQ(message.content().size(), static_cast<size_t>(t.numel() * t.element_size()));
+  StatusOr<torch::Tensor> decoded = DecodeTensor(message);
+  EXPECT_TRUE(decoded.ok()) << decoded.status();
+  return decoded.ok() ? *decoded : torch::Tensor();
+}
+
+TEST(TensorCodecTest, ATensorComesBackWithItsValuesShapeAndType) {
+  const torch::Tensor floats = torch::arange(12, torch::kFloat32).reshape({3, 4});
+  const torch::Tensor back = RoundTrip(floats);
+  EXPECT_EQ(back.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(back.sizes(), floats.sizes());
+  EXPECT_TRUE(torch::equal(back, floats));
+
+  const torch::Tensor longs = torch::tensor({int64_t{-3}, int64_t{0}, int64_t{1} << 40});
+  EXPECT_TRUE(torch::equal(RoundTrip(longs), longs));
+  const torch::Tensor doubles = torch::tensor({0.25, -1e300}, torch::kFloat64);
+  EXPECT_TRUE(torch::equal(RoundTrip(doubles), doubles));
+}
+
+TEST(TensorCodecTest, ViewsAreEncodedByTheirValuesNotTheirStorage) {
+  const torch::Tensor base = torch::arange(20, torch::kFloat32).reshape({4, 5});
+  // Contiguous, but not at the start of its storage.
+  const torch::Tensor rows = base.narrow(0, 2, 2);
+  ASSERT_TRUE(rows.is_contiguous());
+  ASSERT_GT(rows.storage_offset(), 0);
+  EXPECT_TRUE(torch::equal(RoundTrip(rows), rows));
+  // Not contiguous: its values in the order of its own indices.
+  const torch::Tensor transposed = base.t();
+  ASSERT_FALSE(transposed.is_contiguous());
+  const torch::Tensor back = RoundTrip(transposed);
+  EXPECT_EQ(back.sizes(), transposed.sizes());
+  EXPECT_TRUE(torch::equal(back, transposed));
+  // A parameter (requires grad) and its gradient.
+  torch::Tensor weight = torch::ones({2, 3}, torch::requires_grad());
+  (weight * 3).sum().backward();
+  EXPECT_TRUE(torch::equal(RoundTrip(weight), torch::ones({2, 3})));
+  EXPECT_TRUE(torch::equal(RoundTrip(weight.grad()), torch::full({2, 3}, 3.0)));
+}
+
+TEST(TensorCodecTest, ATensorWithoutElementsHasNoContent) {
+  proto::Tensor message;
+  message.set_content("left over");
+  ASSERT_TRUE(EncodeTensor("empty", torch::zeros({0, 7}), &message).ok());
+  EXPECT_TRUE(message.content().empty());
+  ASSERT_EQ(message.shape_size(), 2);
+  EXPECT_EQ(message.shape(1), 7);
+  StatusOr<torch::Tensor> back = DecodeTensor(message);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->sizes(), torch::IntArrayRef({0, 7}));
+}
+
+TEST(TensorCodecTest, CopyIntoFillsATensorOfTheSameShapeAndTypeOnly) {
+  proto::Tensor message;
+  ASSERT_TRUE(EncodeTensor("w", torch::arange(6, torch::kFloat32).reshape({2, 3}), &message).ok());
+  torch::Tensor into = torch::zeros({2, 3});
+  ASSERT_TRUE(CopyInto(message, into).ok());
+  EXPECT_TRUE(torch::equal(into, torch::arange(6, torch::kFloat32).reshape({2, 3})));
+
+  torch::Tensor other_shape = torch::zeros({3, 2});
+  Status s = CopyInto(message, other_shape);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(s.message()).find("'w'"), std::string::npos) << s;
+  torch::Tensor other_type = torch::zeros({2, 3}, torch::kFloat64);
+  EXPECT_EQ(CopyInto(message, other_type).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorCodecTest, MessagesThatDoNotDescribeTheirBytesAreRefused) {
+  proto::Tensor message;
+  ASSERT_TRUE(EncodeTensor("b", torch::ones({4}), &message).ok());
+  message.mutable_content()->pop_back();
+  StatusOr<torch::Tensor> short_content = DecodeTensor(message);
+  EXPECT_EQ(short_content.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(short_content.status().message()).find("'b'"), std::string::npos);
+
+  ASSERT_TRUE(EncodeTensor("b", torch::ones({4}), &message).ok());
+  message.set_shape(0, -1);
+  EXPECT_EQ(DecodeTensor(message).status().code(), absl::StatusCode::kInvalidArgument);
+
+  proto::Tensor unused;
+  Status unsupported = EncodeTensor("h", torch::ones({2}, torch::kFloat16), &unused);
+  EXPECT_EQ(unsupported.code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace elasticdl::rpc

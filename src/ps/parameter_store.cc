@@ -1,5 +1,6 @@
 #include "ps/parameter_store.h"
 
+#include <absl/cleanup/cleanup.h>
 #include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
@@ -202,7 +203,14 @@ Status ParameterStore::CheckOfferedLocked(const rpc::NamedTensors& parameters,
 
 void ParameterStore::RefreshSnapshotLocked() {
   if (snapshot_version_ == version_ && snapshot_ != nullptr) return;
-  auto values = std::make_shared<proto::ModelValues>();
+  // A snapshot no pull holds any longer (none can take it without the
+  // lock) is written over: its tensors' bytes keep their room, and nothing
+  // is allocated for the next version.
+  if (snapshot_ == nullptr || snapshot_.use_count() > 1) {
+    snapshot_ = std::make_shared<proto::ModelValues>();
+  }
+  proto::ModelValues* values = snapshot_.get();
+  values->Clear();
   values->set_version(version_);
   for (const auto& [name, t] : parameters_) {
     // Encoding a tensor we own cannot fail: its dtype was accepted at Init.
@@ -212,7 +220,6 @@ void ParameterStore::RefreshSnapshotLocked() {
     rpc::EncodeTensor(name, t, values->add_buffers()).IgnoreError();
   }
   for (const auto& [name, table] : tables_) *values->add_embedding_tables() = table->spec();
-  snapshot_ = std::move(values);
   snapshot_version_ = version_;
 }
 
@@ -394,6 +401,11 @@ Status ParameterStore::StepLocked(const std::map<std::string, torch::Tensor>& gr
       group.options().set_lr(lr);
     }
   }
+  // The gradients are the pushes' tensors: let go of them after the step,
+  // for the next pushes to be decoded into (rpc::DecodeTensors' reuse).
+  absl::Cleanup let_go = [this] {
+    for (auto& [name, p] : parameters_) p.mutable_grad() = torch::Tensor();
+  };
   try {
     optimizer_->step();
   } catch (const std::exception& e) {
@@ -410,7 +422,7 @@ void ParameterStore::UpdateBuffersLocked(const BufferUpdates& buffers) {
     if (b.decay != 1) held.mul_(b.decay);
     held.add_(b.update);
   }
-  if (!buffers.empty()) snapshot_ = nullptr;
+  if (!buffers.empty()) snapshot_version_ = -1;  // the snapshot no longer holds these values
 }
 
 bool ParameterStore::StepCompleteLocked() const {

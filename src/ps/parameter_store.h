@@ -332,7 +332,8 @@ class ParameterStore {
   int64_t group_generation_ = -1;
   std::set<int32_t> present_;
   // Encoded values of version snapshot_version_, shared by concurrent pulls.
-  std::shared_ptr<const proto::ModelValues> snapshot_;
+  // Written over in place at the next version when no pull holds it.
+  std::shared_ptr<proto::ModelValues> snapshot_;
   int64_t snapshot_version_ = -1;
 };
 

@@ -273,6 +273,67 @@ TEST(ParameterStoreTest, PushMakingAStepIsAnsweredWithTheValuesAfterIt) {
   }
 }
 
+// The server decodes a push's gradients into the tensors of that worker's
+// last push when the store holds them no longer: a step lets go of them.
+TEST(ParameterStoreTest, AStepLetsGoOfTheGradientsItApplied) {
+  ParameterStoreOptions options;
+  options.use_async = false;
+  options.grads_to_wait = 2;
+  auto store = InitializedStore(options);
+  auto push = [&](const proto::PushRequest& request, torch::Tensor* kept) {
+    StatusOr<rpc::NamedTensors> gradients = rpc::DecodeTensors(request.gradients());
+    ASSERT_TRUE(gradients.ok()) << gradients.status();
+    *kept = gradients->at("w");
+    proto::PushResponse out;
+    std::shared_ptr<const proto::ModelValues> values;
+    ASSERT_TRUE(store->Push(request, std::move(*gradients), {}, &out, &values).ok());
+    ASSERT_TRUE(out.accepted());
+  };
+  torch::Tensor first, second;
+  push(Tagged(1, 1, 0), &first);
+  EXPECT_GT(first.use_count(), 1U);  // waits for the step, in the store
+  push(Tagged(3, 2, 0), &second);
+  EXPECT_EQ(first.use_count(), 1U);
+  EXPECT_EQ(second.use_count(), 1U);
+  EXPECT_NEAR(PullW(*store)[0].item<float>(), 0.8, 1e-6);  // 1 - 0.1 * (1 + 3) / 2
+}
+
+// The values a pull or a push was answered with are not written over by
+// the next step while their reader holds them; once let go, the next
+// snapshot is written into them, with the values after that step.
+TEST(ParameterStoreTest, ASnapshotIsWrittenOverOnlyWhenNobodyHoldsIt) {
+  auto store = InitializedStore();  // asynchronous: each push makes a step
+  auto pull = [&] {
+    proto::PullResponse out;
+    std::shared_ptr<const proto::ModelValues> values;
+    EXPECT_TRUE(store->Pull(Known(-1), &out, &values).ok());
+    EXPECT_NE(values, nullptr);
+    return values;
+  };
+  auto w = [](const proto::ModelValues& v) {
+    return rpc::DecodeTensors(v.parameters())->at("w")[0].item<float>();
+  };
+  std::shared_ptr<const proto::ModelValues> held = pull();
+  proto::PushResponse out;
+  ASSERT_TRUE(store->Push(Tagged(1, 7, 0), &out).ok());
+  std::shared_ptr<const proto::ModelValues> after = pull();
+  EXPECT_NE(after.get(), held.get());
+  EXPECT_EQ(held->version(), 0);
+  EXPECT_FLOAT_EQ(w(*held), 1);
+  EXPECT_EQ(after->version(), 1);
+  EXPECT_NEAR(w(*after), 0.9, 1e-6);
+  const proto::ModelValues* room = after.get();
+  held.reset();
+  after.reset();
+  ASSERT_TRUE(store->Push(Tagged(1, 7, 1, 1), &out).ok());
+  std::shared_ptr<const proto::ModelValues> again = pull();
+  EXPECT_EQ(again.get(), room);  // written over
+  EXPECT_EQ(again->version(), 2);
+  EXPECT_EQ(again->parameters_size(), 1);
+  EXPECT_EQ(again->buffers_size(), 1);
+  EXPECT_NEAR(w(*again), 0.8, 1e-6);
+}
+
 // Worker A is slow; the master hands the task to worker B, which starts at
 // the minibatch the servers had reported; both keep pushing.
 TEST(ParameterStoreTest, TwoPushersOnOneTaskApplyEachMinibatchOnce) {

@@ -96,17 +96,19 @@ PsService::~PsService() {
 }
 
 Status PsService::PushShared(const proto::PushRequest& request,
-                             rpc::SharedTensorRegions::Entry& entry,
-                             proto::PushResponse* response) {
+                             rpc::SharedTensorRegions::Entry& entry, proto::PushResponse* response,
+                             Decoded* decoded) {
   // Decoded straight from the region, between two checks that the worker
   // has not begun writing another push there.
   const rpc::SharedTensorRegion& region = *entry.region;
   const uint64_t sequence = request.shared().sequence();
   EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors gradients,
-                       rpc::DecodeTensors(request.gradients(), region.Bytes(Area::kPush)));
+                       rpc::DecodeTensors(request.gradients(), region.Bytes(Area::kPush),
+                                          decoded ? &decoded->gradients : nullptr));
   EDL_ASSIGN_OR_RETURN(rpc::NamedTensors updates,
-                       rpc::DecodeTensors(request.buffer_updates(), region.Bytes(Area::kPush)));
+                       rpc::DecodeTensors(request.buffer_updates(), region.Bytes(Area::kPush),
+                                          decoded ? &decoded->buffer_updates : nullptr));
   EDL_RETURN_IF_ERROR(region.Check(Area::kPush, sequence));
   std::shared_ptr<const proto::ModelValues> values;
   EDL_RETURN_IF_ERROR(
@@ -118,7 +120,7 @@ Status PsService::PushShared(const proto::PushRequest& request,
 }
 
 std::string PsService::AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry,
-                                        std::string_view bytes) {
+                                        std::string_view bytes, Decoded* decoded) {
   proto::RegionAnswer answer;
   Status s;
   const std::string& region = entry.region->name();
@@ -136,7 +138,7 @@ std::string PsService::AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry,
       s = absl::InvalidArgumentError(
           StrCat("a call through region ", region, " naming region '", named->region(), "'"));
     } else if (call.has_push()) {
-      s = PushShared(call.push(), entry, answer.mutable_push());
+      s = PushShared(call.push(), entry, answer.mutable_push(), decoded);
     } else {
       s = PullShared(call.pull(), entry, answer.mutable_pull());
     }
@@ -169,8 +171,14 @@ bool PsService::ServeRegionCalls(const std::shared_ptr<rpc::SharedTensorRegions:
   entry->region->OpenCalls();
   call_threads_.emplace_back([this, entry] {
     pthread_setname_np(pthread_self(), "edl-ps-region");
+    // The gradients of this worker's last push, written over by its next
+    // one once the store has applied them (one worker pushes here, one
+    // push at a time).
+    Decoded decoded;
     entry->region->ServeCalls(
-        [this, &entry](std::string_view bytes) { return AnswerRegionCall(*entry, bytes); },
+        [this, &entry, &decoded](std::string_view bytes) {
+          return AnswerRegionCall(*entry, bytes, &decoded);
+        },
         [this, &entry] { return stopping_.load() || entry->dropped.load(); }, kRegionCallPoll);
   });
   return true;

@@ -66,16 +66,24 @@ class PsService final : public proto::ParameterServer::Service {
   // How often a thread that answers a region's calls looks whether to stop.
   static constexpr std::chrono::milliseconds kRegionCallPoll{200};
 
-  // A push whose tensors lie in `entry`'s region.
+  // The tensors a region's last push was decoded into, kept by the thread
+  // that answers its calls: the next push is decoded into those the store
+  // has let go of (rpc::DecodeTensors' reuse) instead of new ones.
+  struct Decoded {
+    rpc::NamedTensors gradients;
+    rpc::NamedTensors buffer_updates;
+  };
+  // A push whose tensors lie in `entry`'s region; `decoded`: see Decoded.
   Status PushShared(const proto::PushRequest& request, rpc::SharedTensorRegions::Entry& entry,
-                    proto::PushResponse* response);
+                    proto::PushResponse* response, Decoded* decoded = nullptr);
   // A pull answered in `entry`'s values area (in the message when they do
   // not fit there).
   Status PullShared(const proto::PullRequest& request, rpc::SharedTensorRegions::Entry& entry,
                     proto::PullResponse* response);
   // A call made through `entry`'s region (a serialised RegionCall): the
-  // serialised RegionAnswer.
-  std::string AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry, std::string_view bytes);
+  // serialised RegionAnswer. `decoded`: PushShared's.
+  std::string AnswerRegionCall(rpc::SharedTensorRegions::Entry& entry, std::string_view bytes,
+                               Decoded* decoded);
   // Answers the calls made through `entry`'s region from now on, on a
   // thread of its own until the region is dropped or the service goes.
   // False when the service is going. A pull there that waits for a

@@ -77,7 +77,16 @@ bool AllFinite(const torch::Tensor& tensor) {
   return torch::isfinite(tensor).all().item<bool>();
 }
 
-StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_view shared) {
+namespace {
+
+// `message`'s dtype, shape and bytes (its content, or those at its
+// shared_offset in `shared`), checked against each other.
+struct Described {
+  torch::ScalarType dtype;
+  std::vector<int64_t> shape;
+  std::string_view bytes;
+};
+StatusOr<Described> Describe(const proto::Tensor& message, std::string_view shared) {
   EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
   std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
   int64_t numel = 1;
@@ -104,9 +113,30 @@ StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_v
                                              " bytes of content, ", expected,
                                              " expected for its type and shape"));
   }
-  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
-  if (expected > 0) std::memcpy(t.data_ptr(), bytes.data(), expected);
-  return t;
+  return Described{dtype, std::move(shape), bytes};
+}
+
+// Whether `t` is a tensor `d`'s bytes can be written into: of its type and
+// shape, contiguous on the CPU, and held by its caller alone (no other
+// handle, no view of its storage).
+bool Fits(const torch::Tensor& t, const Described& d) {
+  return t.defined() && t.use_count() == 1 && t.scalar_type() == d.dtype &&
+         t.sizes() == c10::IntArrayRef(d.shape) && t.layout() == torch::kStrided &&
+         t.device().is_cpu() && t.is_contiguous() && t.storage_offset() == 0 &&
+         t.storage().use_count() == 1 && !t.requires_grad();
+}
+
+torch::Tensor Fill(const Described& d, torch::Tensor into) {
+  if (!Fits(into, d)) into = torch::empty(d.shape, torch::TensorOptions().dtype(d.dtype));
+  if (!d.bytes.empty()) std::memcpy(into.data_ptr(), d.bytes.data(), d.bytes.size());
+  return into;
+}
+
+}  // namespace
+
+StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_view shared) {
+  EDL_ASSIGN_OR_RETURN(Described d, Describe(message, shared));
+  return Fill(d, torch::Tensor());
 }
 
 Status CopyInto(const proto::Tensor& message, torch::Tensor& dst) {
@@ -131,14 +161,21 @@ Status CopyInto(const proto::Tensor& message, torch::Tensor& dst) {
 }
 
 StatusOr<NamedTensors> DecodeTensors(
-    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages, std::string_view shared) {
+    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages, std::string_view shared,
+    NamedTensors* reuse) {
   NamedTensors out;
   for (const proto::Tensor& m : messages) {
-    EDL_ASSIGN_OR_RETURN(torch::Tensor t, DecodeTensor(m, shared));
-    if (!out.emplace(m.name(), std::move(t)).second) {
+    EDL_ASSIGN_OR_RETURN(Described d, Describe(m, shared));
+    torch::Tensor into;
+    if (reuse != nullptr) {
+      auto it = reuse->find(m.name());
+      if (it != reuse->end()) into = std::move(it->second);  // held by `into` alone, if by anyone
+    }
+    if (!out.emplace(m.name(), Fill(d, std::move(into))).second) {
       return absl::InvalidArgumentError(StrCat("tensor '", m.name(), "' appears twice"));
     }
   }
+  if (reuse != nullptr) *reuse = out;
   return out;
 }
 

@@ -35,10 +35,14 @@ bool AllFinite(const torch::Tensor& tensor);
 
 using NamedTensors = std::map<std::string, torch::Tensor>;
 
-// Decodes a repeated Tensor field; names must be unique.
+// Decodes a repeated Tensor field; names must be unique. With `reuse`, a
+// tensor there of the same name, type and shape that nobody else holds any
+// longer (the tensors its last call decoded, once their user let go) is
+// written over instead of allocating another; `reuse` then holds handles
+// of the tensors returned.
 StatusOr<NamedTensors> DecodeTensors(
-    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages,
-    std::string_view shared = {});
+    const google::protobuf::RepeatedPtrField<proto::Tensor>& messages, std::string_view shared = {},
+    NamedTensors* reuse = nullptr);
 
 }  // namespace elasticdl::rpc
 

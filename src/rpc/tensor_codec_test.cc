@@ -2,6 +2,8 @@
 // and CopyInto read back, whatever the tensor's layout in memory (a view
 // with an offset, a transposed view, a tensor that requires grad, no
 // elements), and a message that does not describe its bytes is refused.
+// DecodeTensors writes over the tensors of its last call only where nobody
+// else holds them.
 #include "rpc/tensor_codec.h"
 
 #include <gtest/gtest.h>
@@ -98,6 +100,49 @@ TEST(TensorCodecTest, MessagesThatDoNotDescribeTheirBytesAreRefused) {
   proto::Tensor unused;
   Status unsupported = EncodeTensor("h", torch::ones({2}, torch::kFloat16), &unused);
   EXPECT_EQ(unsupported.code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A push's gradients, as the parameter server decodes them.
+google::protobuf::RepeatedPtrField<proto::Tensor> Gradients(float w, float b, int64_t w_size = 3) {
+  google::protobuf::RepeatedPtrField<proto::Tensor> out;
+  EXPECT_TRUE(EncodeTensor("w", torch::full({w_size}, w), out.Add()).ok());
+  EXPECT_TRUE(EncodeTensor("b", torch::full({1}, b), out.Add()).ok());
+  return out;
+}
+
+TEST(TensorCodecTest, DecodeTensorsWritesOverTheTensorsNobodyHoldsAnyLonger) {
+  NamedTensors reuse;
+  StatusOr<NamedTensors> first = DecodeTensors(Gradients(1, 2), {}, &reuse);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const void* w_bytes = first->at("w").data_ptr();
+  const void* b_bytes = first->at("b").data_ptr();
+  // The caller keeps "b" (as a store keeps a gradient that waits for a
+  // step) and lets go of "w".
+  torch::Tensor kept = first->at("b");
+  first->clear();
+
+  StatusOr<NamedTensors> second = DecodeTensors(Gradients(3, 4), {}, &reuse);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->at("w").data_ptr(), w_bytes);  // written over
+  EXPECT_TRUE(torch::equal(second->at("w"), torch::full({3}, 3.0F)));
+  EXPECT_NE(second->at("b").data_ptr(), b_bytes);  // still held: a new one
+  EXPECT_TRUE(torch::equal(second->at("b"), torch::full({1}, 4.0F)));
+  EXPECT_TRUE(torch::equal(kept, torch::full({1}, 2.0F)));  // untouched
+
+  // A view of a tensor's storage holds it too, and another shape needs
+  // another tensor.
+  torch::Tensor view = second->at("w").narrow(0, 0, 1);
+  second->clear();
+  StatusOr<NamedTensors> third = DecodeTensors(Gradients(5, 6, 4), {}, &reuse);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_TRUE(torch::equal(third->at("w"), torch::full({4}, 5.0F)));
+  EXPECT_FLOAT_EQ(view[0].item<float>(), 3);
+  third->clear();
+  view = torch::Tensor();
+  StatusOr<NamedTensors> fourth = DecodeTensors(Gradients(7, 8), {}, &reuse);
+  ASSERT_TRUE(fourth.ok()) << fourth.status();
+  EXPECT_TRUE(torch::equal(fourth->at("w"), torch::full({3}, 7.0F)));
+  EXPECT_TRUE(torch::equal(fourth->at("b"), torch::full({1}, 8.0F)));
 }
 
 }  // namespace

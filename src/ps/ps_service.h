@@ -68,7 +68,9 @@ class PsService final : public proto::ParameterServer::Service {
 
   // The tensors a region's last push was decoded into, kept by the thread
   // that answers its calls: the next push is decoded into those the store
-  // has let go of (rpc::DecodeTensors' reuse) instead of new ones.
+  // has let go of (rpc::DecodeTensors' reuse) instead of new ones. They
+  // keep one push's worth of memory per worker between its pushes, what a
+  // synchronous step holds of every worker at once anyway.
   struct Decoded {
     rpc::NamedTensors gradients;
     rpc::NamedTensors buffer_updates;

@@ -171,10 +171,7 @@ bool PsService::ServeRegionCalls(const std::shared_ptr<rpc::SharedTensorRegions:
   entry->region->OpenCalls();
   call_threads_.emplace_back([this, entry] {
     pthread_setname_np(pthread_self(), "edl-ps-region");
-    // The gradients of this worker's last push, written over by its next
-    // one once the store has applied them (one worker pushes here, one
-    // push at a time).
-    Decoded decoded;
+    Decoded decoded;  // one worker pushes here, one push at a time
     entry->region->ServeCalls(
         [this, &entry, &decoded](std::string_view bytes) {
           return AnswerRegionCall(*entry, bytes, &decoded);

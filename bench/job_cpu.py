@@ -102,12 +102,17 @@ def report(before, after, seconds):
               f"{involuntary:12d}")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--settle", type=float, default=12.0, help="seconds before the window")
-    parser.add_argument("--window", type=float, default=12.0, help="seconds of the window")
+def window_parser(doc, settle, window):
+    """Arguments of a tool that watches COMMAND over a window: --settle, --window, -- COMMAND..."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", 1)[0])
+    parser.add_argument("--settle", type=float, default=settle, help="seconds before the window")
+    parser.add_argument("--window", type=float, default=window, help="seconds of the window")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND...")
-    args = parser.parse_args()
+    return parser
+
+
+def start_settled(parser, args):
+    """Starts args.command; returns it once args.settle seconds have passed (exits if it ended)."""
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no COMMAND given")
@@ -115,6 +120,13 @@ def main():
     time.sleep(args.settle)
     if job.poll() is not None:
         sys.exit(f"{command[0]} ended before the window opened (status {job.returncode})")
+    return job
+
+
+def main():
+    parser = window_parser(__doc__, settle=12.0, window=12.0)
+    args = parser.parse_args()
+    job = start_settled(parser, args)
     before, opened = snapshot(job.pid), time.monotonic()
     time.sleep(args.window)
     after, seconds = snapshot(job.pid), time.monotonic() - opened

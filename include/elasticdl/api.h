@@ -166,7 +166,10 @@ struct JobArgs {
   bool local_sockets = true;
   // Local cluster: when the workers' LibTorch threads fill this machine's
   // cores, each worker runs on cores of its own (cluster/local_backend.h).
-  // false: the kernel's scheduler places every thread.
+  // Any cluster: a worker with exactly as many cores as LibTorch threads
+  // binds each to a core while its pipeline keeps ahead of the model
+  // (worker/team_binding.h). false: the kernel's scheduler places every
+  // thread.
   bool bind_workers = true;
 
   // Kubernetes (seed 003's flags): the image every pod runs, the namespace

@@ -209,9 +209,11 @@ std::vector<JobSetting> MakeSettings() {
            "token alone (default: mutual TLS with certificates of a CA of the job's own)",
            kAll},
           {"--bind_workers", &A::bind_workers,
-           "Local cluster: true (default) runs each worker on cores of its own when the "
-           "workers' threads (--num_workers x --num_threads) fill this machine's cores; false "
-           "leaves every thread to the kernel's scheduler",
+           "true (default): on the local cluster each worker runs on cores of its own when the "
+           "workers' threads (--num_workers x --num_threads) fill this machine's cores, and on "
+           "any cluster a worker with exactly as many cores as threads gives each thread a core "
+           "of its own while its input pipeline keeps ahead of the model; false leaves every "
+           "thread to the kernel's scheduler",
            kAll},
           {"--local_sockets", &A::local_sockets,
            "false: processes on one machine call one another over TCP too (default: through Unix "

@@ -70,6 +70,7 @@ class PipelineAhead {
   // waits for it to be made. After the end or an error, the end.
   StatusOr<std::optional<T>> Next() {
     std::unique_lock<std::mutex> lock(mu_);
+    if (ready_.empty() && active_ && !ended_) ++waits_;
     cv_.wait(lock, [this] { return !ready_.empty() || ended_ || !active_; });
     if (ready_.empty()) return std::optional<T>();
     StatusOr<std::optional<T>> next = std::move(ready_.front());
@@ -90,6 +91,13 @@ class PipelineAhead {
     }
     cv_.notify_all();
     return taken;
+  }
+
+  // How many times Next found no element made and waited for one, since
+  // the last call: a pipeline that makes the model wait is behind it.
+  size_t TakeWaits() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(waits_, 0);
   }
 
   // Whether the running pipeline's end is made and not taken yet: the
@@ -159,6 +167,7 @@ class PipelineAhead {
   bool busy_ = false;                             // the thread is making an element of pipeline_
   bool ended_ = false;  // the pipeline's end or error is in ready_ (or was taken)
   bool quit_ = false;
+  size_t waits_ = 0;  // Next waited for an element, since TakeWaits
   std::thread thread_;
 };
 

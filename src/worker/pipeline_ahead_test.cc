@@ -162,5 +162,34 @@ TEST(PipelineAheadTest, SaysWhenItsEndIsMadeSoTheRestCanBeTakenWithoutWaiting) {
   EXPECT_FALSE(ahead.EndMade());
 }
 
+TEST(PipelineAheadTest, CountsTheTimesTheModelWaitedForAnElement) {
+  PipelineAhead<int64_t> ahead(4);
+  // Made ahead: the model takes without waiting.
+  ahead.Start(Numbers(3));
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!ahead.EndMade() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(ahead.Next().ok());  // three and the end
+  EXPECT_EQ(ahead.TakeWaits(), 0u);
+
+  // Each element is slower than the model: it waits for every one (not for
+  // the end, which comes with the last), and the count starts again after
+  // it is taken.
+  std::atomic<bool> release{false};
+  ahead.Start(Numbers(2).map([&release](int64_t x) {
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+    return x;
+  }));
+  std::thread opener([&release] {
+    std::this_thread::sleep_for(30ms);
+    release = true;
+  });
+  EXPECT_EQ(**ahead.Next(), 0);
+  opener.join();
+  EXPECT_EQ(ahead.TakeWaits(), 1u);
+  EXPECT_EQ(ahead.TakeWaits(), 0u);
+}
+
 }  // namespace
 }  // namespace elasticdl::worker

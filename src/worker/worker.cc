@@ -95,6 +95,7 @@ WorkerJob WorkerJob::Of(const proto::JobSpec& spec) {
   job.keep_checkpoint_max = spec.ps().keep_checkpoint_max();
   job.checkpoint_dir_for_init = spec.ps().checkpoint_dir_for_init();
   job.max_steps = spec.tasks().max_steps();
+  job.bind_team = !spec.cluster().unbound_workers();
   if (spec.fault_tolerance().collective_timeout_ms() > 0) {
     job.collective_timeout = milliseconds(spec.fault_tolerance().collective_timeout_ms());
   }
@@ -168,6 +169,26 @@ PipelineAhead<Example>& Worker::Ahead() {
         collective ? kCollectivePipelineNiceness : kParameterServerPipelineNiceness);
   }
   return *ahead_;
+}
+
+void Worker::UpdateTeamBinding() {
+  if (!job_.bind_team || ahead_ == nullptr || team_binding_failed_) return;
+  if (team_binding_ == nullptr) {
+    team_binding_ = std::make_unique<TeamBinding>(torch::get_num_threads());
+  }
+  if (!team_binding_->available()) return;
+  const size_t waits = ahead_->TakeWaits();
+  const bool keeps_ahead = waits <= 1;
+  if (keeps_ahead == team_binding_->bound()) return;
+  Status s = keeps_ahead ? team_binding_->Bind() : team_binding_->Unbind();
+  if (!s.ok()) {
+    spdlog::warn("LibTorch's threads are left to the kernel's scheduler: {}", s.ToString());
+    team_binding_->Unbind().IgnoreError();
+    team_binding_failed_ = true;
+    return;
+  }
+  spdlog::debug("LibTorch's threads {} (the pipeline made the model wait {} times in a task)",
+                keeps_ahead ? "bound to a core each" : "left to the scheduler", waits);
 }
 
 void Worker::AskingAhead() {
@@ -501,6 +522,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
                      bool started_ahead) {
   const int64_t batch_size = job_.minibatch_size;
   const int64_t minibatches = (task.end() - task.start() + batch_size - 1) / batch_size;
+  UpdateTeamBinding();
   std::optional<Dataset<Example>> batches;
   if (!started_ahead) {
     EDL_ASSIGN_OR_RETURN(Dataset<Example> made, Batches(task, Mode::TRAINING));

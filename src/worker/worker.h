@@ -56,6 +56,7 @@
 #include "worker/pipeline_ahead.h"
 #include "worker/server_rows.h"
 #include "worker/sharded_model.h"
+#include "worker/team_binding.h"
 #include "worker/time_account.h"
 #include "zoo/zoo_program.h"
 
@@ -102,6 +103,10 @@ struct WorkerJob {
   std::string checkpoint_dir_for_init;
   int64_t max_steps = 0;
   std::chrono::milliseconds collective_timeout{60000};
+  // Parameter-server strategy: a worker with as many cores as LibTorch
+  // threads binds each thread to a core of its own while its pipeline keeps
+  // ahead of the model (TeamBinding; `--bind_workers`).
+  bool bind_team = true;
 
   static WorkerJob Of(const proto::JobSpec& spec);
 };
@@ -179,6 +184,11 @@ class Worker {
   StatusOr<std::optional<Example>> ProbedPull(Dataset<Example>* batches, bool* free);
   // The thread that runs a task's pipeline ahead (made on first use).
   PipelineAhead<Example>& Ahead();
+  // Before a training task: binds the training thread's team to a core a
+  // thread while the pipeline keeps ahead of the model (it made the model
+  // wait at most once in the last task), unbinds it once the pipeline falls
+  // behind, whose thread then needs the cores the team would hold.
+  void UpdateTeamBinding();
   // The newest version this worker has seen.
   int64_t ModelVersion() const;
   Status DatasetError(const Status& status) const;
@@ -246,6 +256,11 @@ class Worker {
   // Runs a training task's pipeline ahead of the model (Train, and the
   // collective trainer's next task); see Ahead().
   std::unique_ptr<PipelineAhead<Example>> ahead_;
+  // The training thread's team's cores (UpdateTeamBinding), from the
+  // first training task whose pipeline runs ahead on; not used again once
+  // binding failed.
+  std::unique_ptr<TeamBinding> team_binding_;
+  bool team_binding_failed_ = false;
   // Pushes a minibatch's gradients while the training thread takes the
   // next minibatch (TrainMinibatch).
   AsideThread pusher_{"edl-push"};

@@ -72,11 +72,9 @@ TeamBinding::TeamBinding(int threads) : threads_(threads), cpus_(AllowedCpus()) 
                static_cast<int>(cpus_.size()) == threads_;
 }
 
-Status TeamBinding::Apply(const std::vector<std::vector<int>>& sets) {
-  std::vector<cpu_set_t> masks;
-  for (const std::vector<int>& cpus : sets) masks.push_back(SetOf(cpus));
+Status TeamBinding::Apply(const std::vector<cpu_set_t>& sets) {
   Region region;
-  region.sets = &masks;
+  region.sets = &sets;
   region.thread_num = Libgomp().thread_num;
   Libgomp().parallel(&BindMember, &region, static_cast<unsigned>(threads_), 0);
   if (region.error.load() != 0) {
@@ -110,9 +108,9 @@ Status TeamBinding::Bind() {
         StrCat("no binding for a team of ", threads_, " threads on CPUs ", FormatCpuList(cpus_)));
   }
   const int here = sched_getcpu();
-  std::vector<std::vector<int>> sets{{here}};
+  std::vector<cpu_set_t> sets{SetOf({here})};
   for (int cpu : cpus_) {
-    if (cpu != here) sets.push_back({cpu});
+    if (cpu != here) sets.push_back(SetOf({cpu}));
   }
   if (here < 0 || static_cast<int>(sets.size()) != threads_) {
     return absl::FailedPreconditionError(
@@ -140,8 +138,8 @@ Status TeamBinding::Unbind() {
   return absl::OkStatus();
 }
 
-std::vector<std::vector<int>> TeamBinding::AllCpusEach() const {
-  return std::vector<std::vector<int>>(static_cast<size_t>(threads_), cpus_);
+std::vector<cpu_set_t> TeamBinding::AllCpusEach() const {
+  return std::vector<cpu_set_t>(static_cast<size_t>(threads_), SetOf(cpus_));
 }
 
 }  // namespace elasticdl::worker

@@ -20,6 +20,8 @@
 #ifndef ELASTICDL_WORKER_TEAM_BINDING_H_
 #define ELASTICDL_WORKER_TEAM_BINDING_H_
 
+#include <sched.h>
+
 #include <vector>
 
 #include "elasticdl/status.h"
@@ -48,9 +50,9 @@ class TeamBinding {
 
  private:
   // Runs a region of the team in which member i takes sets[i].
-  Status Apply(const std::vector<std::vector<int>>& sets);
+  Status Apply(const std::vector<cpu_set_t>& sets);
   // Every member's set: all the process's CPUs.
-  std::vector<std::vector<int>> AllCpusEach() const;
+  std::vector<cpu_set_t> AllCpusEach() const;
   // Whether threads started later start on all the process's CPUs (true)
   // or on their creator's (false, the default).
   void StartThreadsOnAllCpus(bool on);

@@ -183,7 +183,6 @@ void Worker::UpdateTeamBinding() {
   Status s = keeps_ahead ? team_binding_->Bind() : team_binding_->Unbind();
   if (!s.ok()) {
     spdlog::warn("LibTorch's threads are left to the kernel's scheduler: {}", s.ToString());
-    team_binding_->Unbind().IgnoreError();
     team_binding_failed_ = true;
     return;
   }

@@ -22,8 +22,10 @@
 #
 # BUILD_A may instead be the word `bare`: side A is then the bare LibTorch
 # loop (B's bin/train_bench --only=bare with THREADS threads, our malloc
-# setting through GLIBC_TUNABLES, its window after its warm-up minibatches)
-# on the same records, and B ÷ A is P1 pair by pair:
+# setting through GLIBC_TUNABLES, its threads a core each where a worker's
+# would be, its window after its warm-up minibatches) on the same records,
+# and B ÷ A is P1 pair by pair (FLAGS_A then go to train_bench, e.g.
+# FLAGS_A=--bind_team=false with FLAGS_B=--bind_workers=false):
 #
 #   WORKERS=1 THREADS=2 bench/pairs.sh bare build    # needs `ninja -C build train_bench`
 #
@@ -72,7 +74,7 @@ for side in A B; do
 done
 
 side_a="${BUILDS[A]} ${FLAGS_A[*]:-}"
-$BARE && side_a="the bare loop ($THREADS threads)"
+$BARE && side_a="the bare loop ($THREADS threads) ${FLAGS_A[*]:-}"
 echo "# pairs: A=$side_a, B=${BUILDS[B]} ${FLAGS_B[*]:-};" \
   "$WORKERS x $THREADS, $RECORDS records, $PAIRS pairs, $(nproc) cores," \
   "OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}; logs in $WORK"
@@ -93,7 +95,7 @@ for ((i = 1; i <= PAIRS; i++)); do
     log=$WORK/$side.$i
     if [[ $side == A ]] && $BARE; then
       GLIBC_TUNABLES=$TUNED "${BUILDS[B]}/bin/train_bench" --data="$SUBSET" --threads="$THREADS" \
-        --records="$RECORDS" --only=bare >"$log" 2>&1 ||
+        --records="$RECORDS" --only=bare "${FLAGS_A[@]}" >"$log" 2>&1 ||
         { echo "pair $i, A: train_bench failed: see $log" >&2; exit 1; }
       RATE[A]=$(sed -n 's/^RESULT bare .*samples_per_s=\([0-9.]*\).*/\1/p' "$log")
       continue

@@ -2,7 +2,7 @@
 // the cost of the parameter-server round trip that separates us from them.
 //
 //   train_bench --data=DIR [--threads=N] [--records=N] [--only=bare|tensors|ps] [--reps=N]
-//               [--trace=FILE]
+//               [--trace=FILE] [--bind_team=false]
 //
 // bare     The bare LibTorch loop: the SAME zoo entries a worker runs
 //          (model_zoo/mnist/mnist_functional_api.cc is compiled into this
@@ -40,6 +40,12 @@
 // (forward, backward, step), and its samples; the window's opening is a line
 // of 0 ms and 0 samples. bench/lockstep_limit.py reads the traces of two loops
 // run side by side.
+//
+// The loops' LibTorch threads get a core each where a worker's would: where
+// the process may run on exactly as many CPUs as --threads (2 or more), the
+// loop binds its team as a worker whose pipeline keeps ahead does
+// (worker/team_binding.h); --bind_team=false leaves them to the scheduler,
+// as `elasticdl train --bind_workers=false` does. The output says which.
 #include <ATen/Parallel.h>
 #include <time.h>
 #include <torch/torch.h>
@@ -63,6 +69,7 @@
 #include "rpc/ps_client.h"
 #include "rpc/shared_tensors.h"
 #include "worker/sharded_model.h"
+#include "worker/team_binding.h"
 
 namespace elasticdl::bench {
 namespace {
@@ -88,6 +95,7 @@ struct Flags {
   int ps_iters = 200;
   std::string only;
   std::string trace;
+  bool bind_team = true;
 };
 
 std::vector<Task> MakeTasks(const Flags& f) {
@@ -98,7 +106,18 @@ struct LoopResult {
   int64_t samples = 0;  // in the timed window
   double wall = 0, cpu = 0;
   double data = 0, compute = 0, step = 0;  // seconds in the window
+  std::string team;                        // where its LibTorch threads ran
 };
+
+// Binds the calling thread's LibTorch team a core each where a worker would
+// (see the top of the file); says where its threads run.
+std::string BindTeam(const Flags& f, worker::TeamBinding* binding) {
+  if (!f.bind_team) return "left to the scheduler (--bind_team=false)";
+  if (!binding->available())
+    return "left to the scheduler (the process's CPUs are not one a thread)";
+  if (Status s = binding->Bind(); !s.ok()) Die(s);
+  return "a core each";
+}
 
 // One training step as the worker does it, with a local optimizer.
 double Step(const ZooProgram& program, Model& model, torch::optim::Optimizer& opt,
@@ -135,6 +154,8 @@ LoopResult RunLoop(const Flags& f, const ZooProgram& program, bool predecoded) {
   }
 
   LoopResult r;
+  worker::TeamBinding binding(f.threads);
+  r.team = BindTeam(f, &binding);
   int64_t n = 0;
   Clock::time_point start;
   double cpu0 = 0, data = 0, compute = 0, step = 0;
@@ -186,6 +207,7 @@ LoopResult RunLoop(const Flags& f, const ZooProgram& program, bool predecoded) {
   r.data = data;
   r.compute = compute;
   r.step = step;
+  if (Status s = binding.Unbind(); !s.ok()) Die(s);
   return r;
 }
 
@@ -199,9 +221,9 @@ void PrintLoop(const char* name, const Flags& f, const std::vector<LoopResult>& 
   double per = 1e3 / (b.samples / double(f.minibatch));  // ms per minibatch
   std::printf(
       "%-8s threads=%d  %7.1f samples/s (best of %zu; median %.1f)  per minibatch: data %.2f ms, "
-      "forward+loss+backward %.2f ms, step %.2f ms; cpu %.0f%% of one core\n",
+      "forward+loss+backward %.2f ms, step %.2f ms; cpu %.0f%% of one core; threads: %s\n",
       name, f.threads, rates[best], runs.size(), sorted[sorted.size() / 2], b.data * per,
-      b.compute * per, b.step * per, 100 * b.cpu / b.wall);
+      b.compute * per, b.step * per, 100 * b.cpu / b.wall, b.team.c_str());
   std::printf("RESULT %s threads=%d samples_per_s=%.1f median=%.1f samples=%lld wall_s=%.2f\n",
               name, f.threads, rates[best], sorted[sorted.size() / 2], (long long)b.samples,
               b.wall);
@@ -316,10 +338,17 @@ int Main(int argc, char** argv) {
       f.only = v;
     } else if (const char* v = value("--trace=")) {
       f.trace = v;
+    } else if (const char* v = value("--bind_team=")) {
+      if (std::string_view(v) != "true" && std::string_view(v) != "false") {
+        std::fprintf(stderr, "--bind_team=%s: expected true or false\n", v);
+        return 2;
+      }
+      f.bind_team = std::string_view(v) == "true";
     } else {
       std::fprintf(stderr,
                    "usage: train_bench --data=DIR [--threads=N] [--records=N] [--warmup=N] "
-                   "[--reps=N] [--ps_iters=N] [--only=bare|tensors|ps] [--trace=FILE]\n");
+                   "[--reps=N] [--ps_iters=N] [--only=bare|tensors|ps] [--trace=FILE] "
+                   "[--bind_team=true|false]\n");
       return 2;
     }
   }

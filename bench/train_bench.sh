@@ -23,8 +23,10 @@
 # process_tuning.h; the bare loop and DDP get it through GLIBC_TUNABLES; the
 # peers at glibc's defaults are info rows), the same cores (on 2 cores our
 # two one-thread workers run on a core each, README's Tuning; so do DDP's two
-# processes, ddp_mnist.py --bind_cores, and L2's two loops, taskset; both
-# unbound are info rows), and the same window: the bare
+# processes, ddp_mnist.py --bind_cores, and L2's two loops, taskset; a lone
+# worker of 2 threads on 2 cores gives each of its LibTorch threads a core
+# while its pipeline keeps ahead, and so does the bare loop of 2 threads,
+# train_bench's default; both unbound are info rows), and the same window: the bare
 # loop and ddp_mnist.py open theirs after their first minibatches, ours opens
 # when every worker has finished its first task (bench/steady_rate.py, from
 # the job's event log), so no figure counts the steps in which LibTorch sets
@@ -130,6 +132,8 @@ for ((i = 1; i <= REPS; i++)); do
   R[bare2]+=" $(bare 2 "$LOG/bare2.$i")"
   R[bare2m]+=" $(GLIBC_TUNABLES=$TUNED bare 2 "$LOG/bare2m.$i")"
   run_ours ours1x2 1 2
+  R[bare2mu]+=" $(GLIBC_TUNABLES=$TUNED bare 2 "$LOG/bare2mu.$i" "" --bind_team=false)"
+  run_ours ours1x2u 1 2 --bind_workers=false
   R[ddp2x1]+=" $(ddp "$LOG/ddp2x1.$i")"
   R[ddp2x1m]+=" $(GLIBC_TUNABLES=$TUNED ddp "$LOG/ddp2x1m.$i" $(ddp_binding))"
   run_ours ours2x1 2 1
@@ -141,7 +145,7 @@ for ((i = 1; i <= REPS; i++)); do
   read -r l2 ls2 <<<"$(bare_pair "$LOG/pair1m.$i")"
   R[pair1m]+=" $l2" R[lock1m]+=" $ls2"
   line="# rep $i (load now $(cut -d' ' -f1 /proc/loadavg)):"
-  for k in bare2 bare2m ours1x2 ddp2x1 ddp2x1m ours2x1 ddp2x1u ours2x1u ours1x1 async2x1 bare1m pair1m lock1m ours1x2j ours2x1j; do
+  for k in bare2 bare2m ours1x2 bare2mu ours1x2u ddp2x1 ddp2x1m ours2x1 ddp2x1u ours2x1u ours1x1 async2x1 bare1m pair1m lock1m ours1x2j ours2x1j; do
     line+=" $k=${R[$k]##* }"
   done
   echo "$line"
@@ -154,6 +158,8 @@ done
 read -r B2 B2M <<<"$(stat "${R[bare2]}")"
 read -r B2T B2TM <<<"$(stat "${R[bare2m]}")"
 read -r O12 O12M <<<"$(stat "${R[ours1x2]}")"
+read -r B2U B2UM <<<"$(stat "${R[bare2mu]}")"
+read -r O12U O12UM <<<"$(stat "${R[ours1x2u]}")"
 read -r D21 D21M <<<"$(stat "${R[ddp2x1]}")"
 read -r D21T D21TM <<<"$(stat "${R[ddp2x1m]}")"
 read -r O21 O21M <<<"$(stat "${R[ours2x1]}")"
@@ -169,7 +175,7 @@ read -r O21J O21JM <<<"$(stat "${R[ours2x1j]}")"
 
 echo
 printf '%-56s %10s %10s\n' "samples/s (best / median of $REPS)" best median
-printf '%-56s %10.1f %10.1f\n' "bare LibTorch loop, 2 threads, malloc keeps freed memory" "$B2T" "$B2TM"
+printf '%-56s %10.1f %10.1f\n' "bare LibTorch loop, 2 threads, malloc tuned, a core each" "$B2T" "$B2TM"
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 1 worker x 2 threads + 1 PS" "$O12" "$O12M"
 printf '%-56s %10.1f %10.1f\n' "torchrun DDP (gloo), 2 x 1 thread, malloc tuned, bound" "$D21T" "$D21TM"
 printf '%-56s %10.1f %10.1f\n' "elasticdl train, 2 workers x 1 thread + 1 PS" "$O21" "$O21M"
@@ -184,6 +190,8 @@ printf '%-56s %10.1f %10.1f\n' "(info) bare loop, 2 threads, glibc defaults" "$B
 printf '%-56s %10.1f %10.1f\n' "(info) DDP 2x1, glibc defaults" "$D21" "$D21M"
 printf '%-56s %10.1f %10.1f\n' "(info) DDP 2x1, malloc tuned, not bound" "$D21U" "$D21UM"
 printf '%-56s %10.1f %10.1f\n' "(info) ours 2x1 + PS, --bind_workers=false" "$O21U" "$O21UM"
+printf '%-56s %10.1f %10.1f\n' "(info) bare loop, 2 threads, malloc tuned, not bound" "$B2U" "$B2UM"
+printf '%-56s %10.1f %10.1f\n' "(info) ours 1x2 + PS, --bind_workers=false" "$O12U" "$O12UM"
 echo
 P1=$(ratio "$O12" "$B2T"); P1M=$(ratio "$O12M" "$B2TM")
 P2=$(ratio "$O21" "$D21T"); P2M=$(ratio "$O21M" "$D21TM")
@@ -194,6 +202,8 @@ printf '%-6s %-46s %7s %7s %8s  %s\n' P2 "ours 2x1 + PS / DDP 2x1 (malloc tuned)
 printf '%-6s %-46s %7s %7s %8s  %s\n' P3 "ours 2x1 + PS / ours 1x1 + PS" "$P3" "$P3M" ">= 1.9" "$(verdict "$P3M" 1.9)"
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 1x2 + PS / bare loop, glibc defaults" "$(ratio "$O12" "$B2")" "$(ratio "$O12M" "$B2M")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 + PS / DDP 2x1, glibc defaults" "$(ratio "$O21" "$D21")" "$(ratio "$O21M" "$D21M")" "" ""
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "both not bound: ours 1x2 / bare loop 2 threads" "$(ratio "$O12U" "$B2U")" "$(ratio "$O12UM" "$B2UM")" "" ""
+printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "bare loop 2 threads bound / not bound" "$(ratio "$B2T" "$B2U")" "$(ratio "$B2TM" "$B2UM")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "both not bound: ours 2x1 / DDP 2x1 (tuned)" "$(ratio "$O21U" "$D21U")" "$(ratio "$O21UM" "$D21UM")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 / DDP 2x1 (tuned) not bound" "$(ratio "$O21" "$D21U")" "$(ratio "$O21M" "$D21UM")" "" ""
 printf '%-6s %-46s %7s %7s %8s  %s\n' "(info)" "ours 2x1 bound / not bound" "$(ratio "$O21" "$O21U")" "$(ratio "$O21M" "$O21UM")" "" ""
@@ -203,6 +213,8 @@ echo
 printf '%-6s %-46s %7s\n' "" "median of the ratios within a repetition" median
 read -r _ PAIR <<<"$(paired "${R[ours1x2]}" "${R[bare2m]}")"
 printf '%-6s %-46s %7s\n' P1 "ours 1x2 + PS / bare loop 2 threads" "$PAIR"
+read -r _ PAIR <<<"$(paired "${R[ours1x2u]}" "${R[bare2mu]}")"
+printf '%-6s %-46s %7s\n' "(info)" "both not bound: ours 1x2 / bare loop 2 threads" "$PAIR"
 read -r _ PAIR <<<"$(paired "${R[ours2x1]}" "${R[ddp2x1m]}")"
 printf '%-6s %-46s %7s\n' P2 "ours 2x1 + PS / DDP 2x1 (malloc tuned)" "$PAIR"
 read -r _ PAIR <<<"$(paired "${R[ours2x1]}" "${R[ours1x1]}")"

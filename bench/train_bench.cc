@@ -113,8 +113,11 @@ struct LoopResult {
 // (see the top of the file); says where its threads run.
 std::string BindTeam(const Flags& f, worker::TeamBinding* binding) {
   if (!f.bind_team) return "left to the scheduler (--bind_team=false)";
-  if (!binding->available())
-    return "left to the scheduler (the process's CPUs are not one a thread)";
+  if (f.threads < 2) return "one, left to the scheduler";
+  if (!binding->available()) {
+    return "left to the scheduler (the process may run on other than one CPU for each thread, or "
+           "LibTorch runs them without libgomp)";
+  }
   if (Status s = binding->Bind(); !s.ok()) Die(s);
   return "a core each";
 }

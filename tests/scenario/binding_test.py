@@ -21,21 +21,6 @@ import unittest
 import job_test
 
 
-def thread_cpus(pid):
-    """{tid: sorted CPUs} of process pid's threads now; {} once it has ended."""
-    seen = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except (FileNotFoundError, ProcessLookupError):
-        return {}
-    for tid in tids:
-        try:
-            seen[int(tid)] = sorted(os.sched_getaffinity(int(tid)))
-        except (OSError, ValueError):
-            pass  # the thread ended meanwhile
-    return seen
-
-
 class TeamBindingTest(job_test.JobTestCase):
 
     def setUp(self):
@@ -61,7 +46,7 @@ class TeamBindingTest(job_test.JobTestCase):
         self.assertEqual(sorted(os.sched_getaffinity(pid)), self.cpus, argv)
         polls = []
         while job.proc.poll() is None:
-            seen = thread_cpus(pid)
+            seen = job_test.thread_cpus(pid)
             if pid in seen:
                 polls.append((seen.pop(pid),
                               {t: c[0] for t, c in seen.items() if len(c) == 1}))

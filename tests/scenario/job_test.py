@@ -129,6 +129,22 @@ def record_fields(model_dir):
         return dict(re.findall(r'^(\w+): "(.*)"$', f.read(), re.M))
 
 
+def thread_cpus(pid):
+    """{tid: sorted CPUs} of process pid's threads now (a thread that ends while
+    they are read is left out); {} once the process has ended."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    seen = {}
+    for tid in tids:
+        try:
+            seen[int(tid)] = sorted(os.sched_getaffinity(int(tid)))
+        except OSError:
+            pass  # the thread ended meanwhile
+    return seen
+
+
 def argv_flag(argv, name):
     """The value of --name=VALUE in argv, or None."""
     for a in argv:
@@ -721,13 +737,9 @@ class JobTest(JobTestCase):
         # The worker binds itself as it starts: give it a moment.
         deadline = time.monotonic() + 10
         while True:
-            try:
-                seen = {int(t): sorted(os.sched_getaffinity(int(t)))
-                        for t in os.listdir(f"/proc/{pid}/task")}
-            except (FileNotFoundError, ProcessLookupError):
-                if not os.path.exists(f"/proc/{pid}"):
-                    return cpus  # ended meanwhile (the job's end)
-                continue  # a thread ended while it was read
+            seen = thread_cpus(pid)
+            if not seen:
+                return cpus  # ended meanwhile (the job's end)
             if all(s == cpus for s in seen.values()) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)

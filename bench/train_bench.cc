@@ -16,9 +16,10 @@
 // ps       The parameter-server round trip of one minibatch for this model:
 //          an in-process ParameterStore behind the real gRPC service, a
 //          PsClient and a ShardedModel as the worker uses them. Per
-//          iteration, as a worker within a task: FillPush, Push (the server
-//          checks and decodes the gradients, applies SGD and answers with the
-//          values after the step), and their copy into the model. The pull
+//          iteration, as a worker within a task: FillPush, then PushFrom
+//          (the server checks and decodes the gradients, applies SGD and
+//          answers with the values after the step, which the client copies
+//          into the model as they arrive). The pull
 //          a worker makes at the start of a task (all values: the version
 //          moved) is timed apart. Split into its parts, twice: as a worker
 //          on the server's machine calls it (the job's Unix socket, tensors
@@ -265,8 +266,11 @@ void RunPs(const Flags& f, const ZooProgram& program, bool shared) {
   {
     for (auto& p : model.model().parameters()) p.mutable_grad() = torch::randn_like(p) * 1e-3;
   }
-  std::vector<double> pull_ms, fill_ms, push_ms, apply_ms;
+  std::vector<double> pull_ms, fill_ms, push_ms;
   int64_t version = -1;
+  auto apply = [&model](int, const proto::ModelValues& values, std::string_view in) {
+    return model.Apply(values, in);
+  };
   for (int i = 0; i < f.ps_iters + 10; ++i) {
     // The pull at the start of a task.
     auto t0 = Clock::now();
@@ -276,44 +280,42 @@ void RunPs(const Flags& f, const ZooProgram& program, bool shared) {
     if (Status s = client.Pull(pr, &pulled); !s.ok()) Die(s);
     if (Status s = model.Apply(pulled[0].values()); !s.ok()) Die(s);
     version = pulled[0].values().version();
-    // A minibatch within the task.
+    // A minibatch within the task, as Worker::TrainMinibatch makes it.
     auto t1 = Clock::now();
     std::vector<proto::PushRequest> push(1);
     push[0].set_base_version(version);
     push[0].set_want_values(true);
-    if (Status s = model.FillPush(0, &push[0]); !s.ok()) Die(s);
-    bytes = push[0].ByteSizeLong();
+    worker::ShardedModel::Held held;
+    if (Status s = model.FillPush(0, &push[0], &held); !s.ok()) Die(s);
+    bytes = 0;
+    for (std::string_view b : held.bytes) bytes += static_cast<int64_t>(b.size());
     auto t2 = Clock::now();
     std::vector<proto::PushResponse> pushed;
-    if (Status s = client.Push(&push, &pushed, {}); !s.ok()) Die(s);
-    auto t3 = Clock::now();
+    if (Status s = client.PushFrom(&push, &pushed, {}, {held.bytes}, apply); !s.ok()) Die(s);
     if (!pushed[0].has_values()) Die(absl::InternalError("the push was not answered with values"));
-    if (Status s = model.Apply(pushed[0].values()); !s.ok()) Die(s);
     version = pushed[0].values().version();
-    auto t4 = Clock::now();
+    auto t3 = Clock::now();
     if (i < 10) continue;  // warm-up
     pull_ms.push_back(Seconds(t1 - t0) * 1e3);
     fill_ms.push_back(Seconds(t2 - t1) * 1e3);
     push_ms.push_back(Seconds(t3 - t2) * 1e3);
-    apply_ms.push_back(Seconds(t4 - t3) * 1e3);
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  double pull = median(pull_ms), fill = median(fill_ms), push = median(push_ms),
-         apply = median(apply_ms);
+  double pull = median(pull_ms), fill = median(fill_ms), push = median(push_ms);
   const char* transport = shared ? "shared" : "message";
   std::printf(
       "ps       %s: %lld parameters, %.0f KB of gradients: per minibatch (median of %d) fill "
-      "push %.2f ms + push (check, decode, SGD step, values back) %.2f ms + apply values %.2f ms "
-      "= %.2f ms; a task's first pull %.2f ms\n",
+      "push %.2f ms + push (check, decode, SGD step, values back into the model) %.2f ms = %.2f "
+      "ms; a task's first pull %.2f ms\n",
       shared ? "socket and shared memory" : "TCP, tensors in the messages", (long long)params,
-      bytes / 1e3, f.ps_iters, fill, push, apply, fill + push + apply, pull);
+      bytes / 1e3, f.ps_iters, fill, push, fill + push, pull);
   std::printf(
       "RESULT ps threads=%d transport=%s round_trip_ms=%.3f fill_ms=%.3f push_ms=%.3f "
-      "apply_ms=%.3f task_pull_ms=%.3f\n",
-      f.threads, transport, fill + push + apply, fill, push, apply, pull);
+      "task_pull_ms=%.3f\n",
+      f.threads, transport, fill + push, fill, push, pull);
   server->Shutdown();
   if (!sockets.empty()) std::filesystem::remove_all(sockets);
 }

@@ -226,6 +226,36 @@ class SharedTensorsServiceTest : public ::testing::Test {
     return r;
   }
 
+  // As Push, the tensors held here (PushFrom) instead of in the message.
+  struct HeldPush {
+    std::vector<proto::PushRequest> requests;
+    torch::Tensor gradient, update;
+    std::vector<rpc::ParameterServers::HeldBytes> held;
+  };
+  HeldPush PushHeld(int64_t minibatch, float g, float u) {
+    HeldPush p{Push(minibatch, g, u), torch::full({1000}, g), torch::full({3}, u), {{}}};
+    for (auto [t, out] : {std::pair{&p.gradient, p.requests[0].mutable_gradients(0)},
+                          std::pair{&p.update, p.requests[0].mutable_buffer_updates(0)}}) {
+      StatusOr<std::string_view> bytes = rpc::DescribeTensor(out->name(), *t, out);
+      EXPECT_TRUE(bytes.ok()) << bytes.status();
+      p.held[0].push_back(bytes.value_or(std::string_view()));
+    }
+    return p;
+  }
+
+  // A sink that copies the values into `w` and `n`, counting its calls and
+  // those that read them from shared memory.
+  rpc::ParameterServers::ValuesSink CopyInto(torch::Tensor* w, torch::Tensor* n, int* calls,
+                                             int* shared_calls) {
+    return [=](int shard, const proto::ModelValues& values, std::string_view shared) {
+      EXPECT_EQ(shard, 0);
+      ++*calls;
+      if (!shared.empty()) ++*shared_calls;
+      EDL_RETURN_IF_ERROR(rpc::CopyInto(values.parameters(0), *w, shared));
+      return rpc::CopyInto(values.buffers(0), *n, shared);
+    };
+  }
+
   static torch::Tensor Value(const proto::ModelValues& values, const std::string& name) {
     auto decoded = rpc::DecodeTensors(name == "n" ? values.buffers() : values.parameters());
     EXPECT_TRUE(decoded.ok()) << decoded.status();
@@ -352,6 +382,65 @@ TEST_F(SharedTensorsServiceTest, AServerThatCannotMapRegionsGetsTheTensorsInTheM
     EXPECT_EQ(responses[0].values().version(), minibatch + 1);
   }
   EXPECT_EQ(store_->version(), 2);
+  EXPECT_EQ(store_->applied().at(1), 2);
+}
+
+TEST_F(SharedTensorsServiceTest, HeldTensorsCrossTheRegionOnceEachWay) {
+  Serve(/*shared=*/true);
+  torch::Tensor w = torch::zeros({1000}), n = torch::zeros({3});
+  int calls = 0, shared_calls = 0;
+  for (int64_t minibatch = 0; minibatch < 3; ++minibatch) {
+    HeldPush p = PushHeld(minibatch, 1.0f, 0.5f);
+    std::vector<proto::PushResponse> responses;
+    Status pushed = client_->PushFrom(&p.requests, &responses, {}, p.held,
+                                      CopyInto(&w, &n, &calls, &shared_calls));
+    ASSERT_TRUE(pushed.ok()) << pushed;
+    // The held values went into the region, and the answer's values from
+    // there into the sink's tensors, read once.
+    EXPECT_TRUE(p.requests[0].has_shared());
+    EXPECT_TRUE(p.requests[0].gradients(0).content().empty());
+    ASSERT_TRUE(responses[0].accepted());
+    ASSERT_TRUE(responses[0].has_values());
+    EXPECT_FALSE(responses[0].has_shared_values());
+    EXPECT_EQ(responses[0].values().version(), minibatch + 1);
+    EXPECT_EQ(calls, minibatch + 1);
+    EXPECT_TRUE(torch::allclose(w, torch::full({1000}, 1.0f - 0.1f * float(minibatch + 1))));
+    EXPECT_TRUE(torch::equal(n, torch::full({3}, 0.5f * float(minibatch + 1))));
+  }
+  EXPECT_EQ(shared_calls, 3);
+  EXPECT_EQ(store_->applied().at(1), 3);
+  // The sink's error is the push's; the push itself was applied.
+  HeldPush p = PushHeld(3, 1.0f, 0.0f);
+  std::vector<proto::PushResponse> responses;
+  Status failed = client_->PushFrom(
+      &p.requests, &responses, {}, p.held, [](int, const proto::ModelValues&, std::string_view) {
+        return absl::InvalidArgumentError("the model has no parameter named 'w'");
+      });
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInvalidArgument) << failed;
+  EXPECT_EQ(store_->version(), 4);
+}
+
+TEST_F(SharedTensorsServiceTest, HeldTensorsGoInTheMessageToAServerThatCannotMapRegions) {
+  Serve(/*shared=*/false);
+  torch::Tensor w = torch::zeros({1000}), n = torch::zeros({3});
+  int calls = 0, shared_calls = 0;
+  for (int64_t minibatch = 0; minibatch < 2; ++minibatch) {
+    HeldPush p = PushHeld(minibatch, 1.0f, 0.0f);
+    std::vector<proto::PushResponse> responses;
+    Status pushed = client_->PushFrom(&p.requests, &responses, {}, p.held,
+                                      CopyInto(&w, &n, &calls, &shared_calls));
+    ASSERT_TRUE(pushed.ok()) << pushed;
+    // The first was refused unread and sent again with the values in the
+    // message; the next one goes in the message at once.
+    EXPECT_FALSE(p.requests[0].has_shared());
+    EXPECT_EQ(p.requests[0].gradients(0).content().size(), 4000u);
+    ASSERT_TRUE(responses[0].accepted());
+    EXPECT_FALSE(responses[0].duplicate());
+    EXPECT_EQ(responses[0].values().version(), minibatch + 1);
+    EXPECT_TRUE(torch::allclose(w, torch::full({1000}, 1.0f - 0.1f * float(minibatch + 1))));
+  }
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(shared_calls, 0);
   EXPECT_EQ(store_->applied().at(1), 2);
 }
 

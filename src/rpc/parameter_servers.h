@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/ids.h"
@@ -42,6 +43,30 @@ class ParameterServers {
   virtual Status Push(std::vector<proto::PushRequest>* requests,
                       std::vector<proto::PushResponse>* responses,
                       const std::vector<int>& shards) = 0;
+
+  // A push's tensor values held by the caller (PushFrom), by tensor of a
+  // request's gradients then its buffer_updates, in order; an empty view
+  // where the tensor's content holds them.
+  using HeldBytes = std::vector<std::string_view>;
+  // Takes the values that answer a push, of each shard whose answer has
+  // them: `values` describes them, their bytes in each tensor's content or
+  // at its shared_offset in `shared` (readable during the call only).
+  using ValuesSink =
+      std::function<Status(int shard, const proto::ModelValues& values, std::string_view shared)>;
+  // As Push, without copies the caller would make: each request's tensors
+  // are read from `held` (by shard, valid until PushFrom returns) once, into
+  // the memory shared with the server or into the message, and the values
+  // that answer are given to `sink` where they were received instead of
+  // copied into the responses (whose values are then not to be applied
+  // again). A sink's error is the push's (the push was applied). Values found
+  // overwritten after the sink read them (rpc/shared_tensors.h) are dropped
+  // from their response as if never sent: the caller pulls, which replaces
+  // what the sink wrote. This default puts the held bytes in the messages,
+  // pushes, and gives the sink each answer's values.
+  virtual Status PushFrom(std::vector<proto::PushRequest>* requests,
+                          std::vector<proto::PushResponse>* responses,
+                          const std::vector<int>& shards, const std::vector<HeldBytes>& held,
+                          const ValuesSink& sink);
   // At the end of training: every shard applies what waits (sync mode) and,
   // with `checkpoint`, writes a checkpoint of the result before answering.
   virtual Status Flush(std::vector<proto::FlushResponse>* responses, bool checkpoint) = 0;
@@ -53,6 +78,11 @@ class ParameterServers {
   virtual Status SetGroup(const proto::SetGroupRequest& request) = 0;
   // What server `shard` holds and how its checkpoints go.
   virtual Status Stats(PsId shard, proto::PsStatsResponse* response) = 0;
+
+ protected:
+  // Copies the bytes `held` names into `request`'s tensors' contents.
+  // INVALID_ARGUMENT when it does not name one view per tensor.
+  static Status CopyHeld(const HeldBytes& held, proto::PushRequest* request);
 };
 
 // Connects to the servers at `addresses` (by shard); each call gives up

@@ -23,13 +23,14 @@ PsClient::PsClient(const std::vector<std::string>& addresses, const JobCredentia
   }
 }
 
-SharedTensorRegion* PsClient::ShareTensors(int shard, proto::PushRequest* request) {
+SharedTensorRegion* PsClient::ShareTensors(int shard, proto::PushRequest* request,
+                                           const HeldBytes* held) {
   Shared& s = *shared_[static_cast<size_t>(shard)];
   // Embedding rows stay in the message, and with them a push's other
   // tensors (the server would copy the rows to put the dense tensors back).
   if (!s.local || request->sparse_gradients_size() > 0) return nullptr;
   const size_t bytes =
-      SharedTensorRegion::BytesFor({&request->gradients(), &request->buffer_updates()});
+      SharedTensorRegion::BytesFor({&request->gradients(), &request->buffer_updates()}, held);
   if (bytes == 0) return nullptr;
   if (s.region == nullptr || s.region->area_bytes() < bytes) {
     s.Forget();
@@ -44,7 +45,7 @@ SharedTensorRegion* PsClient::ShareTensors(int shard, proto::PushRequest* reques
   }
   StatusOr<uint64_t> sequence =
       s.region->Put(SharedTensorRegion::Area::kPush,
-                    {request->mutable_gradients(), request->mutable_buffer_updates()});
+                    {request->mutable_gradients(), request->mutable_buffer_updates()}, held);
   if (!sequence.ok()) return nullptr;
   request->mutable_shared()->set_region(s.region->name());
   request->mutable_shared()->set_sequence(*sequence);
@@ -258,6 +259,20 @@ Status PsClient::SetGroup(const proto::SetGroupRequest& request) {
 
 Status PsClient::Push(std::vector<proto::PushRequest>* requests,
                       std::vector<proto::PushResponse>* responses, const std::vector<int>& shards) {
+  return PushTensors(requests, responses, shards, nullptr, nullptr);
+}
+
+Status PsClient::PushFrom(std::vector<proto::PushRequest>* requests,
+                          std::vector<proto::PushResponse>* responses,
+                          const std::vector<int>& shards, const std::vector<HeldBytes>& held,
+                          const ValuesSink& sink) {
+  return PushTensors(requests, responses, shards, &held, sink ? &sink : nullptr);
+}
+
+Status PsClient::PushTensors(std::vector<proto::PushRequest>* requests,
+                             std::vector<proto::PushResponse>* responses,
+                             const std::vector<int>& shards, const std::vector<HeldBytes>* held,
+                             const ValuesSink* sink) {
   std::vector<int> targets = shards;
   if (targets.empty()) {
     for (int i = 0; i < num_shards(); ++i) targets.push_back(i);
@@ -266,8 +281,14 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
   std::vector<std::unique_lock<std::mutex>> locks;
   std::vector<SharedTensorRegion*> used(stubs_.size(), nullptr);
   for (int i : targets) {
-    locks.emplace_back(shared_[static_cast<size_t>(i)]->mu);
-    used[static_cast<size_t>(i)] = ShareTensors(i, &(*requests)[static_cast<size_t>(i)]);
+    const auto u = static_cast<size_t>(i);
+    locks.emplace_back(shared_[u]->mu);
+    const HeldBytes* bytes = held != nullptr && u < held->size() ? &(*held)[u] : nullptr;
+    used[u] = ShareTensors(i, &(*requests)[u], bytes);
+    // Not in a region: in the message.
+    if (used[u] == nullptr && bytes != nullptr) {
+      EDL_RETURN_IF_ERROR(CopyHeld(*bytes, &(*requests)[u]));
+    }
   }
   // Through the regions of the servers that answer there, over the sockets
   // to the others; the regions' calls are sent first, so that their servers
@@ -303,6 +324,9 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
   // server could not map the region (it was made on another machine, or
   // the server dropped it), or the call failed and the caller may retry.
   std::vector<int> again;
+  // Shards whose values the sink has had.
+  std::vector<bool> sunk(stubs_.size(), false);
+  Status sinking = absl::OkStatus();
   for (int i : targets) {
     auto u = static_cast<size_t>(i);
     SharedTensorRegion* region = used[u];
@@ -329,22 +353,42 @@ Status PsClient::Push(std::vector<proto::PushRequest>* requests,
     shared_[u]->mapped = true;
     if (response.region_calls()) shared_[u]->region_calls = true;
     if (response.has_shared_values()) {
+      const uint64_t sequence = response.shared_values().sequence();
       proto::ModelValues* values = response.mutable_values();
-      Status taken =
-          region->Take(SharedTensorRegion::Area::kValues, response.shared_values().sequence(),
-                       {values->mutable_parameters(), values->mutable_buffers()});
+      Status taken;
+      if (sink != nullptr) {
+        // Read where they lie; checked once read, as Take does.
+        Status given = (*sink)(i, *values, region->Bytes(SharedTensorRegion::Area::kValues));
+        if (sinking.ok()) sinking = given;
+        taken = region->Check(SharedTensorRegion::Area::kValues, sequence);
+        sunk[u] = true;
+      } else {
+        taken = region->Take(SharedTensorRegion::Area::kValues, sequence,
+                             {values->mutable_parameters(), values->mutable_buffers()});
+      }
       // Values overwritten before they were read: the worker pulls instead.
       if (!taken.ok()) response.clear_values();
       response.clear_shared_values();
     }
   }
   for (int i : forget) shared_[static_cast<size_t>(i)]->Forget();
-  if (!s.ok() || again.empty()) return s;
-  std::vector<proto::PushResponse> retried;
-  s = CallAll("push", &proto::ParameterServer::Stub::Push, *requests, &retried, again);
-  for (int i : again)
-    (*responses)[static_cast<size_t>(i)] = std::move(retried[static_cast<size_t>(i)]);
-  return s;
+  if (s.ok() && !again.empty()) {
+    std::vector<proto::PushResponse> retried;
+    s = CallAll("push", &proto::ParameterServer::Stub::Push, *requests, &retried, again);
+    for (int i : again)
+      (*responses)[static_cast<size_t>(i)] = std::move(retried[static_cast<size_t>(i)]);
+  }
+  if (!s.ok()) return s;
+  if (sink != nullptr) {
+    for (int i : targets) {
+      const auto u = static_cast<size_t>(i);
+      const proto::PushResponse& response = (*responses)[u];
+      if (sunk[u] || !response.has_values()) continue;
+      Status given = (*sink)(i, response.values(), {});
+      if (sinking.ok()) sinking = given;
+    }
+  }
+  return sinking;
 }
 
 Status PsClient::Stats(PsId shard, proto::PsStatsResponse* response) {

@@ -5,6 +5,8 @@
 // through memory shared with it (rpc/shared_tensors.h); the messages carry
 // the rest. Once such a server says it answers calls through the region, the
 // pushes and pulls to it go through the region alone, without the socket.
+// PushFrom copies a worker's gradients into the region from where they lie,
+// and the values that answer from the region into its model: once each way.
 #ifndef ELASTICDL_RPC_PS_CLIENT_H_
 #define ELASTICDL_RPC_PS_CLIENT_H_
 
@@ -41,6 +43,11 @@ class PsClient final : public ParameterServers {
                   const std::vector<int>& shards) override;
   Status Push(std::vector<proto::PushRequest>* requests,
               std::vector<proto::PushResponse>* responses, const std::vector<int>& shards) override;
+  // The held bytes go straight into the region shared with a server on
+  // this machine, and the sink reads the values that answer from there.
+  Status PushFrom(std::vector<proto::PushRequest>* requests,
+                  std::vector<proto::PushResponse>* responses, const std::vector<int>& shards,
+                  const std::vector<HeldBytes>& held, const ValuesSink& sink) override;
   Status Flush(std::vector<proto::FlushResponse>* responses, bool checkpoint) override;
   Status Export(const std::string& dir, int64_t version,
                 std::vector<proto::ExportResponse>* responses) override;
@@ -84,9 +91,15 @@ class PsClient final : public ParameterServers {
   static Status AwaitRegionAnswer(SharedTensorRegion* region, uint32_t call,
                                   std::chrono::steady_clock::time_point deadline,
                                   proto::RegionAnswer* answer, bool* lost);
-  // Moves `request`'s tensors into shard `shard`'s region when it is on this
-  // machine; the region used, or null (the tensors stay in the message).
-  SharedTensorRegion* ShareTensors(int shard, proto::PushRequest* request);
+  // Push and PushFrom (`held`, `sink`: null for Push).
+  Status PushTensors(std::vector<proto::PushRequest>* requests,
+                     std::vector<proto::PushResponse>* responses, const std::vector<int>& shards,
+                     const std::vector<HeldBytes>* held, const ValuesSink* sink);
+  // Moves `request`'s tensors (their values where `held` says, when given)
+  // into shard `shard`'s region when it is on this machine; the region used,
+  // or null (nothing moved).
+  SharedTensorRegion* ShareTensors(int shard, proto::PushRequest* request,
+                                   const HeldBytes* held = nullptr);
 
   std::vector<std::string> addresses_;
   std::string token_;

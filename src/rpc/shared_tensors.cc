@@ -252,29 +252,52 @@ std::atomic<uint64_t>& SharedTensorRegion::sequence_of(Area a) const {
   return a == Area::kPush ? header()->push_sequence : header()->values_sequence;
 }
 
-size_t SharedTensorRegion::BytesFor(std::initializer_list<const TensorField*> fields) {
+namespace {
+
+// Where the values of tensor `t`, the `k`th written, are: in `held` when it
+// names them there, in its content otherwise.
+std::string_view ValuesOf(const proto::Tensor& t, size_t k,
+                          const SharedTensorRegion::HeldBytes* held) {
+  if (held != nullptr && k < held->size() && !(*held)[k].empty()) return (*held)[k];
+  return t.content();
+}
+
+}  // namespace
+
+size_t SharedTensorRegion::BytesFor(std::initializer_list<const TensorField*> fields,
+                                    const HeldBytes* held) {
   size_t n = 0;
+  size_t k = 0;
   for (const TensorField* f : fields) {
-    for (const proto::Tensor& t : *f) n += Aligned(t.content().size());
+    for (const proto::Tensor& t : *f) n += Aligned(ValuesOf(t, k++, held).size());
   }
   return n;
 }
 
-StatusOr<uint64_t> SharedTensorRegion::Put(Area a, std::initializer_list<TensorField*> fields) {
+StatusOr<uint64_t> SharedTensorRegion::Put(Area a, std::initializer_list<TensorField*> fields,
+                                           const HeldBytes* held) {
   std::vector<std::pair<const TensorField*, TensorField*>> in_place;
   for (TensorField* f : fields) in_place.emplace_back(f, f);
-  return Write(a, in_place);
+  return Write(a, in_place, held);
 }
 
 StatusOr<uint64_t> SharedTensorRegion::PutCopies(
     Area a, std::initializer_list<std::pair<const TensorField*, TensorField*>> fields) {
-  return Write(a, std::vector<std::pair<const TensorField*, TensorField*>>(fields));
+  return Write(a, std::vector<std::pair<const TensorField*, TensorField*>>(fields), nullptr);
 }
 
 StatusOr<uint64_t> SharedTensorRegion::Write(
-    Area a, const std::vector<std::pair<const TensorField*, TensorField*>>& fields) {
+    Area a, const std::vector<std::pair<const TensorField*, TensorField*>>& fields,
+    const HeldBytes* held) {
   size_t need = 0;
-  for (const auto& [from, to] : fields) need += BytesFor({from});
+  size_t tensors = 0;
+  for (const auto& [from, to] : fields) {
+    for (const proto::Tensor& t : *from) need += Aligned(ValuesOf(t, tensors++, held).size());
+  }
+  if (held != nullptr && held->size() != tensors) {
+    return absl::InvalidArgumentError(
+        StrCat(held->size(), " views of held bytes for ", tensors, " tensors"));
+  }
   if (need > area_bytes_) {
     return absl::ResourceExhaustedError(
         StrCat(need, " bytes of tensors; region ", name_, " holds ", area_bytes_));
@@ -287,12 +310,13 @@ StatusOr<uint64_t> SharedTensorRegion::Write(
   std::atomic_thread_fence(std::memory_order_release);
   char* dst = area_of(a);
   size_t offset = 0;
+  size_t k = 0;
   for (const auto& [from, to] : fields) {
     const int count = from->size();  // `to` may be `from`
-    for (int i = 0; i < count; ++i) {
+    for (int i = 0; i < count; ++i, ++k) {
       const proto::Tensor& t = from->Get(i);
-      const size_t bytes = t.content().size();
-      if (bytes > 0) std::memcpy(dst + offset, t.content().data(), bytes);
+      const std::string_view bytes = ValuesOf(t, k, held);
+      if (!bytes.empty()) std::memcpy(dst + offset, bytes.data(), bytes.size());
       proto::Tensor* described = nullptr;
       if (to == from) {
         described = to->Mutable(i);
@@ -304,7 +328,7 @@ StatusOr<uint64_t> SharedTensorRegion::Write(
         *described->mutable_shape() = t.shape();
       }
       described->set_shared_offset(offset);
-      offset += Aligned(bytes);
+      offset += Aligned(bytes.size());
     }
   }
   sequence.store(s + 2, std::memory_order_release);

@@ -81,14 +81,24 @@ class SharedTensorRegion {
   const std::string& name() const { return name_; }
   size_t area_bytes() const { return area_bytes_; }
 
-  // The bytes the contents of `fields` take in an area.
-  static size_t BytesFor(std::initializer_list<const TensorField*> fields);
+  // Tensors' values held by their writer rather than in their messages: by
+  // tensor of the fields written, in order, its bytes; an empty view where
+  // the message's content holds them.
+  using HeldBytes = std::vector<std::string_view>;
 
-  // Moves the content of every tensor of `fields` into `area`: each
+  // The bytes the values of `fields` (with `held`, when given) take in an
+  // area.
+  static size_t BytesFor(std::initializer_list<const TensorField*> fields,
+                         const HeldBytes* held = nullptr);
+
+  // Moves the values of every tensor of `fields` into `area`, from its
+  // content or, with `held`, from where its writer holds them: each
   // tensor's content is cleared and its shared_offset set. Returns the
   // sequence number the reader must find. RESOURCE_EXHAUSTED, with nothing
-  // moved, when they do not fit. One writer per area at a time.
-  StatusOr<uint64_t> Put(Area area, std::initializer_list<TensorField*> fields);
+  // moved, when they do not fit; INVALID_ARGUMENT when `held` does not name
+  // one view per tensor. One writer per area at a time.
+  StatusOr<uint64_t> Put(Area area, std::initializer_list<TensorField*> fields,
+                         const HeldBytes* held = nullptr);
   // As Put, leaving each `first` field as it is: its tensors' values are
   // copied into `area` and their descriptions (with shared_offset, without
   // content) appended to the `second` field.
@@ -143,7 +153,8 @@ class SharedTensorRegion {
   char* call_area(bool answer) const;
   std::atomic<uint64_t>& sequence_of(Area a) const;
   StatusOr<uint64_t> Write(Area area,
-                           const std::vector<std::pair<const TensorField*, TensorField*>>& fields);
+                           const std::vector<std::pair<const TensorField*, TensorField*>>& fields,
+                           const HeldBytes* held);
 
   const std::string path_;
   const std::string name_;

@@ -210,6 +210,44 @@ TEST_F(SharedTensorsTest, WhatOneSidePutsTheOtherTakes) {
   EXPECT_EQ(answer.Get(0).shape(0), 3);
 }
 
+TEST_F(SharedTensorsTest, ValuesHeldByTheWriterArePutFromWhereTheyLie) {
+  auto worker = SharedTensorRegion::Create(dir_, 1000);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  const std::vector<float> w = {1, 2, 3}, mean = {5, 6};
+  TensorField gradients, updates;
+  *gradients.Add() = Float32("w", {0, 0, 0});
+  gradients.Mutable(0)->clear_content();  // held by the writer
+  *gradients.Add() = Float32("b", {4});   // in its message
+  *updates.Add() = Float32("mean", {0, 0});
+  updates.Mutable(0)->clear_content();
+  const std::string_view held_w(reinterpret_cast<const char*>(w.data()), 12);
+  const std::string_view held_mean(reinterpret_cast<const char*>(mean.data()), 8);
+
+  // One view per tensor, or nothing is moved.
+  const SharedTensorRegion::HeldBytes too_few = {held_w, {}};
+  Status refused = (*worker)->Put(Area::kPush, {&gradients, &updates}, &too_few).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_EQ(gradients.Get(1).content().size(), 4u);
+  EXPECT_FALSE(gradients.Get(1).has_shared_offset());
+
+  const SharedTensorRegion::HeldBytes held = {held_w, {}, held_mean};
+  // As much room as the same tensors with their values in their messages.
+  TensorField in_messages;
+  *in_messages.Add() = Float32("w", w);
+  *in_messages.Add() = Float32("b", {4});
+  *in_messages.Add() = Float32("mean", mean);
+  EXPECT_EQ(SharedTensorRegion::BytesFor({&gradients, &updates}, &held),
+            SharedTensorRegion::BytesFor({&in_messages}));
+  StatusOr<uint64_t> sequence = (*worker)->Put(Area::kPush, {&gradients, &updates}, &held);
+  ASSERT_TRUE(sequence.ok()) << sequence.status();
+  auto server = SharedTensorRegion::Open(dir_, (*worker)->name());
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Take(Area::kPush, *sequence, {&gradients, &updates}).ok());
+  EXPECT_EQ(gradients.Get(0).content(), held_w);
+  EXPECT_EQ(gradients.Get(1).content(), Float32("b", {4}).content());
+  EXPECT_EQ(updates.Get(0).content(), held_mean);
+}
+
 TEST_F(SharedTensorsTest, AReadTornByALaterWriteIsRefused) {
   auto worker = SharedTensorRegion::Create(dir_, 1000);
   ASSERT_TRUE(worker.ok()) << worker.status();

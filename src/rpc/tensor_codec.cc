@@ -41,27 +41,37 @@ StatusOr<torch::ScalarType> FromProto(proto::DataType type) {
   }
 }
 
+bool InMemory(const torch::Tensor& t) {
+  return t.layout() == torch::kStrided && t.device().is_cpu() && t.is_contiguous();
+}
+
 }  // namespace
 
-Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out) {
+StatusOr<std::string_view> DescribeTensor(const std::string& name, const torch::Tensor& tensor,
+                                          proto::Tensor* out) {
   EDL_ASSIGN_OR_RETURN(proto::DataType dtype, ToProto(tensor.scalar_type()));
-  // A contiguous tensor in memory (every gradient and parameter of a CPU
-  // model) is read where it lies: no operator is dispatched for it.
-  const torch::Tensor t =
-      tensor.layout() == torch::kStrided && tensor.device().is_cpu() && tensor.is_contiguous()
-          ? tensor
-          : tensor.detach().to(torch::kCPU).contiguous();
+  if (!InMemory(tensor)) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", name, "' is not contiguous in memory on the CPU"));
+  }
   out->set_name(name);
   out->set_dtype(dtype);
   out->clear_shape();
-  for (int64_t d : t.sizes()) out->add_shape(d);
-  const size_t bytes = t.numel() * t.element_size();
+  for (int64_t d : tensor.sizes()) out->add_shape(d);
+  out->clear_content();
+  const size_t bytes = tensor.numel() * tensor.element_size();
+  if (bytes == 0) return std::string_view();
+  return std::string_view(static_cast<const char*>(tensor.data_ptr()), bytes);
+}
+
+Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out) {
+  // A contiguous tensor in memory (every gradient and parameter of a CPU
+  // model) is read where it lies: no operator is dispatched for it.
+  EDL_RETURN_IF_ERROR(ToProto(tensor.scalar_type()).status());
+  const torch::Tensor t = InMemory(tensor) ? tensor : tensor.detach().to(torch::kCPU).contiguous();
+  EDL_ASSIGN_OR_RETURN(std::string_view bytes, DescribeTensor(name, t, out));
   // assign copies once; resize would first fill the bytes with zeros.
-  if (bytes > 0) {
-    out->mutable_content()->assign(static_cast<const char*>(t.data_ptr()), bytes);
-  } else {
-    out->clear_content();
-  }
+  if (!bytes.empty()) out->mutable_content()->assign(bytes.data(), bytes.size());
   return absl::OkStatus();
 }
 
@@ -139,10 +149,11 @@ StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_v
   return Fill(d, torch::Tensor());
 }
 
-Status CopyInto(const proto::Tensor& message, torch::Tensor& dst) {
+Status CopyInto(const proto::Tensor& message, torch::Tensor& dst, std::string_view shared) {
   EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
-  bool same_shape = static_cast<size_t>(message.shape_size()) == dst.sizes().size() &&
-                    std::equal(message.shape().begin(), message.shape().end(), dst.sizes().begin());
+  const bool same_shape =
+      static_cast<size_t>(message.shape_size()) == dst.sizes().size() &&
+      std::equal(message.shape().begin(), message.shape().end(), dst.sizes().begin());
   if (dtype != dst.scalar_type() || !same_shape || !dst.is_contiguous()) {
     std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
     return absl::InvalidArgumentError(
@@ -150,13 +161,8 @@ Status CopyInto(const proto::Tensor& message, torch::Tensor& dst) {
                c10::toString(dtype), "; the model's is ", c10::str(dst.sizes()), " ",
                c10::toString(dst.scalar_type())));
   }
-  size_t bytes = dst.numel() * dst.element_size();
-  if (message.content().size() != bytes) {
-    return absl::InvalidArgumentError(StrCat("tensor '", message.name(),
-                                             "': ", message.content().size(), " bytes of content, ",
-                                             bytes, " expected"));
-  }
-  if (bytes > 0) std::memcpy(dst.data_ptr(), message.content().data(), bytes);
+  EDL_ASSIGN_OR_RETURN(Described d, Describe(message, shared));
+  if (!d.bytes.empty()) std::memcpy(dst.data_ptr(), d.bytes.data(), d.bytes.size());
   return absl::OkStatus();
 }
 

@@ -18,15 +18,24 @@ namespace elasticdl::rpc {
 // INVALID_ARGUMENT for dtypes the protocol does not carry.
 Status EncodeTensor(const std::string& name, const torch::Tensor& tensor, proto::Tensor* out);
 
+// As EncodeTensor, the values left where they lie: `out` gets the name,
+// dtype and shape and no content, and the tensor's bytes are returned, valid
+// while its storage is. INVALID_ARGUMENT for a tensor that is not contiguous
+// in memory on the CPU, as for dtypes the protocol does not carry.
+StatusOr<std::string_view> DescribeTensor(const std::string& name, const torch::Tensor& tensor,
+                                          proto::Tensor* out);
+
 // A new CPU tensor holding `message`'s values: its content, or with a
 // shared_offset the bytes there in `shared` (an area of shared memory,
 // rpc/shared_tensors.h). INVALID_ARGUMENT when their size does not match
 // dtype and shape, or they would lie outside `shared`, naming the tensor.
 StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_view shared = {});
 
-// Copies `message`'s values into `dst` in place (no allocation), which must
-// have the same type and shape; INVALID_ARGUMENT naming the tensor otherwise.
-Status CopyInto(const proto::Tensor& message, torch::Tensor& dst);
+// Copies `message`'s values (its content, or the bytes at its shared_offset
+// in `shared`) into `dst` in place (no allocation), which must have the same
+// type and shape; INVALID_ARGUMENT naming the tensor otherwise, or when the
+// bytes do not match them (DecodeTensor's checks).
+Status CopyInto(const proto::Tensor& message, torch::Tensor& dst, std::string_view shared = {});
 
 // Whether `tensor` holds no NaN and no infinity (integer tensors hold
 // none). Float32 and float64 tensors on the CPU are scanned in place, with

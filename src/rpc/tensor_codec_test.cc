@@ -85,6 +85,39 @@ TEST(TensorCodecTest, CopyIntoFillsATensorOfTheSameShapeAndTypeOnly) {
   EXPECT_EQ(CopyInto(message, other_type).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TensorCodecTest, ATensorDescribedWhereItLiesIsReadFromThereAndCopiedIntoPlace) {
+  const torch::Tensor base = torch::arange(20, torch::kFloat32).reshape({4, 5});
+  const torch::Tensor rows = base.narrow(0, 1, 2);  // contiguous, at an offset
+  proto::Tensor message;
+  message.set_content("left over");
+  StatusOr<std::string_view> bytes = DescribeTensor("w", rows, &message);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_TRUE(message.content().empty());
+  EXPECT_EQ(message.name(), "w");
+  ASSERT_EQ(message.shape_size(), 2);
+  EXPECT_EQ(message.shape(0), 2);
+  EXPECT_EQ(bytes->size(), 10 * sizeof(float));
+  EXPECT_EQ(static_cast<const void*>(bytes->data()), rows.data_ptr());  // not a copy
+
+  // The same bytes at an offset of a shared area, copied into a tensor.
+  std::string area(64, '\0');
+  area.append(bytes->data(), bytes->size());
+  message.set_shared_offset(64);
+  torch::Tensor into = torch::zeros({2, 5});
+  Status copied = CopyInto(message, into, area);
+  ASSERT_TRUE(copied.ok()) << copied;
+  EXPECT_TRUE(torch::equal(into, rows));
+  // Bytes that would lie beyond the area are refused, naming the tensor.
+  Status beyond = CopyInto(message, into, std::string_view(area).substr(0, 100));
+  EXPECT_EQ(beyond.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(beyond.message()).find("'w'"), std::string::npos) << beyond;
+
+  // A tensor not laid out in memory as its values' order has no such bytes.
+  StatusOr<std::string_view> transposed = DescribeTensor("t", base.t(), &message);
+  EXPECT_EQ(transposed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(transposed.status().message()).find("'t'"), std::string::npos);
+}
+
 TEST(TensorCodecTest, MessagesThatDoNotDescribeTheirBytesAreRefused) {
   proto::Tensor message;
   ASSERT_TRUE(EncodeTensor("b", torch::ones({4}), &message).ok());

@@ -32,6 +32,12 @@ class TimedParameterServers final : public rpc::ParameterServers {
               const std::vector<int>& shards) override {
     return Timed("push", [&] { return servers_->Push(requests, responses, shards); });
   }
+  Status PushFrom(std::vector<proto::PushRequest>* requests,
+                  std::vector<proto::PushResponse>* responses, const std::vector<int>& shards,
+                  const std::vector<HeldBytes>& held, const ValuesSink& sink) override {
+    return Timed("push",
+                 [&] { return servers_->PushFrom(requests, responses, shards, held, sink); });
+  }
   Status Flush(std::vector<proto::FlushResponse>* responses, bool checkpoint) override {
     return servers_->Flush(responses, checkpoint);
   }

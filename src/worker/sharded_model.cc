@@ -111,7 +111,7 @@ StatusOr<proto::ModelValues> ShardedModel::EncodeAll() const {
   return values;
 }
 
-Status ShardedModel::Apply(const proto::ModelValues& values) {
+Status ShardedModel::Apply(const proto::ModelValues& values, std::string_view shared) {
   torch::NoGradGuard no_grad;
   for (bool is_buffer : {false, true}) {
     const auto& tensors = is_buffer ? values.buffers() : values.parameters();
@@ -121,7 +121,7 @@ Status ShardedModel::Apply(const proto::ModelValues& values) {
         return absl::InvalidArgumentError(StrCat(
             "the model has no ", is_buffer ? "buffer" : "parameter", " named '", t.name(), "'"));
       }
-      EDL_RETURN_IF_ERROR(rpc::CopyInto(t, slot->tensor));
+      EDL_RETURN_IF_ERROR(rpc::CopyInto(t, slot->tensor, shared));
       if (is_buffer) slot->pulled.copy_(slot->tensor);
     }
   }
@@ -138,18 +138,38 @@ double ShardedModel::DecayOf(const Slot& s) const {
   return 1;
 }
 
-Status ShardedModel::FillPush(int shard, proto::PushRequest* request) const {
+Status ShardedModel::FillPush(int shard, proto::PushRequest* request, Held* held) const {
   torch::NoGradGuard no_grad;
-  for (const Slot& s : slots_) {
-    if (s.shard != shard) continue;
-    if (s.is_buffer) {
-      const double decay = DecayOf(s);
-      torch::Tensor update = decay == 1 ? s.tensor - s.pulled : s.tensor - decay * s.pulled;
-      EDL_RETURN_IF_ERROR(rpc::EncodeTensor(s.name, update, request->add_buffer_updates()));
-      request->add_buffer_decays(decay);
-    } else if (s.tensor.grad().defined()) {
-      EDL_RETURN_IF_ERROR(rpc::EncodeTensor(s.name, s.tensor.grad(), request->add_gradients()));
+  // A tensor is named where it lies when it lies in memory; copied in
+  // otherwise (a gradient not contiguous on the CPU), its view then empty.
+  auto add = [held](const std::string& name, const torch::Tensor& t, proto::Tensor* out) {
+    if (held == nullptr) return rpc::EncodeTensor(name, t, out);
+    StatusOr<std::string_view> bytes = rpc::DescribeTensor(name, t, out);
+    if (!bytes.ok()) {
+      held->bytes.emplace_back();
+      return rpc::EncodeTensor(name, t, out);
     }
+    held->bytes.push_back(*bytes);
+    held->tensors.push_back(t);
+    return absl::OkStatus();
+  };
+  if (held != nullptr) {
+    held->bytes.clear();
+    held->tensors.clear();
+  }
+  // Gradients first, then buffer updates: the order of the request's
+  // tensors, which `held` follows.
+  for (const Slot& s : slots_) {
+    if (s.shard == shard && !s.is_buffer && s.tensor.grad().defined()) {
+      EDL_RETURN_IF_ERROR(add(s.name, s.tensor.grad(), request->add_gradients()));
+    }
+  }
+  for (const Slot& s : slots_) {
+    if (s.shard != shard || !s.is_buffer) continue;
+    const double decay = DecayOf(s);
+    torch::Tensor update = decay == 1 ? s.tensor - s.pulled : s.tensor - decay * s.pulled;
+    EDL_RETURN_IF_ERROR(add(s.name, update, request->add_buffer_updates()));
+    request->add_buffer_decays(decay);
   }
   return absl::OkStatus();
 }

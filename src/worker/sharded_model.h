@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "elasticdl/proto/elasticdl.pb.h"
@@ -39,11 +40,22 @@ class ShardedModel {
   // The values of shard `shard`, for initializing its server, with the
   // embedding tables.
   StatusOr<proto::ModelValues> Encode(int shard) const;
-  // Copies pulled values of one shard into the model and remembers its
-  // buffers as the base of the next push's updates.
-  Status Apply(const proto::ModelValues& values);
-  // Gradients (after backward) and buffer updates of shard `shard`.
-  Status FillPush(int shard, proto::PushRequest* request) const;
+  // Copies pulled values of one shard into the model (their bytes in the
+  // tensors' contents, or at their shared_offsets in `shared`) and remembers
+  // its buffers as the base of the next push's updates.
+  Status Apply(const proto::ModelValues& values, std::string_view shared = {});
+
+  // A push's tensors left where they lie (FillPush): their bytes, by tensor
+  // of the request (rpc::ParameterServers::PushFrom), and the tensors that
+  // hold them, valid until the next backward or RestoreBuffers.
+  struct Held {
+    std::vector<std::string_view> bytes;
+    std::vector<torch::Tensor> tensors;
+  };
+  // Gradients (after backward) and buffer updates of shard `shard`: their
+  // values copied into the request or, with `held`, left where they lie and
+  // named there.
+  Status FillPush(int shard, proto::PushRequest* request, Held* held = nullptr) const;
   // Shard `shard` accepted the last push (not as a duplicate): its buffer
   // updates are applied there, so the next ones start from here.
   void PushAccepted(int shard);

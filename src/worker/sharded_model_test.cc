@@ -57,6 +57,34 @@ TEST(ShardedModelTest, PushesBatchNormStatisticsWithTheirDecay) {
   EXPECT_EQ(model->bn_->num_batches_tracked.item<int64_t>(), 0);
 }
 
+TEST(ShardedModelTest, APushHeldWhereItLiesNamesTheValuesACopiedPushCarries) {
+  auto model = std::make_shared<BatchNormModel>();
+  ShardedModel sharded(model, 1);
+  model->train();
+  model->forward({{"x", Batch(0)}}, true).sum().backward();
+  proto::PushRequest copied;
+  ASSERT_TRUE(sharded.FillPush(0, &copied).ok());
+  proto::PushRequest described;
+  ShardedModel::Held held;
+  ASSERT_TRUE(sharded.FillPush(0, &described, &held).ok());
+  ASSERT_EQ(described.gradients_size(), copied.gradients_size());
+  ASSERT_EQ(described.buffer_updates_size(), copied.buffer_updates_size());
+  ASSERT_EQ(held.bytes.size(),
+            static_cast<size_t>(copied.gradients_size() + copied.buffer_updates_size()));
+  // Gradients, then buffer updates: the request's order.
+  size_t k = 0;
+  for (const auto* field : {&described.gradients(), &described.buffer_updates()}) {
+    const auto& same =
+        field == &described.gradients() ? copied.gradients() : copied.buffer_updates();
+    for (int i = 0; i < field->size(); ++i, ++k) {
+      EXPECT_EQ(field->Get(i).name(), same.Get(i).name());
+      EXPECT_TRUE(field->Get(i).content().empty());
+      EXPECT_EQ(held.bytes[k], same.Get(i).content()) << same.Get(i).name();
+    }
+  }
+  EXPECT_EQ(described.buffer_decays_size(), copied.buffer_decays_size());
+}
+
 TEST(ShardedModelTest, FindsNonFiniteGradients) {
   auto model = std::make_shared<BatchNormModel>();
   ShardedModel sharded(model, 1);

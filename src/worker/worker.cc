@@ -454,27 +454,38 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
                  *loss_value, "); the first non-finite tensor: ", *bad, ". Nothing was pushed"));
     }
 
+    // The gradients and buffer updates go from where they lie to the
+    // servers (into the memory shared with a server on this machine), and
+    // the values that answer from where they arrive into the model.
     std::vector<proto::PushRequest> requests(ps_->num_shards());
+    std::vector<ShardedModel::Held> held(requests.size());
+    std::vector<rpc::ParameterServers::HeldBytes> held_bytes(requests.size());
     for (int i : pending) {
       requests[i].set_worker_id(options_.worker_id);
       requests[i].set_base_version(versions_[i]);
       requests[i].set_instance(instances_[i]);
       requests[i].set_want_values(true);
       *requests[i].mutable_tag() = tag;
-      EDL_RETURN_IF_ERROR(model_->FillPush(i, &requests[i]));
+      EDL_RETURN_IF_ERROR(model_->FillPush(i, &requests[i], &held[i]));
+      held_bytes[i] = std::move(held[i].bytes);
       rows_.FillPush(i, &requests[i]);
     }
+    auto apply = [this](int, const proto::ModelValues& values, std::string_view shared) {
+      return model_->Apply(values, shared);
+    };
     std::vector<proto::PushResponse> responses;
     Status pushed;
     if (while_pushing) {
       // The servers take the push (and, when it completes a synchronous
-      // step, run the optimizer) while this thread does other work; that
-      // work must not touch the servers or the model.
-      pusher_.Start([&] { pushed = ps_->Push(&requests, &responses, pending); });
+      // step, run the optimizer) and the values come into the model while
+      // this thread does other work; that work must not touch the servers
+      // or the model.
+      pusher_.Start(
+          [&] { pushed = ps_->PushFrom(&requests, &responses, pending, held_bytes, apply); });
       absl::Cleanup pushed_by_now = [this] { pusher_.Wait(); };  // the push uses our locals
       std::exchange(while_pushing, nullptr)();
     } else {
-      pushed = ps_->Push(&requests, &responses, pending);
+      pushed = ps_->PushFrom(&requests, &responses, pending, held_bytes, apply);
     }
     EDL_RETURN_IF_ERROR(pushed);
     std::vector<int> refused;
@@ -489,8 +500,7 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
         }
         awaiting_step_[i] = responses[i].step_pending();
         pushed_version_ = std::max(pushed_version_, responses[i].version());
-        if (responses[i].has_values()) {
-          EDL_RETURN_IF_ERROR(model_->Apply(responses[i].values()));
+        if (responses[i].has_values()) {  // in the model already
           versions_[i] = responses[i].values().version();
           answered_[i] = true;
         }

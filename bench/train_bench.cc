@@ -287,8 +287,11 @@ void RunPs(const Flags& f, const ZooProgram& program, bool shared) {
     push[0].set_want_values(true);
     worker::ShardedModel::Held held;
     if (Status s = model.FillPush(0, &push[0], &held); !s.ok()) Die(s);
-    bytes = 0;
+    bytes = 0;  // held where they lie, or copied in
     for (std::string_view b : held.bytes) bytes += static_cast<int64_t>(b.size());
+    for (const auto* field : {&push[0].gradients(), &push[0].buffer_updates()}) {
+      for (const proto::Tensor& t : *field) bytes += static_cast<int64_t>(t.content().size());
+    }
     auto t2 = Clock::now();
     std::vector<proto::PushResponse> pushed;
     if (Status s = client.PushFrom(&push, &pushed, {}, {held.bytes}, apply); !s.ok()) Die(s);
@@ -307,7 +310,8 @@ void RunPs(const Flags& f, const ZooProgram& program, bool shared) {
   double pull = median(pull_ms), fill = median(fill_ms), push = median(push_ms);
   const char* transport = shared ? "shared" : "message";
   std::printf(
-      "ps       %s: %lld parameters, %.0f KB of gradients: per minibatch (median of %d) fill "
+      "ps       %s: %lld parameters, %.0f KB of gradients and buffer updates: per minibatch "
+      "(median of %d) fill "
       "push %.2f ms + push (check, decode, SGD step, values back into the model) %.2f ms = %.2f "
       "ms; a task's first pull %.2f ms\n",
       shared ? "socket and shared memory" : "TCP, tensors in the messages", (long long)params,

@@ -420,6 +420,57 @@ TEST_F(SharedTensorsServiceTest, HeldTensorsCrossTheRegionOnceEachWay) {
   EXPECT_EQ(store_->version(), 4);
 }
 
+TEST_F(SharedTensorsServiceTest, ValuesOverwrittenWhileTheSinkReadThemAreDropped) {
+  Serve(/*shared=*/true);
+  torch::Tensor w = torch::zeros({1000}), n = torch::zeros({3});
+  int calls = 0, shared_calls = 0;
+  HeldPush first = PushHeld(0, 1.0f, 0.0f);
+  std::vector<proto::PushResponse> responses;
+  ASSERT_TRUE(client_
+                  ->PushFrom(&first.requests, &responses, {}, first.held,
+                             CopyInto(&w, &n, &calls, &shared_calls))
+                  .ok());
+  ASSERT_TRUE(responses[0].has_values());
+  // While the sink reads the next answer's values, a pull naming the
+  // worker's region (one it gave up on, say) is answered in the same area.
+  HeldPush second = PushHeld(1, 1.0f, 0.0f);
+  auto stub = proto::ParameterServer::NewStub(rpc::MakeChannel(address_, credentials_));
+  rpc::ParameterServers::ValuesSink copy = CopyInto(&w, &n, &calls, &shared_calls);
+  auto overwritten = [&](int shard, const proto::ModelValues& values, std::string_view shared) {
+    Status copied = copy(shard, values, shared);
+    proto::PullRequest pull;
+    pull.set_known_version(-1);
+    pull.mutable_shared()->set_region(second.requests[0].shared().region());
+    auto context = rpc::MakeContext(milliseconds(5000), kToken);
+    proto::PullResponse pulled;
+    EXPECT_TRUE(rpc::FromGrpc(stub->Pull(context.get(), pull, &pulled)).ok());
+    EXPECT_TRUE(pulled.has_shared_values());
+    return copied;
+  };
+  Status pushed = client_->PushFrom(&second.requests, &responses, {}, second.held, overwritten);
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(shared_calls, 2);
+  // Applied, but its values not to be trusted: the worker pulls instead.
+  EXPECT_TRUE(responses[0].accepted());
+  EXPECT_FALSE(responses[0].has_values());
+  EXPECT_EQ(store_->version(), 2);
+}
+
+TEST_F(SharedTensorsServiceTest, HeldBytesThatDoNotNameEveryTensorSendNothing) {
+  Serve(/*shared=*/true);
+  HeldPush p = PushHeld(0, 1.0f, 0.0f);
+  p.held[0].pop_back();
+  std::vector<proto::PushResponse> responses;
+  Status refused = client_->PushFrom(&p.requests, &responses, {}, p.held, nullptr);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(std::string(refused.message()).find("shard 0"), std::string::npos) << refused;
+  EXPECT_FALSE(p.requests[0].has_shared());  // nothing moved
+  Status none = client_->PushFrom(&p.requests, &responses, {}, {}, nullptr);
+  EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument) << none;
+  EXPECT_EQ(store_->version(), 0);
+}
+
 TEST_F(SharedTensorsServiceTest, HeldTensorsGoInTheMessageToAServerThatCannotMapRegions) {
   Serve(/*shared=*/false);
   torch::Tensor w = torch::zeros({1000}), n = torch::zeros({3});
@@ -438,6 +489,7 @@ TEST_F(SharedTensorsServiceTest, HeldTensorsGoInTheMessageToAServerThatCannotMap
     EXPECT_FALSE(responses[0].duplicate());
     EXPECT_EQ(responses[0].values().version(), minibatch + 1);
     EXPECT_TRUE(torch::allclose(w, torch::full({1000}, 1.0f - 0.1f * float(minibatch + 1))));
+    EXPECT_TRUE(torch::equal(n, torch::zeros({3})));
   }
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(shared_calls, 0);

@@ -3,14 +3,41 @@
 #include "common/strings.h"
 
 namespace elasticdl::rpc {
+namespace {
 
-Status ParameterServers::CopyHeld(const HeldBytes& held, proto::PushRequest* request) {
-  const size_t tensors = static_cast<size_t>(request->gradients_size()) +
-                         static_cast<size_t>(request->buffer_updates_size());
-  if (held.size() != tensors) {
+size_t TensorsOf(const proto::PushRequest& request) {
+  return static_cast<size_t>(request.gradients_size()) +
+         static_cast<size_t>(request.buffer_updates_size());
+}
+
+}  // namespace
+
+Status ParameterServers::CheckHeld(const std::vector<HeldBytes>& held,
+                                   const std::vector<proto::PushRequest>& requests,
+                                   const std::vector<int>& shards) const {
+  if (held.size() != requests.size()) {
     return absl::InvalidArgumentError(
-        StrCat(held.size(), " views of held bytes for a push of ", tensors, " tensors"));
+        StrCat("held bytes for ", held.size(), " pushes; ", requests.size(), " requests"));
   }
+  std::vector<int> targets = shards;
+  if (targets.empty()) {
+    for (int i = 0; i < num_shards(); ++i) targets.push_back(i);
+  }
+  for (int i : targets) {
+    const auto u = static_cast<size_t>(i);
+    if (u >= requests.size()) {
+      return absl::InvalidArgumentError(StrCat("no request for shard ", i));
+    }
+    if (held[u].size() != TensorsOf(requests[u])) {
+      return absl::InvalidArgumentError(StrCat(held[u].size(),
+                                               " views of held bytes for the push to shard ", i,
+                                               " of ", TensorsOf(requests[u]), " tensors"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ParameterServers::CopyHeld(const HeldBytes& held, proto::PushRequest* request) {
   size_t k = 0;
   for (auto* field : {request->mutable_gradients(), request->mutable_buffer_updates()}) {
     for (proto::Tensor& t : *field) {
@@ -18,21 +45,19 @@ Status ParameterServers::CopyHeld(const HeldBytes& held, proto::PushRequest* req
       if (!bytes.empty()) t.mutable_content()->assign(bytes.data(), bytes.size());
     }
   }
-  return absl::OkStatus();
 }
 
 Status ParameterServers::PushFrom(std::vector<proto::PushRequest>* requests,
                                   std::vector<proto::PushResponse>* responses,
                                   const std::vector<int>& shards,
                                   const std::vector<HeldBytes>& held, const ValuesSink& sink) {
+  EDL_RETURN_IF_ERROR(CheckHeld(held, *requests, shards));
   std::vector<int> targets = shards;
   if (targets.empty()) {
     for (int i = 0; i < num_shards(); ++i) targets.push_back(i);
   }
-  for (int i : targets) {
-    const auto u = static_cast<size_t>(i);
-    if (u < held.size()) EDL_RETURN_IF_ERROR(CopyHeld(held[u], &(*requests)[u]));
-  }
+  for (int i : targets)
+    CopyHeld(held[static_cast<size_t>(i)], &(*requests)[static_cast<size_t>(i)]);
   EDL_RETURN_IF_ERROR(Push(requests, responses, shards));
   for (int i : targets) {
     const proto::PushResponse& response = (*responses)[static_cast<size_t>(i)];

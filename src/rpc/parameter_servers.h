@@ -54,15 +54,19 @@ class ParameterServers {
   using ValuesSink =
       std::function<Status(int shard, const proto::ModelValues& values, std::string_view shared)>;
   // As Push, without copies the caller would make: each request's tensors
-  // are read from `held` (by shard, valid until PushFrom returns) once, into
-  // the memory shared with the server or into the message, and the values
-  // that answer are given to `sink` where they were received instead of
+  // are read from `held` (one HeldBytes per request, valid until PushFrom
+  // returns; INVALID_ARGUMENT, with nothing sent, when a target shard's does
+  // not name one view per tensor) once, into the memory shared with the
+  // server or into the message, and the values that answer are given to
+  // `sink`, on the calling thread, where they were received instead of
   // copied into the responses (whose values are then not to be applied
-  // again). A sink's error is the push's (the push was applied). Values found
-  // overwritten after the sink read them (rpc/shared_tensors.h) are dropped
-  // from their response as if never sent: the caller pulls, which replaces
-  // what the sink wrote. This default puts the held bytes in the messages,
-  // pushes, and gives the sink each answer's values.
+  // again). The sink must not call these servers. A sink's error is the
+  // push's (the push was applied); a push that fails may have given some
+  // shards' values to the sink. Values found overwritten after the sink read
+  // them (rpc/shared_tensors.h) are dropped from their response as if never
+  // sent: the caller pulls, which replaces what the sink wrote. This default
+  // puts the held bytes in the messages, pushes, and gives the sink each
+  // answer's values.
   virtual Status PushFrom(std::vector<proto::PushRequest>* requests,
                           std::vector<proto::PushResponse>* responses,
                           const std::vector<int>& shards, const std::vector<HeldBytes>& held,
@@ -80,9 +84,15 @@ class ParameterServers {
   virtual Status Stats(PsId shard, proto::PsStatsResponse* response) = 0;
 
  protected:
-  // Copies the bytes `held` names into `request`'s tensors' contents.
-  // INVALID_ARGUMENT when it does not name one view per tensor.
-  static Status CopyHeld(const HeldBytes& held, proto::PushRequest* request);
+  // INVALID_ARGUMENT, naming the shard, unless `held` has a HeldBytes for
+  // each request and each of the `shards` (all when empty) names one view
+  // per tensor of its request.
+  Status CheckHeld(const std::vector<HeldBytes>& held,
+                   const std::vector<proto::PushRequest>& requests,
+                   const std::vector<int>& shards) const;
+  // Copies the bytes `held` names into `request`'s tensors' contents (one
+  // view per tensor, CheckHeld's).
+  static void CopyHeld(const HeldBytes& held, proto::PushRequest* request);
 };
 
 // Connects to the servers at `addresses` (by shard); each call gives up

@@ -266,6 +266,7 @@ Status PsClient::PushFrom(std::vector<proto::PushRequest>* requests,
                           std::vector<proto::PushResponse>* responses,
                           const std::vector<int>& shards, const std::vector<HeldBytes>& held,
                           const ValuesSink& sink) {
+  EDL_RETURN_IF_ERROR(CheckHeld(held, *requests, shards));
   return PushTensors(requests, responses, shards, &held, sink ? &sink : nullptr);
 }
 
@@ -283,12 +284,9 @@ Status PsClient::PushTensors(std::vector<proto::PushRequest>* requests,
   for (int i : targets) {
     const auto u = static_cast<size_t>(i);
     locks.emplace_back(shared_[u]->mu);
-    const HeldBytes* bytes = held != nullptr && u < held->size() ? &(*held)[u] : nullptr;
+    const HeldBytes* bytes = held != nullptr ? &(*held)[u] : nullptr;
     used[u] = ShareTensors(i, &(*requests)[u], bytes);
-    // Not in a region: in the message.
-    if (used[u] == nullptr && bytes != nullptr) {
-      EDL_RETURN_IF_ERROR(CopyHeld(*bytes, &(*requests)[u]));
-    }
+    if (used[u] == nullptr && bytes != nullptr) CopyHeld(*bytes, &(*requests)[u]);  // the message's
   }
   // Through the regions of the servers that answer there, over the sockets
   // to the others; the regions' calls are sent first, so that their servers

@@ -1,7 +1,8 @@
 // How long a worker's calls to the parameter servers take: a decorator of
 // ParameterServers that times Pull, PullRows and Push (a call to several
-// shards counts once, from its start to its last answer) into histograms
-// the worker reports with each task.
+// shards counts once, from its start to its last answer; PushFrom's with
+// the answer's values copied into the model) into histograms the worker
+// reports with each task.
 #ifndef ELASTICDL_WORKER_CALL_TIMINGS_H_
 #define ELASTICDL_WORKER_CALL_TIMINGS_H_
 

@@ -47,7 +47,8 @@ class ShardedModel {
 
   // A push's tensors left where they lie (FillPush): their bytes, by tensor
   // of the request (rpc::ParameterServers::PushFrom), and the tensors that
-  // hold them, valid until the next backward or RestoreBuffers.
+  // hold them. The bytes stay readable while the Held lives; a gradient's
+  // change when the gradients are zeroed or computed again.
   struct Held {
     std::vector<std::string_view> bytes;
     std::vector<torch::Tensor> tensors;

@@ -12,6 +12,13 @@ size_t TensorsOf(const proto::PushRequest& request) {
 
 }  // namespace
 
+std::vector<int> ParameterServers::Targets(const std::vector<int>& shards) const {
+  if (!shards.empty()) return shards;
+  std::vector<int> all(static_cast<size_t>(num_shards()));
+  for (int i = 0; i < num_shards(); ++i) all[static_cast<size_t>(i)] = i;
+  return all;
+}
+
 Status ParameterServers::CheckHeld(const std::vector<HeldBytes>& held,
                                    const std::vector<proto::PushRequest>& requests,
                                    const std::vector<int>& shards) const {
@@ -19,11 +26,7 @@ Status ParameterServers::CheckHeld(const std::vector<HeldBytes>& held,
     return absl::InvalidArgumentError(
         StrCat("held bytes for ", held.size(), " pushes; ", requests.size(), " requests"));
   }
-  std::vector<int> targets = shards;
-  if (targets.empty()) {
-    for (int i = 0; i < num_shards(); ++i) targets.push_back(i);
-  }
-  for (int i : targets) {
+  for (int i : Targets(shards)) {
     const auto u = static_cast<size_t>(i);
     if (u >= requests.size()) {
       return absl::InvalidArgumentError(StrCat("no request for shard ", i));
@@ -52,12 +55,10 @@ Status ParameterServers::PushFrom(std::vector<proto::PushRequest>* requests,
                                   const std::vector<int>& shards,
                                   const std::vector<HeldBytes>& held, const ValuesSink& sink) {
   EDL_RETURN_IF_ERROR(CheckHeld(held, *requests, shards));
-  std::vector<int> targets = shards;
-  if (targets.empty()) {
-    for (int i = 0; i < num_shards(); ++i) targets.push_back(i);
-  }
-  for (int i : targets)
+  const std::vector<int> targets = Targets(shards);
+  for (int i : targets) {
     CopyHeld(held[static_cast<size_t>(i)], &(*requests)[static_cast<size_t>(i)]);
+  }
   EDL_RETURN_IF_ERROR(Push(requests, responses, shards));
   for (int i : targets) {
     const proto::PushResponse& response = (*responses)[static_cast<size_t>(i)];

@@ -84,6 +84,8 @@ class ParameterServers {
   virtual Status Stats(PsId shard, proto::PsStatsResponse* response) = 0;
 
  protected:
+  // `shards`, or every shard when it is empty.
+  std::vector<int> Targets(const std::vector<int>& shards) const;
   // INVALID_ARGUMENT, naming the shard, unless `held` has a HeldBytes for
   // each request and each of the `shards` (all when empty) names one view
   // per tensor of its request.

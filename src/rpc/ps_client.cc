@@ -274,10 +274,7 @@ Status PsClient::PushTensors(std::vector<proto::PushRequest>* requests,
                              std::vector<proto::PushResponse>* responses,
                              const std::vector<int>& shards, const std::vector<HeldBytes>* held,
                              const ValuesSink* sink) {
-  std::vector<int> targets = shards;
-  if (targets.empty()) {
-    for (int i = 0; i < num_shards(); ++i) targets.push_back(i);
-  }
+  std::vector<int> targets = Targets(shards);
   std::sort(targets.begin(), targets.end());  // locks taken in one order
   std::vector<std::unique_lock<std::mutex>> locks;
   std::vector<SharedTensorRegion*> used(stubs_.size(), nullptr);

@@ -227,20 +227,33 @@ void SlurmBackend::StopAll(milliseconds grace) {
     for (auto& [job_id, job] : jobs_) ids.push_back(job_id);
   }
   if (ids.empty()) return;
-  Scancel({"--signal=TERM", absl::StrJoin(ids, ",")}).IgnoreError();
+  // scancel fails the whole list when one of its jobs has just ended, yet
+  // signals the others: only its other complaints are worth a line.
+  if (Status s = Scancel({"--signal=TERM", absl::StrJoin(ids, ",")});
+      !s.ok() && s.message().find("Invalid job id") == std::string_view::npos &&
+      s.message().find("already complet") == std::string_view::npos) {
+    spdlog::warn("asking Slurm jobs {} to stop: {}", absl::StrJoin(ids, ","),
+                 std::string(s.message()));
+  }
   auto wait_until = [this](std::chrono::steady_clock::time_point deadline) {
     std::unique_lock<std::mutex> lock(mu_);
     return changed_.wait_until(lock, deadline, [this] { return jobs_.empty(); });
   };
   if (wait_until(std::chrono::steady_clock::now() + grace)) return;
+  // Those that ended since the watcher last looked are not cancelled.
+  if (PollOnce() == 0) return;
+  std::vector<std::string> labels;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ids.clear();
     for (auto& [job_id, job] : jobs_) {
       job.cancelled = true;
       ids.push_back(job_id);
+      labels.push_back(StrCat(job.process.label(), " (Slurm job ", job_id, ")"));
     }
   }
+  spdlog::warn("{} still running {} ms after SIGTERM; cancelling", absl::StrJoin(labels, ", "),
+               grace.count());
   Scancel({absl::StrJoin(ids, ",")}).IgnoreError();
   if (!wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
     spdlog::warn("Slurm jobs {} have not ended yet", absl::StrJoin(ids, ","));

@@ -27,6 +27,9 @@ using std::chrono::milliseconds;
 
 // How long one call to the servers for the results may take.
 constexpr std::chrono::seconds kServerCallTimeout{60};
+// How long the processes of a job that succeeded have, after SIGTERM,
+// before they are forced (Slurm's own KillWait is 30 s by default).
+constexpr std::chrono::seconds kCleanEndGrace{10};
 
 StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<std::string>& specs,
                                        const char* flag, int64_t records_per_task,
@@ -297,9 +300,13 @@ Status Master::Run(const std::atomic<bool>* cancel) {
   }
   if (!outcome.ok()) state_->Fail(std::string(outcome.message()));
   LogEvaluations();
-  // Workers see the end of the job and leave by themselves; give them a
-  // moment, then stop everyone.
-  backend_->StopAll(milliseconds(outcome.ok() ? 3000 : 1000));
+  // Workers see the end of the job and leave by themselves; the servers
+  // leave on SIGTERM. Healthy processes are gone in well under a second,
+  // but on a loaded node the exit and the cluster's own bookkeeping (a Slurm
+  // step's teardown) can take seconds: a process forced before then ends
+  // CANCELLED in the cluster's accounting though the job succeeded. The
+  // wait ends as soon as all are gone.
+  backend_->StopAll(outcome.ok() ? kCleanEndGrace : milliseconds(1000));
 
   proto::GetJobStatusResponse final_status;
   state_->GetStatus(&final_status);

@@ -1,7 +1,9 @@
 #include "cluster/slurm_backend.h"
 
 #include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
 #include <absl/strings/str_join.h>
+#include <absl/strings/str_split.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -32,6 +34,30 @@ Status Scancel(const std::vector<std::string>& args) {
   EDL_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv));
   if (!r.ok()) return absl::UnavailableError(StrCat("scancel: ", OneLine(r.err)));
   return absl::OkStatus();
+}
+
+// scancel --signal=TERM; its complaints, but those about jobs that have
+// already ended, in one line.
+void AskToStop(const std::vector<std::string>& ids) {
+  StatusOr<CommandResult> r = RunCommand({"scancel", "--signal=TERM", absl::StrJoin(ids, ",")});
+  if (!r.ok()) {
+    spdlog::warn("asking Slurm jobs {} to stop: {}", absl::StrJoin(ids, ","),
+                 std::string(r.status().message()));
+    return;
+  }
+  if (r->ok()) return;
+  // scancel exits non-zero for a listed job that has already ended ("Invalid
+  // job id specified"), and signals the others all the same; it may also
+  // exit non-zero saying nothing, for a job that ended while it ran.
+  std::string complaints;
+  for (absl::string_view line : absl::StrSplit(r->err, '\n', absl::SkipWhitespace())) {
+    if (absl::StrContains(line, "Invalid job id specified")) continue;
+    absl::StrAppend(&complaints, complaints.empty() ? "" : "; ", line);
+  }
+  if (r->exit_code == -1) complaints = "scancel timed out or was killed";
+  if (!complaints.empty()) {
+    spdlog::warn("asking Slurm jobs {} to stop: {}", absl::StrJoin(ids, ","), complaints);
+  }
 }
 
 }  // namespace
@@ -221,42 +247,51 @@ Status SlurmBackend::Signal(const ProcessName& process, int signal) {
 }
 
 void SlurmBackend::StopAll(milliseconds grace) {
+  // Those already cancelled (a lapsed lease's SIGKILL) get no SIGTERM and no
+  // grace: on a lost node they stay COMPLETING until Slurm gives the node up.
   std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [job_id, job] : jobs_) ids.push_back(job_id);
-  }
-  if (ids.empty()) return;
-  // scancel fails the whole list when one of its jobs has just ended, yet
-  // signals the others: only its other complaints are worth a line.
-  if (Status s = Scancel({"--signal=TERM", absl::StrJoin(ids, ",")});
-      !s.ok() && s.message().find("Invalid job id") == std::string_view::npos &&
-      s.message().find("already complet") == std::string_view::npos) {
-    spdlog::warn("asking Slurm jobs {} to stop: {}", absl::StrJoin(ids, ","),
-                 std::string(s.message()));
-  }
-  auto wait_until = [this](std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return changed_.wait_until(lock, deadline, [this] { return jobs_.empty(); });
-  };
-  if (wait_until(std::chrono::steady_clock::now() + grace)) return;
-  // Those that ended since the watcher last looked are not cancelled.
-  if (PollOnce() == 0) return;
-  std::vector<std::string> labels;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ids.clear();
     for (auto& [job_id, job] : jobs_) {
-      job.cancelled = true;
-      ids.push_back(job_id);
-      labels.push_back(StrCat(job.process.label(), " (Slurm job ", job_id, ")"));
+      if (!job.cancelled) ids.push_back(job_id);
     }
   }
-  spdlog::warn("{} still running {} ms after SIGTERM; cancelling", absl::StrJoin(labels, ", "),
-               grace.count());
-  Scancel({absl::StrJoin(ids, ",")}).IgnoreError();
-  if (!wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30))) {
-    spdlog::warn("Slurm jobs {} have not ended yet", absl::StrJoin(ids, ","));
+  if (!ids.empty()) AskToStop(ids);
+  auto wait_until = [this](std::chrono::steady_clock::time_point deadline, bool all) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return changed_.wait_until(lock, deadline, [this, all] {
+      for (const auto& [job_id, job] : jobs_) {
+        if (all || !job.cancelled) return false;
+      }
+      return true;
+    });
+  };
+  if (!wait_until(std::chrono::steady_clock::now() + grace, false) && PollOnce() > 0) {
+    // Those that ended since the watcher last looked are reported now, not
+    // named here.
+    std::vector<std::string> labels;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ids.clear();
+      for (auto& [job_id, job] : jobs_) {
+        if (job.cancelled) continue;
+        job.cancelled = true;
+        ids.push_back(job_id);
+        labels.push_back(StrCat(job.process.label(), " (Slurm job ", job_id, ")"));
+      }
+    }
+    if (!ids.empty()) {
+      spdlog::warn("{} not ended {} ms after SIGTERM; cancelling", absl::StrJoin(labels, ", "),
+                   grace.count());
+      Scancel({absl::StrJoin(ids, ",")}).IgnoreError();
+    }
+  }
+  if (!wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30), true)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    spdlog::warn("Slurm jobs {} have not ended yet",
+                 absl::StrJoin(jobs_, ",", [](std::string* out, const auto& entry) {
+                   out->append(entry.first);
+                 }));
   }
 }
 

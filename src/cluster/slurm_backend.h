@@ -132,7 +132,8 @@ class SlurmBackend : public ClusterBackend {
   std::string RoleArgs(const char* role) const;
   void Watch();
   // Reports the watched jobs that reached a final state; returns how many
-  // are still watched.
+  // are still watched. From any thread: each exit is reported once, by the
+  // call that takes its job out of jobs_.
   size_t PollOnce();
   std::vector<std::string> Ids(const ProcessName& process);
 

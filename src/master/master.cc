@@ -27,9 +27,10 @@ using std::chrono::milliseconds;
 
 // How long one call to the servers for the results may take.
 constexpr std::chrono::seconds kServerCallTimeout{60};
-// How long the processes of a job that succeeded have, after SIGTERM,
-// before they are forced (Slurm's own KillWait is 30 s by default).
+// How long the processes have after SIGTERM, at the end of a job that
+// succeeded and of one that did not, before they are forced.
 constexpr std::chrono::seconds kCleanEndGrace{10};
+constexpr std::chrono::seconds kFailedEndGrace{1};
 
 StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<std::string>& specs,
                                        const char* flag, int64_t records_per_task,
@@ -300,13 +301,11 @@ Status Master::Run(const std::atomic<bool>* cancel) {
   }
   if (!outcome.ok()) state_->Fail(std::string(outcome.message()));
   LogEvaluations();
-  // Workers see the end of the job and leave by themselves; the servers
-  // leave on SIGTERM. Healthy processes are gone in well under a second,
-  // but on a loaded node the exit and the cluster's own bookkeeping (a Slurm
-  // step's teardown) can take seconds: a process forced before then ends
-  // CANCELLED in the cluster's accounting though the job succeeded. The
-  // wait ends as soon as all are gone.
-  backend_->StopAll(outcome.ok() ? kCleanEndGrace : milliseconds(1000));
+  // Workers leave by themselves, servers on SIGTERM. After a success they
+  // get the longer grace: on a loaded node an orderly exit can take seconds,
+  // and a process forced to end counts as cancelled in a cluster's
+  // accounting. StopAll returns once all are gone.
+  backend_->StopAll(outcome.ok() ? kCleanEndGrace : kFailedEndGrace);
 
   proto::GetJobStatusResponse final_status;
   state_->GetStatus(&final_status);

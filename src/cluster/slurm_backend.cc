@@ -6,6 +6,7 @@
 #include <absl/strings/str_split.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 
@@ -247,14 +248,38 @@ Status SlurmBackend::Signal(const ProcessName& process, int signal) {
 }
 
 void SlurmBackend::StopAll(milliseconds grace) {
-  // Those already cancelled (a lapsed lease's SIGKILL) get no SIGTERM and no
-  // grace: on a lost node they stay COMPLETING until Slurm gives the node up.
+  // Those already cancelled (a lapsed lease's SIGKILL) get no SIGTERM and
+  // are not cancelled again: on a lost node they stay COMPLETING until
+  // Slurm gives the node up.
   std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [job_id, job] : jobs_) {
       if (!job.cancelled) ids.push_back(job_id);
     }
+  }
+  // Slurm refuses to signal a job still pending, which has done nothing:
+  // it is cancelled at once.
+  std::vector<std::string> pending;
+  if (StatusOr<std::vector<SlurmJobState>> states = QuerySlurmJobs(ids); states.ok()) {
+    for (const SlurmJobState& state : *states) {
+      if (state.state == "PENDING") pending.push_back(state.id);
+    }
+  }
+  if (!pending.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const std::string& job_id : pending) {
+        if (auto job = jobs_.find(job_id); job != jobs_.end()) job->second.cancelled = true;
+      }
+    }
+    ids.erase(std::remove_if(ids.begin(), ids.end(),
+                             [&pending](const std::string& id) {
+                               return std::find(pending.begin(), pending.end(), id) !=
+                                      pending.end();
+                             }),
+              ids.end());
+    Scancel({absl::StrJoin(pending, ",")}).IgnoreError();
   }
   if (!ids.empty()) AskToStop(ids);
   auto wait_until = [this](std::chrono::steady_clock::time_point deadline, bool all) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -25,27 +26,27 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Each job's state is in state-<id>. `scancel --signal=TERM` runs
-// on-term-<id> where there is one (a process that leaves on SIGTERM);
-// `scancel` alone makes the job CANCELLED, or COMPLETING where
-// stuck-<id> exists (a job on a node that no longer answers). Every
-// scancel's arguments go to scancel.log, every squeue's to squeue.log, a
-// line each.
+// Each job's state is in state-<id>, written whole (a temporary file
+// renamed) so that squeue never reads it half-written. `scancel
+// --signal=TERM` runs on-term-<id> where there is one (a process that
+// leaves on SIGTERM); `scancel` alone makes the job CANCELLED, or
+// COMPLETING where stuck-<id> exists (a job on a node that no longer
+// answers). Every scancel's arguments go to scancel.log, every squeue's to
+// squeue.log once it has read the states, a line each.
 constexpr const char* kSbatch = R"(#!/bin/sh
 n=$(cat "$D/next" 2>/dev/null || echo 1)
 echo $((n + 1)) > "$D/next"
-echo RUNNING > "$D/state-$n"
+echo RUNNING > "$D/state-$n.tmp" && mv "$D/state-$n.tmp" "$D/state-$n"
 echo "$n"
 )";
 constexpr const char* kSqueue = R"(#!/bin/sh
-echo "$*" >> "$D/squeue.log"
 for a in "$@"; do
   case "$a" in --jobs=*) ids=$(echo "${a#--jobs=}" | tr , ' ') ;; esac
 done
 for id in $ids; do
   [ -f "$D/state-$id" ] && echo "$id|$(cat "$D/state-$id")|None|n1"
 done
-exit 0
+echo "$*" >> "$D/squeue.log"
 )";
 constexpr const char* kScancel = R"(#!/bin/sh
 echo "$*" >> "$D/scancel.log"
@@ -56,7 +57,8 @@ if [ "$1" = --signal=TERM ]; then
   exit 0
 fi
 for id in $(echo "$1" | tr , ' '); do
-  if [ -f "$D/stuck-$id" ]; then echo COMPLETING > "$D/state-$id"; else echo CANCELLED > "$D/state-$id"; fi
+  if [ -f "$D/stuck-$id" ]; then state=COMPLETING; else state=CANCELLED; fi
+  echo $state > "$D/state-$id.tmp" && mv "$D/state-$id.tmp" "$D/state-$id"
 done
 )";
 
@@ -69,7 +71,8 @@ class SlurmBackendTest : public ::testing::Test {
       std::ofstream(path) << text;
       ::chmod(path.c_str(), 0755);
     }
-    old_path_ = std::getenv("PATH");
+    const char* path = std::getenv("PATH");
+    old_path_ = path != nullptr ? path : "";
     ::setenv("PATH", (dir_.path() + ":" + old_path_).c_str(), 1);
     ::setenv("D", dir_.path().c_str(), 1);
   }
@@ -87,8 +90,10 @@ class SlurmBackendTest : public ::testing::Test {
     o.poll = poll;
     return std::make_unique<SlurmBackend>(o, exits_.Callback());
   }
+  // Whole, as the stand-ins write theirs.
   void Write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_.File(name)) << text << "\n";
+    std::ofstream(dir_.File(name + ".tmp")) << text << "\n";
+    std::filesystem::rename(dir_.File(name + ".tmp"), dir_.File(name));
   }
   // What the stand-in `command` was asked, a call a line.
   std::vector<std::string> Calls(const std::string& command) {
@@ -110,8 +115,7 @@ TEST_F(SlurmBackendTest, AJobThatEndsBetweenTheWatchersLooksIsNotCancelled) {
   ASSERT_TRUE(backend->StartPs(PsId(0), {}).ok());
   for (int i = 0; i < 500 && Calls("squeue").empty(); ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(Calls("squeue").size(), 1u);
-  std::this_thread::sleep_for(100ms);  // the watcher done with what it saw
-  Write("on-term-1", R"(echo COMPLETED > "$D/state-1")");
+  Write("on-term-1", R"(echo COMPLETED > "$D/state-1.tmp" && mv "$D/state-1.tmp" "$D/state-1")");
   const auto began = std::chrono::steady_clock::now();
   backend->StopAll(300ms);
   EXPECT_GE(std::chrono::steady_clock::now() - began, 300ms);
@@ -126,7 +130,7 @@ TEST_F(SlurmBackendTest, AJobStillRunningAfterTheGraceIsCancelled) {
   auto backend = Backend(50ms);
   ASSERT_TRUE(backend->StartPs(PsId(0), {}).ok());
   ASSERT_TRUE(backend->StartWorker(WorkerId(0)).ok());
-  Write("on-term-2", R"(echo COMPLETED > "$D/state-2")");
+  Write("on-term-2", R"(echo COMPLETED > "$D/state-2.tmp" && mv "$D/state-2.tmp" "$D/state-2")");
   const auto began = std::chrono::steady_clock::now();
   backend->StopAll(300ms);
   EXPECT_GE(std::chrono::steady_clock::now() - began, 300ms);
@@ -140,7 +144,7 @@ TEST_F(SlurmBackendTest, AJobStillRunningAfterTheGraceIsCancelled) {
   }
 }
 
-TEST_F(SlurmBackendTest, AJobAlreadyCancelledGetsNoSigtermAndNoGrace) {
+TEST_F(SlurmBackendTest, AJobAlreadyCancelledGetsNoSigtermAndIsNotCancelledAgain) {
   auto backend = Backend(50ms);
   ASSERT_TRUE(backend->StartWorker(WorkerId(0)).ok());
   ASSERT_TRUE(backend->StartWorker(WorkerId(1)).ok());
@@ -148,17 +152,32 @@ TEST_F(SlurmBackendTest, AJobAlreadyCancelledGetsNoSigtermAndNoGrace) {
   // job COMPLETING until Slurm gives the node up.
   Write("stuck-1", "");
   ASSERT_TRUE(backend->Signal(ProcessName::Worker(WorkerId(0)), SIGKILL).ok());
-  Write("on-term-2", R"(echo COMPLETED > "$D/state-2")");
+  Write("on-term-2", R"(echo COMPLETED > "$D/state-2.tmp" && mv "$D/state-2.tmp" "$D/state-2")");
   std::thread node_given_up([this] {
     std::this_thread::sleep_for(1s);
     Write("state-1", "NODE_FAIL");
   });
-  const auto began = std::chrono::steady_clock::now();
   backend->StopAll(10s);
   node_given_up.join();
-  EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
   EXPECT_EQ(Calls("scancel"), (std::vector<std::string>{"1", "--signal=TERM 2"}));
   EXPECT_EQ(exits_.WaitFor(2).size(), 2u);
+}
+
+TEST_F(SlurmBackendTest, AJobStillPendingIsCancelledAtOnce) {
+  auto backend = Backend(50ms);
+  ASSERT_TRUE(backend->StartPs(PsId(0), {}).ok());
+  ASSERT_TRUE(backend->StartWorker(WorkerId(0)).ok());
+  // The worker waits for room: it has done nothing, and Slurm would refuse
+  // it a signal.
+  Write("state-2", "PENDING");
+  Write("on-term-1", R"(echo COMPLETED > "$D/state-1.tmp" && mv "$D/state-1.tmp" "$D/state-1")");
+  const auto began = std::chrono::steady_clock::now();
+  backend->StopAll(10s);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
+  EXPECT_EQ(Calls("scancel"), (std::vector<std::string>{"2", "--signal=TERM 1"}));
+  std::vector<ProcessExit> exits = exits_.WaitFor(2);
+  ASSERT_EQ(exits.size(), 2u);
+  for (const ProcessExit& e : exits) EXPECT_TRUE(e.ok) << e.description;
 }
 
 }  // namespace

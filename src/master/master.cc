@@ -304,7 +304,8 @@ Status Master::Run(const std::atomic<bool>* cancel) {
   // Workers leave by themselves, servers on SIGTERM. After a success they
   // get the longer grace: on a loaded node an orderly exit can take seconds,
   // and a process forced to end counts as cancelled in a cluster's
-  // accounting. StopAll returns once all are gone.
+  // accounting. StopAll waits for them, up to a limit of the backend's own
+  // after the grace.
   backend_->StopAll(outcome.ok() ? kCleanEndGrace : kFailedEndGrace);
 
   proto::GetJobStatusResponse final_status;

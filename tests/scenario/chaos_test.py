@@ -122,8 +122,8 @@ class ChaosCase(ExactJobCase):
     def holder_inside_task(self, job, log, exclude_tasks=(), min_seconds=0.0):
         """(worker, pid, task) of a live worker inside a training task.
 
-        Waits until some worker has held a training task (not in exclude_tasks)
-        for min_seconds, and still holds it.
+        Waits until some worker has been inside a training task (not in
+        exclude_tasks) for min_seconds, and still is.
         """
         def find():
             now = time.time()
@@ -141,7 +141,7 @@ class ChaosCase(ExactJobCase):
         """Sends sig to a worker inside a training task, at a random moment in it.
 
         The moment is min_seconds to max_seconds (default: a task's length)
-        after the task was handed out. Returns (worker, pid, task, unix time
+        after the worker began the task (as holders() times it). Returns (worker, pid, task, unix time
         just before the signal).
         """
         if max_seconds is None:

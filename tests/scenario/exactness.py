@@ -500,25 +500,39 @@ class EventLog:
         return started[-1]["pid"] if started else None
 
     def holders(self):
-        """{worker: task_dispatched event} of training tasks handed out and not yet done.
+        """{worker: task_dispatched event} of the training task each worker is inside.
 
+        A task handed out ahead (`ahead_of`) waits behind the one it was handed out
+        ahead of; the worker is inside it from when that one's end was recorded (it
+        begins it about then), which is then its `t`.
         A worker lost or gone holds nothing any more, nor one whose attempt another
         attempt of the task overtook (backups: task_done's `overtook`).
         """
-        held = {}
+        current, queued = {}, {}
         for e in self.events:
             kind = e.get("event")
-            if kind == "task_dispatched" and is_training(e):
-                held[e["worker"]] = e
-            elif kind == "task_dispatched":
-                held.pop(e["worker"], None)
-            elif kind == "task_done":
+            if kind == "task_dispatched":
+                worker = e["worker"]
+                if ("ahead_of" in e and
+                        current.get(worker, {}).get("task") == e["ahead_of"]):
+                    queued[worker] = e
+                else:
+                    current[worker] = e
+                    queued.pop(worker, None)
+            elif kind in ("task_done", "task_stopped"):
                 for worker in [e["worker"]] + e.get("overtook", []):
-                    if held.get(worker, {}).get("task") == e["task"]:
-                        del held[worker]
+                    # A task handed out ahead may be handed back before it begins.
+                    if queued.get(worker, {}).get("task") == e["task"]:
+                        del queued[worker]
+                    if current.get(worker, {}).get("task") != e["task"]:
+                        continue
+                    del current[worker]
+                    if worker in queued:
+                        current[worker] = dict(queued.pop(worker), t=e["t"])
             elif kind in ("worker_lost", "worker_left"):
-                held.pop(e["worker"], None)
-        return held
+                current.pop(e["worker"], None)
+                queued.pop(e["worker"], None)
+        return {worker: e for worker, e in current.items() if is_training(e)}
 
     def task_type(self, task):
         """The type of a task, from the latest task_dispatched of it read so far ("" if none)."""

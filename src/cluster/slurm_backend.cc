@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <set>
 
 #include "cluster/command.h"
 #include "common/file.h"
@@ -238,6 +239,10 @@ Status SlurmBackend::Signal(const ProcessName& process, int signal) {
     Status s = Scancel({"--signal=TERM", absl::StrJoin(ids, ",")});
     if (s.ok()) return s;
   }
+  return Cancel(ids);
+}
+
+Status SlurmBackend::Cancel(const std::vector<std::string>& ids) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& job_id : ids) {
@@ -260,26 +265,17 @@ void SlurmBackend::StopAll(milliseconds grace) {
   }
   // Slurm refuses to signal a job still pending, which has done nothing:
   // it is cancelled at once.
-  std::vector<std::string> pending;
+  std::set<std::string> pending;
   if (StatusOr<std::vector<SlurmJobState>> states = QuerySlurmJobs(ids); states.ok()) {
     for (const SlurmJobState& state : *states) {
-      if (state.state == "PENDING") pending.push_back(state.id);
+      if (state.state == "PENDING") pending.insert(state.id);
     }
   }
   if (!pending.empty()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const std::string& job_id : pending) {
-        if (auto job = jobs_.find(job_id); job != jobs_.end()) job->second.cancelled = true;
-      }
-    }
+    Cancel({pending.begin(), pending.end()}).IgnoreError();
     ids.erase(std::remove_if(ids.begin(), ids.end(),
-                             [&pending](const std::string& id) {
-                               return std::find(pending.begin(), pending.end(), id) !=
-                                      pending.end();
-                             }),
+                             [&pending](const std::string& id) { return pending.count(id) != 0; }),
               ids.end());
-    Scancel({absl::StrJoin(pending, ",")}).IgnoreError();
   }
   if (!ids.empty()) AskToStop(ids);
   auto wait_until = [this](std::chrono::steady_clock::time_point deadline, bool all) {
@@ -298,9 +294,8 @@ void SlurmBackend::StopAll(milliseconds grace) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ids.clear();
-      for (auto& [job_id, job] : jobs_) {
+      for (const auto& [job_id, job] : jobs_) {
         if (job.cancelled) continue;
-        job.cancelled = true;
         ids.push_back(job_id);
         labels.push_back(StrCat(job.process.label(), " (Slurm job ", job_id, ")"));
       }
@@ -308,7 +303,7 @@ void SlurmBackend::StopAll(milliseconds grace) {
     if (!ids.empty()) {
       spdlog::warn("{} not ended {} ms after SIGTERM; cancelling", absl::StrJoin(labels, ", "),
                    grace.count());
-      Scancel({absl::StrJoin(ids, ",")}).IgnoreError();
+      Cancel(ids).IgnoreError();
     }
   }
   if (!wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30), true)) {

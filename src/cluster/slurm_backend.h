@@ -136,6 +136,8 @@ class SlurmBackend : public ClusterBackend {
   // call that takes its job out of jobs_.
   size_t PollOnce();
   std::vector<std::string> Ids(const ProcessName& process);
+  // Cancels the jobs, marked first as cancelled by us (a clean end).
+  Status Cancel(const std::vector<std::string>& ids);
 
   const SlurmBackendOptions options_;
   const ExitCallback on_exit_;

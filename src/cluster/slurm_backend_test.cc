@@ -95,6 +95,12 @@ class SlurmBackendTest : public ::testing::Test {
     std::ofstream(dir_.File(name + ".tmp")) << text << "\n";
     std::filesystem::rename(dir_.File(name + ".tmp"), dir_.File(name));
   }
+  // Slurm job `id` ends COMPLETED on SIGTERM, as a process that leaves.
+  void LeavesOnSigterm(int id) {
+    const std::string state = "\"$D/state-" + std::to_string(id);
+    Write("on-term-" + std::to_string(id),
+          "echo COMPLETED > " + state + ".tmp\" && mv " + state + ".tmp\" " + state + "\"");
+  }
   // What the stand-in `command` was asked, a call a line.
   std::vector<std::string> Calls(const std::string& command) {
     std::vector<std::string> calls;
@@ -115,7 +121,7 @@ TEST_F(SlurmBackendTest, AJobThatEndsBetweenTheWatchersLooksIsNotCancelled) {
   ASSERT_TRUE(backend->StartPs(PsId(0), {}).ok());
   for (int i = 0; i < 500 && Calls("squeue").empty(); ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(Calls("squeue").size(), 1u);
-  Write("on-term-1", R"(echo COMPLETED > "$D/state-1.tmp" && mv "$D/state-1.tmp" "$D/state-1")");
+  LeavesOnSigterm(1);
   const auto began = std::chrono::steady_clock::now();
   backend->StopAll(300ms);
   EXPECT_GE(std::chrono::steady_clock::now() - began, 300ms);
@@ -130,7 +136,7 @@ TEST_F(SlurmBackendTest, AJobStillRunningAfterTheGraceIsCancelled) {
   auto backend = Backend(50ms);
   ASSERT_TRUE(backend->StartPs(PsId(0), {}).ok());
   ASSERT_TRUE(backend->StartWorker(WorkerId(0)).ok());
-  Write("on-term-2", R"(echo COMPLETED > "$D/state-2.tmp" && mv "$D/state-2.tmp" "$D/state-2")");
+  LeavesOnSigterm(2);
   const auto began = std::chrono::steady_clock::now();
   backend->StopAll(300ms);
   EXPECT_GE(std::chrono::steady_clock::now() - began, 300ms);
@@ -152,7 +158,7 @@ TEST_F(SlurmBackendTest, AJobAlreadyCancelledGetsNoSigtermAndIsNotCancelledAgain
   // job COMPLETING until Slurm gives the node up.
   Write("stuck-1", "");
   ASSERT_TRUE(backend->Signal(ProcessName::Worker(WorkerId(0)), SIGKILL).ok());
-  Write("on-term-2", R"(echo COMPLETED > "$D/state-2.tmp" && mv "$D/state-2.tmp" "$D/state-2")");
+  LeavesOnSigterm(2);
   std::thread node_given_up([this] {
     std::this_thread::sleep_for(1s);
     Write("state-1", "NODE_FAIL");
@@ -170,7 +176,7 @@ TEST_F(SlurmBackendTest, AJobStillPendingIsCancelledAtOnce) {
   // The worker waits for room: it has done nothing, and Slurm would refuse
   // it a signal.
   Write("state-2", "PENDING");
-  Write("on-term-1", R"(echo COMPLETED > "$D/state-1.tmp" && mv "$D/state-1.tmp" "$D/state-1")");
+  LeavesOnSigterm(1);
   const auto began = std::chrono::steady_clock::now();
   backend->StopAll(10s);
   EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);

@@ -638,6 +638,9 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
   int requeued = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // How long nothing had come from it (past the lease, when that is how
+    // it was lost), said with the event.
+    const std::optional<int64_t> silent_ms = members_.silence_ms(worker, Now());
     if (!members_.Remove(worker, clean)) return 0;
     worker_time_.Gone(worker, /*lost=*/!clean, Now());
     group_.Leave(worker);
@@ -647,7 +650,10 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
     if (clean) {
       Event("worker_left", {{"worker", worker.value()}, {"how", how}, {"requeued", requeued}});
     } else {
-      Event("worker_lost", {{"worker", worker.value()}, {"how", how}, {"requeued", requeued}});
+      Event("worker_lost", {{"worker", worker.value()},
+                            {"how", how},
+                            {"requeued", requeued},
+                            {"silent_ms", silent_ms.value_or(0)}});
     }
     change = ChangedLocked();
   }

@@ -8,8 +8,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/file.h"
+#include "master/event_log.h"
 #include "master/journal.h"
 #include "master/master_service.h"
 #include "rpc/grpc_util.h"
@@ -130,6 +132,33 @@ TEST(JobStateTest, LeasesLapseWithoutCalls) {
   state.AskToLeave(WorkerId(3));
   ASSERT_TRUE(state.Heartbeat(heartbeat, &response).ok());
   EXPECT_TRUE(response.leave());
+}
+
+TEST(JobStateTest, AWorkerLostSaysHowLongNothingCameFromIt) {
+  testing::TempDir dir;
+  EventLog events(dir.path() + "/events.jsonl");
+  std::vector<nlohmann::json> lost;
+  events.Follow([&lost](const nlohmann::json& event, bool) {
+    if (event.at("event") == "worker_lost") lost.push_back(event);
+  });
+  testing::ManualClock clock;
+  JobStateOptions options = StateOptions();
+  options.worker_lease = 5s;
+  options.clock = &clock;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(2), {}, {}), &events);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  state.WorkerStarted(WorkerId(3), {}, false);
+  ASSERT_TRUE(RegisterWorker(&state, 3).ok());
+  clock.Advance(5001ms);
+  ASSERT_EQ(state.ExpiredLeases(), testing::WorkerIds({3}));
+  state.WorkerLost(WorkerId(3), /*clean=*/false, "lease expired");
+  state.WorkerStarted(WorkerId(4), {}, false);
+  clock.Advance(40ms);
+  state.WorkerLost(WorkerId(4), /*clean=*/false, "killed by SIGKILL");
+  events.Follow(nullptr);
+  ASSERT_EQ(lost.size(), 2u);
+  EXPECT_EQ(lost[0].at("silent_ms"), 5001);
+  EXPECT_EQ(lost[1].at("silent_ms"), 40);
 }
 
 TEST(JobStateTest, ReportsQuoteTheAttempt) {

@@ -194,6 +194,12 @@ std::map<WorkerId, int64_t> Membership::silence_ms(Clock::time_point now) const 
   return out;
 }
 
+std::optional<int64_t> Membership::silence_ms(WorkerId worker, Clock::time_point now) const {
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now - it->second.last_seen).count();
+}
+
 proto::JournalProcess Membership::ToJournal(WorkerId id, const Worker& worker) {
   proto::JournalProcess p = ProcessToJournal(id.value(), worker.handle);
   p.set_leaving(worker.leaving);

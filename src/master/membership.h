@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,8 @@ class Membership {
   bool registered(WorkerId worker) const;
   // Milliseconds since each worker was last heard from.
   std::map<WorkerId, int64_t> silence_ms(Clock::time_point now) const;
+  // ...and since this one was; nullopt for a worker the job does not have.
+  std::optional<int64_t> silence_ms(WorkerId worker, Clock::time_point now) const;
   int workers_target() const { return workers_target_; }
   void set_workers_target(int target) { workers_target_ = target; }
   bool worker_relaunch_allowed(int max_relaunches) const {

@@ -57,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/blas_kernels.h"
 #include "common/strings.h"
 #include "common/zipf.h"
 #include "elasticdl/data/dataset.h"
@@ -802,4 +803,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace elasticdl::bench
 
-int main(int argc, char** argv) { return elasticdl::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // The bare loop runs the matrix kernels our workers run (common/blas_kernels.h).
+  if (std::string failed = elasticdl::UseTheCpusBlasKernels(argv, elasticdl::ReadEnvironment());
+      !failed.empty()) {
+    std::fprintf(stderr, "%s\n", failed.c_str());
+  }
+  return elasticdl::bench::Main(argc, argv);
+}

@@ -10,6 +10,17 @@ PER_FILE=10000  # records per file written by `elasticdl data mnist`
 # them with our jobs.
 TUNED=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824
 
+# Our processes run the matrix kernels OpenBLAS should pick for this CPU, where
+# its own pick falls back to Prescott's (src/common/blas_kernels.h; the bare
+# loops of train_bench and embedding_bench choose as they do). Python peers get
+# the same kernels: `env $(blas_env) python3 ...` ("OPENBLAS_CORETYPE=X", or
+# nothing where `elasticdl --version` names no OpenBLAS).
+blas_env() {
+  local kernels
+  kernels=$("$BIN/elasticdl" --version | sed -n 's/.*(OpenBLAS: \([A-Za-z0-9]*\) kernels).*/\1/p')
+  [[ -z $kernels ]] || echo "OPENBLAS_CORETYPE=$kernels"
+}
+
 # The first RECORDS records of Fashion-MNIST as whole files: DATA/train
 # (written there by `elasticdl data mnist` when missing) linked into
 # WORK/subset-RECORDS, which SUBSET then names; FILES lists them.
@@ -57,7 +68,7 @@ warm_zoo() {  # log
 # thread, on the first RECORDS records; its output goes to LOG. Flags after
 # LOG go to ddp_mnist.py (--bind_cores: a core each, as our workers get).
 ddp() {  # log [flags...]
-  OMP_NUM_THREADS=1 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node=2 \
+  env $(blas_env) OMP_NUM_THREADS=1 "$PYTHON" -m torch.distributed.run --standalone --nproc_per_node=2 \
     --redirects 2 --tee 2 "$ROOT/bench/ddp_mnist.py" --records="$RECORDS" --threads=1 "${@:2}" \
     >"$1" 2>&1
   sed -n 's/.*RESULT ddp .*samples_per_s=\([0-9.]*\).*/\1/p' "$1" | head -n1

@@ -55,7 +55,7 @@ ours() {  # zoo workers threads log [flags...]
   echo "${acc:-0} ${rate:-0}"
 }
 bare() {  # log
-  GLIBC_TUNABLES=$TUNED OMP_NUM_THREADS=2 "$PYTHON" "$ROOT/bench/torch_mnist.py" \
+  env $(blas_env) GLIBC_TUNABLES=$TUNED OMP_NUM_THREADS=2 "$PYTHON" "$ROOT/bench/torch_mnist.py" \
     --records="$RECORDS" --threads=2 >"$1" 2>&1
   sed -n 's/^RESULT torch .*samples_per_s=\([0-9.]*\).*/\1/p' "$1"
 }

@@ -60,6 +60,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/blas_kernels.h"
 #include "common/process_tuning.h"
 #include "elasticdl/data/dataset.h"
 #include "elasticdl/zoo/optimizer.h"
@@ -388,4 +389,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace elasticdl::bench
 
-int main(int argc, char** argv) { return elasticdl::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // The bare loop runs the matrix kernels our workers run (common/blas_kernels.h).
+  if (std::string failed = elasticdl::UseTheCpusBlasKernels(argv, elasticdl::ReadEnvironment());
+      !failed.empty()) {
+    std::fprintf(stderr, "%s\n", failed.c_str());
+  }
+  return elasticdl::bench::Main(argc, argv);
+}

@@ -16,6 +16,7 @@
 #include "cli/control_commands.h"
 #include "cli/data_command.h"
 #include "cli/master_command.h"
+#include "common/blas_kernels.h"
 #include "common/file.h"
 #include "common/process_tuning.h"
 
@@ -26,6 +27,8 @@ int ExecTorchBinary(char** argv) {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::string torch = (exe.parent_path() / elasticdl::kElasticdlTorchBinaryName).string();
+  // Its OpenBLAS picks its kernels as it loads (common/blas_kernels.h).
+  elasticdl::ChooseBlasKernelsBeforeExec(elasticdl::ReadEnvironment());
   ::execv(torch.c_str(), argv);
   std::fprintf(stderr, "error: cannot run %s (installed beside %s): %s\n", torch.c_str(),
                exe.c_str(), std::strerror(errno));

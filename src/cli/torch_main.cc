@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstring>
+#include <string>
 
 #include "cli/command_support.h"
 #include "cli/control_commands.h"
@@ -17,13 +18,19 @@
 #include "cli/role_commands.h"
 #include "cli/zoo_command.h"
 #include "cluster/fork_server.h"
+#include "common/blas_kernels.h"
+#include "common/environment.h"
 #include "common/process_tuning.h"
 
 namespace {
 
 int TorchMain(int argc, char** argv) {
   CLI::App app{"ElasticDL: elastic, fault-tolerant training, evaluation and prediction"};
-  app.set_version_flag("--version", "elasticdl 0.1.0");
+  // The version, and the matrix kernels this process runs.
+  const std::string blas = elasticdl::BlasKernels();
+  app.set_version_flag("--version", blas.empty()
+                                        ? std::string("elasticdl 0.1.0")
+                                        : "elasticdl 0.1.0 (OpenBLAS: " + blas + " kernels)");
   app.require_subcommand(1);
   // A peer that closed its connection is an error on that connection, not
   // the end of this process (OpenSSL writes to sockets without
@@ -45,6 +52,12 @@ int TorchMain(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First: this may start the program again, with the kernels OpenBLAS
+  // should have picked for this CPU (common/blas_kernels.h).
+  if (std::string failed = elasticdl::UseTheCpusBlasKernels(argv, elasticdl::ReadEnvironment());
+      !failed.empty()) {
+    spdlog::warn("{}", failed);
+  }
   // A local job's parameter servers and workers are forked from here, with
   // LibTorch loaded once (cluster/fork_server.h); nothing may start a thread
   // before.

@@ -32,6 +32,11 @@ struct Environment {
   // $OMP_WAIT_POLICY if the user set it; empty: unset (the job's local
   // processes are then started with PASSIVE: see cluster/local_backend.h).
   std::string omp_wait_policy;
+  // $OPENBLAS_CORETYPE; empty: unset. Set by the user, it is theirs; set
+  // with $ELASTICDL_OPENBLAS_CORETYPE_CHOSEN, it was chosen by this program
+  // (common/blas_kernels.h).
+  std::string openblas_coretype;
+  bool openblas_coretype_chosen = false;
 };
 
 // This process's environment.

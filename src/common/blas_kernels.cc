@@ -12,8 +12,6 @@
 namespace elasticdl {
 namespace {
 
-constexpr char kChosen[] = "ELASTICDL_OPENBLAS_CORETYPE_CHOSEN";
-
 // openblas_get_corename() as found through `handle` (dlsym's); "" without
 // it. Looked up rather than linked: LibTorch brings OpenBLAS in, and a
 // build against another BLAS has no such function.
@@ -28,7 +26,7 @@ std::string CoreName(void* handle) {
 // Sets the variables for `kernels`, chosen by this program.
 void SetChosen(const std::string& kernels) {
   setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1);
-  setenv(kChosen, "1", 1);
+  setenv(kOpenblasCoretypeChosenVariable, "1", 1);
 }
 
 }  // namespace
@@ -74,7 +72,7 @@ std::string UseTheCpusBlasKernels(char** argv, const Environment& env) {
     // This process's OpenBLAS read the variable at load; what it starts
     // may run on another CPU.
     unsetenv("OPENBLAS_CORETYPE");
-    unsetenv(kChosen);
+    unsetenv(kOpenblasCoretypeChosenVariable);
     return "";
   }
   if (!env.openblas_coretype.empty()) return "";
@@ -84,7 +82,7 @@ std::string UseTheCpusBlasKernels(char** argv, const Environment& env) {
   execv("/proc/self/exe", argv);
   const int error = errno;
   unsetenv("OPENBLAS_CORETYPE");
-  unsetenv(kChosen);
+  unsetenv(kOpenblasCoretypeChosenVariable);
   return StrCat("OpenBLAS took this CPU for a Prescott; starting again with its ", *better,
                 " kernels failed (", std::strerror(error), ")");
 }

@@ -47,16 +47,16 @@ std::optional<std::string> BetterBlasKernels(std::string_view kernels, const Cpu
 
 // For a program about to exec one that links OpenBLAS, with its
 // environment: unless the user set OPENBLAS_CORETYPE, loads OpenBLAS
-// (libopenblas.so.0, a few milliseconds) to see which kernels it picks here
+// (libopenblas.so.0, about 30 ms) to see which kernels it picks here
 // and, where BetterBlasKernels names others, sets OPENBLAS_CORETYPE to them
-// and ELASTICDL_OPENBLAS_CORETYPE_CHOSEN beside it, for the exec to carry.
+// and kOpenblasCoretypeChosenVariable beside it, for the exec to carry.
 void ChooseBlasKernelsBeforeExec(const Environment& env);
 
 // Call first in main(), before any thread starts, with this process's
 // environment. When the user did not set OPENBLAS_CORETYPE and
 // BetterBlasKernels names kernels for this process, executes it again
 // (/proc/self/exe, the same arguments) with OPENBLAS_CORETYPE set to them
-// and ELASTICDL_OPENBLAS_CORETYPE_CHOSEN beside it. In the program started
+// and kOpenblasCoretypeChosenVariable beside it. In the program started
 // so, takes both out of the environment again, so that the processes it
 // starts, perhaps on other machines, choose for their own CPUs. Returns what
 // went wrong, for the caller to log, when that exec failed (the process goes

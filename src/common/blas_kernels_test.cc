@@ -34,7 +34,7 @@ TEST(BlasKernelsTest, KernelsPickedForAKnownCpuAreLeftAlone) {
 
 TEST(BlasKernelsTest, TheProgramStartedAgainKeepsTheChoiceFromWhatItStarts) {
   ASSERT_EQ(setenv("OPENBLAS_CORETYPE", "SkylakeX", 1), 0);
-  ASSERT_EQ(setenv("ELASTICDL_OPENBLAS_CORETYPE_CHOSEN", "1", 1), 0);
+  ASSERT_EQ(setenv(kOpenblasCoretypeChosenVariable, "1", 1), 0);
   const Environment env = ReadEnvironment();
   ASSERT_TRUE(env.openblas_coretype_chosen);
   char* argv[] = {nullptr};
@@ -45,7 +45,7 @@ TEST(BlasKernelsTest, TheProgramStartedAgainKeepsTheChoiceFromWhatItStarts) {
 
 TEST(BlasKernelsTest, AnExecIsGivenKernelsOnlyWhereOpenBlasFallsBackToPrescott) {
   unsetenv("OPENBLAS_CORETYPE");
-  unsetenv("ELASTICDL_OPENBLAS_CORETYPE_CHOSEN");
+  unsetenv(kOpenblasCoretypeChosenVariable);
   void* blas = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
   if (blas == nullptr) GTEST_SKIP() << "no OpenBLAS: " << dlerror();
   using CoreName = char* (*)();
@@ -58,7 +58,7 @@ TEST(BlasKernelsTest, AnExecIsGivenKernelsOnlyWhereOpenBlasFallsBackToPrescott) 
   EXPECT_EQ(chosen.openblas_coretype_chosen, better.has_value());
   // The user's choice stands.
   ASSERT_EQ(setenv("OPENBLAS_CORETYPE", "Haswell", 1), 0);
-  unsetenv("ELASTICDL_OPENBLAS_CORETYPE_CHOSEN");
+  unsetenv(kOpenblasCoretypeChosenVariable);
   ChooseBlasKernelsBeforeExec(ReadEnvironment());
   EXPECT_EQ(ReadEnvironment().openblas_coretype, "Haswell");
   EXPECT_FALSE(ReadEnvironment().openblas_coretype_chosen);

@@ -31,7 +31,7 @@ Environment ReadEnvironment() {
   env.kubernetes_service_port = Get("KUBERNETES_SERVICE_PORT");
   env.omp_wait_policy = Get("OMP_WAIT_POLICY");
   env.openblas_coretype = Get("OPENBLAS_CORETYPE");
-  env.openblas_coretype_chosen = std::getenv("ELASTICDL_OPENBLAS_CORETYPE_CHOSEN") != nullptr;
+  env.openblas_coretype_chosen = std::getenv(kOpenblasCoretypeChosenVariable) != nullptr;
   return env;
 }
 

@@ -39,6 +39,9 @@ struct Environment {
   bool openblas_coretype_chosen = false;
 };
 
+// The variable that says OPENBLAS_CORETYPE was chosen by this program.
+inline constexpr char kOpenblasCoretypeChosenVariable[] = "ELASTICDL_OPENBLAS_CORETYPE_CHOSEN";
+
 // This process's environment.
 Environment ReadEnvironment();
 

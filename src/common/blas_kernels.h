@@ -5,8 +5,8 @@
 // by the CPU's model; releases before 0.3.25 (Debian 12 ships 0.3.21) take
 // an x86 CPU whose model they do not know, any released after them, for a
 // Prescott and run SSE3 kernels on it (OpenBLAS issue 4267). On a Xeon with
-// AVX-512 that made the bare DeepFM loop 18-42 % slower
-// (docs/benchmarks.md). OPENBLAS_CORETYPE, read once at load, overrides the
+// AVX-512 the bare DeepFM loop made 18-42 % more samples/s with the AVX-512
+// kernels (docs/benchmarks.md). OPENBLAS_CORETYPE, read once at load, overrides the
 // pick. `elasticdl`, which does not link LibTorch, sets it before it execs
 // elasticdl-torch (ChooseBlasKernelsBeforeExec); a program that links
 // OpenBLAS and was started otherwise starts itself again with it set

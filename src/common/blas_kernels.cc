@@ -29,6 +29,12 @@ void SetChosen(const std::string& kernels) {
   setenv(kOpenblasCoretypeChosenVariable, "1", 1);
 }
 
+// Takes them out again.
+void ClearChosen() {
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv(kOpenblasCoretypeChosenVariable);
+}
+
 }  // namespace
 
 CpuVectorUnits ThisCpu() {
@@ -71,8 +77,7 @@ std::string UseTheCpusBlasKernels(char** argv, const Environment& env) {
   if (env.openblas_coretype_chosen) {
     // This process's OpenBLAS read the variable at load; what it starts
     // may run on another CPU.
-    unsetenv("OPENBLAS_CORETYPE");
-    unsetenv(kOpenblasCoretypeChosenVariable);
+    ClearChosen();
     return "";
   }
   if (!env.openblas_coretype.empty()) return "";
@@ -81,8 +86,7 @@ std::string UseTheCpusBlasKernels(char** argv, const Environment& env) {
   SetChosen(*better);
   execv("/proc/self/exe", argv);
   const int error = errno;
-  unsetenv("OPENBLAS_CORETYPE");
-  unsetenv(kOpenblasCoretypeChosenVariable);
+  ClearChosen();
   return StrCat("OpenBLAS took this CPU for a Prescott; starting again with its ", *better,
                 " kernels failed (", std::strerror(error), ")");
 }

@@ -32,6 +32,10 @@ bool SameProcess(const proto::JournalProcess& a, const proto::JournalProcess& b)
          a.backend_id() == b.backend_id();
 }
 
+int64_t MillisecondsSince(Membership::Clock::time_point then, Membership::Clock::time_point now) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now - then).count();
+}
+
 }  // namespace
 
 Membership::Membership(int num_ps, int workers_target, std::chrono::milliseconds lease)
@@ -189,7 +193,7 @@ bool Membership::registered(WorkerId worker) const {
 std::map<WorkerId, int64_t> Membership::silence_ms(Clock::time_point now) const {
   std::map<WorkerId, int64_t> out;
   for (const auto& [id, w] : workers_) {
-    out[id] = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_seen).count();
+    out[id] = MillisecondsSince(w.last_seen, now);
   }
   return out;
 }
@@ -197,7 +201,7 @@ std::map<WorkerId, int64_t> Membership::silence_ms(Clock::time_point now) const 
 std::optional<int64_t> Membership::silence_ms(WorkerId worker, Clock::time_point now) const {
   auto it = workers_.find(worker);
   if (it == workers_.end()) return std::nullopt;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(now - it->second.last_seen).count();
+  return MillisecondsSince(it->second.last_seen, now);
 }
 
 proto::JournalProcess Membership::ToJournal(WorkerId id, const Worker& worker) {

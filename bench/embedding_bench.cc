@@ -683,7 +683,9 @@ void RunBare(const Flags& f) {
   BareDeepFM model(f.bare_table_rows, 8);
   SparseAdagrad tables(model.tables(), kTableLr);
   torch::optim::Adam dense(model.dense(), torch::optim::AdamOptions(kDenseLr));
-  std::vector<Task> tasks = MakeTasks(f.data, static_cast<uint64_t>(f.minibatch) * 8, f.records);
+  // As the master cuts the data of the synchronous job compared with it.
+  std::vector<Task> tasks = MakeTasks(f.data, static_cast<uint64_t>(f.minibatch) * 8, f.records,
+                                      master::TaskSizes::kEven);
   int64_t n = 0, samples = 0;
   double loss_sum = 0;
   Clock::time_point start;

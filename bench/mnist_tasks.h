@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +15,7 @@
 #include "common/strings.h"
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/zoo/registry.h"
+#include "master/data_source.h"
 #include "zoo/zoo_library.h"
 #include "zoo/zoo_program.h"
 
@@ -52,26 +53,30 @@ struct Task {
   uint64_t start, end;
 };
 
-// The record files of `dir` (sorted, as the master lists them), cut into
-// tasks of `per_task` records, up to `records` records in all (-1: all).
-inline std::vector<Task> MakeTasks(const std::string& dir, uint64_t per_task,
-                                   int64_t records = -1) {
-  std::vector<std::string> paths;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.is_regular_file()) paths.push_back(e.path().string());
-  }
-  std::sort(paths.begin(), paths.end());
-  if (paths.empty()) Die(absl::NotFoundError(StrCat("no record files in ", dir)));
-  const uint64_t limit = records < 0 ? UINT64_MAX : static_cast<uint64_t>(records);
-  std::vector<Task> tasks;
-  uint64_t total = 0;
+// The record files of `dir` as the master lists them, up to `records`
+// records in all (-1: all), cut into tasks of at most `per_task` records as
+// the master cuts them (master::SplitIntoTasks): `sizes` kEven for the
+// training data of a job whose workers step together (synchronous or
+// collective), kFullFirst otherwise.
+inline std::vector<Task> MakeTasks(const std::string& dir, uint64_t per_task, int64_t records = -1,
+                                   master::TaskSizes sizes = master::TaskSizes::kFullFirst) {
+  const std::vector<std::string> paths = OrDie(master::ExpandDataPath(dir));
+  uint64_t left = records < 0 ? UINT64_MAX : static_cast<uint64_t>(records);
+  std::vector<master::Shard> shards;
+  std::map<std::string, std::shared_ptr<const RecordFile>> files;
   for (const std::string& p : paths) {
+    if (left == 0) break;
     std::shared_ptr<const RecordFile> file = OrDie(RecordFile::Open(p));
-    for (uint64_t s = 0; s < file->num_records() && total < limit; s += per_task) {
-      uint64_t e = std::min({s + per_task, file->num_records(), s + limit - total});
-      tasks.push_back({file, s, e});
-      total += e - s;
-    }
+    const uint64_t n = std::min<uint64_t>(file->num_records(), left);
+    left -= n;
+    shards.push_back({p, static_cast<int64_t>(n)});
+    files.emplace(p, std::move(file));
+  }
+  std::vector<Task> tasks;
+  for (const master::Range& r :
+       master::SplitIntoTasks(shards, static_cast<int64_t>(per_task), sizes)) {
+    tasks.push_back(
+        {files.at(r.file), static_cast<uint64_t>(r.start), static_cast<uint64_t>(r.end)});
   }
   return tasks;
 }

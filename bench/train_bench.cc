@@ -7,10 +7,13 @@
 // bare     The bare LibTorch loop: the SAME zoo entries a worker runs
 //          (model_zoo/mnist/mnist_functional_api.cc is compiled into this
 //          binary: custom_model, dataset_fn, loss, optimizer), the same
-//          RecordIO files, read in tasks of 64 x 8 records through
-//          dataset_fn (tf.Example parsing, /255, shuffle(1024)) and
-//          batch(64), then forward, loss, backward and the optimizer's step
-//          in this process. What a worker does, minus the parameter server.
+//          RecordIO files, read in the tasks the master makes of them for
+//          a synchronous job (at most 64 x 8 records, each file's records
+//          dealt evenly: 500 a task of a 10 000-record file, the last of its
+//          8 minibatches 52 records) through dataset_fn (tf.Example parsing,
+//          /255, shuffle(1024)) and batch(64), then forward, loss, backward
+//          and the optimizer's step in this process. What a worker does,
+//          minus the parameter server.
 // tensors  The same loop on batches decoded beforehand: the compute-only
 //          limit, and (against `bare`) what the data pipeline costs.
 // ps       The parameter-server round trip of one minibatch for this model:
@@ -100,8 +103,11 @@ struct Flags {
   bool bind_team = true;
 };
 
+// The jobs compared with the loops step synchronously: their tasks, cut as
+// the master cuts them.
 std::vector<Task> MakeTasks(const Flags& f) {
-  return bench::MakeTasks(f.data, uint64_t(f.minibatch) * f.minibatches_per_task, f.records);
+  return bench::MakeTasks(f.data, uint64_t(f.minibatch) * f.minibatches_per_task, f.records,
+                          master::TaskSizes::kEven);
 }
 
 struct LoopResult {

@@ -38,6 +38,7 @@ import bisect
 import collections
 import os
 import re
+import shutil
 import statistics
 import struct
 import subprocess
@@ -273,10 +274,8 @@ def libtorch_of(binary):
 def model_binary(command):
     """The binary that runs the model: elasticdl-torch beside an `elasticdl`,
     else COMMAND's own."""
-    first = os.path.realpath(command[0]) if os.path.sep in command[0] else None
-    if first is None:
-        found = subprocess.run(["which", command[0]], capture_output=True, text=True).stdout.strip()
-        first = os.path.realpath(found) if found else command[0]
+    found = command[0] if os.path.sep in command[0] else shutil.which(command[0])
+    first = os.path.realpath(found) if found else command[0]
     if os.path.basename(first) == "elasticdl":
         return os.path.join(os.path.dirname(first), "elasticdl-torch")
     return first

@@ -83,6 +83,11 @@ PUSH_PARTS = [
     ("back to the next forward", "pfr", "fw"),
 ]
 
+# Where the push's events happen: on the worker's push thread (its own
+# process), and in the server (any process).
+PUSH_THREAD_EVENTS = ("pf", "pfr", "sc", "awr", "ap", "apr")
+SERVER_EVENTS = ("ps", "st", "str", "psr")
+
 Event = collections.namedtuple("Event", "pid tid time name")
 
 
@@ -191,16 +196,15 @@ def minibatches(events):
             row["lo"] = first(("lo", tid), start, following)
             if row["lo"] is None:
                 continue
-            ends = [first(("fp", tid), row["lo"], following)]
-            ends += [first((name, tid), row["lo"], following) for name in steps]
+            row["fp"] = first(("fp", tid), row["lo"], following)
+            ends = [row["fp"]] + [first((name, tid), row["lo"], following) for name in steps]
             ends = [t for t in ends if t is not None]
             if not ends:
                 continue
             row["end"] = min(ends)
-            row["fp"] = first(("fp", tid), row["lo"], following)
-            for name in ("pf", "pfr", "sc", "awr", "ap", "apr"):
+            for name in PUSH_THREAD_EVENTS:
                 row[name] = first((name, "pid", pid), row["end"], following)
-            for name in ("ps", "st", "str", "psr"):
+            for name in SERVER_EVENTS:
                 row[name] = first((name, None), row["end"], following)
             rows.append(row)
         out[tid] = rows

@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "common/strings.h"
 #include "elasticdl/data/record_file.h"
 #include "elasticdl/zoo/registry.h"
 #include "master/data_source.h"

@@ -24,6 +24,15 @@ answer back (to AwaitAnswer's return), the values into the model
 (ShardedModel::Apply entered to its return), and the training thread's return
 to its next Forward (PushFrom's return to Forward).
 
+A synchronous job of several workers has each worker's `between` split at its
+step's last push (the latest end of a backward among the minibatches the
+server's step takes, found by that step's StepLocked): the wait for the other
+workers' pushes, and after the last one, the server's step (from that push to
+StepLocked entered, then the step), the values out and the answer back (to
+the first AwaitAnswer's return after the step: a worker that pushed before the
+others has its push answered at once and waits in a pull), the values into the
+model and the return to the next Forward.
+
 Prints the median and mean milliseconds of each part over the minibatches
 after the first SKIP_FIRST and before the last SKIP_LAST of each thread, and
 exits with COMMAND's status. The probes are taken out again at the end.
@@ -81,6 +90,18 @@ PUSH_PARTS = [
     ("the answer back", "psr", "awr"),
     ("the values into the model", "ap", "apr"),
     ("back to the next forward", "pfr", "fw"),
+]
+
+# A synchronous step of several workers, seen by one of them: from the end of
+# its backward to the step's last push ("last", join_steps), then on.
+STEP_PARTS = [
+    ("waiting for the other workers' pushes", "end", "last"),
+    ("after the step's last push", "last", "next"),
+    ("  the last push to the server's step", "last", "st"),
+    ("  the optimizer's step", "st", "str"),
+    ("  the values out and the answer back", "str", "step_awr"),
+    ("  the values into the model", "step_ap", "step_apr"),
+    ("  back to the next forward", "step_apr", "next"),
 ]
 
 # Where the push's events happen: on the worker's push thread (its own
@@ -206,9 +227,33 @@ def minibatches(events):
                 row[name] = first((name, "pid", pid), row["end"], following)
             for name in SERVER_EVENTS:
                 row[name] = first((name, None), row["end"], following)
+            # A synchronous step answers a worker that pushed before the others
+            # at once, and its pull waits for the step: what follows the step
+            # is looked for after it.
+            if row["str"] is not None:
+                for name in ("awr", "ap", "apr"):
+                    row["step_" + name] = first((name, "pid", pid), row["str"], following)
             rows.append(row)
         out[tid] = rows
     return out
+
+
+def join_steps(by_thread):
+    """Gives each minibatch of a synchronous job of several workers the end of
+    its step's last backward ("last"): the minibatches whose first server step
+    after their backward is the same StepLocked are that step's. Minibatches
+    without a server step (the bare loops), or alone in theirs, get none."""
+    by_step = collections.defaultdict(list)
+    for rows in by_thread.values():
+        for row in rows:
+            if row.get("st") is not None:
+                by_step[row["st"]].append(row)
+    for rows in by_step.values():
+        if len(rows) > 1:
+            last = max(row["end"] for row in rows)
+            for row in rows:
+                row["last"] = last
+    return by_thread
 
 
 def parts(rows, single_worker):
@@ -216,6 +261,8 @@ def parts(rows, single_worker):
     split = [("forward", "fw", "lo"), ("backward", "lo", "end"), ("between", "end", "next")]
     if single_worker:
         split += [("  " + name, a, "next" if b == "fw" else b) for name, a, b in PUSH_PARTS]
+    elif any("last" in r for r in rows):
+        split += [("  " + name, a, b) for name, a, b in STEP_PARTS]
     result = []
     for name, a, b in split:
         values = [1e3 * (r[b] - r[a]) for r in rows
@@ -307,7 +354,7 @@ def main():
                                     capture_output=True, text=True)
     finally:
         clear_probes()
-    if report(minibatches(parse(script.stdout.splitlines()))) == 0:
+    if report(join_steps(minibatches(parse(script.stdout.splitlines())))) == 0:
         sys.exit(f"no minibatch was seen (status of COMMAND: {status})")
     sys.exit(status)
 

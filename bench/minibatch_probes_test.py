@@ -27,6 +27,25 @@ def worker_minibatch(t0):
             [line(SERVER, REGION, t0 + t, n) for t, n in server])
 
 
+def synchronous_step(t0):
+    """One step of two workers from t0 ms: worker 100's backward ends at 37,
+    worker 110's at 39. The server answers 100's push at once (100 then waits
+    in a pull), steps once 110's push is in, and answers both."""
+    lines = []
+    for pid, end, answer in [(100, 37.0, 39.75), (110, 39.0, 39.8)]:
+        lines += [line(pid, pid, t0, "fw"), line(pid, pid, t0 + 20, "lo"),
+                  line(pid, pid, t0 + end, "fp")]
+        push = [(end + 0.1, "pf"), (end + 0.2, "sc")]
+        if pid == 100:
+            push += [(end + 0.5, "awr"), (end + 0.55, "pfr"), (end + 0.6, "sc")]
+        push += [(answer, "awr"), (answer + 0.01, "ap"), (answer + 0.05, "apr"),
+                 (answer + 0.06, "pfr")]
+        lines += [line(pid, pid + 5, t0 + t, n) for t, n in push]
+        lines.append(line(SERVER, REGION, t0 + end + 0.25, "ps"))
+    lines += [line(SERVER, REGION, t0 + t, n) for t, n in [(39.35, "st"), (39.45, "str")]]
+    return lines
+
+
 class MinibatchProbesTest(unittest.TestCase):
     def test_a_worker_minibatch_is_split_along_its_push(self):
         lines = ["not a probe", "  5/5  1.0:  sched:sched_switch: "]
@@ -81,6 +100,39 @@ class MinibatchProbesTest(unittest.TestCase):
         self.assertAlmostEqual(by_thread[300][0]["end"] - by_thread[300][0]["lo"], 0.020)
         # Another process's push thread is not this worker's.
         self.assertIsNone(by_thread[300][0].get("pf"))
+
+    def test_a_synchronous_step_is_split_at_its_last_push(self):
+        lines = []
+        for k in range(4):
+            lines += synchronous_step(40.0 * k)
+        by_thread = mp.join_steps(mp.minibatches(mp.parse(lines)))
+        self.assertEqual(sorted(by_thread), [100, 110])
+        # Worker 100 waits 2 ms for 110's push; both then see the same step.
+        for tid, wait, answer, back in [(100, 2.0, 0.3, 0.2), (110, 0.0, 0.35, 0.15)]:
+            got = {name.strip(): values
+                   for name, values in mp.parts(by_thread[tid], single_worker=False)}
+            for name, ms in [("between", wait + 1.0),
+                             ("waiting for the other workers' pushes", wait),
+                             ("after the step's last push", 1.0),
+                             ("the last push to the server's step", 0.35),
+                             ("the optimizer's step", 0.1),
+                             ("the values out and the answer back", answer),
+                             ("the values into the model", 0.04),
+                             ("back to the next forward", back)]:
+                self.assertEqual(len(got[name]), 3, (tid, name))
+                for v in got[name]:
+                    self.assertAlmostEqual(v, ms, places=3, msg=(tid, name))
+            self.assertNotIn("hand-over to the push thread", got)
+
+    def test_independent_loops_have_no_step_to_join(self):
+        lines = []
+        for pid in (7, 8):
+            for k in range(3):
+                lines += [line(pid, pid, 40.0 * k, "fw"), line(pid, pid, 40.0 * k + 21, "lo"),
+                          line(pid, pid, 40.0 * k + 39.5, "step_sgd")]
+        by_thread = mp.join_steps(mp.minibatches(mp.parse(lines)))
+        names = [name.strip() for name, _ in mp.parts(by_thread[7], single_worker=False)]
+        self.assertEqual(names, ["forward", "backward", "between"])
 
     def test_a_minibatch_without_its_loss_or_end_is_left_out(self):
         lines = [line(7, 7, 0, "fw"), line(7, 7, 10, "fw"), line(7, 7, 20, "lo"),

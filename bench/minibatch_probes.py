@@ -89,7 +89,7 @@ PUSH_PARTS = [
     ("the values out", "str", "psr"),
     ("the answer back", "psr", "awr"),
     ("the values into the model", "ap", "apr"),
-    ("back to the next forward", "pfr", "fw"),
+    ("back to the next forward", "pfr", "next"),
 ]
 
 # A synchronous step of several workers, seen by one of them: from the end of
@@ -160,7 +160,7 @@ def probe_lines(binary, libtorch):
         name = next((s for s in sorted(table) if s.startswith(prefix)), None)
         if name is not None:
             lines.append(f"{kind}:{GROUP}/{event} {binary}:{file_offset(segments, table[name]):#x}")
-    if not any(f"/fw " in line for line in lines):
+    if not any("/fw " in line for line in lines):
         raise SystemExit(f"{binary} has no ZooProgram::Forward to probe")
     if libtorch:
         table, segments = symbols(libtorch, dynamic=True), load_segments(libtorch)
@@ -260,7 +260,7 @@ def parts(rows, single_worker):
     """(name, milliseconds of each minibatch) of every part the rows have."""
     split = [("forward", "fw", "lo"), ("backward", "lo", "end"), ("between", "end", "next")]
     if single_worker:
-        split += [("  " + name, a, "next" if b == "fw" else b) for name, a, b in PUSH_PARTS]
+        split += [("  " + name, a, b) for name, a, b in PUSH_PARTS]
     elif any("last" in r for r in rows):
         split += [("  " + name, a, b) for name, a, b in STEP_PARTS]
     result = []

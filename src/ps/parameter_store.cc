@@ -15,6 +15,7 @@
 #include "common/finite.h"
 #include "common/strings.h"
 #include "ps/placement.h"
+#include "ps/step_math.h"
 #include "rpc/tensor_codec.h"
 
 namespace elasticdl::ps {
@@ -417,11 +418,7 @@ Status ParameterStore::StepLocked(const std::map<std::string, torch::Tensor>& gr
 }
 
 void ParameterStore::UpdateBuffersLocked(const BufferUpdates& buffers) {
-  for (const auto& [name, b] : buffers) {
-    torch::Tensor& held = buffers_[name];
-    if (b.decay != 1) held.mul_(b.decay);
-    held.add_(b.update);
-  }
+  for (const auto& [name, b] : buffers) FoldUpdate(buffers_[name], b.update, b.decay);
   if (!buffers.empty()) snapshot_version_ = -1;  // the snapshot no longer holds these values
 }
 
@@ -454,16 +451,16 @@ Status ParameterStore::FlushPendingLocked(int divisor) {
     return std::make_tuple(!a.tagged, a.task, a.minibatch, a.arrival) <
            std::make_tuple(!b.tagged, b.task, b.minibatch, b.arrival);
   });
-  // The tensors were decoded for their pushes: ours to sum into.
-  rpc::NamedTensors sum;
+  // The tensors were decoded for their pushes: ours to sum into, each
+  // parameter's in the pushes' order.
+  std::map<std::string, std::vector<torch::Tensor*>> terms;
   for (Contribution& c : pushes) {
-    for (auto& [name, g] : c.gradients) {
-      auto [it, inserted] = sum.emplace(name, g);
-      if (!inserted) it->second.add_(g);
-    }
+    for (auto& [name, g] : c.gradients) terms[name].push_back(&g);
   }
-  if (divisor != 1) {
-    for (auto& [name, g] : sum) g.div_(divisor);
+  rpc::NamedTensors sum;
+  for (auto& [name, t] : terms) {
+    SumAndDivide(t, divisor);
+    sum.emplace(name, *t.front());
   }
   Status s = StepLocked(sum);
   if (s.ok()) {

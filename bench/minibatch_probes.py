@@ -31,7 +31,11 @@ workers' pushes, and after the last one, the server's step (from that push to
 StepLocked entered, then the step), the values out and the answer back (to
 the first AwaitAnswer's return after the step: a worker that pushed before the
 others has its push answered at once and waits in a pull), the values into the
-model and the return to the next Forward.
+model and the return to the next Forward. Over the minibatches whose push was
+its step's last, that push to the server's step is split further: the
+hand-over and the tensors into the region (to SendCall), the server's wake-up
+(to PushShared), its decode and check (to ParameterStore::FlushPendingLocked
+entered) and the sum of the step's pushes (to StepLocked).
 
 Prints the median and mean milliseconds of each part over the minibatches
 after the first SKIP_FIRST and before the last SKIP_LAST of each thread, and
@@ -71,6 +75,7 @@ PROBES = [
     ("awr", "r", "_ZNK9elasticdl3rpc18SharedTensorRegion11AwaitAnswer"),
     ("ps", "p", "_ZN9elasticdl2ps9PsService10PushSharedE"),
     ("psr", "r", "_ZN9elasticdl2ps9PsService10PushSharedE"),
+    ("fl", "p", "_ZN9elasticdl2ps14ParameterStore18FlushPendingLockedE"),
     ("st", "p", "_ZN9elasticdl2ps14ParameterStore10StepLockedE"),
     ("str", "r", "_ZN9elasticdl2ps14ParameterStore10StepLockedE"),
     ("ap", "p", "_ZN9elasticdl6worker12ShardedModel5ApplyE"),
@@ -103,11 +108,19 @@ STEP_PARTS = [
     ("  the values into the model", "step_ap", "step_apr"),
     ("  back to the next forward", "step_apr", "next"),
 ]
+# The last push of a step, seen by the worker that made it (its minibatches
+# whose end is their step's last), from the end of its backward on.
+LAST_PUSH_PARTS = [
+    ("    its hand-over and the tensors into the region", "end", "sc"),
+    ("    the server wakes", "sc", "ps"),
+    ("    the server decodes and checks", "ps", "fl"),
+    ("    the sum of the step's pushes", "fl", "st"),
+]
 
 # Where the push's events happen: on the worker's push thread (its own
 # process), and in the server (any process).
 PUSH_THREAD_EVENTS = ("pf", "pfr", "sc", "awr", "ap", "apr")
-SERVER_EVENTS = ("ps", "st", "str", "psr")
+SERVER_EVENTS = ("ps", "fl", "st", "str", "psr")
 
 Event = collections.namedtuple("Event", "pid tid time name")
 
@@ -258,14 +271,19 @@ def join_steps(by_thread):
 
 def parts(rows, single_worker):
     """(name, milliseconds of each minibatch) of every part the rows have."""
-    split = [("forward", "fw", "lo"), ("backward", "lo", "end"), ("between", "end", "next")]
+    split = [(name, a, b, rows) for name, a, b in
+             [("forward", "fw", "lo"), ("backward", "lo", "end"), ("between", "end", "next")]]
     if single_worker:
-        split += [("  " + name, a, b) for name, a, b in PUSH_PARTS]
+        split += [("  " + name, a, b, rows) for name, a, b in PUSH_PARTS]
     elif any("last" in r for r in rows):
-        split += [("  " + name, a, b) for name, a, b in STEP_PARTS]
+        pushed_last = [r for r in rows if r.get("last") == r["end"]]
+        for name, a, b in STEP_PARTS:
+            split.append(("  " + name, a, b, rows))
+            if (a, b) == ("last", "st"):  # that push, split where this worker made it
+                split += [("  " + sub, c, d, pushed_last) for sub, c, d in LAST_PUSH_PARTS]
     result = []
-    for name, a, b in split:
-        values = [1e3 * (r[b] - r[a]) for r in rows
+    for name, a, b, of in split:
+        values = [1e3 * (r[b] - r[a]) for r in of
                   if r.get(a) is not None and r.get(b) is not None and r[b] >= r[a]]
         if values:
             result.append((name, values))
@@ -281,10 +299,12 @@ def report(by_thread):
         total = len(by_thread[tid])
         print(f"training thread {tid}: {len(rows)} of its {total} minibatches "
               f"(the first {SKIP_FIRST} and the last {SKIP_LAST} left out)")
-        print(f"{'part':<36} {'median ms':>10} {'mean ms':>10} {'minibatches':>12}")
-        for name, values in parts(rows, single):
-            print(f"{name:<36} {statistics.median(values):10.3f} {statistics.mean(values):10.3f} "
-                  f"{len(values):12d}")
+        split = parts(rows, single)
+        width = max(len(name) for name, _ in split)
+        print(f"{'part':<{width}} {'median ms':>10} {'mean ms':>10} {'minibatches':>12}")
+        for name, values in split:
+            print(f"{name:<{width}} {statistics.median(values):10.3f} "
+                  f"{statistics.mean(values):10.3f} {len(values):12d}")
     return len(kept)
 
 

@@ -42,7 +42,8 @@ def synchronous_step(t0):
                  (answer + 0.06, "pfr")]
         lines += [line(pid, pid + 5, t0 + t, n) for t, n in push]
         lines.append(line(SERVER, REGION, t0 + end + 0.25, "ps"))
-    lines += [line(SERVER, REGION, t0 + t, n) for t, n in [(39.35, "st"), (39.45, "str")]]
+    lines += [line(SERVER, REGION, t0 + t, n)
+              for t, n in [(39.3, "fl"), (39.35, "st"), (39.45, "str")]]
     return lines
 
 
@@ -123,6 +124,18 @@ class MinibatchProbesTest(unittest.TestCase):
                 for v in got[name]:
                     self.assertAlmostEqual(v, ms, places=3, msg=(tid, name))
             self.assertNotIn("hand-over to the push thread", got)
+        # The last push, split over the minibatches of the worker that made it.
+        last = {name.strip(): values
+                for name, values in mp.parts(by_thread[110], single_worker=False)}
+        for name, ms in [("its hand-over and the tensors into the region", 0.2),
+                         ("the server wakes", 0.05),
+                         ("the server decodes and checks", 0.05),
+                         ("the sum of the step's pushes", 0.05)]:
+            self.assertEqual(len(last[name]), 3, name)
+            for v in last[name]:
+                self.assertAlmostEqual(v, ms, places=3, msg=name)
+        first = {name.strip() for name, _ in mp.parts(by_thread[100], single_worker=False)}
+        self.assertNotIn("the sum of the step's pushes", first)
 
     def test_independent_loops_have_no_step_to_join(self):
         lines = []

@@ -5,19 +5,12 @@
 namespace elasticdl::ps {
 namespace {
 
-// Whether every tensor of `tensors` can be read, and the first written, as
-// the first's numel values of its type `T`, in place.
+// Whether `t` can be read or written in place as `like`'s numel values of
+// type `T`.
 template <typename T>
-bool Plain(const std::vector<const torch::Tensor*>& tensors) {
-  const torch::Tensor& first = *tensors.front();
-  const torch::ScalarType type = c10::CppTypeToScalarType<T>::value;
-  for (const torch::Tensor* t : tensors) {
-    if (!t->device().is_cpu() || t->scalar_type() != type || !t->is_contiguous() ||
-        t->numel() != first.numel()) {
-      return false;
-    }
-  }
-  return true;
+bool Plain(const torch::Tensor& t, const torch::Tensor& like) {
+  return t.device().is_cpu() && t.scalar_type() == c10::CppTypeToScalarType<T>::value &&
+         t.is_contiguous() && t.numel() == like.numel();
 }
 
 // (This file is compiled with -ffp-contract=off: no product and sum here
@@ -25,7 +18,9 @@ bool Plain(const std::vector<const torch::Tensor*>& tensors) {
 // rounds twice.)
 template <typename T>
 bool SumAndDivideAs(const std::vector<torch::Tensor*>& terms, int divisor) {
-  if (!Plain<T>({terms.begin(), terms.end()})) return false;
+  for (const torch::Tensor* t : terms) {
+    if (!Plain<T>(*t, *terms.front())) return false;
+  }
   T* sum = terms.front()->data_ptr<T>();
   const int64_t n = terms.front()->numel();
   const size_t last = terms.size() - 1;
@@ -59,7 +54,7 @@ bool SumAndDivideAs(const std::vector<torch::Tensor*>& terms, int divisor) {
 
 template <typename T>
 bool FoldUpdateAs(torch::Tensor& held, const torch::Tensor& update, double decay) {
-  if (!Plain<T>({&held, &update})) return false;
+  if (!Plain<T>(held, held) || !Plain<T>(update, held)) return false;
   T* h = held.data_ptr<T>();
   const T* u = update.data_ptr<T>();
   const int64_t n = held.numel();

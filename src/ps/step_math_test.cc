@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <vector>
 
 namespace elasticdl::ps {
 namespace {
 
-// What a step computed before the sum had a path of its own: add_ in
-// order, then div_.
+// A step's sum in LibTorch's own calls: add_ in order, then div_.
 torch::Tensor AddThenDivide(const std::vector<torch::Tensor>& terms, int divisor) {
   torch::Tensor sum = terms.front().clone();
   for (size_t k = 1; k < terms.size(); ++k) sum.add_(terms[k]);
@@ -100,7 +100,7 @@ TEST(SumAndDivideTest, WritesTheFirstTermInPlaceAndLeavesTheOthers) {
   SumAndDivide({}, 2);  // nothing to sum
 }
 
-// What a step computed before FoldUpdate: mul_ (unless the decay is 1),
+// A buffer's fold in LibTorch's own calls: mul_ (unless the decay is 1),
 // then add_.
 torch::Tensor MulThenAdd(const torch::Tensor& held, const torch::Tensor& update, double decay) {
   torch::Tensor h = held.clone();

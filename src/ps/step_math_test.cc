@@ -76,8 +76,9 @@ TEST(SumAndDivideTest, TensorsOfOtherKindsGoThroughAddAndDiv) {
   std::vector<torch::Tensor> views = Terms(3, torch::kFloat32, {6, 5});
   for (torch::Tensor& t : views) t = t.t();
   EXPECT_TRUE(torch::equal(Summed(views, 3), AddThenDivide(views, 3)));
-  std::vector<torch::Tensor> half = Terms(3, torch::kFloat16, {4, 4});
-  for (torch::Tensor& t : half) t = t / 1000;
+  // Scaled before the conversion: every value finite in half precision.
+  std::vector<torch::Tensor> half = Terms(3, torch::kFloat64, {4, 4});
+  for (torch::Tensor& t : half) t = (t / 1e6).to(torch::kFloat16);
   EXPECT_TRUE(torch::equal(Summed(half, 3), AddThenDivide(half, 3)));
   std::vector<torch::Tensor> ints = {torch::arange(6), torch::arange(6) * 2};
   EXPECT_TRUE(torch::equal(Summed(ints, 1), torch::arange(6) * 3));
@@ -133,8 +134,8 @@ TEST(FoldUpdateTest, TensorsOfOtherKindsGoThroughMulAndAdd) {
   std::vector<torch::Tensor> t = Terms(2, torch::kFloat32, {5, 7});
   torch::Tensor transposed = t[0].t().contiguous().t();  // the same shape, not contiguous
   EXPECT_TRUE(torch::equal(Folded(transposed, t[1], 0.9), MulThenAdd(transposed, t[1], 0.9)));
-  std::vector<torch::Tensor> half = Terms(2, torch::kFloat16, {4, 4});
-  for (torch::Tensor& h : half) h = h / 1000;
+  std::vector<torch::Tensor> half = Terms(2, torch::kFloat64, {4, 4});
+  for (torch::Tensor& h : half) h = (h / 1e3).to(torch::kFloat16);
   EXPECT_TRUE(torch::equal(Folded(half[0], half[1], 0.9), MulThenAdd(half[0], half[1], 0.9)));
   torch::Tensor ints = torch::arange(4, torch::kInt32);
   EXPECT_TRUE(torch::equal(Folded(ints, ints, 1), ints * 2));

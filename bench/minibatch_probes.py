@@ -37,6 +37,11 @@ hand-over and the tensors into the region (to SendCall), the server's wake-up
 (to PushShared), its decode and check (to ParameterStore::FlushPendingLocked
 entered) and the sum of the step's pushes (to StepLocked).
 
+A worker's `between` is also given over the minibatches that asked the
+master for the next task in it (Worker::AskForNext entered on the training
+thread), those that began a task in it (Worker::Train entered) and the
+others: what the task's hand-outs and reports cost its training thread.
+
 Prints the median and mean milliseconds of each part over the minibatches
 after the first SKIP_FIRST and before the last SKIP_LAST of each thread, and
 exits with COMMAND's status. The probes are taken out again at the end.
@@ -80,6 +85,8 @@ PROBES = [
     ("str", "r", "_ZN9elasticdl2ps14ParameterStore10StepLockedE"),
     ("ap", "p", "_ZN9elasticdl6worker12ShardedModel5ApplyE"),
     ("apr", "r", "_ZN9elasticdl6worker12ShardedModel5ApplyE"),
+    ("af", "p", "_ZN9elasticdl6worker6Worker10AskForNextE"),
+    ("tr", "p", "_ZN9elasticdl6worker6Worker5TrainE"),
 ]
 # The bare loop's step, in libtorch_cpu: any of LibTorch's optimizers.
 OPTIMIZER_STEP = re.compile(r"^_ZN5torch5optim(\d+)([A-Za-z]+)4stepESt8functionIFN2at6TensorEvEE$")
@@ -117,8 +124,17 @@ LAST_PUSH_PARTS = [
     ("    the sum of the step's pushes", "fl", "st"),
 ]
 
-# Where the push's events happen: on the worker's push thread (its own
-# process), and in the server (any process).
+# `between`, over the minibatches by what their training thread did in it
+# besides: (name, event on that thread, or None for neither).
+TASK_PARTS = [
+    ("between, the minibatches that asked for the next task", "af"),
+    ("between, the minibatches that began a task", "tr"),
+    ("between, the other minibatches", None),
+]
+
+# Where the events happen: on the training thread, on the worker's push
+# thread (its own process), and in the server (any process).
+TRAINING_THREAD_EVENTS = ("af", "tr")
 PUSH_THREAD_EVENTS = ("pf", "pfr", "sc", "awr", "ap", "apr")
 SERVER_EVENTS = ("ps", "fl", "st", "str", "psr")
 
@@ -236,6 +252,8 @@ def minibatches(events):
             if not ends:
                 continue
             row["end"] = min(ends)
+            for name in TRAINING_THREAD_EVENTS:
+                row[name] = first((name, tid), row["end"], following)
             for name in PUSH_THREAD_EVENTS:
                 row[name] = first((name, "pid", pid), row["end"], following)
             for name in SERVER_EVENTS:
@@ -281,6 +299,13 @@ def parts(rows, single_worker):
             split.append(("  " + name, a, b, rows))
             if (a, b) == ("last", "st"):  # that push, split where this worker made it
                 split += [("  " + sub, c, d, pushed_last) for sub, c, d in LAST_PUSH_PARTS]
+    if any(r.get(e) is not None for r in rows for e in TRAINING_THREAD_EVENTS):
+        for name, event in TASK_PARTS:
+            if event is None:
+                of = [r for r in rows if all(r.get(e) is None for e in TRAINING_THREAD_EVENTS)]
+            else:
+                of = [r for r in rows if r.get(event) is not None]
+            split.append((name, "end", "next", of))
     result = []
     for name, a, b, of in split:
         values = [1e3 * (r[b] - r[a]) for r in of

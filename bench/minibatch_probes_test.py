@@ -67,6 +67,28 @@ class MinibatchProbesTest(unittest.TestCase):
             for v in got[name]:
                 self.assertAlmostEqual(v, ms, places=3, msg=name)
 
+    def test_between_is_given_by_what_the_training_thread_did_in_it(self):
+        # Minibatch 1 asks the master for the next task and its next Forward
+        # comes 3 ms late; minibatch 2 begins a task, 1 ms late. An ask on
+        # another thread (the push thread) is not the training thread's.
+        lines = []
+        for t0 in [0.0, 38.0, 79.0, 118.0, 156.0]:
+            lines += worker_minibatch(t0)
+        lines += [line(WORKER, TRAINING, 75.05, "af"), line(WORKER, TRAINING, 116.9, "tr"),
+                  line(WORKER, PUSHER, 155.5, "af")]
+        rows = mp.minibatches(mp.parse(lines))[TRAINING]
+        got = dict(mp.parts(rows, single_worker=True))
+        for name, ms in [("between, the minibatches that asked for the next task", [4.0]),
+                         ("between, the minibatches that began a task", [2.0]),
+                         ("between, the other minibatches", [1.0, 1.0])]:
+            self.assertEqual(len(got[name]), len(ms), name)
+            for v, want in zip(got[name], ms):
+                self.assertAlmostEqual(v, want, places=3, msg=name)
+        # Without those events, no such rows.
+        plain = mp.minibatches(mp.parse(worker_minibatch(0) + worker_minibatch(38)))[TRAINING]
+        names = [name for name, _ in mp.parts(plain, single_worker=True)]
+        self.assertFalse([n for n in names if n.startswith("between,")], names)
+
     def test_without_a_region_only_the_parts_seen_are_given(self):
         # Over the socket: no SendCall, no answer through the region, and the
         # server's PushShared is never entered.

@@ -47,12 +47,14 @@
 // LibTorch's global generator alone in a task's first pull, which is taken
 // to hold for every task, as it is taken to hold for every minibatch of
 // one), in the step of the current task's last minibatch at the latest,
-// while that step's reduce is in flight; the next task's pipeline then
-// starts on that thread: the records of the next task are read and
-// shuffled while the current task's last minibatches are trained and it is
-// reported, instead of after. The member holds both tasks meanwhile (its
-// heartbeats name both); one that leaves first, or whose group comes to
-// take turns, hands the next one back.
+// while that step's reduce is in flight. The master's answer, which waits
+// for its journal, comes on a thread of its own; it is taken at the next
+// step, or when the current task is reported, and the next task's pipeline
+// then starts on the pipeline's thread: the records of the next task are
+// read and shuffled while the current task's last minibatches are trained
+// and it is reported, instead of after. The member holds both tasks
+// meanwhile (its heartbeats name both); one that leaves first, or whose
+// group comes to take turns, hands the next one back.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <spdlog/spdlog.h>
@@ -215,10 +217,14 @@ class CollectiveTrainer {
   Current Handed(const proto::Task& task) const;
   void StartTask(Current c);
   // Once the current task's pipeline has ended (its last minibatches are
-  // ready): asks for the next task and starts its pipeline ahead, where it
-  // may (see the top of this file). A failure to ask only leaves the next
-  // task to be asked for after the report.
+  // ready): asks for the next task, and at a later call takes the answer
+  // and starts its pipeline ahead, where it may (see the top of this file).
+  // A failure to ask only leaves the next task to be asked for after the
+  // report.
   void AskAhead();
+  // Takes the answer to AskAhead's ask, if any, into next_ (waiting for it
+  // with `wait`); true once taken.
+  bool TakeAhead(bool wait);
   // Reports the task asked for ahead, if any, as stopped: this member
   // leaves, or the group's state went back.
   Status HandBackAhead();
@@ -480,22 +486,31 @@ void CollectiveTrainer::StartTask(Current c) {
 }
 
 void CollectiveTrainer::AskAhead() {
-  if (next_ || TakesTurns() || !pipelines_free_ || !w_.asks_ahead_ || leaving_ || job_over_ ||
-      w_.stopping() || (w_.job_.max_steps > 0 && version_ + 1 >= w_.job_.max_steps)) {
+  if (TakeAhead(/*wait=*/false)) return;
+  if (next_ || w_.AskedForNext() || TakesTurns() || !pipelines_free_ || !w_.asks_ahead_ ||
+      leaving_ || job_over_ || w_.stopping() ||
+      (w_.job_.max_steps > 0 && version_ + 1 >= w_.job_.max_steps)) {
     return;
   }
-  std::optional<Worker::NextTask> handed = w_.AskForNext(current_->task);
-  if (!handed) return;
+  w_.AskForNext(current_->task);
+}
+
+bool CollectiveTrainer::TakeAhead(bool wait) {
+  std::optional<Worker::NextTask> handed;
+  if (!w_.TakeNext(wait, &handed)) return false;
+  if (!handed) return true;
   Current next = Handed(handed->task);
   if (handed->started) {
     // The current task's pipeline had ended: the thread is the next one's.
-    current_->ahead = false;
+    if (current_) current_->ahead = false;
     next.ahead = true;
   }
   next_ = std::move(next);
+  return true;
 }
 
 Status CollectiveTrainer::HandBackAhead() {
+  TakeAhead(/*wait=*/true);
   if (!next_) return absl::OkStatus();
   Status s = Report(&*next_, /*stopped=*/true);
   next_.reset();
@@ -518,6 +533,9 @@ Status CollectiveTrainer::Report(Current* c, bool stopped, const std::string& er
 }
 
 Status CollectiveTrainer::ReportCurrent(bool stopped, const std::string& error, bool nonfinite) {
+  // The next task's pipeline takes the thread before this one's report
+  // would stop it.
+  TakeAhead(/*wait=*/true);
   if (!current_) return absl::OkStatus();
   Status s = Report(&*current_, stopped, error, nonfinite);
   current_.reset();
@@ -529,6 +547,7 @@ StatusOr<bool> CollectiveTrainer::EnsureTask() {
   while (!current_) {
     if (w_.lost_) return absl::AbortedError("the master took this worker as lost");
     if (w_.stopping() || job_over_) return false;
+    TakeAhead(/*wait=*/true);
     std::optional<Current> handed = std::exchange(next_, std::nullopt);
     if (!handed) {
       proto::GetTaskRequest request;

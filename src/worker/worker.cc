@@ -131,7 +131,9 @@ Worker::Worker(WorkerOptions options, WorkerJob job, ZooProgram program, WorkerP
 
 Worker::~Worker() {
   StopHeartbeats();
-  if (report_sent_.valid()) report_sent_.wait();  // it uses this worker's members
+  // Both use this worker's members.
+  if (report_sent_.valid()) report_sent_.wait();
+  if (asked_.valid()) asked_.wait();
 }
 
 bool Worker::stopping() const {
@@ -547,13 +549,25 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
   // its own, and makes the next minibatch only while the servers take the
   // push; so does a pipeline of Python code, which would hold the
   // interpreter's lock against a Python model's forward. A task handed out
-  // ahead had its pipeline started on that thread already (AskForNext).
+  // ahead had its pipeline started on that thread already (TakeNext).
   bool probed = program_.MakesBatchesInPython() || started_ahead;
   bool ahead = started_ahead;
   // The task's pipeline, when it runs ahead, ends with the task.
   auto stop_ahead = absl::MakeCleanup([&ahead, this] {
     if (ahead) ahead_->Stop();
   });
+  // The next task, asked for near this one's end, is taken while a push is
+  // out once this task's pipeline has ended, or when the task ends; its
+  // pipeline then has the thread (in place of this task's, if that still
+  // runs).
+  auto take_next = [&ahead, this](bool wait) {
+    std::optional<NextTask> handed;
+    if (!TakeNext(wait, &handed)) return false;
+    next_ = std::move(handed);
+    if (next_.has_value() && next_->started) ahead = false;
+    return true;
+  };
+  absl::Cleanup next_taken = [&take_next] { take_next(/*wait=*/true); };
   // Made ahead and taken from the thread at once, in order: once the end is
   // among them the thread is free for the next task's pipeline.
   std::deque<StatusOr<std::optional<Example>>> taken;
@@ -608,9 +622,9 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
     // The pipeline makes the next minibatch while the servers take this
     // one's gradients: the same minibatches, in the same order, with the
     // same seeds, as one after the other. One running ahead has made some
-    // already: they are taken, and once its end is among them the master
-    // is asked for the next task, whose pipeline then runs on the thread
-    // while this task's last minibatches train.
+    // already: they are taken, and once its end is among them the next
+    // task's pipeline runs on the thread while this task's last minibatches
+    // train.
     auto prefetch = [&, following = minibatch + 1] {
       if (!ahead) {
         prefetched = next(following);
@@ -618,15 +632,19 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
       }
       for (auto& made : ahead_->TakeReady()) taken.push_back(std::move(made));
       end_taken = !taken.empty() && taken.back().ok() && !taken.back()->has_value();
-      // Not before the last task's report is answered (asking ahead gives
-      // back every task held but the one kept), nor after it failed.
-      if (!end_taken || next_.has_value() || !asks_ahead_ || !pipelines_free_ ||
+      if (end_taken && take_next(/*wait=*/false)) return;
+      // Asked for a minibatch before this task's end is taken (the pipeline
+      // makes it about kMinibatchesAhead + 1 minibatches ahead of the
+      // model), the next task is in hand when the thread is free for it. Not
+      // before the last task's report is answered (asking ahead gives back
+      // every task held but the one kept), nor after it failed.
+      const bool near_end =
+          end_taken || following + static_cast<int64_t>(kMinibatchesAhead) + 2 >= minibatches;
+      if (!near_end || next_.has_value() || AskedForNext() || !asks_ahead_ || !pipelines_free_ ||
           job_.max_steps > 0 || task_stopping() || !ReportAnswered() || !reported_.ok()) {
         return;
       }
-      next_ = AskForNext(task);
-      // The thread is the next task's now.
-      if (next_.has_value() && next_->started) ahead = false;
+      AskForNext(task);
     };
     Status trained =
         TrainMinibatch(**batch, tag, job_seeds::Minibatch(job_.seed, task.task_id(), minibatch),
@@ -936,38 +954,51 @@ Status Worker::Run() {
   }
 }
 
-std::optional<Worker::NextTask> Worker::AskForNext(const proto::Task& current) {
+void Worker::AskForNext(const proto::Task& current) {
   proto::GetTaskRequest request;
   request.set_worker_id(options_.worker_id);
   request.mutable_keep()->set_task_id(current.task_id());
   request.mutable_keep()->set_attempt(current.attempt());
-  proto::GetTaskResponse response;
   AskingAhead();
-  Status asked =
-      CallMaster("asking the master for the next task", &MasterClient::GetTask, request, &response);
-  const proto::Task& task = response.task();
-  if (!asked.ok() || task.type() == proto::TASK_NONE || task.type() == proto::TASK_WAIT) {
-    if (absl::IsInvalidArgument(asked)) {
+  asked_ = std::async(std::launch::async, [this, request = std::move(request)] {
+    Asked asked;
+    asked.status = CallMaster("asking the master for the next task", &MasterClient::GetTask,
+                              request, &asked.response);
+    const proto::Task& task = asked.response.task();
+    const bool handed =
+        asked.status.ok() && task.type() != proto::TASK_NONE && task.type() != proto::TASK_WAIT;
+    // Held from now on, as the heartbeats tell the master.
+    HoldAhead(handed ? &task : nullptr);
+    return asked;
+  });
+}
+
+bool Worker::TakeNext(bool wait, std::optional<NextTask>* next) {
+  if (!asked_.valid()) return false;
+  if (!wait && asked_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  Asked asked = asked_.get();
+  const proto::Task& task = asked.response.task();
+  next->reset();
+  if (!asked.status.ok() || task.type() == proto::TASK_NONE || task.type() == proto::TASK_WAIT) {
+    if (absl::IsInvalidArgument(asked.status)) {
       asks_ahead_ = false;  // a master that hands out one task at a time
-      spdlog::info("{}; asking for one task at a time", std::string(asked.message()));
-    } else if (!asked.ok()) {
-      spdlog::warn("{}", std::string(asked.message()));
+      spdlog::info("{}; asking for one task at a time", std::string(asked.status.message()));
+    } else if (!asked.status.ok()) {
+      spdlog::warn("{}", std::string(asked.status.message()));
     }
-    HoldAhead(nullptr);
-    return std::nullopt;
+    return true;
   }
-  NextTask next{task, false};
+  next->emplace(NextTask{task, false});
   if (task.type() == proto::TASK_TRAINING) {
     // A pipeline that fails to start is made again, and reports why, when
     // the task begins.
     StatusOr<Dataset<Example>> batches = Batches(task, Mode::TRAINING, /*ahead=*/true);
     if (batches.ok()) {
       Ahead().Start(std::move(*batches));
-      next.started = true;
+      (*next)->started = true;
     }
   }
-  HoldAhead(&task);
-  return next;
+  return true;
 }
 
 proto::ReportTaskRequest Worker::ReportOf(const proto::Task& task) const {

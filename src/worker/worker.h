@@ -142,7 +142,7 @@ class Worker {
   // stop meanwhile).
   Status Pull(bool wait_for_steps = false);
   // `started_ahead`: a training task's pipeline already runs on Ahead()
-  // (handed out ahead, AskForNext).
+  // (handed out ahead, TakeNext).
   Status RunTask(const proto::Task& task, proto::ReportTaskRequest* report,
                  bool started_ahead = false);
   Status Train(const proto::Task& task, proto::ReportTaskRequest* report, bool started_ahead);
@@ -153,11 +153,20 @@ class Worker {
     bool started = false;
   };
   // Asks the master for the task after `current`, keeping it
-  // (GetTaskRequest.keep); a training task's pipeline starts on Ahead(),
-  // which the current task's must have left. The heartbeats name the answer
-  // as held. Nothing when the master has none to give now (or refuses to
-  // hand out ahead: asks_ahead_ is cleared).
-  std::optional<NextTask> AskForNext(const proto::Task& current);
+  // (GetTaskRequest.keep), on a thread of its own: the call waits for the
+  // master's journal, which the training thread does not. The heartbeats
+  // name the ask, then its answer, as held. TakeNext takes the answer.
+  void AskForNext(const proto::Task& current);
+  // Whether an ask of AskForNext waits to be taken.
+  bool AskedForNext() const { return asked_.valid(); }
+  // Takes the answer of the ask in flight, if any: false while it is on its
+  // way (at once without `wait`), else true with the task handed out in
+  // *next, nothing when the master has none to give now (or refuses to
+  // hand out ahead: asks_ahead_ is cleared). A training task's pipeline
+  // starts on Ahead(), in place of any pipeline there, on the calling
+  // thread (a dataset_fn runs where the model's draws cannot interleave
+  // with its own).
+  bool TakeNext(bool wait, std::optional<NextTask>* next);
   // A report of `task` as handed out: none of it done since.
   proto::ReportTaskRequest ReportOf(const proto::Task& task) const;
   // Hands next_ back to the master, untouched (after a failed task, or when
@@ -273,6 +282,12 @@ class Worker {
   bool asks_ahead_ = true;
   // Parameter-server strategy: the task handed out ahead (AskForNext).
   std::optional<NextTask> next_;
+  // The master's answer to AskForNext on its way, until TakeNext.
+  struct Asked {
+    Status status;
+    proto::GetTaskResponse response;
+  };
+  std::future<Asked> asked_;
   // The report on its way (ReportInBackground), and the answer of the last.
   std::future<Status> report_sent_;
   Status reported_;

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <set>
@@ -91,10 +93,13 @@ ZooProgram Program() {
 }
 
 // A master that hands out the tasks it was given, one at a time, and
-// records what it hears. Faults: `unreachable_calls` calls fail as
-// unreachable first; `forget_worker` answers heartbeats as to a worker
-// taken as lost; `ask_to_leave` answers heartbeats with leave; each report
-// takes `slow_report`; the first `failed_reports` reports fail.
+// records what it hears; a task reported stopped goes back to the front of
+// the queue from where it stopped, as the job's master queues it again.
+// Faults: `unreachable_calls` calls fail as unreachable first;
+// `forget_worker` answers heartbeats as to a worker taken as lost;
+// `ask_to_leave` answers heartbeats with leave; each report takes
+// `slow_report`; the first `failed_reports` reports fail;
+// `hold_asks_until` holds the answers to asks ahead.
 class FakeMaster : public MasterClient {
  public:
   Status RegisterWorker(const proto::RegisterWorkerRequest&,
@@ -108,6 +113,16 @@ class FakeMaster : public MasterClient {
   }
   Status GetTask(const proto::GetTaskRequest& request, proto::GetTaskResponse* response,
                  std::chrono::milliseconds) override {
+    if (request.has_keep() && hold_asks_until) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      bool released = hold_asks_until();
+      while (!released && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        released = hold_asks_until();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (!released) ++asks_given_up;
+    }
     std::lock_guard<std::mutex> lock(mu);
     EDL_RETURN_IF_ERROR(Fault());
     if (request.has_keep()) kept.push_back(request.keep().task_id());
@@ -115,6 +130,7 @@ class FakeMaster : public MasterClient {
       response->mutable_task()->set_type(proto::TASK_NONE);
     } else {
       *response->mutable_task() = tasks.front();
+      handed[tasks.front().task_id()] = tasks.front();
       tasks.pop_front();
     }
     return absl::OkStatus();
@@ -125,6 +141,11 @@ class FakeMaster : public MasterClient {
     std::lock_guard<std::mutex> lock(mu);
     EDL_RETURN_IF_ERROR(Fault());
     reports.push_back(request);
+    if (request.stopped() && handed.count(request.task_id()) != 0) {
+      proto::Task again = handed[request.task_id()];
+      again.set_minibatches_done(request.minibatches_done());
+      tasks.push_front(again);
+    }
     if (failed_reports > 0) {
       --failed_reports;
       return absl::InternalError("the master's journal cannot be written");
@@ -154,7 +175,11 @@ class FakeMaster : public MasterClient {
   std::deque<proto::Task> tasks;
   std::vector<proto::ReportTaskRequest> reports;
   std::vector<proto::HeartbeatRequest> heartbeats;
-  std::vector<int64_t> kept;  // tasks kept asking ahead
+  std::vector<int64_t> kept;              // tasks kept asking ahead
+  std::map<int64_t, proto::Task> handed;  // by id, as last handed out
+  // When set, an ask ahead is answered once this holds (or after 5 s).
+  std::function<bool()> hold_asks_until;
+  int asks_given_up = 0;  // asks ahead answered after the 5 s
   int unreachable_calls = 0;
   int failed_calls = 0;
   int registrations = 0;
@@ -396,8 +421,8 @@ TEST_F(WorkerTest, ALostServerHandsTheTaskBackAndReconnects) {
   AddTasks(2);
   servers_->unreachable_pushes = 1;
   auto worker = MakeWorker();
-  // The worker hands back task 0 at once; the master queues it again.
-  master_->tasks.push_back(master_->tasks.front());
+  // The worker hands back task 0 at once, and task 1 if it holds it
+  // already; the master queues them again.
   ASSERT_TRUE(worker->Run().ok());
   EXPECT_EQ(master_->registrations, 2);  // again after the loss, for the new address
   EXPECT_EQ(connects_, 2);
@@ -446,6 +471,27 @@ TEST_F(WorkerTest, TheNextTaskTrainsWhileTheLastOneIsReported) {
     }
   }
   EXPECT_TRUE(named);
+}
+
+TEST_F(WorkerTest, TheTaskTrainsOnWhileTheMasterHandsOutTheNextOne) {
+  // The master answers an ask ahead once its journal holds the hand-out;
+  // the task's last minibatches train meanwhile. Here the answer comes
+  // once the task's fourth push is made, which a training thread waiting
+  // for it would not make: the master gives up after 5 s instead.
+  AddTasks(2);
+  master_->hold_asks_until = [this] { return servers_->pushes.load() >= 4; };
+  auto worker = MakeWorker();
+  ASSERT_TRUE(worker->Run().ok());
+  EXPECT_FLOAT_EQ(servers_->weight(), -32);
+  std::lock_guard<std::mutex> lock(master_->mu);
+  ASSERT_FALSE(master_->kept.empty());
+  EXPECT_EQ(master_->kept.front(), 0) << "task 1 was not handed out ahead";
+  EXPECT_EQ(master_->asks_given_up, 0) << "the ask held the task's training";
+  ASSERT_EQ(master_->reports.size(), 2u);
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_EQ(master_->reports[t].task_id(), t);
+    EXPECT_EQ(master_->reports[t].minibatches_done(), 4);
+  }
 }
 
 TEST_F(WorkerTest, AReportFailedInTheBackgroundEndsTheRunAndLosesNoOtherReport) {

@@ -633,11 +633,12 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
       for (auto& made : ahead_->TakeReady()) taken.push_back(std::move(made));
       end_taken = !taken.empty() && taken.back().ok() && !taken.back()->has_value();
       if (end_taken && take_next(/*wait=*/false)) return;
-      // Asked for a minibatch before this task's end is taken (the pipeline
-      // makes it about kMinibatchesAhead + 1 minibatches ahead of the
-      // model), the next task is in hand when the thread is free for it. Not
-      // before the last task's report is answered (asking ahead gives back
-      // every task held but the one kept), nor after it failed.
+      // Asked for a minibatch before this task's end is taken (which the
+      // pipeline makes while the model is about kMinibatchesAhead + 2
+      // minibatches from it), the next task is in hand when the thread is
+      // free for it. Not before the last task's report is answered (asking
+      // ahead gives back every task held but the one kept), nor after it
+      // failed.
       const bool near_end =
           end_taken || following + static_cast<int64_t>(kMinibatchesAhead) + 2 >= minibatches;
       if (!near_end || next_.has_value() || AskedForNext() || !asks_ahead_ || !pipelines_free_ ||

@@ -965,11 +965,8 @@ void Worker::AskForNext(const proto::Task& current) {
     Asked asked;
     asked.status = CallMaster("asking the master for the next task", &MasterClient::GetTask,
                               request, &asked.response);
-    const proto::Task& task = asked.response.task();
-    const bool handed =
-        asked.status.ok() && task.type() != proto::TASK_NONE && task.type() != proto::TASK_WAIT;
     // Held from now on, as the heartbeats tell the master.
-    HoldAhead(handed ? &task : nullptr);
+    HoldAhead(asked.handed() ? &asked.response.task() : nullptr);
     return asked;
   });
 }
@@ -980,7 +977,7 @@ bool Worker::TakeNext(bool wait, std::optional<NextTask>* next) {
   Asked asked = asked_.get();
   const proto::Task& task = asked.response.task();
   next->reset();
-  if (!asked.status.ok() || task.type() == proto::TASK_NONE || task.type() == proto::TASK_WAIT) {
+  if (!asked.handed()) {
     if (absl::IsInvalidArgument(asked.status)) {
       asks_ahead_ = false;  // a master that hands out one task at a time
       spdlog::info("{}; asking for one task at a time", std::string(asked.status.message()));

@@ -286,6 +286,11 @@ class Worker {
   struct Asked {
     Status status;
     proto::GetTaskResponse response;
+    // Whether the master handed out a task.
+    bool handed() const {
+      const proto::TaskType type = response.task().type();
+      return status.ok() && type != proto::TASK_NONE && type != proto::TASK_WAIT;
+    }
   };
   std::future<Asked> asked_;
   // The report on its way (ReportInBackground), and the answer of the last.

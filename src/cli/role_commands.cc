@@ -25,6 +25,10 @@ namespace {
 // main thread waits on its own.
 std::atomic<bool> g_stop{false};
 StopFlag g_ps_stop;
+// When the parameter server was asked to stop (steady clock), for the line
+// it writes if stopping was slow: whether a server the engine had to kill
+// was asked at all, and how long the rest took.
+std::atomic<std::chrono::steady_clock::rep> g_ps_stop_asked{0};
 
 // Processes the local backend starts outlive their master (a restarted one
 // adopts them) but not the whole job: once they are orphaned to init, no
@@ -56,7 +60,11 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   p->callback([ps_options, exit_code] {
     spdlog::set_pattern(fmt::format("[ps-{}] %v", ps_options->ps_id));
     KeepFreedMemory();
-    auto signals = WatchShutdown([] { g_ps_stop.Set(); });
+    auto signals = WatchShutdown([] {
+      spdlog::info("stopping as asked");
+      g_ps_stop_asked = std::chrono::steady_clock::now().time_since_epoch().count();
+      g_ps_stop.Set();
+    });
     if (!signals.ok()) {
       *exit_code = ReportRoleError(signals.status());
       return;
@@ -64,6 +72,12 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     ps_options->cancel = &g_ps_stop;
     WatchForOrphaning([] { g_ps_stop.Set(); });
     *exit_code = ReportRoleError(ps::RunPsServer(*ps_options));
+    if (const auto asked = g_ps_stop_asked.load(); asked != 0) {
+      const std::chrono::duration<double> took =
+          std::chrono::steady_clock::now() -
+          std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(asked));
+      if (took > std::chrono::seconds(1)) spdlog::warn("took {:.1f} s to stop", took.count());
+    }
   });
 
   auto worker_options = std::make_shared<worker::WorkerOptions>();

@@ -251,7 +251,8 @@ class SlurmTest(ExactJobCase):
             base = os.path.basename(job_dir)
             self.assertEqual(names, [base, f"{base}-ps-0", f"{base}-worker-0",
                                      f"{base}-worker-1"], jobs)
-            self.assertEqual({state for _, state, _ in jobs.values()}, {"COMPLETED"}, jobs)
+            self.assertEqual({state for _, state, _ in jobs.values()}, {"COMPLETED"},
+                             f"{jobs}\n{job.describe()}")
             # The processes' logs are in the job directory, and the client relays them.
             for role in ("master", "ps-0", "worker-0", "worker-1"):
                 self.assertTrue(os.path.exists(os.path.join(job_dir, "logs", role + ".log")), role)

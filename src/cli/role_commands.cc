@@ -25,9 +25,10 @@ namespace {
 // main thread waits on its own.
 std::atomic<bool> g_stop{false};
 StopFlag g_ps_stop;
-// When the parameter server was asked to stop (steady clock), for the line
-// it writes if stopping was slow: whether a server the engine had to kill
-// was asked at all, and how long the rest took.
+// When the parameter server was asked to stop (the steady clock's count; 0:
+// not asked). Its log says that it was asked (of a server its engine had to
+// kill: whether the request came at all) and, where stopping took over a
+// second, how long.
 std::atomic<std::chrono::steady_clock::rep> g_ps_stop_asked{0};
 
 // Processes the local backend starts outlive their master (a restarted one

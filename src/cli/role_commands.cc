@@ -25,11 +25,11 @@ namespace {
 // main thread waits on its own.
 std::atomic<bool> g_stop{false};
 StopFlag g_ps_stop;
-// When the parameter server was asked to stop (the steady clock's count; 0:
-// not asked). Its log says that it was asked (of a server its engine had to
+// When the parameter server was asked to stop (the clock's epoch: not
+// asked). Its log says that it was asked (of a server its engine had to
 // kill: whether the request came at all) and, where stopping took over a
 // second, how long.
-std::atomic<std::chrono::steady_clock::rep> g_ps_stop_asked{0};
+std::atomic<std::chrono::steady_clock::time_point> g_ps_stop_asked{};
 
 // Processes the local backend starts outlive their master (a restarted one
 // adopts them) but not the whole job: once they are orphaned to init, no
@@ -63,7 +63,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     KeepFreedMemory();
     auto signals = WatchShutdown([] {
       spdlog::info("stopping as asked");
-      g_ps_stop_asked = std::chrono::steady_clock::now().time_since_epoch().count();
+      g_ps_stop_asked = std::chrono::steady_clock::now();
       g_ps_stop.Set();
     });
     if (!signals.ok()) {
@@ -73,10 +73,9 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     ps_options->cancel = &g_ps_stop;
     WatchForOrphaning([] { g_ps_stop.Set(); });
     *exit_code = ReportRoleError(ps::RunPsServer(*ps_options));
-    if (const auto asked = g_ps_stop_asked.load(); asked != 0) {
-      const std::chrono::duration<double> took =
-          std::chrono::steady_clock::now() -
-          std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(asked));
+    if (const auto asked = g_ps_stop_asked.load();
+        asked != std::chrono::steady_clock::time_point{}) {
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - asked;
       if (took > std::chrono::seconds(1)) spdlog::warn("took {:.1f} s to stop", took.count());
     }
   });

@@ -96,9 +96,11 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   const bool collective = training && spec.strategy() != proto::PARAMETER_SERVER_STRATEGY;
   state.flush_at_end = training && !collective && update != proto::UpdateRule::ASYNC;
   state.collective = collective;
-  // Workers in lockstep: every task of a file the same number of steps.
+  // Workers in lockstep: every task of a file the same number of steps, and
+  // no two tasks of the same records in one step.
   if (training && (collective || update != proto::UpdateRule::ASYNC)) {
     config.training_task_sizes = TaskSizes::kEven;
+    t.lockstep = true;
   }
   state.max_nonfinite_minibatches = spec.fault_tolerance().max_nonfinite_minibatches();
   state.straggler_factor = spec.fault_tolerance().straggler_factor();

@@ -268,7 +268,7 @@ Status TaskManager::LoadTask(const proto::JournalTask& jt) {
                                                  " at attempt ", h.attempt));
       }
     }
-    held_[IdOf(t)] = std::move(held);
+    Hold(std::move(held.entry), std::move(held.holders));
   } else {
     // Listed front to back.
     (jt.training() ? training_queue_ : other_queue_).push_back(std::move(e));

@@ -25,7 +25,7 @@ const char* TaskTypeName(proto::TaskType type) {
 
 namespace {
 
-int64_t RecordsOf(const proto::Task& task) { return task.end() - task.start(); }
+int64_t NumRecords(const proto::Task& task) { return task.end() - task.start(); }
 
 }  // namespace
 
@@ -109,7 +109,7 @@ void TaskManager::PushFront(std::deque<Entry>* queue, Entry entry) {
 
 int64_t TaskManager::NumMinibatches(const proto::Task& task) const {
   if (task.type() != proto::TASK_TRAINING || options_.minibatch_size <= 0) return 1;
-  return (RecordsOf(task) + options_.minibatch_size - 1) / options_.minibatch_size;
+  return (NumRecords(task) + options_.minibatch_size - 1) / options_.minibatch_size;
 }
 
 void TaskManager::DealNextEpoch() {
@@ -142,10 +142,10 @@ void TaskManager::DealNextEpoch() {
   std::vector<Range> ranges = training_;
   std::shuffle(ranges.begin(), ranges.end(), rng_);
   rng_changed_ = true;
-  // The last ranges dealt stay out of the first ones of this epoch, so that
-  // the same records do not train side by side: two minibatches of one
-  // synchronous step holding the same records would be one step over
-  // duplicates, not two epochs. Twice the workers is the margin for a task
+  // The last ranges dealt stay out of the first ones of this epoch: the
+  // same records do not train side by side (FirstReady), and a range the
+  // last epoch still trains would have the worker it comes to wait for it,
+  // or take the one behind it. Twice the workers is the margin for a task
   // that runs long; at most half the epoch, so that the order stays a
   // shuffle; none with one worker, which trains one task at a time. Decided
   // from the order dealt, never from timing: the same seed deals the same
@@ -229,26 +229,61 @@ proto::Task TaskManager::Next(WorkerId worker, bool ahead) {
     }
     if (!training_queue_.empty()) queue = &training_queue_;
   }
-  if (queue == nullptr) {
+  const size_t ready = queue == nullptr ? 0 : FirstReady(*queue);
+  if (queue == nullptr || ready == queue->size()) {
     none.set_type(proto::TASK_WAIT);
     return none;
   }
-  Entry e = std::move(queue->front());
-  queue->pop_front();
+  auto it = queue->begin() + static_cast<std::ptrdiff_t>(ready);
+  Entry e = std::move(*it);
+  queue->erase(it);
   e.task.set_attempt(e.task.attempt() + 1);
   proto::Task task = e.task;
   if (task.type() == proto::TASK_TRAINING && !training_started_) {
     training_started_ = std::chrono::steady_clock::now();
   }
-  Held& held = held_[IdOf(task)] =
-      Held{std::move(e), {Holder{worker, task.attempt(), /*restored=*/false, ahead}}};
+  Held& held = Hold(std::move(e), {Holder{worker, task.attempt(), /*restored=*/false, ahead}});
   NoteHeld(held);
   return task;
 }
 
+size_t TaskManager::FirstReady(const std::deque<Entry>& queue) const {
+  if (&queue != &training_queue_ || !options_.lockstep ||
+      (held_records_.empty() && revoked_.empty())) {
+    return 0;
+  }
+  auto ready = std::find_if(queue.begin(), queue.end(), [&](const Entry& e) {
+    const Records records = RecordsOf(e.task);
+    return held_records_.count(records) == 0 &&
+           std::none_of(revoked_.begin(), revoked_.end(),
+                        [&](const auto& kv) { return kv.second.second == records; });
+  });
+  return static_cast<size_t>(ready - queue.begin());
+}
+
+TaskManager::Records TaskManager::RecordsOf(const proto::Task& task) {
+  return {task.start(), task.end(), task.file()};
+}
+
+TaskManager::Held& TaskManager::Hold(Entry entry, std::vector<Holder> holders) {
+  if (entry.task.type() == proto::TASK_TRAINING) held_records_.insert(RecordsOf(entry.task));
+  const TaskId id = IdOf(entry.task);
+  return held_[id] = Held{std::move(entry), std::move(holders)};
+}
+
+TaskManager::Entry TaskManager::Release(std::map<TaskId, Held>::iterator* it) {
+  Entry entry = std::move((*it)->second.entry);
+  if (entry.task.type() == proto::TASK_TRAINING) {
+    held_records_.erase(held_records_.find(RecordsOf(entry.task)));
+  }
+  *it = held_.erase(*it);
+  return entry;
+}
+
 bool TaskManager::LastStretch() const {
   return options_.job_type == proto::JOB_TRAINING && stop_reason_.empty() &&
-         training_queue_.empty() && epoch_ + 1 >= options_.num_epochs && other_queue_.empty();
+         FirstReady(training_queue_) == training_queue_.size() &&
+         epoch_ + 1 >= options_.num_epochs && other_queue_.empty();
 }
 
 std::optional<int64_t> TaskManager::BackupLeft(const Held& held, WorkerId worker) const {
@@ -312,8 +347,7 @@ bool TaskManager::DropHolder(std::map<TaskId, Held>::iterator* it, WorkerId work
     ++*it;
     return false;
   }
-  Requeue(std::move(held.entry));
-  *it = held_.erase(*it);
+  Requeue(Release(it));
   return true;
 }
 
@@ -328,7 +362,7 @@ void TaskManager::Requeue(Entry entry) {
 
 void TaskManager::FinishEvaluationTask(const proto::Task& task,
                                        const proto::ReportTaskRequest& report) {
-  if (options_.job_type == proto::JOB_EVALUATION) records_done_ += RecordsOf(task);
+  if (options_.job_type == proto::JOB_EVALUATION) records_done_ += NumRecords(task);
   MetricStates states;
   for (const proto::MetricState& m : report.metrics())
     states[m.name()] = rpc::MetricStateFromProto(m);
@@ -357,7 +391,7 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
   proto::Task& task = entry.task;
   switch (task.type()) {
     case proto::TASK_TRAINING:
-      records_done_ += RecordsOf(task);
+      records_done_ += NumRecords(task);
       training_last_done_ = std::chrono::steady_clock::now();
       if (report.minibatches() > 0) recent_loss_ = report.loss_sum() / report.minibatches();
       task.set_minibatches_done(NumMinibatches(task));
@@ -368,7 +402,7 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
       FinishEvaluationTask(task, report);
       break;
     case proto::TASK_PREDICTION:
-      records_done_ += RecordsOf(task);
+      records_done_ += NumRecords(task);
       break;
     default:
       break;
@@ -391,6 +425,10 @@ void TaskManager::TaskFailed(Entry entry, const std::string& error) {
 bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report,
                          std::vector<WorkerId>* overtaken) {
   const TaskId id(report.task_id());
+  // A report of a revoked task says its worker has stopped it.
+  for (auto [it, end] = revoked_.equal_range(worker); it != end;) {
+    it = it->second.first == id ? revoked_.erase(it) : std::next(it);
+  }
   Held* found = FindHeld(worker, id, report.attempt());
   if (found == nullptr) return false;
   model_version_ = std::max(model_version_, report.model_version());
@@ -415,8 +453,8 @@ bool TaskManager::Report(WorkerId worker, const proto::ReportTaskRequest& report
       if (h.worker != worker) overtaken->push_back(h.worker);
     }
   }
-  Entry entry = std::move(found->entry);
-  held_.erase(id);
+  auto it = held_.find(id);
+  Entry entry = Release(&it);
   // Noted again where it is requeued.
   NoteGone(id);
   if (!report.error().empty()) {
@@ -448,7 +486,7 @@ int64_t TaskManager::records_done() const {
   // Tasks that will not be finished: what they trained before training stopped.
   int64_t partial = 0;
   for (const Entry& e : training_queue_) {
-    const int64_t records = RecordsOf(e.task);
+    const int64_t records = NumRecords(e.task);
     if (e.task.minibatches_done() >= NumMinibatches(e.task)) {
       partial += records;
     } else if (options_.minibatch_size > 0) {
@@ -503,6 +541,10 @@ bool TaskManager::ReconcileWorker(WorkerId worker, TaskId current_task, int32_t 
 }
 
 int TaskManager::RecoverWorker(WorkerId worker, std::optional<TaskAttempt> keep) {
+  // Asking for a task, the worker trains none but the one it keeps.
+  for (auto [it, end] = revoked_.equal_range(worker); it != end;) {
+    it = keep && it->second.first == keep->task ? std::next(it) : revoked_.erase(it);
+  }
   const Held* kept = keep ? FindHeld(worker, keep->task, keep->attempt) : nullptr;
   int n = 0;
   for (auto it = held_.begin(); it != held_.end();) {
@@ -535,8 +577,10 @@ int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
       continue;
     }
     t.set_minibatches_done(std::min(t.minibatches_done(), applied_to(t)));
-    reopened.push_back(std::move(it->second.entry));
-    it = held_.erase(it);
+    for (const Holder& h : it->second.holders) {
+      if (options_.lockstep) revoked_.emplace(h.worker, std::make_pair(IdOf(t), RecordsOf(t)));
+    }
+    reopened.push_back(Release(&it));
   }
   for (auto it = finished_training_.begin(); it != finished_training_.end();) {
     proto::Task& t = it->second;
@@ -544,7 +588,7 @@ int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
       ++it;
       continue;
     }
-    records_done_ -= RecordsOf(t);
+    records_done_ -= NumRecords(t);
     t.set_minibatches_done(applied_to(t));
     NoteUnfinished(IdOf(t));
     reopened.push_back(Entry{std::move(t), 0});

@@ -4,7 +4,10 @@
 //
 // Training ranges are shuffled per epoch; epoch e+1 is dealt once epoch e has
 // no waiting task. Evaluation tasks go before training tasks, so evaluations
-// finish promptly.
+// finish promptly. Where a step takes a minibatch of every worker
+// (`lockstep`), a range is held by one task at a time, and not while a
+// worker may still train a task of it that a restored server revoked: the
+// same records of two epochs do not train side by side.
 //
 // Hand-outs and progress. Every hand-out of a task increments its attempt;
 // reports and heartbeats are accepted only from the worker holding the task
@@ -19,7 +22,7 @@
 // that does not finish is redone whole, and its metric states count only
 // when it finishes, so every validation record counts once per evaluation.
 //
-// Backup attempts. Near the end of training (nothing left to deal, no epoch
+// Backup attempts. Near the end of training (nothing left to hand out, no epoch
 // to come), a worker with nothing to do may be handed a second attempt of a
 // training task another worker holds (Backup; JobState decides which, from
 // the workers' paces). Both work on it from its known progress; the servers'
@@ -51,6 +54,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/ids.h"
@@ -90,6 +94,10 @@ struct TaskManagerOptions {
   // Training stops when a metric of the evaluations during training stops
   // improving (patience 0: never).
   proto::EarlyStopping early_stopping;
+  // A step of the model takes a minibatch of every training worker
+  // (synchronous parameter servers, AllReduce): no training task goes out
+  // while another task of the same records may still train (FirstReady).
+  bool lockstep = false;
 };
 
 // A task at the attempt a worker holds it.
@@ -136,8 +144,8 @@ class TaskManager {
 
   // How many workers the job runs (its target; 1 by default). An epoch's
   // last ranges, as many as twice this, are not dealt among the first of
-  // the next epoch (DealNextEpoch), so that workers finishing one epoch do
-  // not train the same records as workers starting the next.
+  // the next epoch (DealNextEpoch), so that workers starting the next epoch
+  // do not wait for the records workers finishing this one still train.
   void set_parallelism(int workers) { parallelism_ = static_cast<size_t>(std::max(workers, 1)); }
 
   // The next task for `worker`: a real task, TASK_WAIT (nothing now, ask
@@ -222,8 +230,12 @@ class TaskManager {
   // held training task is revoked (back to the front, at most at
   // `applied[task]`; its holder's later reports and heartbeats are refused):
   // its holder may be ahead of the ledger and would otherwise quote progress
-  // the restored server lost. Evaluation and prediction tasks are not
-  // touched. Returns how many tasks were reopened or revoked.
+  // the restored server lost. A revoked holder may train on until it hears
+  // so, and the servers take its minibatches where they follow what they
+  // have: no other task of the same records goes out until it reports the
+  // task, asks for a task keeping none, or is lost (RecoverWorker).
+  // Evaluation and prediction tasks are not touched. Returns how many tasks
+  // were reopened or revoked.
   //
   // The server should register (and this be called) before it serves
   // pushes, so that no report counts work it lost.
@@ -312,6 +324,21 @@ class TaskManager {
   TaskId Add(proto::TaskType type, const Range& range, int64_t model_version,
              std::deque<Entry>* queue);
   void DealNextEpoch();
+  // A training task's records: (start, end, file).
+  using Records = std::tuple<int64_t, int64_t, std::string>;
+  static Records RecordsOf(const proto::Task& task);
+  // Where in `queue` the first task is that may go out now (its size if
+  // none). In lockstep, a training task waits while a task of the same
+  // records is held or may still train after a restore revoked it
+  // (revoked_), so that the same records never train side by side, e.g. a
+  // range of one epoch reopened by a restored server beside the same range
+  // of the next: both in one step would be one step over duplicates, not a
+  // step of each epoch. Work behind it goes first; the rest keeps its order.
+  size_t FirstReady(const std::deque<Entry>& queue) const;
+  // Every task is held through Hold and stops being held through Release,
+  // which returns it; `*it` then points to the next held task.
+  Held& Hold(Entry entry, std::vector<Holder> holders);
+  Entry Release(std::map<TaskId, Held>::iterator* it);
   void MaybeStartEvaluation();
   void StartEvaluation(int64_t model_version);
   bool TrainingFinished() const;
@@ -381,6 +408,15 @@ class TaskManager {
   std::deque<Entry> training_queue_;
   std::deque<Entry> other_queue_;  // evaluation and prediction
   std::map<TaskId, Held> held_;
+  // The records of the held training tasks, which FirstReady passes over.
+  // Hold and Release keep it with held_.
+  std::multiset<Records> held_records_;
+  // In lockstep, the training tasks PsRestored revoked, and their records,
+  // by the worker that held them, until it is known to have stopped:
+  // FirstReady passes over these records too. Not in the ledger: a
+  // restarted master forgets them (as it does the workers' progress since
+  // its last journal write).
+  std::multimap<WorkerId, std::pair<TaskId, Records>> revoked_;
   size_t parallelism_ = 1;
   // Finished training tasks, kept so that a parameter server's restore can
   // reopen them.

@@ -488,6 +488,97 @@ TEST(TaskManagerTest, RestoredPsAfterTrainingReopensItBeforeTheFinalEvaluation) 
   EXPECT_EQ(tm.records_done(), 40);
 }
 
+// Steps that take a minibatch of every worker.
+TaskManagerOptions TwoEpochsInLockstep() {
+  TaskManagerOptions options = FourMinibatches();
+  options.num_epochs = 2;
+  options.lockstep = true;
+  return options;
+}
+
+TEST(TaskManagerTest, AReopenedRangeDoesNotTrainBesideTheSameRecordsOfAnotherEpoch) {
+  // Two epochs of two ranges; the first epoch finished and the second under
+  // way when a server comes back with nothing applied: the restore puts both
+  // of the first epoch's tasks at the front, ahead of the second's.
+  TaskManager tm(TwoEpochsInLockstep(), Ranges(2, 40), {}, {});
+  tm.set_parallelism(3);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(tm.Report(WorkerId(1), Done(tm.Next(WorkerId(1)))));
+  proto::Task second = tm.Next(WorkerId(2));
+  ASSERT_EQ(second.epoch(), 1);
+  EXPECT_EQ(tm.PsRestored({}), 3);
+  // Its worker hears of the revocation and stops.
+  EXPECT_FALSE(tm.Report(WorkerId(2), Done(second)));
+
+  proto::Task a = tm.Next(WorkerId(3));
+  proto::Task b = tm.Next(WorkerId(4));
+  EXPECT_EQ(a.epoch(), 0);
+  EXPECT_EQ(b.epoch(), 0);
+  // Both of the second epoch's ranges are held in the first: wait.
+  EXPECT_EQ(tm.Next(WorkerId(5)).type(), proto::TASK_WAIT);
+  // Once the one that finishes is done, the same range of the second epoch
+  // goes out, whichever is first in the queue.
+  ASSERT_TRUE(tm.Report(WorkerId(4), Done(b)));
+  proto::Task next = tm.Next(WorkerId(5));
+  EXPECT_EQ(next.epoch(), 1);
+  EXPECT_EQ(next.start(), b.start());
+  EXPECT_EQ(tm.Next(WorkerId(4)).type(), proto::TASK_WAIT);
+  ASSERT_TRUE(tm.Report(WorkerId(3), Done(a)));
+  proto::Task last = tm.Next(WorkerId(4));
+  EXPECT_EQ(last.epoch(), 1);
+  EXPECT_EQ(last.start(), a.start());
+  ASSERT_TRUE(tm.Report(WorkerId(5), Done(next)));
+  ASSERT_TRUE(tm.Report(WorkerId(4), Done(last)));
+  EXPECT_TRUE(tm.finished());
+  EXPECT_EQ(tm.records_done(), 160);
+}
+
+TEST(TaskManagerTest, ARevokedHoldersRecordsWaitUntilItStops) {
+  // One range, two epochs: the second epoch's task is held when a server
+  // comes back with nothing applied. Its holder may train on until it hears
+  // of the revocation, and the servers take its minibatches while they
+  // follow what they have.
+  TaskManagerOptions options = TwoEpochsInLockstep();
+  TaskManager tm(options, Ranges(1, 40), {}, {});
+  tm.set_parallelism(2);
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(tm.Next(WorkerId(1)))));
+  proto::Task revoked = tm.Next(WorkerId(2));
+  ASSERT_EQ(revoked.epoch(), 1);
+  EXPECT_EQ(tm.PsRestored({}), 2);
+  EXPECT_EQ(tm.Next(WorkerId(3)).type(), proto::TASK_WAIT);
+  // Asking ahead while it keeps the revoked task, it still trains it.
+  tm.RecoverWorker(WorkerId(2), TaskAttempt{TaskId(revoked.task_id()), revoked.attempt()});
+  EXPECT_EQ(tm.Next(WorkerId(3)).type(), proto::TASK_WAIT);
+  // Asking keeping none, it has stopped: the first epoch's task goes out,
+  // and the second's only once that one is done.
+  tm.RecoverWorker(WorkerId(2));
+  proto::Task first = tm.Next(WorkerId(3));
+  EXPECT_EQ(first.epoch(), 0);
+  EXPECT_EQ(tm.Next(WorkerId(2)).type(), proto::TASK_WAIT);
+  ASSERT_TRUE(tm.Report(WorkerId(3), Done(first)));
+  proto::Task again = tm.Next(WorkerId(2));
+  EXPECT_EQ(again.task_id(), revoked.task_id());
+  ASSERT_TRUE(tm.Report(WorkerId(2), Done(again)));
+  EXPECT_TRUE(tm.finished());
+
+  // So does a worker lost with it.
+  TaskManager lost(options, Ranges(1, 40), {}, {});
+  ASSERT_TRUE(lost.Report(WorkerId(1), Done(lost.Next(WorkerId(1)))));
+  lost.Next(WorkerId(2));
+  lost.PsRestored({});
+  EXPECT_EQ(lost.Next(WorkerId(3)).type(), proto::TASK_WAIT);
+  EXPECT_EQ(lost.RecoverWorker(WorkerId(2)), 0);
+  EXPECT_EQ(lost.Next(WorkerId(3)).epoch(), 0);
+
+  // Asynchronous steps take one minibatch each: nothing waits.
+  options.lockstep = false;
+  TaskManager async(options, Ranges(1, 40), {}, {});
+  ASSERT_TRUE(async.Report(WorkerId(1), Done(async.Next(WorkerId(1)))));
+  async.Next(WorkerId(2));
+  async.PsRestored({});
+  EXPECT_EQ(async.Next(WorkerId(3)).epoch(), 0);
+  EXPECT_EQ(async.Next(WorkerId(4)).epoch(), 1);
+}
+
 proto::ReportTaskRequest EvaluationDone(const proto::Task& t) {
   proto::ReportTaskRequest r = Done(t);
   proto::MetricState* m = r.add_metrics();
@@ -522,6 +613,26 @@ TEST(TaskManagerTest, EvaluationCountsEachTaskOnceDespiteLostAndStoppedWorkers) 
   ASSERT_EQ(tm.evaluations().size(), 1u);
   EXPECT_EQ(tm.evaluations()[0].model_version, 7);
   EXPECT_DOUBLE_EQ(tm.evaluations()[0].metrics.at("tasks_per_record"), 3.0 / 70);
+}
+
+TEST(TaskManagerBackupTest, InLockstepTheLastTaskWaitingForItsRecordsLeavesThemToBackups) {
+  // One range, two epochs: the second epoch's task waits for the first's,
+  // which an idle worker may back up.
+  TaskManager tm(TwoEpochsInLockstep(), Ranges(1, 40), {}, {});
+  const WorkerId slow(1), idle(2);
+  proto::Task first = tm.Next(slow);
+  EXPECT_EQ(tm.Next(idle).type(), proto::TASK_WAIT);
+  std::vector<TaskManager::BackupCandidate> candidates = tm.BackupCandidates(idle);
+  ASSERT_EQ(candidates.size(), 1u);
+  EXPECT_EQ(candidates[0].task, TaskId(first.task_id()));
+  proto::Task backup = tm.Backup(idle, TaskId(first.task_id()));
+  ASSERT_EQ(backup.type(), proto::TASK_TRAINING);
+  ASSERT_TRUE(tm.Report(idle, Done(backup)));
+  proto::Task second = tm.Next(idle);
+  EXPECT_EQ(second.epoch(), 1);
+  ASSERT_TRUE(tm.Report(idle, Done(second)));
+  EXPECT_TRUE(tm.finished());
+  EXPECT_EQ(tm.records_done(), 80);
 }
 
 // Backup attempts: two tasks of four minibatches.

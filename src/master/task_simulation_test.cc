@@ -9,11 +9,13 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -51,6 +53,10 @@ struct SimWorker {
   // A server was restored since the task was received: out-of-order pushes
   // are expected.
   bool saw_restore = false;
+  // The master does not know that the worker may still train its task: a
+  // restore revoked it and the master restarted since, or a late heartbeat
+  // named another task.
+  bool forgotten = false;
 };
 
 class Simulation {
@@ -61,6 +67,7 @@ class Simulation {
     options_.evaluation_steps = 40;
     options_.max_task_retries = 1000;
     options_.shuffle_seed = seed;
+    options_.lockstep = true;
     training_ = {{"a", 0, 25},  {"a", 25, 65}, {"a", 65, 78}, {"b", 0, 40},
                  {"b", 40, 47}, {"b", 47, 87}, {"c", 0, 31}};
     validation_ = {{"v", 0, 10}, {"v", 10, 30}, {"v", 30, 70}};
@@ -114,7 +121,9 @@ class Simulation {
     if (Chance(0.005)) RestartMaster();
     if (!late_.empty() && Chance(0.1)) {
       size_t i = Pick(late_.size());
+      const std::vector<TaskId> held = tm_->HeldBy(WorkerId(late_[i].worker));
       Deliver(late_[i]);
+      Forget(late_[i].worker, held);
       late_.erase(late_.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
@@ -151,6 +160,7 @@ class Simulation {
     diff.ReportDifferencesToString(&differences);
     EXPECT_TRUE(diff.Compare(restored->ToLedger(), ledger)) << differences;
     tm_ = std::make_unique<TaskManager>(std::move(restored).value());
+    for (SimWorker& w : workers_) w.forgotten = w.forgotten || w.saw_restore;
     StartJournal();
     ++restarts_;
   }
@@ -177,13 +187,14 @@ class Simulation {
       EXPECT_FALSE(tm_->ReconcileWorker(WorkerId(w.id), TaskId(-1), 0));
       proto::Task t = tm_->Next(WorkerId(w.id));
       if (t.type() != proto::TASK_TRAINING && t.type() != proto::TASK_EVALUATION) return;
+      if (t.type() == proto::TASK_TRAINING) CheckRangesHeldOnce(w.id, t);
       if (Chance(0.02)) {  // the reply is lost, perhaps with the master
         if (Chance(0.5)) RestartMaster();
         return;
       }
       w.task = t;
       w.next = w.done = t.minibatches_done();
-      w.saw_restore = false;
+      w.saw_restore = w.forgotten = false;
       return;
     }
     int r = static_cast<int>(Pick(100));
@@ -216,6 +227,44 @@ class Simulation {
       Report(w, req);
     } else {
       Push(w);
+    }
+  }
+
+  // A stale heartbeat of `worker` named another task than the one it works
+  // on, which the master held as the worker's (`held`): it may have taken
+  // it back.
+  void Forget(int32_t worker, const std::vector<TaskId>& held) {
+    std::vector<TaskId> now = tm_->HeldBy(WorkerId(worker));
+    for (SimWorker& w : workers_) {
+      if (w.id != worker || !w.task) continue;
+      const TaskId task(w.task->task_id());
+      w.forgotten = w.forgotten || (std::find(held.begin(), held.end(), task) != held.end() &&
+                                    std::find(now.begin(), now.end(), task) == now.end());
+    }
+  }
+
+  // No two held training tasks (of different epochs) train the same records,
+  // nor does `handed`, just handed to `worker`, train those of a task a
+  // worker may still train after a restore revoked it.
+  void CheckRangesHeldOnce(int32_t worker, const proto::Task& handed) {
+    for (const SimWorker& other : workers_) {
+      if (other.id == worker || other.lost || other.forgotten || !other.task) continue;
+      const proto::Task& t = *other.task;
+      EXPECT_FALSE(t.type() == proto::TASK_TRAINING && t.task_id() != handed.task_id() &&
+                   t.file() == handed.file() && t.start() == handed.start() &&
+                   t.end() == handed.end())
+          << "task " << handed.task_id() << " of epoch " << handed.epoch()
+          << " handed out while worker " << other.id << " trains task " << t.task_id()
+          << " of epoch " << t.epoch() << " over the same records";
+    }
+    std::set<std::tuple<std::string, int64_t, int64_t>> held;
+    const proto::TaskLedger ledger = tm_->ToLedger();
+    for (const proto::JournalTask& j : ledger.tasks()) {
+      const proto::Task& t = j.task();
+      if (j.holder() < 0 || t.type() != proto::TASK_TRAINING) continue;
+      EXPECT_TRUE(held.insert({t.file(), t.start(), t.end()}).second)
+          << "records [" << t.start() << ", " << t.end() << ") of " << t.file()
+          << " held twice, the second time by task " << t.task_id() << " of epoch " << t.epoch();
     }
   }
 

@@ -31,13 +31,12 @@ NUM_RECORDS = 256
 NUM_VALIDATION = 64
 # Rungs of 2 and 4 epochs (max_length 4, divisor 2).
 RUNG_EPOCHS = [2, 4]
-# Tasks of one minibatch: 16 tasks an epoch. Steps are synchronous, and the
-# master keeps an epoch's last ranges out of the next epoch's first ones for
-# twice the workers (at most half an epoch): with 3 workers that takes 12
-# tasks an epoch. With fewer, a range of one epoch and the same range of the
-# next may train side by side, and a step holding a record twice lowers its
-# row once (the unit-step optimizer): a schedule the check cannot count, not
-# a lost record.
+# Tasks of one minibatch: 16 tasks an epoch. Steps are synchronous; a step
+# holding a record twice would lower its row once (the unit-step optimizer),
+# but the master never hands out a range another worker holds, and keeps an
+# epoch's last ranges out of the next epoch's first ones for twice the
+# workers (at most half an epoch), so that with 3 workers nobody waits for
+# a range the last epoch still trains.
 MINIBATCH_SIZE = 16
 MINIBATCHES_PER_TASK = 1
 TIMEOUT = 600

@@ -142,10 +142,10 @@ void TaskManager::DealNextEpoch() {
   std::vector<Range> ranges = training_;
   std::shuffle(ranges.begin(), ranges.end(), rng_);
   rng_changed_ = true;
-  // The last ranges dealt stay out of the first ones of this epoch: the
-  // same records do not train side by side (FirstReady), and a range the
-  // last epoch still trains would have the worker it comes to wait for it,
-  // or take the one behind it. Twice the workers is the margin for a task
+  // The last ranges dealt stay out of the first ones of this epoch: in
+  // lockstep the same records do not train side by side (FirstReady), and a
+  // range the last epoch still trains would have the worker it comes to
+  // take the one behind it, or wait. Twice the workers is the margin for a task
   // that runs long; at most half the epoch, so that the order stays a
   // shuffle; none with one worker, which trains one task at a time. Decided
   // from the order dealt, never from timing: the same seed deals the same

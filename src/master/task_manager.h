@@ -144,8 +144,9 @@ class TaskManager {
 
   // How many workers the job runs (its target; 1 by default). An epoch's
   // last ranges, as many as twice this, are not dealt among the first of
-  // the next epoch (DealNextEpoch), so that workers starting the next epoch
-  // do not wait for the records workers finishing this one still train.
+  // the next epoch (DealNextEpoch), so that in lockstep workers starting the
+  // next epoch do not wait for the records workers finishing this one still
+  // train.
   void set_parallelism(int workers) { parallelism_ = static_cast<size_t>(std::max(workers, 1)); }
 
   // The next task for `worker`: a real task, TASK_WAIT (nothing now, ask
@@ -232,10 +233,10 @@ class TaskManager {
   // its holder may be ahead of the ledger and would otherwise quote progress
   // the restored server lost. A revoked holder may train on until it hears
   // so, and the servers take its minibatches where they follow what they
-  // have: no other task of the same records goes out until it reports the
-  // task, asks for a task keeping none, or is lost (RecoverWorker).
-  // Evaluation and prediction tasks are not touched. Returns how many tasks
-  // were reopened or revoked.
+  // have: in lockstep, no other task of the same records goes out until it
+  // reports the task, asks for a task keeping none, or is lost
+  // (RecoverWorker). Evaluation and prediction tasks are not touched.
+  // Returns how many tasks were reopened or revoked.
   //
   // The server should register (and this be called) before it serves
   // pushes, so that no report counts work it lost.

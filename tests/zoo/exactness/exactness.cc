@@ -16,9 +16,10 @@
 // lr * g / |g|) lowers by exactly 1 every row whose record is in the step,
 // whatever k: with it, E epochs end at -E in every mode. (Two minibatches
 // of one step holding the same record count once. Epochs overlap (the next
-// epoch's tasks go out while the last ones of this one run), but the master
-// never hands out a range another worker holds or may still train, so the
-// same records of two epochs do not meet in one step.)
+// epoch's tasks go out while the last ones of this one run), but where
+// steps are synchronous the master never hands out a range another worker
+// holds or may still train, so the same records of two epochs do not meet
+// in one step.)
 //
 // dataset_fn shuffles its records through a buffer of 64, smaller than a
 // task of the chaos tests (128 records); wide_shuffle_dataset_fn through one

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "elasticdl/status.h"
@@ -33,6 +34,14 @@ struct Range {
   std::string file;
   int64_t start = 0;
   int64_t end = 0;
+
+  friend bool operator==(const Range& a, const Range& b) {
+    return a.start == b.start && a.end == b.end && a.file == b.file;
+  }
+  // An order for sets and maps (the numbers first: ranges mostly share a file).
+  friend bool operator<(const Range& a, const Range& b) {
+    return std::tie(a.start, a.end, a.file) < std::tie(b.start, b.end, b.file);
+  }
 };
 
 // How a shard's records are cut into tasks of at most `records_per_task`.

@@ -25,7 +25,7 @@ const char* TaskTypeName(proto::TaskType type) {
 
 namespace {
 
-int64_t NumRecords(const proto::Task& task) { return task.end() - task.start(); }
+int64_t RecordsOf(const proto::Task& task) { return task.end() - task.start(); }
 
 }  // namespace
 
@@ -109,7 +109,7 @@ void TaskManager::PushFront(std::deque<Entry>* queue, Entry entry) {
 
 int64_t TaskManager::NumMinibatches(const proto::Task& task) const {
   if (task.type() != proto::TASK_TRAINING || options_.minibatch_size <= 0) return 1;
-  return (NumRecords(task) + options_.minibatch_size - 1) / options_.minibatch_size;
+  return (RecordsOf(task) + options_.minibatch_size - 1) / options_.minibatch_size;
 }
 
 void TaskManager::DealNextEpoch() {
@@ -118,7 +118,7 @@ void TaskManager::DealNextEpoch() {
   std::map<TaskId, Range> dealt;
   auto note = [&](const proto::Task& t) {
     if (t.type() == proto::TASK_TRAINING && t.epoch() == epoch_) {
-      dealt[IdOf(t)] = Range{t.file(), t.start(), t.end()};
+      dealt[IdOf(t)] = RangeOf(t);
     }
   };
   // The epoch's tasks are the last ones finished (ids grow epoch by epoch):
@@ -154,9 +154,7 @@ void TaskManager::DealNextEpoch() {
   auto last = [&](const Range& r) {
     size_t seen = 0;
     for (auto it = dealt.rbegin(); it != dealt.rend() && seen < apart; ++it, ++seen) {
-      if (it->second.file == r.file && it->second.start == r.start && it->second.end == r.end) {
-        return true;
-      }
+      if (it->second == r) return true;
     }
     return false;
   };
@@ -249,24 +247,24 @@ proto::Task TaskManager::Next(WorkerId worker, bool ahead) {
 
 size_t TaskManager::FirstReady(const std::deque<Entry>& queue) const {
   if (&queue != &training_queue_ || !options_.lockstep ||
-      (held_records_.empty() && revoked_.empty())) {
+      (held_ranges_.empty() && revoked_.empty())) {
     return 0;
   }
   auto ready = std::find_if(queue.begin(), queue.end(), [&](const Entry& e) {
-    const Records records = RecordsOf(e.task);
-    return held_records_.count(records) == 0 &&
+    const Range range = RangeOf(e.task);
+    return held_ranges_.count(range) == 0 &&
            std::none_of(revoked_.begin(), revoked_.end(),
-                        [&](const auto& kv) { return kv.second.second == records; });
+                        [&](const auto& kv) { return kv.second.second == range; });
   });
   return static_cast<size_t>(ready - queue.begin());
 }
 
-TaskManager::Records TaskManager::RecordsOf(const proto::Task& task) {
-  return {task.start(), task.end(), task.file()};
+Range TaskManager::RangeOf(const proto::Task& task) {
+  return Range{task.file(), task.start(), task.end()};
 }
 
 TaskManager::Held& TaskManager::Hold(Entry entry, std::vector<Holder> holders) {
-  if (entry.task.type() == proto::TASK_TRAINING) held_records_.insert(RecordsOf(entry.task));
+  if (entry.task.type() == proto::TASK_TRAINING) held_ranges_.insert(RangeOf(entry.task));
   const TaskId id = IdOf(entry.task);
   return held_[id] = Held{std::move(entry), std::move(holders)};
 }
@@ -274,7 +272,7 @@ TaskManager::Held& TaskManager::Hold(Entry entry, std::vector<Holder> holders) {
 TaskManager::Entry TaskManager::Release(std::map<TaskId, Held>::iterator* it) {
   Entry entry = std::move((*it)->second.entry);
   if (entry.task.type() == proto::TASK_TRAINING) {
-    held_records_.erase(held_records_.find(RecordsOf(entry.task)));
+    held_ranges_.erase(held_ranges_.find(RangeOf(entry.task)));
   }
   *it = held_.erase(*it);
   return entry;
@@ -282,8 +280,8 @@ TaskManager::Entry TaskManager::Release(std::map<TaskId, Held>::iterator* it) {
 
 bool TaskManager::LastStretch() const {
   return options_.job_type == proto::JOB_TRAINING && stop_reason_.empty() &&
-         FirstReady(training_queue_) == training_queue_.size() &&
-         epoch_ + 1 >= options_.num_epochs && other_queue_.empty();
+         epoch_ + 1 >= options_.num_epochs && other_queue_.empty() &&
+         FirstReady(training_queue_) == training_queue_.size();
 }
 
 std::optional<int64_t> TaskManager::BackupLeft(const Held& held, WorkerId worker) const {
@@ -362,7 +360,7 @@ void TaskManager::Requeue(Entry entry) {
 
 void TaskManager::FinishEvaluationTask(const proto::Task& task,
                                        const proto::ReportTaskRequest& report) {
-  if (options_.job_type == proto::JOB_EVALUATION) records_done_ += NumRecords(task);
+  if (options_.job_type == proto::JOB_EVALUATION) records_done_ += RecordsOf(task);
   MetricStates states;
   for (const proto::MetricState& m : report.metrics())
     states[m.name()] = rpc::MetricStateFromProto(m);
@@ -391,7 +389,7 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
   proto::Task& task = entry.task;
   switch (task.type()) {
     case proto::TASK_TRAINING:
-      records_done_ += NumRecords(task);
+      records_done_ += RecordsOf(task);
       training_last_done_ = std::chrono::steady_clock::now();
       if (report.minibatches() > 0) recent_loss_ = report.loss_sum() / report.minibatches();
       task.set_minibatches_done(NumMinibatches(task));
@@ -402,7 +400,7 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
       FinishEvaluationTask(task, report);
       break;
     case proto::TASK_PREDICTION:
-      records_done_ += NumRecords(task);
+      records_done_ += RecordsOf(task);
       break;
     default:
       break;
@@ -486,7 +484,7 @@ int64_t TaskManager::records_done() const {
   // Tasks that will not be finished: what they trained before training stopped.
   int64_t partial = 0;
   for (const Entry& e : training_queue_) {
-    const int64_t records = NumRecords(e.task);
+    const int64_t records = RecordsOf(e.task);
     if (e.task.minibatches_done() >= NumMinibatches(e.task)) {
       partial += records;
     } else if (options_.minibatch_size > 0) {
@@ -578,7 +576,7 @@ int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
     }
     t.set_minibatches_done(std::min(t.minibatches_done(), applied_to(t)));
     for (const Holder& h : it->second.holders) {
-      if (options_.lockstep) revoked_.emplace(h.worker, std::make_pair(IdOf(t), RecordsOf(t)));
+      if (options_.lockstep) revoked_.emplace(h.worker, std::make_pair(IdOf(t), RangeOf(t)));
     }
     reopened.push_back(Release(&it));
   }
@@ -588,7 +586,7 @@ int TaskManager::PsRestored(const std::vector<proto::TaskProgress>& applied) {
       ++it;
       continue;
     }
-    records_done_ -= NumRecords(t);
+    records_done_ -= RecordsOf(t);
     t.set_minibatches_done(applied_to(t));
     NoteUnfinished(IdOf(t));
     reopened.push_back(Entry{std::move(t), 0});

@@ -54,7 +54,6 @@
 #include <random>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "common/ids.h"
@@ -325,9 +324,7 @@ class TaskManager {
   TaskId Add(proto::TaskType type, const Range& range, int64_t model_version,
              std::deque<Entry>* queue);
   void DealNextEpoch();
-  // A training task's records: (start, end, file).
-  using Records = std::tuple<int64_t, int64_t, std::string>;
-  static Records RecordsOf(const proto::Task& task);
+  static Range RangeOf(const proto::Task& task);
   // Where in `queue` the first task is that may go out now (its size if
   // none). In lockstep, a training task waits while a task of the same
   // records is held or may still train after a restore revoked it
@@ -409,15 +406,15 @@ class TaskManager {
   std::deque<Entry> training_queue_;
   std::deque<Entry> other_queue_;  // evaluation and prediction
   std::map<TaskId, Held> held_;
-  // The records of the held training tasks, which FirstReady passes over.
+  // The ranges of the held training tasks, which FirstReady passes over.
   // Hold and Release keep it with held_.
-  std::multiset<Records> held_records_;
+  std::multiset<Range> held_ranges_;
   // In lockstep, the training tasks PsRestored revoked, and their records,
   // by the worker that held them, until it is known to have stopped:
   // FirstReady passes over these records too. Not in the ledger: a
   // restarted master forgets them (as it does the workers' progress since
   // its last journal write).
-  std::multimap<WorkerId, std::pair<TaskId, Records>> revoked_;
+  std::multimap<WorkerId, std::pair<TaskId, Range>> revoked_;
   size_t parallelism_ = 1;
   // Finished training tasks, kept so that a parameter server's restore can
   // reopen them.

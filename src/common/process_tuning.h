@@ -17,8 +17,9 @@ namespace elasticdl {
 // and message buffers every minibatch; with glibc's defaults they go back
 // to the kernel (munmap, heap trimming) and come back as fresh pages that
 // fault and are zeroed again — 15-20 % of a worker's time on the seed CNN
-// (docs/benchmarks.md). Allocations up to 32 MiB come from the heap and
-// the heap is trimmed only past 1 GiB free. Call once, early in main().
+// (docs/benchmark-notes.md, Training). Allocations up to 32 MiB come from
+// the heap and the heap is trimmed only past 1 GiB free. Call once, early
+// in main().
 void KeepFreedMemory();
 
 // Turns off abseil's lock-cycle (deadlock) detection, which Debian's

@@ -7,7 +7,7 @@
 // training thread's core, and with both cores busy the scheduler does not
 // look for a free one; it stays there for regions to come, the other core
 // idle, the two taking turns. Bound, each thread keeps its core
-// (docs/benchmarks.md, "Two computing threads on one core").
+// (docs/benchmark-notes.md, "Two computing threads on one core").
 //
 // LibTorch runs its parallel regions on libgomp's team of the thread that
 // starts them; TeamBinding reaches the team's threads through libgomp

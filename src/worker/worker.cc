@@ -40,7 +40,8 @@ constexpr int kCollectivePipelineNiceness = 10;
 // ParameterServerStrategy: the same, lowest. The thread reads and parses
 // the next task's records (handed out ahead) while the intra-op threads
 // compute the current task's last minibatches on every core: it should take
-// only the time their serial stretches leave (docs/benchmarks.md).
+// only the time their serial stretches leave (docs/benchmark-notes.md,
+// Training).
 constexpr int kParameterServerPipelineNiceness = 19;
 
 // LibTorch's global CPU generator's state, which every draw from it changes.

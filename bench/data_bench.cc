@@ -19,7 +19,7 @@
 // contains TEXT (for profiling one figure with perf or callgrind); the memcpy
 // limit is always measured. "parts" times the pieces the figures are
 // made of (pread, CRCs, snappy, torch allocation, ...), which is how the
-// analysis in docs/benchmarks.md says what bounds each figure.
+// analysis in docs/benchmark-notes.md says what bounds each figure.
 #include <snappy.h>
 #include <stdlib.h>
 #include <sys/mman.h>

@@ -45,14 +45,15 @@
 # all of them); the table shows the best and the median, and the ratios are of
 # the best figures (and, beside them, of the medians).
 #
-#   bench/train_bench.sh [BUILD_DIR]      # default build-bench; about 25 minutes (REPS=3: 40)
+#   bench/train_bench.sh [BUILD_DIR]      # default build-bench; REPS=5 took 27 minutes on 2 cores
 #
 # Environment: RECORDS (default 30000, i.e. 3 of the 6 training files),
 # REPS (default 2), DATA (a folder with train/ from `elasticdl data mnist`;
 # written under $WORK when missing), WORK (scratch, default a new temp dir),
 # OMP_WAIT_POLICY (unset: libgomp's default spin-then-sleep; PASSIVE keeps
 # 2-thread runs from collapsing when other processes hold a core: see
-# docs/benchmarks.md; it reaches every process of every configuration alike),
+# docs/benchmark-notes.md, Training; it reaches every process of every
+# configuration alike),
 # ELASTICDL_CACHE_DIR (where the zoo build is cached; the first run builds it,
 # about 30 s, outside every timed window), PYTHON (default /usr/bin/python3).
 set -euo pipefail

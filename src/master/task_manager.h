@@ -290,6 +290,9 @@ class TaskManager {
     return prediction_tasks_;
   }
 
+  // The records `task` covers.
+  static Range RangeOf(const proto::Task& task);
+
  private:
   struct Entry {
     proto::Task task;
@@ -324,7 +327,6 @@ class TaskManager {
   TaskId Add(proto::TaskType type, const Range& range, int64_t model_version,
              std::deque<Entry>* queue);
   void DealNextEpoch();
-  static Range RangeOf(const proto::Task& task);
   // Where in `queue` the first task is that may go out now (its size if
   // none). In lockstep, a training task waits while a task of the same
   // records is held or may still train after a restore revoked it

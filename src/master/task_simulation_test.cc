@@ -251,18 +251,17 @@ class Simulation {
       if (other.id == worker || other.lost || other.forgotten || !other.task) continue;
       const proto::Task& t = *other.task;
       EXPECT_FALSE(t.type() == proto::TASK_TRAINING && t.task_id() != handed.task_id() &&
-                   t.file() == handed.file() && t.start() == handed.start() &&
-                   t.end() == handed.end())
+                   TaskManager::RangeOf(t) == TaskManager::RangeOf(handed))
           << "task " << handed.task_id() << " of epoch " << handed.epoch()
           << " handed out while worker " << other.id << " trains task " << t.task_id()
           << " of epoch " << t.epoch() << " over the same records";
     }
-    std::set<std::tuple<std::string, int64_t, int64_t>> held;
+    std::set<Range> held;
     const proto::TaskLedger ledger = tm_->ToLedger();
     for (const proto::JournalTask& j : ledger.tasks()) {
       const proto::Task& t = j.task();
       if (j.holder() < 0 || t.type() != proto::TASK_TRAINING) continue;
-      EXPECT_TRUE(held.insert({t.file(), t.start(), t.end()}).second)
+      EXPECT_TRUE(held.insert(TaskManager::RangeOf(t)).second)
           << "records [" << t.start() << ", " << t.end() << ") of " << t.file()
           << " held twice, the second time by task " << t.task_id() << " of epoch " << t.epoch();
     }

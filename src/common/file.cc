@@ -22,6 +22,17 @@ Status ErrnoStatus(const std::string& path, std::string_view action, int err) {
 
 constexpr size_t kWriteBufferSize = 1 << 20;
 
+// Opens `path` read-only with `flags` and fsyncs it.
+Status Fsync(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) return ErrnoStatus(path, "cannot open for fsync", errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoStatus(path, "fsync failed", err);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 class PosixRandomAccessFile final : public RandomAccessFile {
@@ -228,36 +239,21 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return absl::OkStatus();
 }
 
-Status SyncDirectory(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(dir, "cannot open directory", errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoStatus(dir, "fsync failed", err);
-  return absl::OkStatus();
-}
+Status SyncFile(const std::string& path) { return Fsync(path, 0); }
+
+Status SyncDirectory(const std::string& dir) { return Fsync(dir, O_DIRECTORY); }
 
 Status SyncTree(const std::string& dir) {
   namespace fs = std::filesystem;
-  auto sync = [](const std::string& path, int flags) -> Status {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
-    if (fd < 0) return ErrnoToStatus(errno, path);
-    const bool synced = ::fsync(fd) == 0;
-    const int err = errno;
-    ::close(fd);
-    if (!synced) return ErrnoToStatus(err, StrCat("fsync ", path));
-    return absl::OkStatus();
-  };
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::file_status st = it->symlink_status(ec);
     if (ec) break;
-    if (fs::is_regular_file(st)) EDL_RETURN_IF_ERROR(sync(it->path().string(), 0));
-    if (fs::is_directory(st)) EDL_RETURN_IF_ERROR(sync(it->path().string(), O_DIRECTORY));
+    if (fs::is_regular_file(st)) EDL_RETURN_IF_ERROR(SyncFile(it->path().string()));
+    if (fs::is_directory(st)) EDL_RETURN_IF_ERROR(SyncDirectory(it->path().string()));
   }
   if (ec) return absl::InternalError(StrCat(dir, ": ", ec.message()));
-  return sync(dir, O_DIRECTORY);
+  return SyncDirectory(dir);
 }
 
 Status ReplaceDirectory(const std::string& from, const std::string& to) {

@@ -117,6 +117,9 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
 // `path`.
 Status WriteAll(int fd, std::string_view data, const std::string& path);
 
+// Makes the contents of file `path` durable.
+Status SyncFile(const std::string& path);
+
 // Makes the entries of directory `dir` (a file created or renamed in it)
 // durable.
 Status SyncDirectory(const std::string& dir);

@@ -324,6 +324,7 @@ StatusOr<CriteoSynthTruth> WriteFile(const Generator& generator, const Calibrati
   std::vector<uint8_t> labels(records);
   const std::string partial = path + ".partial";
   Status written = WriteLines(generator, calibration, partial, stream, &p, &labels, &seen);
+  if (written.ok()) written = SyncFile(partial);
   if (written.ok() && std::rename(partial.c_str(), path.c_str()) != 0) {
     written = ErrnoToStatus(errno, StrCat(path, ": cannot rename ", partial));
   }

@@ -75,12 +75,18 @@ Status ShardedWriter::Close() {
   if (per_shard_ > 0 && written_ != total_) {
     return absl::InternalError(StrCat(path_, ": wrote ", written_, " records, expected ", total_));
   }
+  // Durable before they take their names: a shard under its final name is
+  // whole, also after a power cut (a short RecordIO file would read as a
+  // valid one of fewer records).
+  for (const std::string& p : paths_) EDL_RETURN_IF_ERROR(SyncFile(p + kPartial));
   for (const std::string& p : paths_) {
     if (std::rename((p + kPartial).c_str(), p.c_str()) != 0) {
       return absl::InternalError(
           StrCat(p, ": cannot rename from ", p, kPartial, ": ", std::strerror(errno)));
     }
   }
+  std::string parent = std::filesystem::path(path_).parent_path().string();
+  EDL_RETURN_IF_ERROR(SyncDirectory(parent.empty() ? "." : parent));
   closed_ok_ = true;
   return absl::OkStatus();
 }

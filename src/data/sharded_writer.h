@@ -2,7 +2,7 @@
 // DST "out/train.recordio" with 3 shards becomes out/train-00000-of-00003.recordio,
 // out/train-00001-of-00003.recordio, ...
 //
-// Files are written under a ".partial" suffix and renamed only by a
+// Files are written under a ".partial" suffix, synced, and renamed only by a
 // successful Close(); a writer destroyed before that removes them, so a failed
 // conversion leaves no half-written output behind.
 #ifndef ELASTICDL_DATA_SHARDED_WRITER_H_

@@ -420,28 +420,21 @@ StatusOr<ExperimentReport> Runner::Run() {
     report.best_metric = state_.trials().at(best->trial).metric;
     if (!stopping) {
       // The best trial's trained model, as an ordinary --output directory,
-      // copied beside it under a name of its own and renamed into place;
-      // what was there goes only if it is this experiment's (checked again:
-      // the experiment may have run for hours).
+      // published whole (copied into the staging directory, synced, put in
+      // place in one step); what was there goes only if it is this
+      // experiment's (checked again: the experiment may have run for hours).
       EDL_RETURN_IF_ERROR(CheckOutputReplaceable(config_));
       const std::string from = JobDir(*best) + "/model";
-      std::error_code ec;
-      fs::create_directories(fs::path(config_.output).parent_path(), ec);
-      std::string staging = config_.output + ".partial-XXXXXX";
-      if (::mkdtemp(staging.data()) == nullptr) {
-        return ErrnoToStatus(errno, StrCat("cannot create ", staging));
-      }
-      fs::copy(from, staging, fs::copy_options::recursive, ec);
-      if (!ec && fs::exists(config_.output)) {
-        // An earlier run's model of this experiment (CheckOutputReplaceable).
-        fs::remove_all(config_.output, ec);
-      }
-      if (!ec) fs::rename(staging, config_.output, ec);
-      if (ec) {
-        std::error_code ignored;
-        fs::remove_all(staging, ignored);
-        return absl::InternalError(
-            StrCat("cannot publish ", from, " as ", config_.output, ": ", ec.message()));
+      Status published = PublishTrainedModel(config_.output, [&](const std::string& staging) {
+        std::error_code ec;
+        fs::copy(from, staging, fs::copy_options::recursive, ec);
+        if (ec) {
+          return absl::InternalError(StrCat("copying ", from, " to ", staging, ": ", ec.message()));
+        }
+        return absl::OkStatus();
+      });
+      if (!published.ok()) {
+        return Annotate(published, StrCat("cannot publish ", from, " as ", config_.output));
       }
       report.output = config_.output;
     }

@@ -39,16 +39,6 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return absl::OkStatus();
 }
 
-Status FsyncPath(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return ErrnoToStatus(errno, StrCat(path, ": open for fsync"));
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoToStatus(err, StrCat(path, ": fsync"));
-  return absl::OkStatus();
-}
-
 // Parses "version-<V>"; false for other names.
 bool ParseVersionDir(const std::string& name, int64_t* version) {
   const std::string prefix = kVersionPrefix;
@@ -147,8 +137,10 @@ Status WriteCheckpoint(const std::string& dir, proto::ShardCheckpoint* checkpoin
     ::unlink(tmp.c_str());
     return s;
   }
-  // The rename is durable once the directory is.
-  return FsyncPath(version_dir, O_RDONLY | O_DIRECTORY);
+  // The rename is durable once the directory is, and the directory once
+  // its entry in `dir` is.
+  EDL_RETURN_IF_ERROR(SyncDirectory(version_dir));
+  return SyncDirectory(dir);
 }
 
 StatusOr<proto::ShardCheckpoint> ReadCheckpoint(const std::string& path) {

@@ -264,11 +264,14 @@ Status PublishObjects(const ZooSources& sources, const std::vector<Unit>& units,
       if (fd < 0) return ErrnoError("cannot create", temporary);
       ::close(fd);
       fs::copy_file(compiled, temporary, fs::copy_options::overwrite_existing, ec);
-      if (ec || ::rename(temporary.c_str(), unit.object.c_str()) != 0) {
+      // Synced before it takes its name: the cache trusts a name it finds.
+      if (ec || !SyncFile(temporary).ok() ||
+          ::rename(temporary.c_str(), unit.object.c_str()) != 0) {
         fs::remove(temporary, ec);
         return absl::InternalError(
             StrCat("cannot put ", compiled.string(), " into the cache as ", unit.object));
       }
+      EDL_RETURN_IF_ERROR(SyncDirectory(fs::path(unit.object).parent_path().string()));
     }
   }
   return Status();
@@ -380,10 +383,12 @@ Status Build(const ZooSources& sources, const std::vector<Unit>& units,
                                              ErrorExcerpt(text, sources.dir),
                                              "(full log: ", log_path, ")"));
   }
-  // rename() is atomic: a reader sees no library or the whole one.
+  // rename() is atomic: a reader sees no library or the whole one; synced
+  // first, so that after a crash the name holds the whole one too.
   const std::string built = build + "/libzoo.so", library = entry_dir + "/libzoo.so";
+  EDL_RETURN_IF_ERROR(SyncFile(built));
   if (::rename(built.c_str(), library.c_str()) != 0) return ErrnoError("cannot publish", library);
-  return Status();
+  return SyncDirectory(entry_dir);
 }
 
 // The compiled files a library for `modules` holds: every one when
@@ -434,12 +439,13 @@ Status CopyPythonFiles(const ZooSources& sources, const std::string& entry_dir,
                                         " into the cache: ", ec.message()));
     }
   }
-  if (::rename(work.c_str(), python_dir.c_str()) != 0) {
+  Status synced = SyncTree(work);
+  if (!synced.ok() || ::rename(work.c_str(), python_dir.c_str()) != 0) {
     std::error_code ec;
     fs::remove_all(work, ec);
-    return ErrnoError("cannot publish", python_dir);
+    return synced.ok() ? ErrnoError("cannot publish", python_dir) : synced;
   }
-  return Status();
+  return SyncDirectory(fs::path(python_dir).parent_path().string());
 }
 
 }  // namespace

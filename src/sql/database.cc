@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <set>
 #include <utility>
 
@@ -240,16 +241,6 @@ ColumnType PostgresType(Oid oid) {
   }
 }
 
-// `url` with its password, if any, replaced by "***".
-std::string Redacted(const std::string& url) {
-  const size_t scheme = url.find("://");
-  const size_t at = url.find('@', scheme == std::string::npos ? 0 : scheme + 3);
-  if (scheme == std::string::npos || at == std::string::npos) return url;
-  const size_t colon = url.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return url;
-  return url.substr(0, colon + 1) + "***" + url.substr(at);
-}
-
 class PostgresDatabase final : public Database {
  public:
   static StatusOr<std::unique_ptr<Database>> Open(const std::string& url) {
@@ -257,7 +248,7 @@ class PostgresDatabase final : public Database {
     std::unique_ptr<PostgresDatabase> database(new PostgresDatabase(conn));
     if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
       return absl::UnavailableError(
-          StrCat("cannot connect to PostgreSQL at ", Redacted(url), ": ",
+          StrCat("cannot connect to PostgreSQL at ", RedactedUrl(url), ": ",
                  conn != nullptr ? Trim(PQerrorMessage(conn)) : std::string("out of memory")));
     }
     // The server's notices ("table ... does not exist, skipping" of DROP
@@ -526,6 +517,28 @@ Status CheckColumnNames(const std::vector<ColumnInfo>& columns) {
   return absl::OkStatus();
 }
 
+std::string RedactedUrl(const std::string& url) {
+  std::string out = url;
+  // user:password@host: the user information ends at the first '@' before
+  // the path.
+  const size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t at = out.find('@', start);
+    const size_t path = out.find('/', start);
+    const size_t colon = out.find(':', start);
+    if (at != std::string::npos && (path == std::string::npos || at < path) &&
+        colon != std::string::npos && colon < at) {
+      out = out.substr(0, colon + 1) + "***" + out.substr(at);
+    }
+  }
+  // password=... in the query (up to '&') or in key=value settings (a
+  // quoted value or up to a space).
+  static const std::regex kPassword(R"((^|[?&\s])(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*))",
+                                    std::regex::icase);
+  return std::regex_replace(out, kPassword, "$1$2***");
+}
+
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {
   constexpr std::string_view kSqlite = "sqlite://";
   if (url.rfind(kSqlite, 0) == 0) {
@@ -537,7 +550,7 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {
     return PostgresDatabase::Open(url);
   }
   return absl::InvalidArgumentError(
-      StrCat("unknown database URL '", url,
+      StrCat("unknown database URL '", RedactedUrl(url),
              "': expected sqlite:///path/to.db or postgresql://user@host:port/db"));
 }
 

@@ -2,7 +2,7 @@
 // for trying things) and PostgreSQL (a server, through libpq).
 //
 //   sqlite:///abs/path/to.db        sqlite://relative/path.db
-//   postgresql://user@host:port/db  (any URI or key=value string libpq takes)
+//   postgresql://user@host:port/db  (any connection URI libpq takes)
 //
 // A query's rows are streamed to a callback, never held whole: PostgreSQL in
 // libpq's single-row mode, SQLite step by step.
@@ -44,6 +44,10 @@ struct Cell {
   // (their text form).
   std::string_view text;
 };
+
+// `url` with any password in it (postgresql://user:PASSWORD@..., a
+// password=PASSWORD setting) replaced by "***": what messages show.
+std::string RedactedUrl(const std::string& url);
 
 // A cell's value as text: numbers in their shortest exact form, NULL empty.
 std::string CellText(const Cell& cell);

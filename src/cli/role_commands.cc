@@ -5,13 +5,17 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
 #include <thread>
 
 #include "cli/command_support.h"
+#include "common/environment.h"
+#include "common/process_start.h"
 #include "common/process_tuning.h"
 #include "common/stop_flag.h"
 #include "ps/ps_server.h"
@@ -32,12 +36,28 @@ StopFlag g_ps_stop;
 std::atomic<std::chrono::steady_clock::time_point> g_ps_stop_asked{};
 
 // Processes the local backend starts outlive their master (a restarted one
-// adopts them) but not the whole job: once they are orphaned to init, no
-// process of the job supervises them any more. Then stop as if SIGTERM
-// came, and leave for good a few seconds later.
+// adopts them) but not the whole job: once the process that started the
+// master is gone too (ELASTICDL_JOB_SUPERVISOR names it; without it, once
+// they are orphaned to init), no process of the job supervises them any
+// more. Then stop as if SIGTERM came, and leave for good a few seconds later.
 void WatchForOrphaning(std::function<void()> stop) {
-  std::thread([stop = std::move(stop)] {
-    while (::getppid() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  pid_t supervisor = 0;
+  uint64_t supervisor_start = 0;
+  const std::string named = ReadEnvironment().job_supervisor;
+  const char* const end = named.data() + named.size();
+  const auto pid = std::from_chars(named.data(), end, supervisor);
+  bool parsed = pid.ec == std::errc() && pid.ptr != end && *pid.ptr == ':';
+  if (parsed) {
+    const auto start = std::from_chars(pid.ptr + 1, end, supervisor_start);
+    parsed = start.ec == std::errc() && start.ptr == end;
+  }
+  if (!parsed) supervisor = 0;
+  auto supervised = [supervisor, supervisor_start] {
+    if (::getppid() == 1) return false;
+    return supervisor <= 0 || ProcessRunning(supervisor, supervisor_start);
+  };
+  std::thread([stop = std::move(stop), supervised] {
+    while (supervised()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     spdlog::warn("the job's client and master are gone; stopping");
     stop();
     std::this_thread::sleep_for(std::chrono::seconds(5));

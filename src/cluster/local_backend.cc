@@ -2,12 +2,15 @@
 
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
 
 #include "cluster/process.h"
+#include "common/environment.h"
 #include "common/file.h"
+#include "common/process_start.h"
 #include "common/process_tuning.h"
 #include "common/strings.h"
 
@@ -106,6 +109,11 @@ StatusOr<ProcessHandle> LocalBackend::StartMaster() {
   // Each master leads a process group holding the processes it starts;
   // whatever of them is left at the end goes with it.
   spec.new_process_group = true;
+  // This process supervises the job's processes (they become its children
+  // when their master dies); they stop once it is gone.
+  if (StatusOr<uint64_t> start = ProcessStartTime(::getpid()); start.ok()) {
+    spec.env.emplace_back(kJobSupervisorVariable, StrCat(::getpid(), ":", *start));
+  }
   // The master and the job's processes label their own lines.
   if (options_.output_fd >= 0) {
     spec.output_fd = options_.output_fd;

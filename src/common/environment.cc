@@ -32,6 +32,7 @@ Environment ReadEnvironment() {
   env.omp_wait_policy = Get("OMP_WAIT_POLICY");
   env.openblas_coretype = Get("OPENBLAS_CORETYPE");
   env.openblas_coretype_chosen = std::getenv(kOpenblasCoretypeChosenVariable) != nullptr;
+  env.job_supervisor = Get(kJobSupervisorVariable);
   return env;
 }
 

@@ -37,10 +37,17 @@ struct Environment {
   // (common/blas_kernels.h).
   std::string openblas_coretype;
   bool openblas_coretype_chosen = false;
+  // $ELASTICDL_JOB_SUPERVISOR: "<pid>:<start time>" of the process whose
+  // local backend started this job's master (set for the master, inherited
+  // by the processes it starts); empty: none.
+  std::string job_supervisor;
 };
 
 // The variable that says OPENBLAS_CORETYPE was chosen by this program.
 inline constexpr char kOpenblasCoretypeChosenVariable[] = "ELASTICDL_OPENBLAS_CORETYPE_CHOSEN";
+
+// The variable that names the process supervising a job's local processes.
+inline constexpr char kJobSupervisorVariable[] = "ELASTICDL_JOB_SUPERVISOR";
 
 // This process's environment.
 Environment ReadEnvironment();

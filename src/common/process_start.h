@@ -15,6 +15,11 @@ namespace elasticdl {
 // later process reusing the pid starts later. NOT_FOUND if there is none.
 StatusOr<uint64_t> ProcessStartTime(pid_t pid);
 
+// Whether the process that started at `start_time` (ProcessStartTime) with
+// pid `pid` is still running: false once it has ended, also while it is a
+// zombie its parent has not reaped.
+bool ProcessRunning(pid_t pid, uint64_t start_time);
+
 }  // namespace elasticdl
 
 #endif  // ELASTICDL_COMMON_PROCESS_START_H_

@@ -15,6 +15,7 @@ Environment:
                        by side); unset: all of them
 """
 import csv
+import ctypes
 import json
 import os
 import re
@@ -888,6 +889,44 @@ class JobTest(JobTestCase):
                 self.assertNotIn("trained ", job.stdout)
                 self.assertNoProcessesLeft(job_dir)
 
+    def test_killed_client_takes_the_whole_job_with_it(self):
+        # Where an ancestor is a child subreaper (a desktop session's systemd
+        # --user, a container's init that is not pid 1), the job's orphans go
+        # to it, not to init; they must stop all the same. This process is one
+        # for the test, and does not reap the killed client until the end: a
+        # zombie supervises nothing either.
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_child_subreaper = 36
+        self.assertEqual(libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0), 0)
+        job = None
+        try:
+            job_dir = self.job_dir("killed")
+            job = self.start(self.train_args(job_dir, num_epochs=5, validation_data=None))
+            self.wait_for_workers(job, job_dir)
+            deadline = time.monotonic() + JOB_TIMEOUT
+            while not any(e["event"] == "task_dispatched" for e in logged_events(job_dir)):
+                self.assertLess(time.monotonic(), deadline, job.describe())
+                self.assertIsNone(job.proc.poll(), job.describe())
+                time.sleep(0.02)
+            self.assertTrue(job_processes(job_dir))
+            job.proc.kill()
+            killed = time.monotonic()
+            # Orphaned, they stop as on SIGTERM and leave for good 5 s later.
+            while job_processes(job_dir) and time.monotonic() - killed < 20:
+                time.sleep(0.2)
+            self.assertNoProcessesLeft(job_dir)
+        finally:
+            libc.prctl(pr_set_child_subreaper, 0, 0, 0, 0)
+            if job is not None:
+                job.wait(10)
+            # The job's processes that ended here.
+            while True:
+                try:
+                    if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                        break
+                except ChildProcessError:
+                    break
+
 
 # Bad input and interrupted clients: the part SCENARIO_PART=errors runs.
 ERROR_TESTS = {
@@ -898,6 +937,7 @@ ERROR_TESTS = {
     "test_corrupt_data_file",
     "test_truncated_data_file_error_line_names_it",
     "test_interrupt_and_terminate_the_client",
+    "test_killed_client_takes_the_whole_job_with_it",
 }
 
 

@@ -25,14 +25,45 @@ using std::chrono::milliseconds;
 constexpr milliseconds kGetPoll{500};
 constexpr milliseconds kStoreCallTimeout{10000};
 
+}  // namespace
+
+// The master client a group's store calls, shared with the threads that may
+// outlive the group's owner (a connection given up runs on until Gloo's
+// timeout): once cut, the store's calls fail instead of reaching a client
+// that may be gone.
+class MasterLink {
+ public:
+  explicit MasterLink(MasterClient* master) : master_(master) {}
+
+  Status GroupStore(const proto::GroupStoreRequest& request, proto::GroupStoreResponse* response,
+                    milliseconds timeout) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (master_ == nullptr) return absl::CancelledError("the group's connection was given up");
+    return master_->GroupStore(request, response, timeout);
+  }
+
+  // No call reaches the client after this returns (it waits for one under
+  // way, at most kStoreCallTimeout).
+  void Cut() {
+    std::lock_guard<std::mutex> lock(mu_);
+    master_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  MasterClient* master_;
+};
+
+namespace {
+
 // c10d::Store over the master's GroupStore for one group version. Errors
 // are thrown (c10d's convention); ProcessGroupGloo's constructor passes
 // them on.
 class MasterStore : public c10d::Store {
  public:
-  MasterStore(MasterClient* master, int32_t worker_id, int64_t version,
+  MasterStore(std::shared_ptr<MasterLink> master, int32_t worker_id, int64_t version,
               std::function<bool()> abandoned, milliseconds timeout)
-      : master_(master),
+      : master_(std::move(master)),
         worker_id_(worker_id),
         version_(version),
         abandoned_(std::move(abandoned)) {
@@ -102,7 +133,7 @@ class MasterStore : public c10d::Store {
     }
   }
 
-  MasterClient* const master_;
+  const std::shared_ptr<MasterLink> master_;
   const int32_t worker_id_;
   const int64_t version_;
   const std::function<bool()> abandoned_;
@@ -131,8 +162,9 @@ StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
   // given up (left to end on its own) when the version is abandoned; its
   // store then stops waiting too.
   auto given_up = std::make_shared<std::atomic<bool>>(false);
+  auto link = std::make_shared<MasterLink>(master);
   auto store = c10::make_intrusive<MasterStore>(
-      master, worker_id, place.version(), [given_up] { return given_up->load(); }, options.timeout);
+      link, worker_id, place.version(), [given_up] { return given_up->load(); }, options.timeout);
   struct Connecting {
     std::mutex mu;
     std::condition_variable cv;
@@ -167,6 +199,8 @@ StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
     while (!connecting->cv.wait_for(lock, milliseconds(20), [&] { return connecting->done; })) {
       if (options.abandoned && options.abandoned()) {
         given_up->store(true);
+        lock.unlock();
+        link->Cut();
         return absl::UnavailableError(StrCat("connecting collective group version ",
                                              place.version(), ": abandoned (the group changed)"));
       }
@@ -178,21 +212,25 @@ StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
     }
     group = std::move(connecting->group);
   }
-  std::unique_ptr<CollectiveGroup> made(new CollectiveGroup(
-      place.rank(), place.world_size(), place.version(), std::move(options), std::move(group)));
+  std::unique_ptr<CollectiveGroup> made(new CollectiveGroup(place.rank(), place.world_size(),
+                                                            place.version(), std::move(options),
+                                                            std::move(group), std::move(link)));
   EDL_RETURN_IF_ERROR(made->CheckConnections(place.secret()));
   return made;
 }
 
 CollectiveGroup::CollectiveGroup(int rank, int world_size, int64_t version, Options options,
-                                 c10::intrusive_ptr<c10d::ProcessGroupGloo> group)
+                                 c10::intrusive_ptr<c10d::ProcessGroupGloo> group,
+                                 std::shared_ptr<MasterLink> link)
     : rank_(rank),
       world_size_(world_size),
       version_(version),
       options_(std::move(options)),
-      group_(std::move(group)) {}
+      group_(std::move(group)),
+      link_(std::move(link)) {}
 
 CollectiveGroup::~CollectiveGroup() {
+  link_->Cut();
   if (!broken_) return;
   // Its threads may be stuck in a collective until Gloo's timeout: let them
   // end on their own.

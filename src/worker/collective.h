@@ -39,6 +39,8 @@ class ProcessGroupGloo;
 
 namespace elasticdl::worker {
 
+class MasterLink;
+
 class CollectiveGroup {
  public:
   struct Options {
@@ -76,7 +78,8 @@ class CollectiveGroup {
 
  private:
   CollectiveGroup(int rank, int world_size, int64_t version, Options options,
-                  c10::intrusive_ptr<c10d::ProcessGroupGloo> group);
+                  c10::intrusive_ptr<c10d::ProcessGroupGloo> group,
+                  std::shared_ptr<MasterLink> link);
   // Each member sends every other a proof of the secret over their
   // connection and checks the one it receives.
   Status CheckConnections(const std::string& secret);
@@ -86,6 +89,9 @@ class CollectiveGroup {
   const int64_t version_;
   const Options options_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  // The store's way to the master, cut when the group ends: its connection
+  // may outlive the master client.
+  const std::shared_ptr<MasterLink> link_;
   // A collective failed or was given up: the group is not used again, and
   // its destruction may wait for Gloo's timeout.
   bool broken_ = false;

@@ -207,7 +207,10 @@ Status JobState::GetTask(const proto::GetTaskRequest& request, proto::GetTaskRes
         if (!members_.registered(w)) group_.Leave(w);
       }
     }
-    group_.Set(worker, training);
+    // Before training begins, a worker told to wait (for --min_workers, for
+    // a server) stays in the group it joined when it started: the first
+    // steps wait for it, whichever worker's first task goes out first.
+    if (training || training_begun_) group_.Set(worker, training);
     training_begun_ = training_begun_ || training;
   }
   // The task is the worker's once the journal says so.

@@ -447,6 +447,31 @@ TEST(JobStateTest, MinWorkersGateTheFirstTaskUnlessTheyCannotCome) {
   EXPECT_EQ(task->type(), proto::TASK_TRAINING);
 }
 
+TEST(JobStateTest, AWorkerToldToWaitForTheOthersStaysInTheFirstSteps) {
+  JobStateOptions options = StateOptions();
+  options.wait_for_workers = 3;
+  options.job_starts_workers = true;
+  JobState state(options, TaskManager(TrainingOptions(), Ranges(3), {}, {}), nullptr);
+  ASSERT_TRUE(RegisterPs(&state, 0).ok());
+  for (int w : {0, 1, 2}) state.WorkerStarted(WorkerId(w), {}, false);
+  // Workers 0 and 1 ask before worker 2 has registered: they wait, and the
+  // first steps still wait for them.
+  for (int w : {0, 1}) {
+    ASSERT_TRUE(RegisterWorker(&state, w).ok());
+    StatusOr<proto::Task> task = GetTask(&state, w);
+    ASSERT_TRUE(task.ok());
+    EXPECT_EQ(task->type(), proto::TASK_WAIT);
+    EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0, 1, 2}));
+  }
+  // Worker 2's first task goes out before the others ask again: its first
+  // push is not a step of its own.
+  ASSERT_TRUE(RegisterWorker(&state, 2).ok());
+  StatusOr<proto::Task> task = GetTask(&state, 2);
+  ASSERT_TRUE(task.ok());
+  ASSERT_EQ(task->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(state.training_group().members(), testing::WorkerIds({0, 1, 2}));
+}
+
 TEST(JobStateTest, TheFirstCollectiveVersionWaitsForMinWorkersNotYetStarted) {
   JobStateOptions options = StateOptions();
   options.collective = true;

@@ -30,6 +30,10 @@ class ReproducibilityTest(job_test.JobTestCase):
         cls.records_file = os.path.join(os.path.dirname(cls.train_file), "records.recordio")
         corpus.write_subset(cls.records_file, "train", 0, RECORDS)
 
+    def setUp(self):
+        super().setUp()
+        self.versions = {}  # job name: the trained model's version
+
     def train_model(self, name, **flags):
         """Trains one epoch of the seed CNN on RECORDS records and returns its
         parameters.pb."""
@@ -39,6 +43,7 @@ class ReproducibilityTest(job_test.JobTestCase):
                                            training_data=self.records_file, **flags))
         self.assertSucceeded(job)
         self.assertEqual(self.trained(job)[0], RECORDS, job.describe())
+        self.versions[name] = self.trained(job)[1]
         self.assertIn(f", seed {flags.get('seed', 0)}\n", job.stdout, job.describe())
         with open(os.path.join(model, "trained_model.pbtxt")) as f:
             record = f.read()
@@ -53,11 +58,32 @@ class ReproducibilityTest(job_test.JobTestCase):
         other = self.train_model("one-c", num_workers=1, seed=8)
         self.assertNotEqual(first, other, "--seed=8 trained the same model as --seed=7")
 
-    def test_two_synchronous_workers_same_seed_same_model(self):
-        # The default mode: every step averages one minibatch of each worker.
-        first = self.train_model("sync-a", num_workers=2, seed=7)
-        second = self.train_model("sync-b", num_workers=2, seed=7)
+    def test_three_synchronous_workers_same_seed_same_model(self):
+        # The default mode: every step averages one minibatch of each worker, from the
+        # first step on, whichever worker's first task goes out first: the workers go
+        # through their tasks in lockstep, a round of three tasks at a time, so that the
+        # steps are as many as the rounds' minibatches (8 tasks of 2: 6).
+        first = self.train_model("sync-a", num_workers=3, seed=7)
+        second = self.train_model("sync-b", num_workers=3, seed=7)
         self.assertEqual(first, second, "two synchronous runs with --seed=7 differ")
+        self.assertEqual(self.versions, {"sync-a": 6, "sync-b": 6})
+        # A model whose minibatch takes no time at all shows a worker that misses the
+        # first step at once (it adds rounds of its own): the exactness model, 3000
+        # records in 12 tasks of 8 minibatches, 4 rounds of 3 tasks, 32 steps.
+        data = self.path("ids.recordio")
+        exactness.write_records(data, range(3000))
+        models = []
+        for name in ("fast-a", "fast-b"):
+            model = self.path("model-" + name)
+            job = self.run_job(self.train_args(
+                self.job_dir(name), model_zoo=exactness.MODEL_ZOO, model_def=exactness.MODEL_DEF,
+                params="num_records=3000", optimizer="unit_step_optimizer", training_data=data,
+                validation_data=None, minibatch_size=32, num_workers=3, seed=5, output=model))
+            self.assertSucceeded(job)
+            self.assertEqual(self.trained(job), (3000, 32), job.describe())
+            self.assertEqual(exactness.check_rows(model, 3000, 1), "", job.describe())
+            models.append(self.read_parameters(model))
+        self.assertEqual(models[0], models[1], "two synchronous runs with --seed=5 differ")
 
     def test_three_allreduce_workers_same_seed_same_model(self):
         """AllreduceStrategy: a sum of three workers' gradients depends on which worker

@@ -237,6 +237,9 @@ class CollectiveTrainer {
   std::shared_ptr<Model> model_;
   std::vector<std::pair<std::string, torch::Tensor>> parameters_;
   std::vector<std::pair<std::string, torch::Tensor>> buffers_;
+  // By buffer: its value when the step began, for a counter (one that adds
+  // up); undefined for a running statistic (one that is averaged).
+  std::vector<torch::Tensor> counted_from_;
   OptimizerSpec optimizer_spec_ = torch::optim::SGDOptions(0.1);
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   LearningRateSchedule schedule_;
@@ -278,7 +281,15 @@ Status CollectiveTrainer::BuildModel() {
     parameters_.emplace_back(item.key(), item.value());
     if (item.value().requires_grad()) trainable.push_back(item.value());
   }
-  for (const auto& item : model_->named_buffers()) buffers_.emplace_back(item.key(), item.value());
+  for (const auto& item : model_->named_buffers()) {
+    buffers_.emplace_back(item.key(), item.value());
+    // Running statistics are averaged over a step's members; any other
+    // buffer (a counter) adds up what each member's forward added to the
+    // value they share, as on a parameter server: that value is kept.
+    counted_from_.push_back(w_.model_->IsRunningStatistic(item.key())
+                                ? torch::Tensor()
+                                : torch::empty(item.value().sizes(), torch::kDouble));
+  }
   EDL_ASSIGN_OR_RETURN(optimizer_spec_, ParseOptimizer(w_.job_.optimizer.SerializeAsString()));
   if (w_.job_.optimizer.has_lr_schedule()) {
     EDL_ASSIGN_OR_RETURN(schedule_, LrScheduleFromProto(w_.job_.optimizer.lr_schedule()));
@@ -733,6 +744,9 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     // Where the step's time goes (TimeAccount): computing this member's
     // minibatch, then waiting for the rest of the reduce.
     const auto step_began = TimeAccount::Clock::now();
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (counted_from_[i].defined()) counted_from_[i].copy_(buffers_[i].second);
+    }
     // Forward first: a non-finite loss withdraws the minibatch.
     torch::Tensor loss;
     double loss_value = 0;
@@ -779,15 +793,22 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       row[kLast] = minibatch && current_->end && *minibatch + 1 >= *current_->end ? 1 : 0;
     }
     auto header_work = group_->StartAllReduce(header);
-    // Buffers (BatchNorm statistics): the mean over the members that ran a
-    // forward, like the gradients.
+    // Buffers: running statistics (BatchNorm's) summed for their mean over
+    // the members that ran a forward, like the gradients; counters by what
+    // each forward added.
     std::optional<torch::Tensor> flat_buffers;
     c10::intrusive_ptr<c10d::Work> buffers_work;
     if (!buffers_.empty()) {
       std::vector<torch::Tensor> parts;
-      for (const auto& [name, b] : buffers_) {
-        parts.push_back(minibatch ? b.detach().to(torch::kDouble).reshape({-1})
-                                  : torch::zeros({b.numel()}, torch::kDouble));
+      for (size_t i = 0; i < buffers_.size(); ++i) {
+        const torch::Tensor& b = buffers_[i].second;
+        if (!minibatch) {
+          parts.push_back(torch::zeros({b.numel()}, torch::kDouble));
+        } else if (counted_from_[i].defined()) {
+          parts.push_back((b.detach().to(torch::kDouble) - counted_from_[i]).reshape({-1}));
+        } else {
+          parts.push_back(b.detach().to(torch::kDouble).reshape({-1}));
+        }
       }
       flat_buffers = torch::cat(parts);
       buffers_work = group_->StartAllReduce(*flat_buffers);
@@ -908,11 +929,17 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         }
         if (flat_buffers) {
           torch::NoGradGuard no_grad;
-          flat_buffers->div_(static_cast<double>(count));
           int64_t at = 0;
-          for (auto& [name, b] : buffers_) {
-            torch::Tensor mean = flat_buffers->narrow(0, at, b.numel()).view(b.sizes());
-            b.copy_(b.is_floating_point() ? mean : mean.round());
+          for (size_t i = 0; i < buffers_.size(); ++i) {
+            torch::Tensor& b = buffers_[i].second;
+            torch::Tensor sum = flat_buffers->narrow(0, at, b.numel()).view(b.sizes());
+            if (counted_from_[i].defined()) {
+              // Integers stay exact in doubles (to 2^53).
+              b.copy_(counted_from_[i] + sum);
+            } else {
+              torch::Tensor mean = sum / static_cast<double>(count);
+              b.copy_(b.is_floating_point() ? mean : mean.round());
+            }
             at += b.numel();
           }
         }

@@ -83,6 +83,13 @@ ShardedModel::ShardedModel(std::shared_ptr<Model> model, int num_shards)
   }
 }
 
+bool ShardedModel::IsRunningStatistic(const std::string& name) const {
+  for (const Slot& s : slots_) {
+    if (s.is_buffer && s.name == name) return s.momentum.has_value() || s.cumulative;
+  }
+  return false;
+}
+
 ShardedModel::Slot* ShardedModel::Find(const std::string& name, bool is_buffer) {
   for (Slot& s : slots_) {
     if (s.name == name && s.is_buffer == is_buffer) return &s;

@@ -69,6 +69,11 @@ class ShardedModel {
   // Every parameter and buffer, e.g. for a trained-model file.
   StatusOr<proto::ModelValues> EncodeAll() const;
 
+  // Whether buffer `name` is a normalization layer's running statistic
+  // (running_mean, running_var), which a step of several workers averages;
+  // any other buffer (a counter) adds up what each worker's forward added.
+  bool IsRunningStatistic(const std::string& name) const;
+
  private:
   struct Slot {
     std::string name;

@@ -77,6 +77,10 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
             job, job_dir, output, log = self.start(f"ar-baseline-{run}", num_epochs=epochs)
             self.assertExact(job, job_dir, output, log, epochs)
             describe = self.describe(job, log)
+            # Counters add up over the members of every step (running statistics
+            # are averaged): what each minibatch's forward added.
+            self.assertEqual(exactness.check_trained_counts(output, self.TRAIN_RECORDS, epochs),
+                             "", describe)
             self.assertEqual(log.of("ps_started"), [], describe)
             self.assertEqual(len(log.of("worker_started")), 3, describe)
             self.assertSurvivorsKept(job, log)

@@ -238,6 +238,9 @@ class ChaosTest(ChaosCase):
             job, job_dir, output, log = self.start(f"baseline-{run}", num_epochs=epochs,
                                                    num_ps_pods=2)
             self.assertExact(job, job_dir, output, log, epochs)
+            # The counting buffer adds up over the workers of every step.
+            self.assertEqual(exactness.check_trained_counts(output, self.TRAIN_RECORDS, epochs),
+                             "", self.describe(job, log))
             if not log.events:
                 return  # the event log is not implemented yet
             describe = self.describe(job, log)

@@ -143,18 +143,40 @@ def decode_tensor(data):
     return name, shape, list(struct.unpack(f"<{count}{letter}", content))
 
 
-def read_model_values(path):
-    """A ModelValues file: (version, {parameter name: (shape, values)})."""
+def read_model_values(path, field=2):
+    """A ModelValues file: (version, {parameter name: (shape, values)}); field=3: the
+    buffers instead of the parameters."""
     with open(path, "rb") as f:
         data = f.read()
-    version, parameters = 0, {}
+    version, tensors = 0, {}
     for number, wire_type, value in wire_fields(data):
         if number == 1 and wire_type == 0:
             version = value
-        elif number == 2 and wire_type == 2:
+        elif number == field and wire_type == 2:
             name, shape, values = decode_tensor(value)
-            parameters[name] = (shape, values)
-    return version, parameters
+            tensors[name] = (shape, values)
+    return version, tensors
+
+
+def check_trained_counts(output_dir, num_records, epochs):
+    """"" when the trained exactness model's buffer `trained` counts every record
+    `epochs` times (a step applies what each of its minibatches added); else what
+    differs."""
+    path = os.path.join(output_dir, "parameters.pb")
+    try:
+        _, buffers = read_model_values(path, field=3)
+    except (OSError, ValueError) as e:
+        return f"cannot read {path}: {e}"
+    if "trained" not in buffers:
+        return f"{path} has no buffer 'trained' (has {sorted(buffers)})"
+    shape, values = buffers["trained"]
+    if shape != [num_records]:
+        return f"{path}: 'trained' has shape {shape}, expected [{num_records}]"
+    wrong = [(r, v) for r, v in enumerate(values) if v != epochs]
+    if wrong:
+        return (f"{path}: {len(wrong)} of {num_records} records counted other than {epochs} "
+                f"times in the buffer 'trained', e.g. (record, count) {wrong[:10]}")
+    return ""
 
 
 def _packed_varints(value):

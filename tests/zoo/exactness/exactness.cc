@@ -21,6 +21,11 @@
 // holds or may still train, so the same records of two epochs do not meet
 // in one step.)
 //
+// The buffer `trained` [num_records] (int64) counts the same in a buffer: a
+// training forward adds 1 at each record's id, and a step applies what each
+// of its minibatches added, on the parameter servers and under
+// AllreduceStrategy alike; E epochs end with E everywhere.
+//
 // dataset_fn shuffles its records through a buffer of 64, smaller than a
 // task of the chaos tests (128 records); wide_shuffle_dataset_fn through one
 // of 1000, larger than a task. Both are seeded by the pipeline as any
@@ -55,7 +60,9 @@ class Exactness : public Model {
  public:
   explicit Exactness(const Params& params)
       : sleep_(params.get<int64_t>("sleep_ms", 0)),
-        rows_(register_parameter("rows", torch::zeros({params.get<int64_t>("num_records"), 1}))) {}
+        rows_(register_parameter("rows", torch::zeros({params.get<int64_t>("num_records"), 1}))),
+        trained_(register_buffer(
+            "trained", torch::zeros({params.get<int64_t>("num_records")}, torch::kInt64))) {}
 
   torch::Tensor forward(const FeatureMap& inputs, bool training) override {
     if (training && sleep_.count() > 0) std::this_thread::sleep_for(sleep_);
@@ -64,12 +71,14 @@ class Exactness : public Model {
                     (id.min().item<int64_t>() >= 0 && id.max().item<int64_t>() < rows_.size(0)),
                 "exactness: an id is outside 0..num_records-1 (num_records=", rows_.size(0),
                 "); set --params num_records");
+    if (training) trained_.index_add_(0, id, torch::ones_like(id));
     return rows_.index_select(0, id);
   }
 
  private:
   std::chrono::milliseconds sleep_;
   torch::Tensor rows_;
+  torch::Tensor trained_;
 };
 ELASTICDL_REGISTER_MODEL(Exactness);
 

@@ -6,7 +6,8 @@ rows[id] and the loss is the sum of the outputs, so each trained record adds exa
 to its own row's gradient. With plain SGD at lr=1 (asynchronous training), or with
 unit_step_optimizer (Adam with betas 0: every step moves a row by exactly lr, whatever
 the number of gradients it averages), E epochs end with every row at -E: a row above
-names a record lost, a row below one trained twice. EmbeddingExactness keeps the same
+names a record lost, a row below one trained twice; the buffer `trained` counts the same
+(every training forward adds 1 at its records' ids). EmbeddingExactness keeps the same
 counts in a table on the parameter servers. See exactness.cc for the whole argument,
 and tests/scenario/exactness.py for the checks.
 
@@ -27,6 +28,7 @@ class Exactness(torch.nn.Module):
         super().__init__()
         self.sleep = sleep_ms / 1000
         self.rows = torch.nn.Parameter(torch.zeros(num_records, 1))
+        self.register_buffer("trained", torch.zeros(num_records, dtype=torch.int64))
 
     def forward(self, ids):
         if self.training and self.sleep > 0:
@@ -35,6 +37,8 @@ class Exactness(torch.nn.Module):
         if ids.numel() and (ids.min() < 0 or ids.max() >= self.rows.shape[0]):
             raise ValueError(f"exactness: an id is outside 0..num_records-1 (num_records="
                              f"{self.rows.shape[0]}); set --params num_records")
+        if self.training:
+            self.trained.index_add_(0, ids, torch.ones_like(ids))
         return self.rows.index_select(0, ids)
 
 

@@ -48,7 +48,27 @@ class AucMetric final : public Metric {
 }  // namespace
 
 void MeanMetric::Update(const torch::Tensor& labels, const torch::Tensor& predictions) {
-  torch::Tensor values = fn_(labels, predictions).detach().to(torch::kCPU, torch::kFloat64);
+  torch::Tensor values = fn_(labels, predictions).detach();
+  // One value per example, or one per value of the labels or of the
+  // predictions (the squared error of every output). Anything else would
+  // average the wrong thing without a word: a minibatch's mean, or a [B]
+  // argmax compared with [B, 1] labels, which broadcasts to [B, B].
+  const torch::Tensor& first = labels.defined() && labels.dim() > 0 ? labels : predictions;
+  const int64_t examples = first.defined() && first.dim() > 0 ? first.size(0) : 1;
+  const bool shaped = values.numel() == examples ||
+                      (labels.defined() && values.sizes() == labels.sizes()) ||
+                      (predictions.defined() && values.sizes() == predictions.sizes());
+  TORCH_CHECK(shaped, "gave ", values.numel(), " values (shape ", values.sizes(),
+              ") for a minibatch of ", examples, " examples (labels of shape ",
+              labels.defined() ? labels.sizes() : c10::IntArrayRef{}, ", predictions of shape ",
+              predictions.defined() ? predictions.sizes() : c10::IntArrayRef{},
+              "); expected one value per example",
+              values.numel() == 1 ? ": return the values, not their mean" : "",
+              examples > 1 && values.numel() == examples * examples
+                  ? ": a [B] tensor compared with [B, 1] labels broadcasts to [B, B]; flatten the "
+                    "labels first (labels.view(-1))"
+                  : "");
+  values = values.to(torch::kCPU, torch::kFloat64);
   sum_ += values.sum().item<double>();
   count_ += static_cast<double>(values.numel());
 }

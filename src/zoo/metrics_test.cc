@@ -30,6 +30,42 @@ TEST(MetricsTest, SeedAccuracyLambdaIsAMean) {
   EXPECT_DOUBLE_EQ(MetricResult(state), 0.5);
 }
 
+TEST(MetricsTest, AMeanMetricTakesOneValuePerExampleOrPerOutput) {
+  const torch::Tensor labels = torch::tensor({{1}, {0}, {1}, {0}});
+  const torch::Tensor predictions =
+      torch::tensor({{0.25, 0.75}, {0.75, 0.25}, {0.25, 0.75}, {0.75, 0.25}});
+  auto give = [&](MeanMetric::Fn fn) {
+    MeanMetric metric(std::move(fn));
+    metric.Update(labels, predictions);
+    return MetricResult(metric.state());
+  };
+  EXPECT_DOUBLE_EQ(give([](const torch::Tensor& l, const torch::Tensor& p) {
+                     return p.argmax(1) == l.view(-1);
+                   }),
+                   1.0);
+  EXPECT_DOUBLE_EQ(give([](const torch::Tensor& l, const torch::Tensor&) { return l; }), 0.5);
+  EXPECT_DOUBLE_EQ(give([](const torch::Tensor&, const torch::Tensor& p) { return p; }), 0.5);
+  // [4] against [4, 1] broadcasts to [4, 4]: a quarter right, silently, were
+  // it taken.
+  try {
+    give([](const torch::Tensor& l, const torch::Tensor& p) { return p.argmax(1) == l; });
+    ADD_FAILURE() << "a [B, B] result was taken";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what_without_backtrace(),
+                HasSubstr("gave 16 values (shape [4, 4]) for a minibatch of 4 examples"));
+    EXPECT_THAT(e.what_without_backtrace(), HasSubstr("labels.view(-1)"));
+  }
+  // The minibatch's mean is one value for four examples.
+  try {
+    give([](const torch::Tensor& l, const torch::Tensor& p) {
+      return (p.argmax(1) == l.view(-1)).to(torch::kFloat).mean();
+    });
+    ADD_FAILURE() << "a minibatch's mean was taken";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what_without_backtrace(), HasSubstr("return the values, not their mean"));
+  }
+}
+
 TEST(MetricsTest, BuiltInMeans) {
   auto accuracy = Accuracy();
   accuracy->Update(torch::tensor({1, 1, 1}), torch::tensor({{0.1, 0.9}, {0.8, 0.2}, {0.3, 0.7}}));

@@ -37,7 +37,8 @@ class Metric {
 };
 
 // The mean over examples of fn(labels, predictions), which returns one value
-// (or a boolean) per example.
+// (or a boolean) per example, or one per value of the labels or of the
+// predictions; any other number of values is an error naming the shapes.
 class MeanMetric : public Metric {
  public:
   using Fn = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;

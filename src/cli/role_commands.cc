@@ -15,6 +15,7 @@
 
 #include "cli/command_support.h"
 #include "common/environment.h"
+#include "common/log_label.h"
 #include "common/process_start.h"
 #include "common/process_tuning.h"
 #include "common/stop_flag.h"
@@ -34,6 +35,13 @@ StopFlag g_ps_stop;
 // kill: whether the request came at all) and, where stopping took over a
 // second, how long.
 std::atomic<std::chrono::steady_clock::time_point> g_ps_stop_asked{};
+
+// Every line of the process begins with "[label] ": its logger's, and what
+// a Python model file prints.
+void LabelLines(const std::string& label) {
+  spdlog::set_pattern(fmt::format("[{}] %v", label));
+  SetLogLabel(label);
+}
 
 // Processes the local backend starts outlive their master (a restarted one
 // adopts them) but not the whole job: once the process that started the
@@ -79,7 +87,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
   p->add_flag("--restore", ps_options->restore,
               "Start from this shard's newest checkpoint (set by the master on relaunch)");
   p->callback([ps_options, exit_code] {
-    spdlog::set_pattern(fmt::format("[ps-{}] %v", ps_options->ps_id));
+    LabelLines(fmt::format("ps-{}", ps_options->ps_id));
     KeepFreedMemory();
     auto signals = WatchShutdown([] {
       spdlog::info("stopping as asked");
@@ -140,7 +148,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
       }
     }
     if (joining) {
-      spdlog::set_pattern("[worker] %v");
+      LabelLines("worker");
       if (join_options->credentials_file.empty()) {
         *exit_code = ReportRoleError(absl::InvalidArgumentError(
             "--credentials_file is required to join a job (a copy of the job directory's "
@@ -159,7 +167,7 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
       worker_options->job_dir = joined->job_dir;
       spdlog::info("joined the job in {} as worker {}", joined->job_dir, joined->worker_id);
     }
-    spdlog::set_pattern(fmt::format("[worker-{}] %v", worker_options->worker_id));
+    LabelLines(fmt::format("worker-{}", worker_options->worker_id));
     KeepFreedMemory();
     // SIGTERM: finish the current minibatch, report, exit 0.
     auto signals = WatchShutdown(&g_stop);

@@ -3,6 +3,7 @@
 #include <pybind11/embed.h>
 
 #include "common/file.h"
+#include "common/log_label.h"
 #include "common/strings.h"
 #include "python/module.h"
 
@@ -35,6 +36,9 @@ Status Start() {
     py::object out = sys.attr("stdout");
     if (!out.is_none()) out.attr("reconfigure")(py::arg("line_buffering") = true);
     runtime_module = new py::object(py::module_::import("elasticdl._runtime"));
+    if (const std::string label = LogLabel(); !label.empty()) {
+      runtime_module->attr("label_output")(StrCat("[", label, "] "));
+    }
   } catch (const py::error_already_set& e) {
     status = absl::FailedPreconditionError(
         StrCat("cannot start Python for the model zoo's .py files (the elasticdl package in ",

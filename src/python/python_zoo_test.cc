@@ -396,10 +396,18 @@ def dataset_fn(dataset, mode):
   EXPECT_THAT(threw, StartsWith("bad/entries.py: throws threw: ValueError: cannot build it\n"
                                 "Traceback (most recent call last):\n"));
   EXPECT_THAT(threw, HasSubstr("File \"bad/entries.py\", line 10, in throws"));
-  // An unknown keyword of --params: Python's own message.
-  EXPECT_THAT(
-      std::string(Resolve("seed.model.custom_model", "depth=3")->MakeModel().status().message()),
-      HasSubstr("custom_model() got an unexpected keyword argument 'depth'"));
+  // An unknown keyword of --params, and an entry that is no model factory
+  // (it needs arguments --params does not give): Python's own message, and
+  // what the entry is called with.
+  const std::string unknown =
+      std::string(Resolve("seed.model.custom_model", "depth=3")->MakeModel().status().message());
+  EXPECT_THAT(unknown, HasSubstr("custom_model cannot build the model: got an unexpected keyword "
+                                 "argument 'depth'"));
+  EXPECT_THAT(unknown, HasSubstr("called with --params as keyword arguments, here depth,"));
+  EXPECT_THAT(std::string(Resolve("seed.model.loss", "")->MakeModel().status().message()),
+              HasSubstr("loss cannot build the model: missing a required argument: 'labels' "
+                        "(the model entry is called with --params as keyword arguments, here "
+                        "none, and returns a torch.nn.Module)"));
 
   names.dataset_fn = "bad.entries.dataset_fn";
   StatusOr<ZooProgram> program = Resolve("seed.model.custom_model", "", names);

@@ -21,6 +21,7 @@ Environment: as job_test.py.
 import csv
 import json
 import os
+import re
 import subprocess
 import textwrap
 import unittest
@@ -260,6 +261,63 @@ class PythonModelTest(JobTestCase):
                 self.assertFailedWith(job, *fragments)
                 self.assertNotIn("master started", job.stderr, job.describe())
                 self.assertNoProcessesLeft(job_dir)
+
+    def test_what_a_model_file_prints_is_labelled_with_its_process(self):
+        """print() in forward and in a dataset_fn's map function, and a warning: every
+        line the workers write begins with their label, as their own log lines do."""
+        zoo = self.write_zoo({
+            "chatty/chatty.py": """\
+                import functools
+                import warnings
+                import torch
+                import elasticdl
+
+                class Model(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.dense = torch.nn.Linear(784, 10)
+                        self.said = False
+
+                    def forward(self, image):
+                        if self.training and not self.said:
+                            self.said = True
+                            print("forward of", image.shape[0], "images", end="")
+                            print(" (first minibatch)\\nsecond line")
+                            warnings.warn("a warning from forward")
+                        return self.dense(image.reshape(-1, 784))
+
+                def dataset_fn(dataset, mode):
+                    spec = {"image": elasticdl.FixedLenFeature([28, 28], torch.float32),
+                            "label": elasticdl.FixedLenFeature([1], torch.int64)}
+                    def parse(record):
+                        r = elasticdl.parse_example(record, spec)
+                        return {"image": r["image"] / 255}, r["label"]
+                    print("dataset_fn in mode", mode)
+                    return dataset.map(parse)
+
+                def loss(labels, predictions):
+                    return torch.nn.functional.cross_entropy(predictions, labels.flatten())
+
+                def optimizer():
+                    return functools.partial(torch.optim.SGD, lr=0.1)
+                """,
+        })
+        job_dir = self.job_dir("chatty")
+        job = self.run_job(self.train_args(job_dir, model_zoo=zoo, model_def="chatty.chatty.Model",
+                                           validation_data=None))
+        self.assertSucceeded(job)
+        lines = (job.stdout + job.stderr).splitlines()
+        said = [line for line in lines
+                if any(s in line for s in ("forward of", "second line", "a warning from forward",
+                                           "dataset_fn in mode"))]
+        self.assertGreaterEqual(len([line for line in said if "forward of" in line]), 1,
+                                job.describe())
+        for line in said:
+            if "dataset_fn in mode" in line and not line.startswith("[worker-"):
+                continue  # the client tries dataset_fn before any process starts
+            self.assertRegex(line, r"^\[worker-\d+\] ", job.describe())
+        self.assertTrue(any(re.match(r"^\[worker-\d+\] forward of 64 images \(first minibatch\)$",
+                                     line) for line in said), job.describe())
 
     def test_exceptions_at_run_time_fail_the_job_cleanly(self):
         """A throw in forward (which the client does not call) or in a dataset_fn's map

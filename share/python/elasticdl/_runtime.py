@@ -3,6 +3,7 @@ files: the entries see only the elasticdl module."""
 import functools
 import importlib
 import inspect
+import io
 import os
 import sys
 import traceback
@@ -128,6 +129,18 @@ def make_model(factory, kwargs, where):
     if not callable(factory):
         raise TypeError(f"{where} is {describe_value(factory)}, not a torch.nn.Module class "
                         "nor a function that builds one")
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        signature = None  # a builtin: its call says what is wrong
+    if signature is not None:
+        try:
+            signature.bind(**kwargs)
+        except TypeError as e:
+            given = ", ".join(sorted(kwargs)) or "none"
+            raise TypeError(f"{where} cannot build the model: {e} (the model entry is called "
+                            f"with --params as keyword arguments, here {given}, and returns a "
+                            "torch.nn.Module)") from None
     model = factory(**kwargs)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"{where} returned {describe_value(model)}, expected a torch.nn.Module")
@@ -342,6 +355,63 @@ def metrics_of(value):
             raise TypeError(f"metric {name!r} {e}") from None
         out.append((str(name), kind, thresholds, metric))
     return out
+
+
+class _LabelledLines(io.TextIOBase):
+    """A text stream that writes whole lines to `stream`, each begun with `prefix`: what a
+    model file prints reaches the job's log labelled like the process's own lines, and
+    each line in one write, so that the lines of processes sharing the log do not mix."""
+
+    def __init__(self, stream, prefix):
+        super().__init__()
+        self._stream = stream
+        self._prefix = prefix
+        self._pending = ""  # the line begun and not ended yet
+        self._continued = False  # its beginning already went out (flush)
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        self._pending += text
+        end = self._pending.rfind("\n")
+        if end >= 0:
+            lines, self._pending = self._pending[:end + 1], self._pending[end + 1:]
+            self._emit(lines)
+        return len(text)
+
+    def flush(self):
+        if self._pending:
+            self._emit(self._pending)
+            self._pending = ""
+            self._continued = True
+        self._stream.flush()
+
+    def _emit(self, text):
+        lines = text.splitlines(keepends=True)
+        out = "".join(line if i == 0 and self._continued else self._prefix + line
+                      for i, line in enumerate(lines))
+        self._continued = False
+        self._stream.write(out)
+        self._stream.flush()
+
+    @property
+    def encoding(self):
+        return self._stream.encoding
+
+    def fileno(self):
+        return self._stream.fileno()
+
+    def isatty(self):
+        return self._stream.isatty()
+
+
+def label_output(prefix):
+    """Begins every line that print(), warnings and tracebacks write with `prefix`."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _LabelledLines):
+            setattr(sys, name, _LabelledLines(stream, prefix))
 
 
 def metric_values(fn, labels, predictions):

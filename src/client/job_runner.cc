@@ -219,6 +219,10 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   bar.Finish();
   backend->StopAll(milliseconds(1000));
   relay->Stop(milliseconds(500));
+  // The servers' sockets, and the links to them by address, name processes
+  // that have ended.
+  std::error_code ignored;
+  std::filesystem::remove_all(SocketsDir(job_dir), ignored);
 
   auto final_status = ReadFinalStatus(job_dir);
   if (cancelled()) return absl::CancelledError("job cancelled");

@@ -21,6 +21,12 @@ TaskAttempt AttemptOf(const proto::HeldTask& held) {
 // master started (one that does not come is left for a later version).
 constexpr std::chrono::seconds kFirstGroupPatience{15};
 
+// A pace in seconds per minibatch for people: "1.15 ms", "0.842 s".
+std::string Pace(double seconds) {
+  return seconds >= 0.1 ? fmt::format("{:.3g} s", seconds)
+                        : fmt::format("{:.3g} ms", seconds * 1000);
+}
+
 // A task_dispatched event's fields.
 nlohmann::json DispatchedFields(WorkerId worker, const proto::Task& task) {
   return {{"task", task.task_id()},
@@ -715,9 +721,9 @@ std::optional<WorkerId> JobState::TakeStraggler() {
     change = ChangedLocked();
   }
   spdlog::warn(
-      "worker {} is a straggler: {:.3f} s per minibatch against the others' {:.3f} s; it "
-      "leaves and another takes its place",
-      found->worker, found->pace, found->others);
+      "worker {} is a straggler: {} per minibatch against the others' {}; it leaves and "
+      "another takes its place",
+      found->worker, Pace(found->pace), Pace(found->others));
   Durable(change).IgnoreError();  // a failure fails the job
   return found->worker;
 }

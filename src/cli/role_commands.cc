@@ -5,21 +5,22 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "cli/command_support.h"
 #include "common/environment.h"
-#include "common/log_label.h"
 #include "common/process_start.h"
 #include "common/process_tuning.h"
 #include "common/stop_flag.h"
 #include "ps/ps_server.h"
+#include "python/output_label.h"
 #include "worker/join.h"
 #include "worker/worker.h"
 
@@ -39,8 +40,9 @@ std::atomic<std::chrono::steady_clock::time_point> g_ps_stop_asked{};
 // Every line of the process begins with "[label] ": its logger's, and what
 // a Python model file prints.
 void LabelLines(const std::string& label) {
-  spdlog::set_pattern(fmt::format("[{}] %v", label));
-  SetLogLabel(label);
+  const std::string prefix = fmt::format("[{}] ", label);
+  spdlog::set_pattern(prefix + "%v");
+  python::LabelOutput(prefix);
 }
 
 // Processes the local backend starts outlive their master (a restarted one
@@ -49,20 +51,11 @@ void LabelLines(const std::string& label) {
 // they are orphaned to init), no process of the job supervises them any
 // more. Then stop as if SIGTERM came, and leave for good a few seconds later.
 void WatchForOrphaning(std::function<void()> stop) {
-  pid_t supervisor = 0;
-  uint64_t supervisor_start = 0;
-  const std::string named = ReadEnvironment().job_supervisor;
-  const char* const end = named.data() + named.size();
-  const auto pid = std::from_chars(named.data(), end, supervisor);
-  bool parsed = pid.ec == std::errc() && pid.ptr != end && *pid.ptr == ':';
-  if (parsed) {
-    const auto start = std::from_chars(pid.ptr + 1, end, supervisor_start);
-    parsed = start.ec == std::errc() && start.ptr == end;
-  }
-  if (!parsed) supervisor = 0;
-  auto supervised = [supervisor, supervisor_start] {
+  const std::optional<std::pair<pid_t, uint64_t>> supervisor =
+      ParseProcessToken(ReadEnvironment().job_supervisor);
+  auto supervised = [supervisor] {
     if (::getppid() == 1) return false;
-    return supervisor <= 0 || ProcessRunning(supervisor, supervisor_start);
+    return !supervisor || ProcessRunning(supervisor->first, supervisor->second);
   };
   std::thread([stop = std::move(stop), supervised] {
     while (supervised()) std::this_thread::sleep_for(std::chrono::milliseconds(500));

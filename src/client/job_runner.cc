@@ -220,9 +220,14 @@ StatusOr<proto::GetJobStatusResponse> RunJob(const RunJobOptions& options) {
   backend->StopAll(milliseconds(1000));
   relay->Stop(milliseconds(500));
   // The servers' sockets, and the links to them by address, name processes
-  // that have ended.
-  std::error_code ignored;
-  std::filesystem::remove_all(SocketsDir(job_dir), ignored);
+  // that have ended; the private directory stays for a job run again on
+  // this directory (an experiment's trial resumed).
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(SocketsDir(job_dir), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code ignored;
+    std::filesystem::remove(it->path(), ignored);
+  }
 
   auto final_status = ReadFinalStatus(job_dir);
   if (cancelled()) return absl::CancelledError("job cancelled");

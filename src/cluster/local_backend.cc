@@ -112,7 +112,7 @@ StatusOr<ProcessHandle> LocalBackend::StartMaster() {
   // This process supervises the job's processes (they become its children
   // when their master dies); they stop once it is gone.
   if (StatusOr<uint64_t> start = ProcessStartTime(::getpid()); start.ok()) {
-    spec.env.emplace_back(kJobSupervisorVariable, StrCat(::getpid(), ":", *start));
+    spec.env.emplace_back(kJobSupervisorVariable, ProcessToken(::getpid(), *start));
   }
   // The master and the job's processes label their own lines.
   if (options_.output_fd >= 0) {

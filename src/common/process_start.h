@@ -5,6 +5,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "elasticdl/status.h"
 
@@ -19,6 +23,11 @@ StatusOr<uint64_t> ProcessStartTime(pid_t pid);
 // pid `pid` is still running: false once it has ended, also while it is a
 // zombie its parent has not reaped.
 bool ProcessRunning(pid_t pid, uint64_t start_time);
+
+// "<pid>:<start time>": one process named for good to another (in an
+// environment variable), and back; nullopt when `token` is not one.
+std::string ProcessToken(pid_t pid, uint64_t start_time);
+std::optional<std::pair<pid_t, uint64_t>> ParseProcessToken(std::string_view token);
 
 }  // namespace elasticdl
 

@@ -21,8 +21,9 @@ TaskAttempt AttemptOf(const proto::HeldTask& held) {
 // master started (one that does not come is left for a later version).
 constexpr std::chrono::seconds kFirstGroupPatience{15};
 
-// A pace in seconds per minibatch for people: "1.15 ms", "0.842 s".
+// A pace in seconds per minibatch for people: "1.15 ms", "0.842 s", "1234 s".
 std::string Pace(double seconds) {
+  if (seconds >= 100) return fmt::format("{:.0f} s", seconds);
   return seconds >= 0.1 ? fmt::format("{:.3g} s", seconds)
                         : fmt::format("{:.3g} ms", seconds * 1000);
 }

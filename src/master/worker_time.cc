@@ -50,7 +50,7 @@ std::optional<WorkerTime::Straggler> WorkerTime::FindStraggler(
   const size_t n = paces.size() - 1;
   const double others =
       n % 2 == 1 ? paces[n / 2].first : (paces[n / 2 - 1].first + paces[n / 2].first) / 2;
-  if (others <= 0 || pace <= factor * others) return std::nullopt;
+  if (others <= 0 || pace <= factor * others || pace - others < kMinLag) return std::nullopt;
   return Straggler{worker, pace, others};
 }
 

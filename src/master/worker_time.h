@@ -5,7 +5,8 @@
 // Stragglers: each worker's pace is the seconds per applied minibatch over
 // its last kPaceWindow minibatches, its first kWarmUp left out (a new
 // process's first forward sets LibTorch's kernels up); one whose pace is
-// `factor` times the median of the others' is a straggler.
+// `factor` times the median of the others', and kMinLag behind it, is a
+// straggler.
 // Not thread-safe: JobState serializes calls.
 #ifndef ELASTICDL_MASTER_WORKER_TIME_H_
 #define ELASTICDL_MASTER_WORKER_TIME_H_
@@ -43,9 +44,13 @@ class WorkerTime {
     double pace = 0;    // seconds per applied minibatch
     double others = 0;  // the median of the other candidates' paces
   };
+  // A straggler is also behind the others by this many seconds a minibatch:
+  // at a few milliseconds a minibatch, a worker the machine schedules a
+  // little later is several times slower, and replacing it costs seconds.
+  static constexpr double kMinLag = 0.01;
   // The slowest of `candidates` whose pace is above `factor` times the
-  // median of the other candidates' paces, when two or more others have
-  // one; nullopt if none is.
+  // median of the other candidates' paces, and kMinLag above it, when two
+  // or more others have one; nullopt if none is.
   std::optional<Straggler> FindStraggler(const std::vector<WorkerId>& candidates,
                                          double factor) const;
   // `worker`'s seconds per applied minibatch over its last kPaceWindow

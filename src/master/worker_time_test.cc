@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -21,17 +22,22 @@ void Heard(WorkerTime* time, int worker, int64_t minibatches, double pace, Clock
   time->Update(WorkerId(worker), s, at);
 }
 
-TEST(WorkerTimeTest, TheSlowestIsAStragglerOnlyFarBehindTheOthersMedian) {
+// Workers 0, 1 and 2 heard every 250 ms, 21 times: worker w at paces[w]
+// seconds a minibatch, having applied 4 / every[w] minibatches more each time.
+WorkerTime HeardThree(const std::array<double, 3>& paces, const std::array<int64_t, 3>& every) {
   testing::ManualClock clock;
   WorkerTime time;
-  const std::vector<WorkerId> all = {WorkerId(0), WorkerId(1), WorkerId(2)};
-  // Worker 2 runs at a third of the others' pace, then slower still.
   for (int64_t m = 0; m <= 80; m += 4) {
-    Heard(&time, 0, m, 0.05, clock.Now());
-    Heard(&time, 1, m, 0.06, clock.Now());
-    Heard(&time, 2, m / 4, 0.15, clock.Now());
+    for (int w = 0; w < 3; ++w) Heard(&time, w, m / every[w], paces[w], clock.Now());
     clock.Advance(250ms);
   }
+  return time;
+}
+
+TEST(WorkerTimeTest, TheSlowestIsAStragglerOnlyFarBehindTheOthersMedian) {
+  // Worker 2 runs at a third of the others' pace, then slower still.
+  const WorkerTime time = HeardThree({0.05, 0.06, 0.15}, {1, 1, 4});
+  const std::vector<WorkerId> all = {WorkerId(0), WorkerId(1), WorkerId(2)};
   // 0.15 s against a median of 0.055 s: below 3 times, above 2.
   EXPECT_FALSE(time.FindStraggler(all, 3).has_value());
   std::optional<WorkerTime::Straggler> found = time.FindStraggler(all, 2);
@@ -41,6 +47,12 @@ TEST(WorkerTimeTest, TheSlowestIsAStragglerOnlyFarBehindTheOthersMedian) {
   EXPECT_NEAR(found->others, 0.055, 1e-9);
   // Only candidates count, and two others are needed to judge.
   EXPECT_FALSE(time.FindStraggler({WorkerId(0), WorkerId(2)}, 2).has_value());
+}
+
+TEST(WorkerTimeTest, MillisecondsAMinibatchBehindMakeNoStraggler) {
+  // 2.6 ms against 1.3 ms: twice as slow, and 1.3 ms behind.
+  const WorkerTime time = HeardThree({0.0013, 0.0013, 0.0026}, {1, 1, 1});
+  EXPECT_FALSE(time.FindStraggler({WorkerId(0), WorkerId(1), WorkerId(2)}, 1.5).has_value());
 }
 
 TEST(WorkerTimeTest, APaceNeedsEnoughMinibatchesAndFollowsTheRecentOnes) {

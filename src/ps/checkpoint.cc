@@ -28,17 +28,6 @@ constexpr size_t kMagicSize = 8;
 constexpr size_t kFrameHeaderSize = 8 + 4;  // length, masked CRC
 constexpr char kVersionPrefix[] = "version-";
 
-// Writes all of `data` to `fd`.
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoToStatus(errno, StrCat(path, ": write"));
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
 // Parses "version-<V>"; false for other names.
 bool ParseVersionDir(const std::string& name, int64_t* version) {
   const std::string prefix = kVersionPrefix;

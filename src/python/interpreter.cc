@@ -2,10 +2,13 @@
 
 #include <pybind11/embed.h>
 
+#include <mutex>
+#include <string>
+
 #include "common/file.h"
-#include "common/log_label.h"
 #include "common/strings.h"
 #include "python/module.h"
+#include "python/output_label.h"
 
 // The C++ half of the elasticdl package (feature specs, tf.Example parsing,
 // embedding tables, seeds), built into this binary.
@@ -19,6 +22,14 @@ namespace py = pybind11;
 // elasticdl._runtime, set once by Start (with the GIL) and never released:
 // the interpreter outlives every user.
 py::object* runtime_module = nullptr;
+
+// LabelOutput's prefix, and whether the interpreter runs (then it has it).
+std::mutex label_mu;
+std::string& OutputPrefix() {
+  static std::string prefix;
+  return prefix;
+}
+bool started = false;
 
 Status Start() {
   if (Py_IsInitialized() != 0) {
@@ -36,9 +47,9 @@ Status Start() {
     py::object out = sys.attr("stdout");
     if (!out.is_none()) out.attr("reconfigure")(py::arg("line_buffering") = true);
     runtime_module = new py::object(py::module_::import("elasticdl._runtime"));
-    if (const std::string label = LogLabel(); !label.empty()) {
-      runtime_module->attr("label_output")(StrCat("[", label, "] "));
-    }
+    std::lock_guard<std::mutex> lock(label_mu);
+    if (!OutputPrefix().empty()) runtime_module->attr("label_output")(OutputPrefix());
+    started = true;
   } catch (const py::error_already_set& e) {
     status = absl::FailedPreconditionError(
         StrCat("cannot start Python for the model zoo's .py files (the elasticdl package in ",
@@ -54,6 +65,20 @@ Status Start() {
 Status StartPython() {
   static const Status status = Start();
   return status;
+}
+
+void LabelOutput(const std::string& prefix) {
+  bool running = false;
+  {
+    // Not held with the GIL: Start takes it under the GIL.
+    std::lock_guard<std::mutex> lock(label_mu);
+    OutputPrefix() = prefix;
+    running = started;
+  }
+  if (running) {
+    py::gil_scoped_acquire gil;
+    runtime_module->attr("label_output")(prefix);
+  }
 }
 
 py::module_ Runtime() { return py::reinterpret_borrow<py::module_>(*runtime_module); }

@@ -6,9 +6,9 @@
 // the binary) and imported, which imports torch: the LibTorch this process
 // already runs, so tensors cross between C++ and Python as they are. The
 // interpreter installs no signal handlers (the process keeps its own),
-// writes no bytecode files beside the zoo's, and flushes print() per line,
-// each line begun with the process's log label (common/log_label.h) where it
-// has one.
+// writes no bytecode files beside the zoo's, and writes print() a line at a
+// time, each begun with the process's label where it has one
+// (output_label.h).
 // It is never finalized: objects may outlive main().
 //
 // After the start no thread holds the GIL: code that touches Python objects

@@ -5,6 +5,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "common/strings.h"
 
@@ -241,6 +243,8 @@ ColumnType PostgresType(Oid oid) {
   }
 }
 
+std::string RedactedMessage(std::string message, const std::string& url);
+
 class PostgresDatabase final : public Database {
  public:
   static StatusOr<std::unique_ptr<Database>> Open(const std::string& url) {
@@ -249,7 +253,8 @@ class PostgresDatabase final : public Database {
     if (conn == nullptr || PQstatus(conn) != CONNECTION_OK) {
       return absl::UnavailableError(
           StrCat("cannot connect to PostgreSQL at ", RedactedUrl(url), ": ",
-                 conn != nullptr ? Trim(PQerrorMessage(conn)) : std::string("out of memory")));
+                 conn != nullptr ? RedactedMessage(Trim(PQerrorMessage(conn)), url)
+                                 : std::string("out of memory")));
     }
     // The server's notices ("table ... does not exist, skipping" of DROP
     // TABLE IF EXISTS) are not the user's business; libpq prints them.
@@ -517,26 +522,76 @@ Status CheckColumnNames(const std::vector<ColumnInfo>& columns) {
   return absl::OkStatus();
 }
 
-std::string RedactedUrl(const std::string& url) {
-  std::string out = url;
-  // user:password@host: the user information ends at the first '@' before
-  // the path.
-  const size_t scheme = out.find("://");
-  if (scheme != std::string::npos) {
-    const size_t start = scheme + 3;
-    const size_t at = out.find('@', start);
-    const size_t path = out.find('/', start);
-    const size_t colon = out.find(':', start);
-    if (at != std::string::npos && (path == std::string::npos || at < path) &&
-        colon != std::string::npos && colon < at) {
-      out = out.substr(0, colon + 1) + "***" + out.substr(at);
+namespace {
+
+// Where `url` holds a password: [begin, end) of the user information's
+// (postgresql://user:PASSWORD@host, bounded by the last '@' before the
+// query) and of every password= setting's value (in the query up to '&', in
+// key=value settings quoted or up to a space).
+std::vector<std::pair<size_t, size_t>> PasswordSpans(const std::string& url) {
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const std::string_view scheme : {"postgresql://", "postgres://"}) {
+    if (url.rfind(scheme, 0) != 0) continue;
+    const size_t start = scheme.size();
+    const size_t query = std::min(url.find_first_of("?#", start), url.size());
+    const size_t at = query > start ? url.rfind('@', query - 1) : std::string::npos;
+    const size_t colon = url.find(':', start);
+    if (at != std::string::npos && at >= start && colon < at) spans.emplace_back(colon + 1, at);
+    break;
+  }
+  static const std::regex kPassword(R"((?:^|[?&\s])password\s*=\s*('(?:[^'\\]|\\.)*'|[^&\s]*))",
+                                    std::regex::icase);
+  for (auto it = std::sregex_iterator(url.begin(), url.end(), kPassword);
+       it != std::sregex_iterator(); ++it) {
+    const size_t begin = static_cast<size_t>(it->position(1));
+    spans.emplace_back(begin, begin + static_cast<size_t>(it->length(1)));
+  }
+  std::sort(spans.begin(), spans.end());
+  return spans;
+}
+
+// `text` with its %XX escapes decoded (a malformed one kept as it is).
+std::string PercentDecoded(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned value = 0;
+    if (text[i] == '%' && i + 2 < text.size() &&
+        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr ==
+            text.data() + i + 3) {
+      out.push_back(static_cast<char>(value));
+      i += 2;
+    } else {
+      out.push_back(text[i]);
     }
   }
-  // password=... in the query (up to '&') or in key=value settings (a
-  // quoted value or up to a space).
-  static const std::regex kPassword(R"((^|[?&\s])(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^&\s]*))",
-                                    std::regex::icase);
-  return std::regex_replace(out, kPassword, "$1$2***");
+  return out;
+}
+
+// `message` (libpq's, which may quote the URL's parts) with every password
+// of `url` in it, as written or decoded, replaced by "***".
+std::string RedactedMessage(std::string message, const std::string& url) {
+  for (const auto& [begin, end] : PasswordSpans(url)) {
+    const std::string written = url.substr(begin, end - begin);
+    for (const std::string& password : {written, PercentDecoded(written)}) {
+      if (password.empty()) continue;
+      for (size_t at = message.find(password); at != std::string::npos;
+           at = message.find(password, at + 3)) {
+        message.replace(at, password.size(), "***");
+      }
+    }
+  }
+  return message;
+}
+
+}  // namespace
+
+std::string RedactedUrl(const std::string& url) {
+  std::string out = url;
+  const std::vector<std::pair<size_t, size_t>> spans = PasswordSpans(url);
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+    out.replace(it->first, it->second - it->first, "***");
+  }
+  return out;
 }
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {

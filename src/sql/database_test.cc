@@ -26,6 +26,12 @@ TEST(RedactedUrlTest, HidesAPasswordGivenAsASetting) {
             "host=db password = *** dbname=sales");
 }
 
+TEST(RedactedUrlTest, HidesPasswordsThatHoldSeparators) {
+  EXPECT_EQ(RedactedUrl("postgresql://alice:pa/ss@db/sales"), "postgresql://alice:***@db/sales");
+  EXPECT_EQ(RedactedUrl("postgresql://alice:p@ss@db/sales?sslmode=require"),
+            "postgresql://alice:***@db/sales?sslmode=require");
+}
+
 TEST(RedactedUrlTest, LeavesUrlsWithoutAPasswordAlone) {
   for (const char* url : {"postgresql://alice@db:5432/sales", "sqlite:///data/a@b:c.db",
                           "sqlite://relative.db", "postgresql://db/sales?user=alice"}) {
@@ -39,6 +45,16 @@ TEST(DatabaseOpenTest, AnUnknownSchemeIsRefusedWithoutShowingThePassword) {
   EXPECT_EQ(db.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(db.status().message(), HasSubstr("password=***"));
   EXPECT_THAT(db.status().message(), Not(HasSubstr("s3cret")));
+}
+
+TEST(DatabaseOpenTest, LibpqsOwnMessageDoesNotShowThePassword) {
+  // A URL libpq refuses while parsing it, before any connection, quoting
+  // the password in its message.
+  StatusOr<std::unique_ptr<Database>> db = Database::Open("postgresql://alice:50%zz@db/x");
+  ASSERT_FALSE(db.ok());
+  EXPECT_THAT(db.status().message(), HasSubstr("cannot connect to PostgreSQL at "
+                                               "postgresql://alice:***@db/x: "));
+  EXPECT_THAT(db.status().message(), Not(HasSubstr("50%zz")));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -27,32 +28,21 @@ constexpr milliseconds kStoreCallTimeout{10000};
 
 }  // namespace
 
-// The master client a group's store calls, shared with the threads that may
-// outlive the group's owner (a connection given up runs on until Gloo's
-// timeout): once cut, the store's calls fail instead of reaching a client
-// that may be gone.
-class MasterLink {
- public:
-  explicit MasterLink(MasterClient* master) : master_(master) {}
+MasterLink::MasterLink(MasterClient* master) : master_(master) {}
 
-  Status GroupStore(const proto::GroupStoreRequest& request, proto::GroupStoreResponse* response,
-                    milliseconds timeout) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (master_ == nullptr) return absl::CancelledError("the group's connection was given up");
-    return master_->GroupStore(request, response, timeout);
-  }
+Status MasterLink::GroupStore(const proto::GroupStoreRequest& request,
+                              proto::GroupStoreResponse* response, milliseconds timeout) {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  if (cut_.load()) return absl::CancelledError("the group's connection was given up");
+  return master_->GroupStore(request, response, timeout);
+}
 
-  // No call reaches the client after this returns (it waits for one under
-  // way, at most kStoreCallTimeout).
-  void Cut() {
-    std::lock_guard<std::mutex> lock(mu_);
-    master_ = nullptr;
-  }
+void MasterLink::Cut() { cut_.store(true); }
 
- private:
-  std::mutex mu_;
-  MasterClient* master_;
-};
+void MasterLink::Drain() {
+  Cut();
+  std::unique_lock<std::shared_mutex> lock(mu_);
+}
 
 namespace {
 
@@ -154,15 +144,14 @@ std::string Proof(const std::string& secret, int64_t version, int from, int to) 
 }  // namespace
 
 StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
-    MasterClient* master, int32_t worker_id, const proto::RendezvousResponse& place,
+    std::shared_ptr<MasterLink> link, int32_t worker_id, const proto::RendezvousResponse& place,
     Options options) {
   // Gloo connects to every peer at the address the store gives and waits
   // up to its timeout for each; a peer that gave the version up meanwhile
   // never answers. So the connection is made on a thread of its own, and
   // given up (left to end on its own) when the version is abandoned; its
-  // store then stops waiting too.
+  // link is cut then, and its store's calls fail.
   auto given_up = std::make_shared<std::atomic<bool>>(false);
-  auto link = std::make_shared<MasterLink>(master);
   auto store = c10::make_intrusive<MasterStore>(
       link, worker_id, place.version(), [given_up] { return given_up->load(); }, options.timeout);
   struct Connecting {
@@ -199,7 +188,6 @@ StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
     while (!connecting->cv.wait_for(lock, milliseconds(20), [&] { return connecting->done; })) {
       if (options.abandoned && options.abandoned()) {
         given_up->store(true);
-        lock.unlock();
         link->Cut();
         return absl::UnavailableError(StrCat("connecting collective group version ",
                                              place.version(), ": abandoned (the group changed)"));

@@ -21,10 +21,12 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
@@ -39,7 +41,27 @@ class ProcessGroupGloo;
 
 namespace elasticdl::worker {
 
-class MasterLink;
+// The master client a group's store calls (the rendezvous), shared with the
+// thread that makes the group's connections, which may run on after its
+// caller gave it up (until Gloo's timeout). Once cut, the store's calls fail
+// at once; Drain also waits for a call under way, after which none reaches
+// the client: whoever owns the client drains every link it handed out
+// before the client goes.
+class MasterLink {
+ public:
+  explicit MasterLink(MasterClient* master);
+  Status GroupStore(const proto::GroupStoreRequest& request, proto::GroupStoreResponse* response,
+                    std::chrono::milliseconds timeout);
+  // Later calls fail; returns at once.
+  void Cut();
+  // Cut, and wait for a call under way.
+  void Drain();
+
+ private:
+  std::shared_mutex mu_;  // held shared by each call, exclusively by Drain
+  std::atomic<bool> cut_{false};
+  MasterClient* const master_;
+};
 
 class CollectiveGroup {
  public:
@@ -55,7 +77,8 @@ class CollectiveGroup {
   // Connects to the other members of `place` through the master's store
   // (UNAVAILABLE when the version is over or a member does not come) and
   // checks every connection with the version's secret.
-  static StatusOr<std::unique_ptr<CollectiveGroup>> Connect(MasterClient* master, int32_t worker_id,
+  static StatusOr<std::unique_ptr<CollectiveGroup>> Connect(std::shared_ptr<MasterLink> master,
+                                                            int32_t worker_id,
                                                             const proto::RendezvousResponse& place,
                                                             Options options);
   ~CollectiveGroup();
@@ -89,8 +112,7 @@ class CollectiveGroup {
   const int64_t version_;
   const Options options_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
-  // The store's way to the master, cut when the group ends: its connection
-  // may outlive the master client.
+  // The store's way to the master, cut when the group ends.
   const std::shared_ptr<MasterLink> link_;
   // A collective failed or was given up: the group is not used again, and
   // its destruction may wait for Gloo's timeout.

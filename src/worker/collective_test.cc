@@ -64,8 +64,8 @@ void OnMembers(int n, const std::function<void(int, CollectiveGroup&)>& body) {
   std::vector<std::thread> threads;
   for (int w = 0; w < n; ++w) {
     threads.emplace_back([&, w] {
-      StatusOr<std::unique_ptr<CollectiveGroup>> group =
-          CollectiveGroup::Connect(&master, w, places[w], LocalOptions());
+      StatusOr<std::unique_ptr<CollectiveGroup>> group = CollectiveGroup::Connect(
+          std::make_shared<MasterLink>(&master), w, places[w], LocalOptions());
       ASSERT_TRUE(group.ok()) << group.status();
       EXPECT_EQ((*group)->rank(), w);
       EXPECT_EQ((*group)->world_size(), n);
@@ -98,10 +98,15 @@ TEST(CollectiveGroupTest, AConnectionFromOutsideTheGroupIsRefused) {
   first.set_secret("guessed");
   std::vector<Status> results(2);
   std::thread a([&] {
-    results[0] = CollectiveGroup::Connect(&master, 0, impostor, LocalOptions()).status();
+    results[0] =
+        CollectiveGroup::Connect(std::make_shared<MasterLink>(&master), 0, impostor, LocalOptions())
+            .status();
   });
-  std::thread b(
-      [&] { results[1] = CollectiveGroup::Connect(&master, 1, first, LocalOptions()).status(); });
+  std::thread b([&] {
+    results[1] =
+        CollectiveGroup::Connect(std::make_shared<MasterLink>(&master), 1, first, LocalOptions())
+            .status();
+  });
   a.join();
   b.join();
   for (const Status& s : results) {
@@ -120,11 +125,18 @@ TEST(CollectiveGroupTest, WaitingForAMemberThatNeverComesEndsWhenAbandoned) {
     abandoned = true;
   });
   const auto start = std::chrono::steady_clock::now();
+  auto link = std::make_shared<MasterLink>(&master);
   StatusOr<std::unique_ptr<CollectiveGroup>> group =
-      CollectiveGroup::Connect(&master, 1, place, LocalOptions([&] { return abandoned.load(); }));
+      CollectiveGroup::Connect(link, 1, place, LocalOptions([&] { return abandoned.load(); }));
   later.join();
   EXPECT_TRUE(absl::IsUnavailable(group.status())) << group.status();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // The connection given up may still be under way: once the link is
+  // drained, nothing reaches `master`, which goes with this test.
+  link->Drain();
+  proto::GroupStoreResponse response;
+  EXPECT_TRUE(absl::IsCancelled(
+      link->GroupStore(proto::GroupStoreRequest(), &response, milliseconds(100))));
 }
 
 TEST(GradientBucketsTest, EachGradientIsTheMeanOverTheMembersMinibatches) {

@@ -150,6 +150,10 @@ std::string LocalAddressTowards(const std::string& master_address) {
 class CollectiveTrainer {
  public:
   explicit CollectiveTrainer(Worker* worker) : w_(*worker) {}
+  ~CollectiveTrainer() {
+    group_.reset();
+    for (const std::shared_ptr<MasterLink>& link : links_) link->Drain();
+  }
   Status Run();
 
  private:
@@ -236,10 +240,22 @@ class CollectiveTrainer {
   Worker& w_;
   std::shared_ptr<Model> model_;
   std::vector<std::pair<std::string, torch::Tensor>> parameters_;
+  // The links to the master client handed to the groups' connections.
+  std::vector<std::shared_ptr<MasterLink>> links_;
   std::vector<std::pair<std::string, torch::Tensor>> buffers_;
-  // By buffer: its value when the step began, for a counter (one that adds
-  // up); undefined for a running statistic (one that is averaged).
-  std::vector<torch::Tensor> counted_from_;
+  // How a step combines each buffer over its members, as the parameter
+  // servers do: a running statistic of momentum, the mean of the members'
+  // values; a cumulative one (BatchNorm without momentum), the mean over
+  // every minibatch its counter counts; any other buffer (a counter) adds
+  // up what each member's forward added.
+  struct BufferStep {
+    enum Kind { kSum, kMean, kCumulative } kind = kSum;
+    size_t counter = 0;  // kCumulative: the index of its counter in buffers_
+  };
+  std::vector<BufferStep> buffer_steps_;
+  // By buffer, its value when the step began (in doubles): what a counter's
+  // forward added is counted from it, and a step not applied puts it back.
+  std::vector<torch::Tensor> step_start_;
   OptimizerSpec optimizer_spec_ = torch::optim::SGDOptions(0.1);
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   LearningRateSchedule schedule_;
@@ -281,14 +297,21 @@ Status CollectiveTrainer::BuildModel() {
     parameters_.emplace_back(item.key(), item.value());
     if (item.value().requires_grad()) trainable.push_back(item.value());
   }
+  std::map<std::string, size_t> buffer_index;
   for (const auto& item : model_->named_buffers()) {
+    buffer_index[item.key()] = buffers_.size();
     buffers_.emplace_back(item.key(), item.value());
-    // Running statistics are averaged over a step's members; any other
-    // buffer (a counter) adds up what each member's forward added to the
-    // value they share, as on a parameter server: that value is kept.
-    counted_from_.push_back(w_.model_->IsRunningStatistic(item.key())
-                                ? torch::Tensor()
-                                : torch::empty(item.value().sizes(), torch::kDouble));
+    step_start_.push_back(torch::empty(item.value().sizes(), torch::kDouble));
+    buffer_steps_.push_back({});
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const ShardedModel::BufferRole role = w_.model_->RoleOf(buffers_[i].first);
+    if (role.kind == ShardedModel::BufferRole::kCumulativeStatistic) {
+      buffer_steps_[i].kind = BufferStep::kCumulative;
+      buffer_steps_[i].counter = buffer_index.at(role.counter);
+    } else if (role.kind == ShardedModel::BufferRole::kRunningStatistic) {
+      buffer_steps_[i].kind = BufferStep::kMean;
+    }
   }
   EDL_ASSIGN_OR_RETURN(optimizer_spec_, ParseOptimizer(w_.job_.optimizer.SerializeAsString()));
   if (w_.job_.optimizer.has_lr_schedule()) {
@@ -744,9 +767,13 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     // Where the step's time goes (TimeAccount): computing this member's
     // minibatch, then waiting for the rest of the reduce.
     const auto step_began = TimeAccount::Clock::now();
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      if (counted_from_[i].defined()) counted_from_[i].copy_(buffers_[i].second);
-    }
+    for (size_t i = 0; i < buffers_.size(); ++i) step_start_[i].copy_(buffers_[i].second);
+    // A step that is not applied leaves the buffers as they were: every
+    // member's forward moved its own.
+    auto restore_buffers = [this] {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].second.copy_(step_start_[i]);
+    };
     // Forward first: a non-finite loss withdraws the minibatch.
     torch::Tensor loss;
     double loss_value = 0;
@@ -793,9 +820,9 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       row[kLast] = minibatch && current_->end && *minibatch + 1 >= *current_->end ? 1 : 0;
     }
     auto header_work = group_->StartAllReduce(header);
-    // Buffers: running statistics (BatchNorm's) summed for their mean over
-    // the members that ran a forward, like the gradients; counters by what
-    // each forward added.
+    // Buffers: running statistics of momentum summed for their mean over
+    // the members that ran a forward, like the gradients; the others by what
+    // each forward added (BufferStep).
     std::optional<torch::Tensor> flat_buffers;
     c10::intrusive_ptr<c10d::Work> buffers_work;
     if (!buffers_.empty()) {
@@ -804,10 +831,10 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         const torch::Tensor& b = buffers_[i].second;
         if (!minibatch) {
           parts.push_back(torch::zeros({b.numel()}, torch::kDouble));
-        } else if (counted_from_[i].defined()) {
-          parts.push_back((b.detach().to(torch::kDouble) - counted_from_[i]).reshape({-1}));
-        } else {
+        } else if (buffer_steps_[i].kind == BufferStep::kMean) {
           parts.push_back(b.detach().to(torch::kDouble).reshape({-1}));
+        } else {
+          parts.push_back((b.detach().to(torch::kDouble) - step_start_[i]).reshape({-1}));
         }
       }
       flat_buffers = torch::cat(parts);
@@ -856,6 +883,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     };
     if (!group_->Wait(header_work).ok()) {
       account_step(false);
+      restore_buffers();
       return Outcome::kFailed;
     }
     int64_t count = 0;
@@ -892,6 +920,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     if (reduced.ok() && buffers_work) reduced = group_->Wait(buffers_work);
     if (!reduced.ok()) {
       account_step(false);
+      restore_buffers();
       spdlog::warn("step on model version {} failed: {}", version_, std::string(reduced.message()));
       return Outcome::kFailed;
     }
@@ -933,12 +962,25 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
           for (size_t i = 0; i < buffers_.size(); ++i) {
             torch::Tensor& b = buffers_[i].second;
             torch::Tensor sum = flat_buffers->narrow(0, at, b.numel()).view(b.sizes());
-            if (counted_from_[i].defined()) {
-              // Integers stay exact in doubles (to 2^53).
-              b.copy_(counted_from_[i] + sum);
-            } else {
-              torch::Tensor mean = sum / static_cast<double>(count);
-              b.copy_(b.is_floating_point() ? mean : mean.round());
+            switch (buffer_steps_[i].kind) {
+              case BufferStep::kMean: {
+                torch::Tensor mean = sum / static_cast<double>(count);
+                b.copy_(b.is_floating_point() ? mean : mean.round());
+                break;
+              }
+              case BufferStep::kCumulative: {
+                // Each member's forward moved the mean by (x - mean) / (n + 1)
+                // for its counter's n: over the step's `count` minibatches,
+                // the mean over all n + count is the sum of those moves
+                // times (n + 1) / (n + count).
+                const double n = step_start_[buffer_steps_[i].counter].item<double>();
+                b.copy_(step_start_[i] + sum * ((n + 1) / (n + static_cast<double>(count))));
+                break;
+              }
+              case BufferStep::kSum:
+                // Integers stay exact in doubles (to 2^53).
+                b.copy_(step_start_[i] + sum);
+                break;
             }
             at += b.numel();
           }
@@ -980,6 +1022,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       }
     }
     account_step(mine_counts && finite);
+    if (count == 0 || !finite) restore_buffers();
 
     if (leaving_) return Outcome::kLeave;
     if (first_over >= 0 && !current_) {
@@ -1023,8 +1066,15 @@ Status CollectiveTrainer::Run() {
     options.timeout = w_.job_.collective_timeout;
     const int64_t version = place.version();
     options.abandoned = [this, version] { return w_.latest_group_version_.load() > version; };
+    // A link of this version's own: cut if the connection is given up,
+    // drained with the others before the master client may go (~CollectiveTrainer).
+    links_.erase(
+        std::remove_if(links_.begin(), links_.end(),
+                       [](const std::shared_ptr<MasterLink>& l) { return l.use_count() == 1; }),
+        links_.end());
+    links_.push_back(std::make_shared<MasterLink>(w_.peers_.master.get()));
     StatusOr<std::unique_ptr<CollectiveGroup>> group =
-        CollectiveGroup::Connect(w_.peers_.master.get(), w_.options_.worker_id, place, options);
+        CollectiveGroup::Connect(links_.back(), w_.options_.worker_id, place, options);
     if (!group.ok()) {
       if (absl::IsPermissionDenied(group.status())) spdlog::error("{}", group.status().ToString());
       failed_version = version;

@@ -83,11 +83,18 @@ ShardedModel::ShardedModel(std::shared_ptr<Model> model, int num_shards)
   }
 }
 
-bool ShardedModel::IsRunningStatistic(const std::string& name) const {
+ShardedModel::BufferRole ShardedModel::RoleOf(const std::string& name) const {
+  BufferRole role;
   for (const Slot& s : slots_) {
-    if (s.is_buffer && s.name == name) return s.momentum.has_value() || s.cumulative;
+    if (!s.is_buffer || s.name != name) continue;
+    if (s.cumulative) {
+      role.kind = BufferRole::kCumulativeStatistic;
+      role.counter = slots_[s.counter].name;
+    } else if (s.momentum.has_value()) {
+      role.kind = BufferRole::kRunningStatistic;
+    }
   }
-  return false;
+  return role;
 }
 
 ShardedModel::Slot* ShardedModel::Find(const std::string& name, bool is_buffer) {

@@ -69,10 +69,16 @@ class ShardedModel {
   // Every parameter and buffer, e.g. for a trained-model file.
   StatusOr<proto::ModelValues> EncodeAll() const;
 
-  // Whether buffer `name` is a normalization layer's running statistic
-  // (running_mean, running_var), which a step of several workers averages;
-  // any other buffer (a counter) adds up what each worker's forward added.
-  bool IsRunningStatistic(const std::string& name) const;
+  // What buffer `name` is: a normalization layer's running statistic
+  // (running_mean, running_var) of momentum, or a cumulative one (momentum
+  // unset: averaged over the minibatches its counter, num_batches_tracked,
+  // counts), or anything else (a counter, which adds up what each worker's
+  // forward added).
+  struct BufferRole {
+    enum Kind { kCounter, kRunningStatistic, kCumulativeStatistic } kind = kCounter;
+    std::string counter;  // kCumulativeStatistic: the counter's name
+  };
+  BufferRole RoleOf(const std::string& name) const;
 
  private:
   struct Slot {

@@ -52,12 +52,14 @@ void MeanMetric::Update(const torch::Tensor& labels, const torch::Tensor& predic
   // One value per example, or one per value of the labels or of the
   // predictions (the squared error of every output). Anything else would
   // average the wrong thing without a word: a minibatch's mean, or a [B]
-  // argmax compared with [B, 1] labels, which broadcasts to [B, B].
+  // argmax compared with [B, 1] labels, which broadcasts to [B, B] (told
+  // apart from one value per output only where B is not the number of
+  // outputs).
   const torch::Tensor& first = labels.defined() && labels.dim() > 0 ? labels : predictions;
   const int64_t examples = first.defined() && first.dim() > 0 ? first.size(0) : 1;
   const bool shaped = values.numel() == examples ||
-                      (labels.defined() && values.sizes() == labels.sizes()) ||
-                      (predictions.defined() && values.sizes() == predictions.sizes());
+                      (labels.defined() && values.numel() == labels.numel()) ||
+                      (predictions.defined() && values.numel() == predictions.numel());
   TORCH_CHECK(shaped, "gave ", values.numel(), " values (shape ", values.sizes(),
               ") for a minibatch of ", examples, " examples (labels of shape ",
               labels.defined() ? labels.sizes() : c10::IntArrayRef{}, ", predictions of shape ",

@@ -45,6 +45,8 @@ TEST(MetricsTest, AMeanMetricTakesOneValuePerExampleOrPerOutput) {
                    1.0);
   EXPECT_DOUBLE_EQ(give([](const torch::Tensor& l, const torch::Tensor&) { return l; }), 0.5);
   EXPECT_DOUBLE_EQ(give([](const torch::Tensor&, const torch::Tensor& p) { return p; }), 0.5);
+  EXPECT_DOUBLE_EQ(give([](const torch::Tensor&, const torch::Tensor& p) { return p.flatten(); }),
+                   0.5);
   // [4] against [4, 1] broadcasts to [4, 4]: a quarter right, silently, were
   // it taken.
   try {
@@ -67,6 +69,10 @@ TEST(MetricsTest, AMeanMetricTakesOneValuePerExampleOrPerOutput) {
 }
 
 TEST(MetricsTest, BuiltInMeans) {
+  // Of every output of a model with two.
+  auto squared = MeanSquaredError();
+  squared->Update(torch::tensor({{1.0, 0.0}, {0.0, 0.0}}), torch::tensor({{0.5, 0.0}, {0.0, 1.0}}));
+  EXPECT_DOUBLE_EQ(ResultOf(*squared), (0.25 + 1) / 4);
   auto accuracy = Accuracy();
   accuracy->Update(torch::tensor({1, 1, 1}), torch::tensor({{0.1, 0.9}, {0.8, 0.2}, {0.3, 0.7}}));
   EXPECT_DOUBLE_EQ(ResultOf(*accuracy), 2.0 / 3);

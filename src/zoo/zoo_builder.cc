@@ -265,11 +265,15 @@ Status PublishObjects(const ZooSources& sources, const std::vector<Unit>& units,
       ::close(fd);
       fs::copy_file(compiled, temporary, fs::copy_options::overwrite_existing, ec);
       // Synced before it takes its name: the cache trusts a name it finds.
-      if (ec || !SyncFile(temporary).ok() ||
-          ::rename(temporary.c_str(), unit.object.c_str()) != 0) {
+      Status put =
+          ec ? absl::InternalError(StrCat("copying: ", ec.message())) : SyncFile(temporary);
+      if (put.ok() && ::rename(temporary.c_str(), unit.object.c_str()) != 0) {
+        put = ErrnoToStatus(errno, "renaming");
+      }
+      if (!put.ok()) {
         fs::remove(temporary, ec);
-        return absl::InternalError(
-            StrCat("cannot put ", compiled.string(), " into the cache as ", unit.object));
+        return Annotate(
+            put, StrCat("cannot put ", compiled.string(), " into the cache as ", unit.object));
       }
       EDL_RETURN_IF_ERROR(SyncDirectory(fs::path(unit.object).parent_path().string()));
     }
@@ -439,11 +443,14 @@ Status CopyPythonFiles(const ZooSources& sources, const std::string& entry_dir,
                                         " into the cache: ", ec.message()));
     }
   }
-  Status synced = SyncTree(work);
-  if (!synced.ok() || ::rename(work.c_str(), python_dir.c_str()) != 0) {
+  Status published = SyncTree(work);
+  if (published.ok() && ::rename(work.c_str(), python_dir.c_str()) != 0) {
+    published = ErrnoError("cannot publish", python_dir);
+  }
+  if (!published.ok()) {
     std::error_code ec;
     fs::remove_all(work, ec);
-    return synced.ok() ? ErrnoError("cannot publish", python_dir) : synced;
+    return published;
   }
   return SyncDirectory(fs::path(python_dir).parent_path().string());
 }

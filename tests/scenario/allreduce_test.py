@@ -181,5 +181,41 @@ class AllreduceChaosTest(chaos_test.ChaosTest):
                 self.assertFalse(os.path.exists(os.path.join(job_dir, "events.jsonl")),
                                  job.describe())
 
+class BufferStepsTest(job_test.JobTestCase):
+    """How a step of several workers combines a model's buffers: a counter adds up what
+    each worker's forward added, under both strategies, and under AllreduceStrategy a
+    running statistic that averages cumulatively (BatchNorm with momentum=None) is the
+    mean over every minibatch trained. 2048 records in minibatches of 32 (all full, so the mean of the minibatches'
+    mean ids is the mean id, 1023.5), three workers, two epochs: 128 minibatches."""
+
+    def test_counters_add_up_and_cumulative_means_cover_every_minibatch(self):
+        data = self.path("ids.recordio")
+        exactness.write_records(data, range(2048))
+        for name, flags in (("allreduce", {"distribution_strategy": "AllreduceStrategy",
+                                           "num_ps_pods": None}),
+                            ("ps", {})):
+            with self.subTest(name):
+                model = self.path("model-" + name)
+                job = self.run_job(self.train_args(
+                    self.job_dir(name), model_zoo=exactness.MODEL_ZOO,
+                    model_def="exactness.python_exactness.CumulativeNormExactness",
+                    params="num_records=2048", optimizer="unit_step_optimizer",
+                    training_data=data, validation_data=None, minibatch_size=32,
+                    num_workers=3, num_epochs=2, output=model, **flags))
+                self.assertSucceeded(job)
+                self.assertEqual(exactness.check_rows(model, 2048, 2), "", job.describe())
+                self.assertEqual(exactness.check_trained_counts(model, 2048, 2), "",
+                                 job.describe())
+                _, buffers = exactness.read_model_values(os.path.join(model, "parameters.pb"),
+                                                         field=3)
+                self.assertEqual(buffers["norm.num_batches_tracked"][1], [128], job.describe())
+                if name == "allreduce":
+                    # A server folds each push in with its worker's own count, an
+                    # approximation with several pushes a step (README, "BatchNorm
+                    # statistics"); a step of the collective group weighs them exactly.
+                    self.assertAlmostEqual(buffers["norm.running_mean"][1][0], 1023.5,
+                                           delta=0.01, msg=job.describe())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -6,6 +6,7 @@ import inspect
 import io
 import os
 import sys
+import threading
 import traceback
 
 import torch
@@ -366,31 +367,45 @@ class _LabelledLines(io.TextIOBase):
         super().__init__()
         self._stream = stream
         self._prefix = prefix
+        self._lock = threading.Lock()  # threads of the model's own print too
         self._pending = ""  # the line begun and not ended yet
         self._continued = False  # its beginning already went out (flush)
+
+    def relabel(self, prefix):
+        with self._lock:
+            self._prefix = prefix
 
     def writable(self):
         return True
 
     def write(self, text):
-        self._pending += text
-        end = self._pending.rfind("\n")
-        if end >= 0:
-            lines, self._pending = self._pending[:end + 1], self._pending[end + 1:]
-            self._emit(lines)
+        with self._lock:
+            self._pending += text
+            end = self._pending.rfind("\n")
+            if end >= 0:
+                lines, self._pending = self._pending[:end + 1], self._pending[end + 1:]
+                self._emit(lines)
         return len(text)
 
     def flush(self):
-        if self._pending:
-            self._emit(self._pending)
-            self._pending = ""
-            self._continued = True
-        self._stream.flush()
+        with self._lock:
+            if self._pending:
+                self._emit(self._pending)
+                self._pending = ""
+                self._continued = True
+            self._stream.flush()
 
     def _emit(self, text):
-        lines = text.splitlines(keepends=True)
-        out = "".join(line if i == 0 and self._continued else self._prefix + line
-                      for i, line in enumerate(lines))
+        """Writes `text` (whole lines, or a line's beginning at a flush), each line begun
+        with the prefix but one whose beginning went out before."""
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+            ends = "\n"
+        else:
+            ends = ""
+        out = "\n".join(line if i == 0 and self._continued else self._prefix + line
+                        for i, line in enumerate(lines)) + ends
         self._continued = False
         self._stream.write(out)
         self._stream.flush()
@@ -410,7 +425,9 @@ def label_output(prefix):
     """Begins every line that print(), warnings and tracebacks write with `prefix`."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if stream is not None and not isinstance(stream, _LabelledLines):
+        if isinstance(stream, _LabelledLines):
+            stream.relabel(prefix)
+        elif stream is not None:
             setattr(sys, name, _LabelledLines(stream, prefix))
 
 

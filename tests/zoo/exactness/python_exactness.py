@@ -42,6 +42,23 @@ class Exactness(torch.nn.Module):
         return self.rows.index_select(0, ids)
 
 
+class CumulativeNormExactness(Exactness):
+    """Exactness with a BatchNorm of the ids that averages cumulatively (momentum=None):
+    its running_mean is the mean over every trained minibatch of the minibatch's mean id,
+    however the minibatches are shared among workers and steps (num_batches_tracked counts
+    them). Its output is Exactness's, so the rows count as they do."""
+
+    def __init__(self, num_records, sleep_ms=0):
+        super().__init__(num_records, sleep_ms)
+        self.norm = torch.nn.BatchNorm1d(1, momentum=None, affine=False)
+
+    def forward(self, ids):
+        rows = super().forward(ids)
+        if self.training:
+            self.norm(ids.reshape(-1, 1).to(torch.float32))
+        return rows
+
+
 class EmbeddingExactness(torch.nn.Module):
     def __init__(self, num_records, sleep_ms=0):
         super().__init__()

@@ -158,7 +158,9 @@ class ExperimentTest(unittest.TestCase):
 
     def test_client_killed_and_resumed(self):
         exp_dir = os.path.join(self.dir, "killed")
-        path = self.write_config("killed", config(exp_dir, sleep_ms=10))
+        # 40 ms a minibatch: a running rung's 32 minibatches take a second or more, so
+        # that it is still running when the client is killed right after the check.
+        path = self.write_config("killed", config(exp_dir, sleep_ms=40))
         with open(os.path.join(self.dir, "killed.log"), "w") as log:
             proc = self.start(path, log)
 

@@ -602,6 +602,20 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {
     return SqliteDatabase::Open(url, path);
   }
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+    // libpq takes the user information up to the first '@', and only where
+    // no '/' comes before it: a raw '@' or '/' in a password would split it
+    // into a host, a port or a path that libpq's messages quote. Refused
+    // before libpq reads it, without the password (PasswordSpans takes all
+    // up to the last '@').
+    const size_t start = url.find("://") + 3;
+    const size_t query = std::min(url.find_first_of("?#", start), url.size());
+    const size_t at = url.find('@', start);
+    if (at < query && (url.find('@', at + 1) < query || url.find('/', start) < at)) {
+      return absl::InvalidArgumentError(
+          StrCat("database URL ", RedactedUrl(url),
+                 ": an '@' or a '/' in the user name, the password or the database name must "
+                 "be percent-encoded (%40, %2F)"));
+    }
     return PostgresDatabase::Open(url);
   }
   return absl::InvalidArgumentError(

@@ -57,5 +57,17 @@ TEST(DatabaseOpenTest, LibpqsOwnMessageDoesNotShowThePassword) {
   EXPECT_THAT(db.status().message(), Not(HasSubstr("50%zz")));
 }
 
+TEST(DatabaseOpenTest, APasswordLibpqWouldSplitIsRefusedUnshown) {
+  for (const char* url : {"postgresql://alice:p@ss@db/sales", "postgresql://alice:pa/ss@db/sales",
+                          "postgresql://db/sal@es"}) {
+    StatusOr<std::unique_ptr<Database>> db = Database::Open(url);
+    ASSERT_FALSE(db.ok()) << url;
+    EXPECT_EQ(db.status().code(), absl::StatusCode::kInvalidArgument) << url;
+    EXPECT_THAT(db.status().message(), HasSubstr("must be percent-encoded (%40, %2F)")) << url;
+    EXPECT_THAT(db.status().message(), Not(HasSubstr("p@ss"))) << url;
+    EXPECT_THAT(db.status().message(), Not(HasSubstr(":pa/ss"))) << url;
+  }
+}
+
 }  // namespace
 }  // namespace elasticdl::sql

@@ -74,10 +74,11 @@ class CollectiveGroup {
     std::function<bool()> abandoned;
   };
 
-  // Connects to the other members of `place` through the master's store
-  // (UNAVAILABLE when the version is over or a member does not come) and
-  // checks every connection with the version's secret.
-  static StatusOr<std::unique_ptr<CollectiveGroup>> Connect(std::shared_ptr<MasterLink> master,
+  // Connects to the other members of `place` through the master's store,
+  // reached by `link` (which the caller drains before the master client
+  // goes), UNAVAILABLE when the version is over or a member does not come,
+  // and checks every connection with the version's secret.
+  static StatusOr<std::unique_ptr<CollectiveGroup>> Connect(std::shared_ptr<MasterLink> link,
                                                             int32_t worker_id,
                                                             const proto::RendezvousResponse& place,
                                                             Options options);

@@ -367,7 +367,9 @@ class _LabelledLines(io.TextIOBase):
         super().__init__()
         self._stream = stream
         self._prefix = prefix
-        self._lock = threading.Lock()  # threads of the model's own print too
+        # Threads of the model's own print too; reentrant, for a print from a __del__ or
+        # a signal handler that runs inside a write.
+        self._lock = threading.RLock()
         self._pending = ""  # the line begun and not ended yet
         self._continued = False  # its beginning already went out (flush)
 
@@ -380,11 +382,13 @@ class _LabelledLines(io.TextIOBase):
 
     def write(self, text):
         with self._lock:
-            self._pending += text
-            end = self._pending.rfind("\n")
+            pending = self._pending + text
+            end = pending.rfind("\n")
             if end >= 0:
-                lines, self._pending = self._pending[:end + 1], self._pending[end + 1:]
-                self._emit(lines)
+                self._pending = pending[end + 1:]
+                self._emit(pending[:end + 1])
+            else:
+                self._pending = pending
         return len(text)
 
     def flush(self):

@@ -22,7 +22,7 @@ namespace {
 using std::chrono::milliseconds;
 
 // The master answers a GET after at most this long without the key, so
-// that a waiting member notices being abandoned.
+// that a waiting member notices its link cut.
 constexpr milliseconds kGetPoll{500};
 constexpr milliseconds kStoreCallTimeout{10000};
 
@@ -52,11 +52,8 @@ namespace {
 class MasterStore : public c10d::Store {
  public:
   MasterStore(std::shared_ptr<MasterLink> master, int32_t worker_id, int64_t version,
-              std::function<bool()> abandoned, milliseconds timeout)
-      : master_(std::move(master)),
-        worker_id_(worker_id),
-        version_(version),
-        abandoned_(std::move(abandoned)) {
+              milliseconds timeout)
+      : master_(std::move(master)), worker_id_(worker_id), version_(version) {
     timeout_ = timeout;
   }
 
@@ -116,7 +113,6 @@ class MasterStore : public c10d::Store {
     while (true) {
       proto::GroupStoreResponse response = Call(request);
       if (response.found()) return response.value();
-      if (abandoned_ && abandoned_()) throw std::runtime_error("group store: abandoned");
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error(StrCat("group store: timed out waiting for key '", key, "'"));
       }
@@ -126,7 +122,6 @@ class MasterStore : public c10d::Store {
   const std::shared_ptr<MasterLink> master_;
   const int32_t worker_id_;
   const int64_t version_;
-  const std::function<bool()> abandoned_;
 };
 
 // The SHA-256 digest of `data`, as raw bytes.
@@ -151,9 +146,7 @@ StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
   // never answers. So the connection is made on a thread of its own, and
   // given up (left to end on its own) when the version is abandoned; its
   // link is cut then, and its store's calls fail.
-  auto given_up = std::make_shared<std::atomic<bool>>(false);
-  auto store = c10::make_intrusive<MasterStore>(
-      link, worker_id, place.version(), [given_up] { return given_up->load(); }, options.timeout);
+  auto store = c10::make_intrusive<MasterStore>(link, worker_id, place.version(), options.timeout);
   struct Connecting {
     std::mutex mu;
     std::condition_variable cv;
@@ -187,7 +180,6 @@ StatusOr<std::unique_ptr<CollectiveGroup>> CollectiveGroup::Connect(
     std::unique_lock<std::mutex> lock(connecting->mu);
     while (!connecting->cv.wait_for(lock, milliseconds(20), [&] { return connecting->done; })) {
       if (options.abandoned && options.abandoned()) {
-        given_up->store(true);
         link->Cut();
         return absl::UnavailableError(StrCat("connecting collective group version ",
                                              place.version(), ": abandoned (the group changed)"));

@@ -351,6 +351,16 @@ class JobTestCase(unittest.TestCase):
             time.sleep(0.1)
         self.fail(f"no worker after {timeout} s:\n{job.describe()}")
 
+    def wait_for_training(self, job, job_dir):
+        """Returns once the job's workers run and a task has been handed out to one, the
+        job still running."""
+        self.wait_for_workers(job, job_dir)
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while not any(e["event"] == "task_dispatched" for e in logged_events(job_dir)):
+            self.assertLess(time.monotonic(), deadline, job.describe())
+            self.assertIsNone(job.proc.poll(), job.describe())
+            time.sleep(0.02)
+
     def train_evaluate_predict(self, name, model_def, train_flags=(), **overrides):
         """Trains model_def with --model_def alone (plus train_flags), then evaluates and
         predicts from the trained model; returns (training accuracy, evaluation accuracy,
@@ -871,13 +881,7 @@ class JobTest(JobTestCase):
             with self.subTest(signal=sig.name):
                 job_dir = self.job_dir(sig.name)
                 job = self.start(self.train_args(job_dir, num_epochs=5, validation_data=None))
-                self.wait_for_workers(job, job_dir)
-                # Training under way: a task handed out to a worker.
-                deadline = time.monotonic() + JOB_TIMEOUT
-                while not any(e["event"] == "task_dispatched" for e in logged_events(job_dir)):
-                    self.assertLess(time.monotonic(), deadline, job.describe())
-                    self.assertIsNone(job.proc.poll(), job.describe())
-                    time.sleep(0.02)
+                self.wait_for_training(job, job_dir)
                 self.assertIsNone(job.proc.poll(), job.describe())
                 sent = time.monotonic()
                 job.proc.send_signal(sig)
@@ -902,12 +906,7 @@ class JobTest(JobTestCase):
         try:
             job_dir = self.job_dir("killed")
             job = self.start(self.train_args(job_dir, num_epochs=5, validation_data=None))
-            self.wait_for_workers(job, job_dir)
-            deadline = time.monotonic() + JOB_TIMEOUT
-            while not any(e["event"] == "task_dispatched" for e in logged_events(job_dir)):
-                self.assertLess(time.monotonic(), deadline, job.describe())
-                self.assertIsNone(job.proc.poll(), job.describe())
-                time.sleep(0.02)
+            self.wait_for_training(job, job_dir)
             self.assertTrue(job_processes(job_dir))
             job.proc.kill()
             killed = time.monotonic()

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +17,7 @@
 #include "data/inspect.h"
 #include "data/mnist_import.h"
 #include "data/validate.h"
+#include "master/data_source.h"
 #include "sql/database.h"
 #include "sql/query_export.h"
 
@@ -39,7 +42,8 @@ struct WriterFlags {
 void AddWriterFlags(CLI::App* cmd, WriterFlags* flags, bool with_format) {
   if (with_format) {
     cmd->add_option("--to,--format", flags->format,
-                    "Output format: recordio or tfrecord (default: from DST's extension)");
+                    "Output format: recordio or tfrecord (default: from the output file's "
+                    "extension; recordio for an output directory)");
   }
   cmd->add_option("--compressor", flags->compressor,
                   "RecordIO chunk compression: none, snappy or gzip")
@@ -274,8 +278,13 @@ void AddInspect(CLI::App* data, int* exit_code) {
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = data->add_subcommand(
-      "inspect", "Show a record file's record count, chunks and compression, and first examples");
-  cmd->add_option("FILE", flags->path, "A .recordio or .tfrecord file")->required();
+      "inspect",
+      "Show a record file's record count, chunks and compression, and first examples; for a "
+      "directory or glob, each file's record count");
+  cmd->add_option("PATH", flags->path,
+                  "A .recordio or .tfrecord file, or a directory or glob of them as "
+                  "--training_data takes it")
+      ->required();
   cmd->add_option("--format", flags->format, "recordio or tfrecord (default: from the extension)");
   cmd->add_option("-n,--records", flags->options.num_records, "How many records to show")
       ->capture_default_str();
@@ -286,6 +295,18 @@ void AddInspect(CLI::App* data, int* exit_code) {
       InspectOptions options = flags->options;
       if (Status s = ParseFormatFlag(flags->format, &options.format); !s.ok())
         return ReportError(s);
+      std::error_code ec;
+      if (std::filesystem::is_directory(flags->path, ec) ||
+          flags->path.find_first_of("*?[") != std::string::npos) {
+        auto files = master::ExpandDataPath(flags->path);
+        if (!files.ok()) return ReportError(files.status());
+        FilesReport report = InspectFiles(flags->path, *files, options);
+        fmt::print("{}", report.text);
+        std::fflush(stdout);
+        int code = kExitOk;
+        for (const Status& problem : report.problems) code = ReportError(problem);
+        return code;
+      }
       auto report = Inspect(flags->path, options);
       if (!report.ok()) return ReportError(report.status());
       fmt::print("{}", *report);

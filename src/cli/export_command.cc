@@ -20,7 +20,8 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
       ->required();
   cmd->add_option("--output", options->output, "The file to write, e.g. model.pt")->required();
   cmd->add_option("--data", options->data,
-                  "A record file of the model's input: torch.jit.trace runs its first records "
+                  "Records of the model's input (a file, or a directory or glob as the jobs' "
+                  "data flags take): torch.jit.trace runs the first file's first records "
                   "where torch.jit.script cannot compile the model");
   cmd->callback([options, exit_code] {
     StatusOr<client::ExportResult> result = client::ExportModel(*options);

@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "elasticdl/data/dataset.h"
 #include "job/trained_model.h"
+#include "master/data_source.h"
 #include "python/python_zoo.h"
 #include "python/torchscript.h"
 #include "rpc/tensor_codec.h"
@@ -64,7 +65,11 @@ StatusOr<int> LoadValues(const proto::ModelValues& values, Model& model) {
 
 // The first minibatch of `data` through the program's dataset_fn, in
 // PREDICTION mode.
-StatusOr<FeatureMap> ExampleBatch(const ZooProgram& program, const std::string& data) {
+StatusOr<FeatureMap> ExampleBatch(const ZooProgram& program, const std::string& spec) {
+  // A directory or glob, as the jobs' data flags take: its first file.
+  StatusOr<std::vector<std::string>> files = master::ExpandDataPath(spec);
+  if (!files.ok()) return Annotate(files.status(), "--data");
+  const std::string& data = files->front();
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<RecordFile> file, RecordFile::Open(data));
   const uint64_t records = std::min<uint64_t>(file->num_records(), 8);
   if (records == 0) return absl::InvalidArgumentError(StrCat("--data=", data, ": no records"));
@@ -93,14 +98,16 @@ StatusOr<ExportResult> ExportModel(const ExportOptions& options) {
   const std::string zoo = options.trained_model + "/" + kZooDir;
   EDL_ASSIGN_OR_RETURN(EntryRef ref, ParseModelDef(record.model_def()));
   std::error_code ec;
-  const std::string python_file = ref.file.substr(0, ref.file.size() - 3) + ".py";
-  if (!fs::is_regular_file(zoo + "/" + python_file, ec)) return WriteStateDict(values, output);
-
+  const bool python =
+      fs::is_regular_file(zoo + "/" + ref.file.substr(0, ref.file.size() - 3) + ".py", ec);
   if (record.has_embedding_tables()) {
-    return absl::FailedPreconditionError(StrCat(
-        record.model_def(), " keeps embedding tables on parameter servers (", options.trained_model,
-        "/", kEmbeddingsDir, "): TorchScript holds dense models only"));
+    return absl::FailedPreconditionError(
+        StrCat(record.model_def(), " keeps embedding tables on parameter servers (",
+               options.trained_model, "/", kEmbeddingsDir,
+               "): ", python ? "TorchScript" : "a state_dict", " holds dense models only"));
   }
+  if (!python) return WriteStateDict(values, output);
+
   EDL_ASSIGN_OR_RETURN(std::unique_ptr<ZooModules> modules, python::OpenPythonModules(zoo));
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<ZooLibrary> library,
                        ZooLibrary::Load("", std::move(modules)));

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -322,6 +323,10 @@ StatusOr<CriteoSynthTruth> WriteFile(const Generator& generator, const Calibrati
   for (int f = 0; f < kCriteoCategoricalFeatures; ++f) seen[f].resize(truth.vocabulary[f]);
   std::vector<double> p(records);
   std::vector<uint8_t> labels(records);
+  // As the other data commands do: the directories the file goes in.
+  if (std::string dir = std::filesystem::path(path).parent_path().string(); !dir.empty()) {
+    EDL_RETURN_IF_ERROR(CreateDirectories(dir));
+  }
   const std::string partial = path + ".partial";
   Status written = WriteLines(generator, calibration, partial, stream, &p, &labels, &seen);
   if (written.ok()) written = SyncFile(partial);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/file.h"
@@ -169,8 +170,14 @@ TEST_F(CriteoSynthTest, RejectsBadOptions) {
   o = Options("x.tsv", 10);
   o.zipf = 0;
   EXPECT_THAT(message(o), HasSubstr("--zipf"));
-  o = Options("no/such/dir/x.tsv", 10);
-  EXPECT_THAT(message(o), HasSubstr("no/such/dir/x.tsv.partial"));
+  // Missing directories are made; one that cannot be (a file is in the
+  // way) is named.
+  o = Options("made/here/x.tsv", 10);
+  EXPECT_EQ(message(o), "");
+  EXPECT_TRUE(std::filesystem::is_regular_file(dir_.File("made/here/x.tsv")));
+  std::ofstream(dir_.File("a_file")) << "in the way";
+  o = Options("a_file/x.tsv", 10);
+  EXPECT_THAT(message(o), HasSubstr("a_file"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "data/inspect.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "common/strings.h"
@@ -50,6 +51,28 @@ std::string Values(const std::vector<T>& v, size_t max_values) {
     out += fmt::format("  min {} max {} mean {:.4g}", *lo, *hi, sum / v.size());
   }
   return out;
+}
+
+// Opens `path` in the format the options name, else its extension's.
+StatusOr<std::unique_ptr<RecordFile>> OpenAs(const std::string& path, const InspectOptions& options,
+                                             RecordFormat* format) {
+  if (options.format.has_value()) {
+    *format = *options.format;
+  } else {
+    EDL_ASSIGN_OR_RETURN(*format, RecordFormatFromPath(path));
+  }
+  return RecordFile::Open(path, *format);
+}
+
+// The first records of `file`, decoded, as Inspect shows them.
+Status AppendFirstRecords(RecordFile& file, const InspectOptions& options, std::string* out) {
+  uint64_t show = std::min(options.num_records, file.num_records());
+  EDL_ASSIGN_OR_RETURN(auto scan, file.Scan(0, show));
+  while (scan->Next()) {
+    *out += StrCat("record ", scan->index(), " (", scan->record().size(), " bytes):\n");
+    *out += DescribeRecord(scan->record(), options.max_values, "  ");
+  }
+  return scan->status();
 }
 
 }  // namespace
@@ -122,14 +145,57 @@ StatusOr<std::string> Inspect(const std::string& path, const InspectOptions& opt
     EDL_ASSIGN_OR_RETURN(file, RecordFile::Open(path, format));
     out += StrCat("format:   TFRecord\nrecords:  ", file->num_records(), "\n");
   }
-  uint64_t show = std::min(options.num_records, file->num_records());
-  EDL_ASSIGN_OR_RETURN(auto scan, file->Scan(0, show));
-  while (scan->Next()) {
-    out += StrCat("record ", scan->index(), " (", scan->record().size(), " bytes):\n");
-    out += DescribeRecord(scan->record(), options.max_values, "  ");
-  }
-  EDL_RETURN_IF_ERROR(scan->status());
+  EDL_RETURN_IF_ERROR(AppendFirstRecords(*file, options, &out));
   return out;
+}
+
+FilesReport InspectFiles(std::string_view spec, const std::vector<std::string>& files,
+                         const InspectOptions& options) {
+  FilesReport report;
+  std::string lines;
+  uint64_t total_records = 0, total_bytes = 0;
+  std::unique_ptr<RecordFile> first;
+  std::string first_path;
+  for (const std::string& path : files) {
+    std::string name = std::filesystem::path(path).filename().string();
+    RecordFormat format = RecordFormat::kRecordIO;
+    StatusOr<std::unique_ptr<RecordFile>> file = OpenAs(path, options, &format);
+    if (!file.ok()) {
+      // The message names the file: said once.
+      absl::string_view why = file.status().message();
+      if (why.substr(0, path.size() + 2) == path + ": ") why.remove_prefix(path.size() + 2);
+      lines += StrCat("  ", fmt::format("{:>10}  {:<9} {:>10}", "-", "-", "-"), "  ", name, ": ",
+                      why, "\n");
+      report.problems.push_back(file.status());
+      continue;
+    }
+    std::error_code ec;
+    uint64_t bytes = std::filesystem::file_size(path, ec);
+    if (ec) bytes = 0;
+    total_records += (*file)->num_records();
+    total_bytes += bytes;
+    lines += StrCat(
+        "  ",
+        fmt::format("{:>10}  {:<9} {:>10}", (*file)->num_records(),
+                    format == RecordFormat::kRecordIO ? "RecordIO" : "TFRecord", HumanBytes(bytes)),
+        "  ", name, "\n");
+    if (first == nullptr) {
+      first = *std::move(file);
+      first_path = path;
+    }
+  }
+  size_t readable = files.size() - report.problems.size();
+  report.text = StrCat(
+      "data:     ", spec, "\nfiles:    ", files.size(), "\nrecords:  ", total_records, " in ",
+      readable, " readable file", readable == 1 ? "" : "s", ", ", HumanBytes(total_bytes), "\n",
+      fmt::format("  {:>10}  {:<9} {:>10}", "records", "format", "size"), "  file\n", lines);
+  if (first != nullptr && options.num_records > 0) {
+    report.text += StrCat("first records, of ", first_path, ":\n");
+    if (Status s = AppendFirstRecords(*first, options, &report.text); !s.ok()) {
+      report.problems.push_back(s);
+    }
+  }
+  return report;
 }
 
 }  // namespace elasticdl

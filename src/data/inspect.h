@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "elasticdl/data/record_file.h"
 
@@ -22,6 +23,17 @@ struct InspectOptions {
 // (RecordIO), and the first records decoded as tf.train.Example (or shown as
 // escaped bytes if they are not Examples).
 StatusOr<std::string> Inspect(const std::string& path, const InspectOptions& options);
+
+// What a data directory or glob holds, as --training_data reads it: one line
+// per file (records, format, size on disk), the total, and the first records
+// of the first file that opens. A file that cannot be read as a record file
+// is listed with its error, which `problems` also holds.
+struct FilesReport {
+  std::string text;
+  std::vector<Status> problems;
+};
+FilesReport InspectFiles(std::string_view spec, const std::vector<std::string>& files,
+                         const InspectOptions& options);
 
 // One record as readable text, one feature per line, each line starting with
 // `indent`.

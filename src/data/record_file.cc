@@ -28,7 +28,8 @@ StatusOr<RecordFormat> RecordFormatFromPath(std::string_view path) {
   return absl::InvalidArgumentError(
       StrCat(path,
              ": cannot tell the record format from the name; expected a "
-             ".recordio or .tfrecord extension, or name the format explicitly"));
+             ".recordio or .tfrecord extension (or a data command's --format); "
+             "`elasticdl data convert` turns a .csv file into records"));
 }
 
 std::string_view CompressorName(Compressor compressor) {

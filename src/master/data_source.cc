@@ -36,6 +36,10 @@ StatusOr<std::vector<std::string>> ExpandDataPath(const std::string& spec) {
     if (files.empty()) return absl::NotFoundError(StrCat(spec, ": no file matches"));
   } else {
     if (!fs::is_regular_file(spec, ec)) {
+      if (fs::exists(spec, ec)) {
+        return absl::InvalidArgumentError(StrCat(
+            spec, ": not a record file, nor a directory of them (a device, a pipe or a socket)"));
+      }
       return absl::NotFoundError(StrCat(spec, ": no such file or directory"));
     }
     files.push_back(spec);

@@ -711,8 +711,12 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
   if (ps_) EDL_RETURN_IF_ERROR(Pull());
   EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::PREDICTION));
   torch::NoGradGuard no_grad;
-  std::string csv;
-  int64_t index = task.start();
+  // Each row of the output, by the record it was made from: a dataset_fn
+  // that shuffles in every mode still predicts each record on its own line.
+  // Rows the pipeline lost track of follow the records' order.
+  std::vector<std::pair<int64_t, std::string>> rows;
+  rows.reserve(static_cast<size_t>(std::max<int64_t>(task.end() - task.start(), 0)));
+  int64_t position = task.start();
   const std::string file = CsvField(task.file());
   while (true) {
     if (stopping()) {
@@ -726,22 +730,40 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
     StatusOr<torch::Tensor> forward = program_.Forward(model_->model(), (**batch).features, false);
     EDL_RETURN_IF_ERROR(rows_.TakeError(**batch));
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
-    torch::Tensor rows = outputs.detach().to(torch::kFloat64).reshape({outputs.size(0), -1});
-    auto a = rows.accessor<double, 2>();
-    for (int64_t r = 0; r < a.size(0); ++r, ++index) {
-      csv += StrCat(file, ",", index);
-      for (int64_t c = 0; c < a.size(1); ++c) csv += fmt::format(",{:.9g}", a[r][c]);
-      csv += '\n';
+    torch::Tensor values = outputs.detach().to(torch::kFloat64).reshape({outputs.size(0), -1});
+    auto a = values.accessor<double, 2>();
+    const std::vector<RecordOrigin>& origins = (**batch).origins;
+    const bool tracked = origins.size() == static_cast<size_t>(a.size(0));
+    for (int64_t r = 0; r < a.size(0); ++r, ++position) {
+      const int64_t record = tracked ? static_cast<int64_t>(origins[r].index) : position;
+      std::string line = StrCat(file, ",", record);
+      for (int64_t c = 0; c < a.size(1); ++c) line += fmt::format(",{:.9g}", a[r][c]);
+      line += '\n';
+      rows.emplace_back(record, std::move(line));
     }
   }
-  if (index != task.end()) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  auto unexpected = [&]() -> std::string {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t want = task.start() + static_cast<int64_t>(i);
+      if (rows[i].first > want) return StrCat("; none for record ", want);
+      if (rows[i].first < want) return StrCat("; record ", rows[i].first, " twice");
+    }
+    if (const int64_t n = static_cast<int64_t>(rows.size()); n < task.end() - task.start())
+      return StrCat("; none for record ", task.start() + n);
+    return "";
+  }();
+  if (static_cast<int64_t>(rows.size()) != task.end() - task.start() || !unexpected.empty()) {
     return program_.Annotate(
-        absl::InvalidArgumentError(StrCat("in PREDICTION mode dataset_fn must yield one example "
-                                          "per record, in order; it yielded ",
-                                          index - task.start(), " for ", task.end() - task.start(),
-                                          " records")),
+        absl::InvalidArgumentError(
+            StrCat("in PREDICTION mode dataset_fn must yield one example per record; it yielded ",
+                   rows.size(), " for ", task.end() - task.start(), " records (", task.file(), " [",
+                   task.start(), ", ", task.end(), "))", unexpected)),
         EntryKind::kDatasetFn);
   }
+  std::string csv;
+  for (const auto& [record, line] : rows) csv += line;
   const std::string& dir = job_.predictions_dir;
   EDL_RETURN_IF_ERROR(CreateDirectories(dir));
   return WriteFileAtomically(StrCat(dir, "/task-", task.task_id(), ".csv"), csv);

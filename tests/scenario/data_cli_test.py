@@ -53,6 +53,31 @@ class DataCliTest(unittest.TestCase):
         self.assertIn("label: int64_list[1]", report)
         self.assertIn("max 255", report)
 
+    def test_inspect_a_directory_lists_every_file(self):
+        out = self.mnist_subset()
+        train = os.path.join(out, "train")
+        report = run("data", "inspect", train, "--records=1").stdout
+        self.assertIn("files:    3\n", report)
+        self.assertIn("records:  500 in 3 readable files", report)
+        counts = re.findall(r"^ +(\d+)  RecordIO .*  (data-\d+-of-00003\.recordio)$", report, re.M)
+        self.assertEqual(counts, [("200", "data-00000-of-00003.recordio"),
+                                  ("200", "data-00001-of-00003.recordio"),
+                                  ("100", "data-00002-of-00003.recordio")])
+        self.assertIn("record 0 (", report)
+        self.assertIn("label: int64_list[1]", report)
+        # A glob, as --training_data takes it.
+        report = run("data", "inspect", os.path.join(train, "*0000[12]*"), "-n", "0").stdout
+        self.assertIn("records:  300 in 2 readable files", report)
+        self.assertNotIn("record 0 (", report)
+        # A file training would stop at is listed with its error, and fails the command.
+        with open(os.path.join(train, "notes.recordio"), "wb") as f:
+            f.write(b"not a record file")
+        proc = run("data", "inspect", train, "-n", "0", check=False)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("records:  500 in 3 readable files", proc.stdout)
+        self.assertRegex(proc.stdout, r"  notes\.recordio: offset 0: .+")
+        self.assertIn("notes.recordio", proc.stderr)
+
     def inspected_images(self, path, count):
         """(label, image values) of the first `count` records of a file, read by `data inspect`."""
         report = run("data", "inspect", path, f"--records={count}", "--max_values=3072").stdout
@@ -274,8 +299,7 @@ class DataCliTest(unittest.TestCase):
         return ["label"] + [f"I{i}" for i in range(1, 14)] + [f"C{i}" for i in range(1, 27)]
 
     def test_criteo_synth_then_import(self):
-        src = self.path("criteo")
-        os.mkdir(src)
+        src = self.path("criteo")  # made by the command, as the other data commands do
         train, test = os.path.join(src, "train.tsv"), self.path("test.tsv")
         proc = run("data", "criteo_synth", train, "--records=3000", "--seed=5",
                    "--test_records=500", "--test_output", test)

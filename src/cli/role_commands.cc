@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,6 +17,8 @@
 
 #include "cli/command_support.h"
 #include "common/environment.h"
+#include "common/file.h"
+#include "common/job_dir.h"
 #include "common/process_start.h"
 #include "common/process_tuning.h"
 #include "common/stop_flag.h"
@@ -66,6 +69,20 @@ void WatchForOrphaning(std::function<void()> stop) {
   }).detach();
 }
 
+// ReportRoleError's, and where the master started the process, `status`
+// left where it reads why its processes end (ExitReasonFile), to say it
+// with the job's own error.
+int EndRole(const Status& status, const std::string& job_dir, const std::string& label) {
+  if (!status.ok() && !absl::IsCancelled(status) && !job_dir.empty()) {
+    const std::string path = ExitReasonFile(job_dir, label);
+    Status left = CreateDirectories(std::filesystem::path(path).parent_path().string());
+    if (left.ok()) left = WriteFileAtomically(path, std::string(status.message()));
+    if (!left.ok())
+      spdlog::warn("cannot leave the reason for the master: {}", std::string(left.message()));
+  }
+  return ReportRoleError(status);
+}
+
 }  // namespace
 
 void AddRoleCommands(CLI::App* app, int* exit_code) {
@@ -93,7 +110,8 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     }
     ps_options->cancel = &g_ps_stop;
     WatchForOrphaning([] { g_ps_stop.Set(); });
-    *exit_code = ReportRoleError(ps::RunPsServer(*ps_options));
+    *exit_code = EndRole(ps::RunPsServer(*ps_options), ps_options->job_dir,
+                         fmt::format("ps-{}", ps_options->ps_id));
     if (const auto asked = g_ps_stop_asked.load();
         asked != std::chrono::steady_clock::time_point{}) {
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - asked;
@@ -171,12 +189,15 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     worker_options->stop = &g_stop;
     // A worker that joined by itself belongs to whoever started it.
     if (!joining) WatchForOrphaning([] { g_stop = true; });
+    // A worker that joined by itself is not the master's to relaunch.
+    const std::string reasons = joining ? "" : worker_options->job_dir;
+    const std::string label = fmt::format("worker-{}", worker_options->worker_id);
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
-      *exit_code = ReportRoleError(worker.status());
+      *exit_code = EndRole(worker.status(), reasons, label);
       return;
     }
-    *exit_code = ReportRoleError((*worker)->Run());
+    *exit_code = EndRole((*worker)->Run(), reasons, label);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <variant>
 
+#include "absl/strings/str_join.h"
 #include "client/job_control.h"
 #include "client/job_inputs.h"
 #include "client/job_runner.h"
@@ -25,9 +26,11 @@
 #include "common/strings.h"
 #include "job/job_spec.h"
 #include "job/trained_model.h"
+#include "master/journal.h"
 #include "ps/checkpoint.h"
 #include "python/python_zoo.h"
 #include "rpc/job_credentials.h"
+#include "rpc/tensor_codec.h"
 #include "zoo/embedding_spec.h"
 #include "zoo/lr_schedule_config.h"
 #include "zoo/zoo_builder.h"
@@ -56,6 +59,18 @@ StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
                  ": a job completed in this directory; a new job needs a directory of its own: "
                  "name another, or remove this one (`elasticdl job status ",
                  dir, "` shows that job)"));
+    }
+    // A task that failed its every attempt failed the job for good: the
+    // journal keeps the failure, and a master taking it up would end there.
+    StatusOr<std::optional<proto::MasterJournal>> journal = master::ReadJournal(dir);
+    if (journal.ok() && journal->has_value() && !(*journal)->ledger().failure().empty()) {
+      return absl::FailedPreconditionError(StrCat(
+          "--job_dir=", args.job_dir, ": the job in this directory failed (",
+          (*journal)->ledger().failure(),
+          "); a failed task is not tried again, so it cannot be resumed: name a new --job_dir "
+          "(with --checkpoint_dir_for_init=",
+          args.checkpoint_dir.empty() ? CheckpointsDir(dir) : args.checkpoint_dir,
+          " to start from its newest checkpoint)"));
     }
     return dir;
   }
@@ -148,8 +163,30 @@ Status CheckEarlyStoppingMetric(const ZooProgram& program, const proto::TaskSpec
                                            fmt::format("{}", fmt::join(names, ", ")), ")"));
 }
 
-// Builds and checks the zoo and fills the spec's model fields.
-Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::JobSpec* spec) {
+// Values a job loads into its model: a checkpoint's or a trained model's,
+// and the flag and path they come from, e.g.
+// "--checkpoint_dir_for_init=DIR: version 30".
+struct InitialValues {
+  std::string source;
+  proto::ModelValues values;
+};
+
+// The parameters of the newest complete checkpoint in
+// --checkpoint_dir_for_init.
+StatusOr<InitialValues> CheckpointValues(const std::string& dir) {
+  StatusOr<std::vector<proto::ShardCheckpoint>> shards = ps::ReadNewestCompleteCheckpoint(dir);
+  if (!shards.ok()) return Annotate(shards.status(), StrCat("--checkpoint_dir_for_init=", dir));
+  InitialValues initial;
+  initial.values = ps::ModelValuesOf(*shards);
+  initial.source =
+      StrCat("--checkpoint_dir_for_init=", dir, ": checkpoint version ", initial.values.version());
+  return initial;
+}
+
+// Builds and checks the zoo and fills the spec's model fields; with
+// `initial`, checks that its values fit the model the zoo builds.
+Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::JobSpec* spec,
+                    const InitialValues* initial = nullptr) {
   const std::string snapshot = spec->job_dir() + "/" + kZooDir;
   EDL_RETURN_IF_ERROR(SnapshotZoo(zoo_sources, snapshot));
   ZooProgramNames names;
@@ -182,6 +219,12 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
     EDL_RETURN_IF_ERROR(ApplyTrialCallbacks(args, program, spec->mutable_tasks()));
   }
   EDL_ASSIGN_OR_RETURN(std::shared_ptr<Model> built_model, program.MakeModel());
+  if (initial != nullptr) {
+    if (Status fits = rpc::CheckModelValues(*built_model, initial->values); !fits.ok()) {
+      return absl::InvalidArgumentError(StrCat(initial->source, " does not fit the model of ",
+                                               args.model_def, ": ", fits.message()));
+    }
+  }
   if (spec->strategy() != proto::PARAMETER_SERVER_STRATEGY) {
     EDL_RETURN_IF_ERROR(CheckDenseModel(*built_model, args.distribution_strategy));
   }
@@ -283,10 +326,10 @@ StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedM
 // newest complete checkpoint in --checkpoint_dir_for_init (any number of
 // shards), written as a trained-model directory under `dir`.
 StatusOr<std::string> ModelFromCheckpoint(const JobArgs& args, const client::ZooSource& source,
-                                          const std::string& dir, proto::TrainedModel* record) {
-  EDL_ASSIGN_OR_RETURN(std::vector<proto::ShardCheckpoint> shards,
-                       ps::ReadNewestCompleteCheckpoint(args.checkpoint_dir_for_init));
-  proto::ModelValues values = ps::ModelValuesOf(shards);
+                                          const std::string& dir, proto::TrainedModel* record,
+                                          InitialValues* initial) {
+  EDL_ASSIGN_OR_RETURN(*initial, CheckpointValues(args.checkpoint_dir_for_init));
+  const proto::ModelValues& values = initial->values;
   EDL_ASSIGN_OR_RETURN(std::string identity, ZooIdentity(args.model_zoo));
   record->set_zoo_identity(identity);
   client::RecordZooSource(source, record);
@@ -316,6 +359,16 @@ bool HasTables(const std::string& dir) {
 StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobCommand command) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, client::JobSpecOf(args, command));
   EDL_RETURN_IF_ERROR(client::CheckJobInputs(spec));
+  if (command == client::JobCommand::kPredict && !spec.output().empty()) {
+    // Where the predictions go, made now rather than found missing after
+    // every record is predicted.
+    const std::string dir = HasSuffix(spec.output(), ".csv")
+                                ? fs::path(spec.output()).parent_path().string()
+                                : spec.output();
+    if (!dir.empty()) {
+      EDL_RETURN_IF_ERROR(Annotate(CreateDirectories(dir), StrCat("--output=", args.output)));
+    }
+  }
   EDL_ASSIGN_OR_RETURN(
       std::string job_dir,
       MakeJobDir(args, command == client::JobCommand::kEvaluate ? "evaluate" : "predict"));
@@ -333,12 +386,19 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
     EDL_ASSIGN_OR_RETURN(source, client::ResolveZooSource(args.model_zoo));
     fetched.model_zoo = source.dir;
   }
+  InitialValues initial;
   if (!args.trained_model.empty()) {
     EDL_ASSIGN_OR_RETURN(zoo, ModelFromTrainedModel(fetched, &record));
     trained_model = AbsolutePath(args.trained_model);
+    StatusOr<proto::ModelValues> values = ReadModelValues(trained_model);
+    if (!values.ok())
+      return Annotate(values.status(), StrCat("--trained_model=", args.trained_model));
+    initial.values = *std::move(values);
+    initial.source = StrCat("--trained_model=", args.trained_model);
   } else {
     trained_model = job_dir + "/model";
-    EDL_ASSIGN_OR_RETURN(zoo, ModelFromCheckpoint(fetched, source, trained_model, &record));
+    EDL_ASSIGN_OR_RETURN(zoo,
+                         ModelFromCheckpoint(fetched, source, trained_model, &record, &initial));
   }
   JobArgs model_args = args;
   model_args.model_def = record.model_def();
@@ -347,7 +407,7 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   model_args.loss = record.loss();
   model_args.optimizer = record.optimizer();
   model_args.eval_metrics_fn = record.eval_metrics_fn();
-  EDL_RETURN_IF_ERROR(PrepareModel(model_args, zoo, &spec));
+  EDL_RETURN_IF_ERROR(PrepareModel(model_args, zoo, &spec, &initial));
   spec.mutable_model()->set_trained_model(trained_model);
   if (!record.zoo_commit().empty()) {
     spec.mutable_model()->set_model_zoo(record.model_zoo());
@@ -381,6 +441,41 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   return spec;
 }
 
+// A job resumed from its journal goes on as it began: the journal's tasks
+// are ranges of its data at its task size, its checkpoints its model's. A
+// command whose settings differ from those is refused, naming them.
+Status CheckResumedSettings(const proto::JobSpec& spec, const JobArgs& args) {
+  StatusOr<std::optional<proto::MasterJournal>> journal = master::ReadJournal(spec.job_dir());
+  if (!journal.ok() || !journal->has_value()) return absl::OkStatus();
+  StatusOr<proto::JobSpec> before = ReadJobSpec(spec.job_dir());
+  if (!before.ok()) return absl::OkStatus();
+  std::vector<std::string> differ;
+  auto compare = [&](const char* flag, const std::string& then, const std::string& now) {
+    if (then != now)
+      differ.push_back(StrCat(flag, " ", then.empty() ? "unset" : then, " then, ",
+                              now.empty() ? "unset" : now, " now"));
+  };
+  const proto::TaskSpec& a = before->tasks();
+  const proto::TaskSpec& b = spec.tasks();
+  compare("--model_def", before->model().model_def(), spec.model().model_def());
+  compare("--params", before->model().params(), spec.model().params());
+  compare("--training_data", absl::StrJoin(a.training_data(), ","),
+          absl::StrJoin(b.training_data(), ","));
+  compare("--minibatch_size", StrCat(a.minibatch_size()), StrCat(b.minibatch_size()));
+  compare("--num_minibatches_per_task", StrCat(a.num_minibatches_per_task()),
+          StrCat(b.num_minibatches_per_task()));
+  compare("--num_epochs", StrCat(a.num_epochs()), StrCat(b.num_epochs()));
+  compare("--distribution_strategy", proto::DistributionStrategy_Name(before->strategy()),
+          proto::DistributionStrategy_Name(spec.strategy()));
+  compare("--seed", StrCat(before->seed()), StrCat(spec.seed()));
+  if (differ.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      StrCat("--job_dir=", args.job_dir,
+             " holds a job that did not end, which this command would "
+             "resume, but with other settings (",
+             absl::StrJoin(differ, "; "), "): resume it with its own, or name a new --job_dir"));
+}
+
 }  // namespace
 
 namespace client {
@@ -393,12 +488,19 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
   EDL_RETURN_IF_ERROR(client::CheckPodPaths(spec));
   EDL_ASSIGN_OR_RETURN(ZooSource zoo, ResolveZooSource(args.model_zoo));
-  EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec));
+  // A checkpoint to start from is read now: a missing or damaged one, or one
+  // of another model, stops the job before any process starts.
+  std::optional<InitialValues> initial;
+  if (!args.checkpoint_dir_for_init.empty()) {
+    EDL_ASSIGN_OR_RETURN(initial, CheckpointValues(args.checkpoint_dir_for_init));
+  }
+  EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec, initial ? &*initial : nullptr));
   RecordZooSource(zoo, spec.mutable_model());
   if (!spec.output().empty()) {
     // Refused now rather than after training: the model replaces the whole directory.
     EDL_RETURN_IF_ERROR(Annotate(CheckTrainedModelReplaceable(spec.output()), "--output"));
   }
+  EDL_RETURN_IF_ERROR(CheckResumedSettings(spec, args));
   EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
   EDL_RETURN_IF_ERROR(
       rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport, args.local_sockets)

@@ -28,6 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+// The most workers a local job runs, per core of its machine (tests and
+// trials oversubscribe; thousands of processes only stall the machine).
+constexpr int64_t kLocalWorkersPerCore = 16;
 
 std::vector<JobSetting> MakeSettings() {
   using A = JobArgs;
@@ -616,6 +619,20 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
   }
   EDL_RETURN_IF_ERROR(CheckKubernetesArgs(args, command));
   EDL_RETURN_IF_ERROR(WorkerPartition(args).status());
+  if (args.cluster == "local") {
+    // Processes of this machine: a typo's 100000 would fork until it stalls.
+    const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const int64_t most = kLocalWorkersPerCore * cores;
+    for (const auto& [flag, n] : {std::pair{"--num_workers", args.num_workers},
+                                  std::pair{"--max_workers", args.max_workers}}) {
+      if (n > most) {
+        return absl::InvalidArgumentError(StrCat(flag, "=", n, ": the local cluster runs at most ",
+                                                 most, " workers (", kLocalWorkersPerCore,
+                                                 " per core of this machine's ", cores,
+                                                 "); --cluster=slurm or kubernetes runs more"));
+      }
+    }
+  }
   if (args.max_workers > 0 && args.max_workers < args.num_workers) {
     return absl::InvalidArgumentError(
         StrCat("--max_workers=", args.max_workers, " is below --num_workers=", args.num_workers));
@@ -631,6 +648,10 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
       return absl::InvalidArgumentError(
           StrCat("--grads_to_wait=", *args.grads_to_wait,
                  " makes synchronous steps, but --use_async=true: drop one of them"));
+    }
+    if (args.evaluation_steps > 0 && args.validation_data.empty()) {
+      return absl::InvalidArgumentError(StrCat("--evaluation_steps=", args.evaluation_steps,
+                                               " needs --validation_data to evaluate on"));
     }
     if (!args.lr_schedule.empty()) {
       EDL_RETURN_IF_ERROR_WITH_CONTEXT(LearningRateSchedule::Parse(args.lr_schedule).status(),

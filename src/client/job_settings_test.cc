@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <set>
+#include <thread>
 
+#include "common/strings.h"
 #include "elasticdl/seed.h"
 
 namespace elasticdl::client {
@@ -76,6 +78,16 @@ TEST(JobSettingsTest, NumbersOutOfRangeNameTheFlag) {
             "starts");
   a.min_workers = -1;
   EXPECT_EQ(Error(a, JobCommand::kTrain), "--min_workers=-1: must be at least 0");
+  // The local cluster's processes share this machine.
+  const int64_t most = 16 * std::max(1u, std::thread::hardware_concurrency());
+  a = TrainArgs();
+  a.num_workers = most + 1;
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            StrCat("--num_workers=", most + 1, ": the local cluster runs at most ", most,
+                   " workers (16 per core of this machine's ", most / 16,
+                   "); --cluster=slurm or kubernetes runs more"));
+  a.cluster = "slurm";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
   a = TrainArgs();
   a.worker_lease_ms = 10;
   EXPECT_EQ(Error(a, JobCommand::kTrain), "--worker_lease_ms=10: must be at least 100");
@@ -161,6 +173,13 @@ TEST(JobSettingsTest, CombinationsAreChecked) {
   EXPECT_EQ(Error(a, JobCommand::kTrain),
             "--master_addr=host: expected HOST:PORT (port 0: any free one)");
   a.master_addr = "10.0.0.1:0";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
+  a = TrainArgs();
+  a.validation_data.clear();
+  a.evaluation_steps = 5;
+  EXPECT_EQ(Error(a, JobCommand::kTrain),
+            "--evaluation_steps=5 needs --validation_data to evaluate on");
+  a.validation_data = "v";
   EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
 
   JobArgs e;

@@ -54,6 +54,12 @@ inline std::string CheckpointsDir(const std::string& job_dir) { return job_dir +
 inline std::string SocketsDir(const std::string& job_dir) { return job_dir + "/sockets"; }
 // The processes' logs, on backends that write them to files.
 inline std::string LogsDir(const std::string& job_dir) { return job_dir + "/logs"; }
+// Why a server or worker process ended in error, in its own words, for the
+// master to say (where the job directory is shared with it): `process` is
+// its label, e.g. "worker-3".
+inline std::string ExitReasonFile(const std::string& job_dir, const std::string& process) {
+  return job_dir + "/exits/" + process;
+}
 
 // Where jobs given no --job_dir get theirs (and where `elasticdl job`
 // looks for the newest): <temp_dir>/elasticdl-jobs-<uid>, this user's alone

@@ -242,8 +242,10 @@ uint64_t JobState::GetTaskLocked(WorkerId worker, std::optional<TaskAttempt> kee
   const bool awaiting_workers = !dispatched_any_ && members_.registered_workers() < awaited;
   if (awaiting_workers && !ps_missing && !told_awaiting_workers_) {
     told_awaiting_workers_ = true;
-    spdlog::info("training begins once {} workers have registered (--min_workers); {} so far",
-                 awaited, members_.registered_workers());
+    spdlog::info(
+        "the first tasks go out once {} workers have registered (--min_workers); {} so "
+        "far",
+        awaited, members_.registered_workers());
   }
   if (ps_missing || awaiting_flush || awaiting_workers || members_.leaving(worker)) {
     task->set_type(tasks_.finished() ? proto::TASK_NONE : proto::TASK_WAIT);
@@ -309,8 +311,8 @@ bool JobState::BackupLocked(WorkerId worker, proto::Task* task) {
   group_.Leave(best->holder);
   spdlog::info(
       "task {}: worker {} takes a backup attempt from minibatch {} (worker {} trains {:.3f} s "
-      "per minibatch, {:.3f} s)",
-      task->task_id(), worker, task->minibatches_done(), best->holder, best_pace, *mine);
+      "per minibatch, worker {} {:.3f} s)",
+      task->task_id(), worker, task->minibatches_done(), best->holder, best_pace, worker, *mine);
   nlohmann::json fields = DispatchedFields(worker, *task);
   fields["backup_of"] = best->holder.value();
   fields["holder_seconds_per_minibatch"] = best_pace;
@@ -799,6 +801,12 @@ std::vector<std::string> JobState::ps_addresses() {
 bool JobState::finished() {
   std::lock_guard<std::mutex> lock(mu_);
   return failure_.has_value() || tasks_.finished();
+}
+
+bool JobState::trained_model_ready() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.training_finished() && members_.all_ps_registered() &&
+         (!options_.flush_at_end || flushed_);
 }
 
 void JobState::ResultsWritten() {

@@ -184,6 +184,10 @@ class JobState {
   // Every task is done, or the job failed.
   bool finished();
   bool training_finished();
+  // Every training task is done and the servers hold the model they made
+  // (the last gradients applied where the job applies them at its end),
+  // whether or not the job failed since.
+  bool trained_model_ready();
   // The job's results are written: from now on its status says it finished.
   void ResultsWritten();
   // The failure message, if the job failed.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
@@ -42,6 +43,13 @@ StatusOr<std::vector<Range>> IndexData(const google::protobuf::RepeatedPtrField<
       return Status(files.status().code(), StrCat(flag, ": ", files.status().message()));
     EDL_ASSIGN_OR_RETURN(std::vector<Shard> s, OpenShards(*files, flag));
     shards.insert(shards.end(), s.begin(), s.end());
+  }
+  int64_t records = 0;
+  for (const Shard& shard : shards) records += shard.num_records;
+  if (!shards.empty() && records == 0) {
+    return absl::InvalidArgumentError(
+        StrCat(flag, "=", absl::StrJoin(specs, ","), ": its ", shards.size(),
+               shards.size() == 1 ? " file holds" : " files hold", " no records"));
   }
   return SplitIntoTasks(shards, records_per_task, sizes);
 }
@@ -257,6 +265,24 @@ StatusOr<bool> Master::WriteResults() {
   return false;
 }
 
+Status Master::KeepTrainedModel(const Status& failure) {
+  const proto::JobSpec& spec = config_.spec;
+  if (failure.ok() || absl::IsCancelled(failure) || spec.type() != proto::JOB_TRAINING ||
+      spec.output().empty() || !state_->trained_model_ready()) {
+    return failure;
+  }
+  StatusOr<bool> written = WriteResults();
+  if (!written.ok() || !*written) {
+    spdlog::warn(
+        "the trained model is not written either: {}",
+        written.ok() ? "it cannot be read whole now" : std::string(written.status().message()));
+    return failure;
+  }
+  return Status(failure.code(),
+                StrCat(failure.message(), " (training had finished: the trained model, version ",
+                       state_->model_version(), ", is written to ", spec.output(), ")"));
+}
+
 Status Master::Tick() {
   EDL_RETURN_IF_ERROR(supervisor_->Tick());
   if (group_) group_->Tick(state_.get());
@@ -277,6 +303,9 @@ Status Master::Tick() {
 
 Status Master::Run(const std::atomic<bool>* cancel) {
   Status outcome = launched_;
+  // A failure to write the results is the job's last: nothing is written
+  // again after it.
+  bool writing_failed = false;
   while (outcome.ok()) {
     const auto tick_began = std::chrono::steady_clock::now();
     if (cancel != nullptr && cancel->load()) {
@@ -289,6 +318,7 @@ Status Master::Run(const std::atomic<bool>* cancel) {
       StatusOr<bool> written = WriteResults();
       if (!written.ok()) {
         outcome = written.status();
+        writing_failed = true;
         break;
       }
       if (*written) break;
@@ -299,6 +329,7 @@ Status Master::Run(const std::atomic<bool>* cancel) {
     changes_.WaitFor(config_.idle_tick);
     std::this_thread::sleep_until(tick_began + config_.tick);
   }
+  if (!writing_failed) outcome = KeepTrainedModel(outcome);
   if (!outcome.ok()) state_->Fail(std::string(outcome.message()));
   LogEvaluations();
   // Workers leave by themselves, servers on SIGTERM. After a success they

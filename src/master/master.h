@@ -82,6 +82,10 @@ class Master {
   // Once the tasks are done: the results. True when they are written; an
   // error fails the job.
   StatusOr<bool> WriteResults();
+  // A training job that fails once its training is done (an evaluation
+  // after the last step failed, say) still writes the model it trained:
+  // `failure`, saying so when it is written.
+  Status KeepTrainedModel(const Status& failure);
   std::unique_ptr<rpc::ParameterServers> Servers(std::chrono::milliseconds timeout);
 
   const MasterConfig config_;

@@ -109,6 +109,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   config.supervisor.num_ps = num_ps;
   config.supervisor.max_worker_relaunches = spec.fault_tolerance().max_worker_relaunches();
   config.supervisor.max_ps_relaunches = spec.fault_tolerance().max_ps_relaunches();
+  config.supervisor.job_dir = spec.job_dir();
 
   cluster::BackendConfig& backend = config.backend;
   backend.kind = spec.cluster().kind().empty() ? "local" : spec.cluster().kind();

@@ -3,7 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdio>
+#include <utility>
 
+#include "common/file.h"
+#include "common/job_dir.h"
 #include "common/strings.h"
 
 namespace elasticdl::master {
@@ -22,7 +26,7 @@ std::deque<cluster::ProcessExit> ExitQueue::TakeAll() {
 
 Supervisor::Supervisor(SupervisorOptions options, JobState* state, cluster::ClusterBackend* backend,
                        ExitQueue* exits)
-    : options_(options), state_(state), backend_(backend), exits_(exits) {}
+    : options_(std::move(options)), state_(state), backend_(backend), exits_(exits) {}
 
 Status Supervisor::StartNew() {
   for (int i = 0; i < options_.num_ps; ++i) {
@@ -62,11 +66,31 @@ Status Supervisor::Adopt() {
   return absl::OkStatus();
 }
 
+std::string Supervisor::TakeExitReason(const cluster::ProcessName& process) const {
+  if (options_.job_dir.empty()) return "";
+  const std::string path = ExitReasonFile(options_.job_dir, process.label());
+  StatusOr<std::string> reason = ReadFileToString(path);
+  if (!reason.ok()) return "";
+  std::remove(path.c_str());
+  // One paragraph, of a size for a log line.
+  constexpr size_t kMaxReason = 4000;
+  std::string text = std::move(*reason);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.size() > kMaxReason) text = text.substr(0, kMaxReason) + " ...";
+  return text;
+}
+
+std::string Supervisor::WithReason(std::string message, const std::string& reason) {
+  if (!reason.empty()) message += StrCat("; the last one ended with: ", reason);
+  return message;
+}
+
 Status Supervisor::RelaunchPs(PsId ps) {
   if (state_->ps_relaunches() >= options_.max_ps_relaunches) {
-    return absl::UnavailableError(StrCat("parameter server ", ps.value(), " ended and the ",
-                                         options_.max_ps_relaunches,
-                                         " relaunches allowed are used up"));
+    return absl::UnavailableError(
+        WithReason(StrCat("parameter server ", ps.value(), " ended and the ",
+                          options_.max_ps_relaunches, " relaunches allowed are used up"),
+                   last_ps_reason_));
   }
   cluster::PsLaunch launch;
   launch.restore = true;
@@ -92,6 +116,9 @@ Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
     case cluster::Role::kPs: {
       // Also after the last task: the model is still to be read from it.
       const PsId ps = exit.process.ps();
+      if (std::string reason = TakeExitReason(exit.process); !reason.empty()) {
+        last_ps_reason_ = reason;
+      }
       spdlog::warn("parameter server {} ended: {}", ps, exit.description);
       state_->PsLost(ps, exit.description);
       return RelaunchPs(ps);
@@ -112,6 +139,9 @@ Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
     spdlog::info("worker {} left{}; {} task(s) back in the queue", worker,
                  asked_to_leave ? " as asked" : "", requeued);
     return absl::OkStatus();
+  }
+  if (std::string reason = TakeExitReason(exit.process); !reason.empty()) {
+    last_worker_reason_ = reason;
   }
   spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", worker, exit.description,
                requeued);
@@ -157,9 +187,10 @@ Status Supervisor::Reconcile() {
     if (relaunch) {
       if (!state_->worker_relaunch_allowed(options_.max_worker_relaunches)) {
         if (active.empty() && running_.empty()) {
-          return absl::UnavailableError(StrCat("every worker has ended and the ",
-                                               options_.max_worker_relaunches,
-                                               " relaunches allowed are used up"));
+          return absl::UnavailableError(
+              WithReason(StrCat("every worker has ended and the ", options_.max_worker_relaunches,
+                                " relaunches allowed are used up"),
+                         last_worker_reason_));
         }
         break;
       }

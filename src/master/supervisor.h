@@ -38,6 +38,8 @@ struct SupervisorOptions {
   int max_worker_relaunches = 3;
   // Relaunches of parameter servers the job allows.
   int max_ps_relaunches = 3;
+  // Where processes leave why they ended (ExitReasonFile); empty: nowhere.
+  std::string job_dir;
 };
 
 class Supervisor {
@@ -59,6 +61,11 @@ class Supervisor {
   Status RelaunchPs(PsId ps);
   Status StartWorker(bool relaunch);
   Status Reconcile();
+  // What `process` left in its ExitReasonFile, taken (the file removed so
+  // that its replacement's is its own), or "".
+  std::string TakeExitReason(const cluster::ProcessName& process) const;
+  // `message`, and why the last such process ended when it said.
+  static std::string WithReason(std::string message, const std::string& reason);
 
   const SupervisorOptions options_;
   JobState* const state_;
@@ -69,6 +76,9 @@ class Supervisor {
   bool workers_started_ = false;
   // Crashed workers not replaced yet.
   int to_replace_ = 0;
+  // Why the last crashed worker and parameter server ended, as they said.
+  std::string last_worker_reason_;
+  std::string last_ps_reason_;
 };
 
 }  // namespace elasticdl::master

@@ -44,10 +44,12 @@ std::string DescribeUpdates(const ParameterStoreOptions& o) {
     return o.max_staleness < 0 ? std::string("async")
                                : StrCat("async, max staleness ", o.max_staleness);
   }
-  return StrCat("sync, ",
-                o.grads_to_wait > 0 ? StrCat(o.grads_to_wait, " gradients per step")
-                                    : std::string("one gradient per training worker per step"),
-                ", staleness tolerance ", o.staleness_tolerance);
+  return StrCat(
+      "sync, ",
+      o.grads_to_wait > 0
+          ? StrCat(o.grads_to_wait, o.grads_to_wait == 1 ? " gradient" : " gradients", " per step")
+          : std::string("one gradient per training worker per step"),
+      ", staleness tolerance ", o.staleness_tolerance);
 }
 
 // Initializes `store` from a checkpoint when asked to (relaunch, or

@@ -149,20 +149,53 @@ StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_v
   return Fill(d, torch::Tensor());
 }
 
-Status CopyInto(const proto::Tensor& message, torch::Tensor& dst, std::string_view shared) {
+// Whether `message` has `dst`'s type and shape; INVALID_ARGUMENT naming both
+// otherwise.
+Status CheckSameKind(const proto::Tensor& message, const torch::Tensor& dst) {
   EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
   const bool same_shape =
       static_cast<size_t>(message.shape_size()) == dst.sizes().size() &&
       std::equal(message.shape().begin(), message.shape().end(), dst.sizes().begin());
-  if (dtype != dst.scalar_type() || !same_shape || !dst.is_contiguous()) {
-    std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
+  if (dtype == dst.scalar_type() && same_shape) return absl::OkStatus();
+  std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
+  return absl::InvalidArgumentError(
+      StrCat("tensor '", message.name(), "' has shape ", c10::str(c10::IntArrayRef(shape)), " ",
+             c10::toString(dtype), "; the model's is ", c10::str(dst.sizes()), " ",
+             c10::toString(dst.scalar_type())));
+}
+
+Status CopyInto(const proto::Tensor& message, torch::Tensor& dst, std::string_view shared) {
+  EDL_RETURN_IF_ERROR(CheckSameKind(message, dst));
+  if (!dst.is_contiguous()) {
     return absl::InvalidArgumentError(
-        StrCat("tensor '", message.name(), "' has shape ", c10::str(c10::IntArrayRef(shape)), " ",
-               c10::toString(dtype), "; the model's is ", c10::str(dst.sizes()), " ",
-               c10::toString(dst.scalar_type())));
+        StrCat("tensor '", message.name(), "': the model's is not contiguous"));
   }
   EDL_ASSIGN_OR_RETURN(Described d, Describe(message, shared));
   if (!d.bytes.empty()) std::memcpy(dst.data_ptr(), d.bytes.data(), d.bytes.size());
+  return absl::OkStatus();
+}
+
+Status CheckModelValues(const torch::nn::Module& model, const proto::ModelValues& values) {
+  for (bool is_buffer : {false, true}) {
+    const char* kind = is_buffer ? "buffer" : "parameter";
+    std::map<std::string_view, const proto::Tensor*> given;
+    for (const proto::Tensor& t : is_buffer ? values.buffers() : values.parameters()) {
+      given.emplace(t.name(), &t);
+    }
+    for (const auto& item : is_buffer ? model.named_buffers() : model.named_parameters()) {
+      auto it = given.find(item.key());
+      if (it == given.end()) {
+        return absl::InvalidArgumentError(
+            StrCat("it holds no ", kind, " '", item.key(), "', which the model has"));
+      }
+      EDL_RETURN_IF_ERROR(CheckSameKind(*it->second, item.value()));
+      given.erase(it);
+    }
+    if (!given.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat("the model has no ", kind, " named '", given.begin()->first, "'"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 #ifndef ELASTICDL_RPC_TENSOR_CODEC_H_
 #define ELASTICDL_RPC_TENSOR_CODEC_H_
 
+#include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include <map>
@@ -36,6 +37,12 @@ StatusOr<torch::Tensor> DecodeTensor(const proto::Tensor& message, std::string_v
 // type and shape; INVALID_ARGUMENT naming the tensor otherwise, or when the
 // bytes do not match them (DecodeTensor's checks).
 Status CopyInto(const proto::Tensor& message, torch::Tensor& dst, std::string_view shared = {});
+
+// Whether `values` (a checkpoint's, a trained model's) can be loaded into
+// `model` as they are: every parameter and buffer of the model is there
+// with its type and shape, and nothing else. INVALID_ARGUMENT naming the
+// first tensor that is missing, extra or different.
+Status CheckModelValues(const torch::nn::Module& model, const proto::ModelValues& values);
 
 // Whether `tensor` holds no NaN and no infinity (integer tensors hold
 // none). Float32 and float64 tensors on the CPU are scanned in place, with

@@ -445,15 +445,21 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
   bool from_checkpoint = false;
   if (source < 0) {
     // Nobody holds a state: every member starts the same way, and checks
-    // that they agree.
-    EDL_RETURN_IF_ERROR(InitializeState(&from_checkpoint));
+    // that they agree. Where they cannot (a checkpoint to start from that
+    // does not load, a model built two ways), no group can: the worker
+    // ends, without a state that a group formed later would take as agreed.
+    if (Status initialized = InitializeState(&from_checkpoint); !initialized.ok()) {
+      has_state_ = false;
+      return absl::FailedPreconditionError(initialized.message());
+    }
     EDL_ASSIGN_OR_RETURN(std::string bytes, EncodeState());
     const int64_t fingerprint = crc::Crc32c(bytes);
     EDL_ASSIGN_OR_RETURN(auto fingerprints, group_->AllGather({fingerprint}));
     for (int r = 0; r < group_->world_size(); ++r) {
       if (fingerprints[r][0] != fingerprint) {
+        has_state_ = false;
         return absl::FailedPreconditionError(StrCat(
-            "the model's initial values differ between worker ranks 0 and ", r,
+            "the model's initial values differ between worker ranks ", group_->rank(), " and ", r,
             " although every worker built it from the job's seed: the model's constructor is "
             "not deterministic (it draws from a generator other than LibTorch's, or from the "
             "clock); AllreduceStrategy needs every worker to build the same model"));

@@ -373,10 +373,24 @@ StatusOr<Example> ZooProgram::InputBatch(const std::vector<Record>& records, Mod
 
 StatusOr<torch::Tensor> ZooProgram::Forward(Model& model, const FeatureMap& features,
                                             bool training) const {
-  EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, Call(EntryKind::kModel, "forward", [&] {
-                         model.train(training);
-                         return model.forward(features, training);
-                       }));
+  StatusOr<torch::Tensor> called = Call(EntryKind::kModel, "forward", [&] {
+    model.train(training);
+    return model.forward(features, training);
+  });
+  if (!called.ok()) {
+    const auto first = features.begin();
+    if (training && first != features.end() && first->second.dim() > 0 &&
+        first->second.size(0) == 1) {
+      // Likely BatchNorm's "Expected more than 1 value per channel".
+      return Status(called.status().code(),
+                    StrCat(called.status().message(),
+                           " (this minibatch holds 1 example, what its task's records left: "
+                           "layers such as BatchNorm need more than one in training; a "
+                           "--minibatch_size that leaves no task a single record avoids it)"));
+    }
+    return called.status();
+  }
+  torch::Tensor outputs = *std::move(called);
   if (!outputs.defined()) {
     return absl::InvalidArgumentError(
         StrCat(EntryLocation(EntryKind::kModel), ": forward returned an undefined tensor"));

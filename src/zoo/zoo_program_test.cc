@@ -206,6 +206,11 @@ TEST_F(ZooProgramTest, ModelErrorsNameFileAndEntry) {
   EXPECT_EQ(outputs.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(outputs.status().message(),
             "testzoo/program.cc: ThrowingModel: forward threw: boom in forward");
+  // In training, a minibatch of one example is a likely cause, said with it.
+  auto lone = program.Forward(**model, {{"x", torch::ones({1, 2})}}, true);
+  EXPECT_THAT(lone.status().message(),
+              HasSubstr("boom in forward (this minibatch holds 1 example, what its task's "
+                        "records left: layers such as BatchNorm need more than one in training"));
 
   ZooProgram linear = Resolve(Names());
   auto m = linear.MakeModel();

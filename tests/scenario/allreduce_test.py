@@ -14,11 +14,13 @@ Environment: as chaos_test.py (CHAOS_REPEAT, CHAOS_SEED, ELASTICDL_BIN).
 """
 import os
 import signal
+import textwrap
 import unittest
 
 import chaos_test
 import exactness
 import job_test
+import python_model_test
 
 PYTHON_MODEL = "exactness.python_exactness.Exactness"
 PYTHON_EMBEDDING_MODEL = "exactness.python_exactness.EmbeddingExactness"
@@ -215,6 +217,33 @@ class BufferStepsTest(job_test.JobTestCase):
                     # statistics"); a step of the collective group weighs them exactly.
                     self.assertAlmostEqual(buffers["norm.running_mean"][1][0], 1023.5,
                                            delta=0.01, msg=job.describe())
+
+
+class NondeterministicModelTest(job_test.JobTestCase):
+    def test_a_model_built_differently_by_each_worker_fails_the_job(self):
+        """A constructor that draws from Python's own random numbers builds another model in
+        each worker: the group refuses to train it (each worker would apply the same
+        gradients to different parameters), and the job's error says why."""
+        zoo = self.path("zoo")
+        os.makedirs(os.path.join(zoo, "nondet"))
+        with open(os.path.join(zoo, "nondet", "model.py"), "w") as f:
+            f.write(python_model_test.MNIST_LINEAR + textwrap.dedent("""
+                import random
+
+                class Nondeterministic(Model):
+                    def __init__(self):
+                        super().__init__()
+                        with torch.no_grad():
+                            self.dense.bias.fill_(random.SystemRandom().random())
+                """))
+        job = self.run_job(self.train_args(
+            self.job_dir("nondet"), model_zoo=zoo, model_def="nondet.model.Nondeterministic",
+            distribution_strategy="AllreduceStrategy", num_ps_pods=None, validation_data=None,
+            max_worker_relaunches=0))
+        self.assertFailedWith(job, "every worker has ended and the 0 relaunches allowed are used "
+                              "up; the last one ended with: the model's initial values differ "
+                              "between worker ranks ", within=120)
+        self.assertNoProcessesLeft(self.job_dir("nondet"))
 
 
 if __name__ == "__main__":

@@ -524,6 +524,12 @@ class JobTest(JobTestCase):
             rows = f.read().splitlines()[1:]
         self.assertEqual(len(rows), 1000, predict.describe())
         self.assertTrue(all(0 < float(r.split(",")[-1]) < 1 for r in rows), rows[:3])
+        # A state_dict would leave the tables out.
+        exported = self.path("deepfm.pt")
+        export = self.run_job(["export", f"--trained_model={model}", f"--output={exported}"])
+        self.assertFailedWith(export, "deepfm.deepfm.DeepFM keeps embedding tables on parameter "
+                                      "servers", "a state_dict holds dense models only")
+        self.assertFalse(os.path.exists(exported))
 
     def test_bad_ids_and_feature_types_name_the_file_record_and_feature(self):
         """An embedding table with a range (the exactness model's: [0, 300)) meets
@@ -593,14 +599,18 @@ class JobTest(JobTestCase):
         with open(predictions, newline="") as f:
             self.assertEqual(len(list(csv.reader(f))), VALIDATION_RECORDS + 1)
 
-        def predict_with(name, *flags):
+        def predict_with(name, *flags, output=None):
             return self.run_job(["predict", f"--prediction_data={self.validation_file}",
-                                 f"--output={self.path(name + '.csv')}",
+                                 f"--output={output or self.path(name + '.csv')}",
                                  f"--job_dir={self.job_dir(name)}", "--no_progress", *flags])
 
-        # With a trained model, --model_zoo and --model_def must be its own.
+        # With a trained model, --model_zoo and --model_def must be its own. The
+        # directory of --output is made as the job starts.
+        nested = self.path("made/by/predict/agree.csv")
         self.assertSucceeded(predict_with("agree", f"--trained_model={model}",
-                                          f"--model_zoo={MODEL_ZOO}", f"--model_def={FUNCTIONAL}"))
+                                          f"--model_zoo={MODEL_ZOO}", f"--model_def={FUNCTIONAL}",
+                                          output=nested))
+        self.assertTrue(os.path.isfile(nested))
         self.assertFailedWith(predict_with("other-def", f"--trained_model={model}",
                                            f"--model_def={SUBCLASS}"),
                               f"error: --model_def={SUBCLASS} disagrees with the trained model in "
@@ -623,6 +633,39 @@ class JobTest(JobTestCase):
                               f"error: {bare} holds no model zoo")
         self.assertSucceeded(predict_with("bare-rebuilt", f"--trained_model={bare}",
                                           f"--model_zoo={MODEL_ZOO}"))
+
+        # Parameters that do not fit the model, or none at all: an error before any
+        # process starts, naming the flag, rather than a model half random or workers
+        # relaunched until they run out.
+        self.assertFailedWith(
+            predict_with("other-model", f"--model_zoo={MODEL_ZOO}", f"--model_def={SUBCLASS}",
+                         f"--checkpoint_dir_for_init={checkpoints}"),
+            f"error: --checkpoint_dir_for_init={checkpoints}: checkpoint version {newest} does "
+            f"not fit the model of {SUBCLASS}: it holds no parameter 'conv1.weight', which the "
+            "model has")
+        missing = self.path("no-checkpoints")
+        os.makedirs(missing)
+        for strategy in ("ParameterServerStrategy", "AllreduceStrategy"):
+            with self.subTest(strategy):
+                job = self.run_job(self.train_args(
+                    self.job_dir("init-" + strategy), checkpoint_dir_for_init=missing,
+                    distribution_strategy=strategy,
+                    num_ps_pods=1 if strategy == "ParameterServerStrategy" else None))
+                self.assertFailedWith(job, f"error: --checkpoint_dir_for_init={missing}: no "
+                                      "complete checkpoint in ")
+                job = self.run_job(self.train_args(
+                    self.job_dir("other-" + strategy), checkpoint_dir_for_init=checkpoints,
+                    model_def=SUBCLASS, distribution_strategy=strategy,
+                    num_ps_pods=1 if strategy == "ParameterServerStrategy" else None))
+                self.assertFailedWith(job, f"error: --checkpoint_dir_for_init={checkpoints}: "
+                                      f"checkpoint version {newest} does not fit the model of "
+                                      f"{SUBCLASS}")
+        torn = self.path("torn-model")
+        shutil.copytree(model, torn)
+        with open(os.path.join(torn, "parameters.pb"), "r+b") as f:
+            f.truncate(1000)
+        self.assertFailedWith(predict_with("torn", f"--trained_model={torn}"),
+                              f"error: --trained_model={torn}: ", "parameters.pb")
 
     def test_sync_train(self):
         job_dir = self.job_dir("sync")
@@ -876,6 +919,14 @@ class JobTest(JobTestCase):
         job = self.run_job(self.train_args(job_dir, training_data=truncated, validation_data=None))
         self.assertFailedWith(job, f"error: --training_data: {truncated}: ", "truncated")
 
+    def test_data_without_records_is_an_error_not_a_wait(self):
+        empty = self.path("empty.tfrecord")
+        open(empty, "wb").close()
+        job_dir = self.job_dir("empty")
+        job = self.run_job(self.train_args(job_dir, training_data=empty, validation_data=None))
+        self.assertFailedWith(job, f"error: --training_data={empty}: its 1 file holds no records")
+        self.assertNoProcessesLeft(job_dir)
+
     def test_interrupt_and_terminate_the_client(self):
         for sig in (signal.SIGINT, signal.SIGTERM):
             with self.subTest(signal=sig.name):
@@ -914,6 +965,13 @@ class JobTest(JobTestCase):
             while job_processes(job_dir) and time.monotonic() - killed < 20:
                 time.sleep(0.2)
             self.assertNoProcessesLeft(job_dir)
+            # The same command resumes the job; one with another task size would
+            # find the journal's tasks strange to it, and is refused first.
+            other = self.run_job(self.train_args(job_dir, num_epochs=5, validation_data=None,
+                                                 minibatch_size=32))
+            self.assertFailedWith(other, f"error: --job_dir={job_dir} holds a job that did not "
+                                  "end, which this command would resume, but with other "
+                                  "settings (--minibatch_size 64 then, 32 now)", within=20)
         finally:
             libc.prctl(pr_set_child_subreaper, 0, 0, 0, 0)
             if job is not None:
@@ -935,6 +993,7 @@ ERROR_TESTS = {
     "test_zoo_that_does_not_compile",
     "test_corrupt_data_file",
     "test_truncated_data_file_error_line_names_it",
+    "test_data_without_records_is_an_error_not_a_wait",
     "test_interrupt_and_terminate_the_client",
     "test_killed_client_takes_the_whole_job_with_it",
 }

@@ -22,6 +22,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 import unittest
@@ -33,6 +34,37 @@ from job_test import (FUNCTIONAL, MIN_ACCURACY, REPO, TRAIN_RECORDS, VALIDATION_
 PYTHON_ZOO = os.path.join(REPO, "model_zoo", "python")
 PYTHON = "/usr/bin/python3"
 SCENARIO_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+# A Python model file for the Fashion-MNIST records: a linear model, a dataset_fn
+# that shuffles in every mode, cross entropy and SGD; tests add their own entries.
+MNIST_LINEAR = textwrap.dedent("""\
+    import functools
+    import torch
+    import elasticdl
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense = torch.nn.Linear(784, 10)
+
+        def forward(self, image):
+            return self.dense(image.reshape(-1, 784) / 255.0)
+
+    def dataset_fn(dataset, mode):
+        spec = {"image": elasticdl.FixedLenFeature([28, 28], torch.float32),
+                "label": elasticdl.FixedLenFeature([1], torch.int64)}
+        def parse(record):
+            r = elasticdl.parse_example(record, spec)
+            return {"image": r["image"]}, r["label"]
+        return dataset.map(parse).shuffle(64)
+
+    def loss(labels, predictions):
+        return torch.nn.functional.cross_entropy(predictions, labels.flatten())
+
+    def optimizer():
+        return functools.partial(torch.optim.SGD, lr=0.1)
+    """)
 
 
 def read_csv(path):
@@ -319,42 +351,95 @@ class PythonModelTest(JobTestCase):
         self.assertTrue(any(re.match(r"^\[worker-\d+\] forward of 64 images \(first minibatch\)$",
                                      line) for line in said), job.describe())
 
+    SLOPPY = {
+        "sloppy/model.py": MNIST_LINEAR + textwrap.dedent("""
+            def eval_metrics_fn():
+                return {"accuracy":
+                        lambda labels, predictions: predictions.argmax(1) == labels.flatten()}
+
+            def mean_metrics_fn():
+                return {"acc_mean": lambda labels, predictions:
+                        (predictions.argmax(1) == labels.flatten()).float().mean()}
+
+            class Unscriptable(Model):
+                # torch.jit.script cannot compile a lambda: export traces it.
+                def forward(self, image):
+                    return functools.reduce(lambda a, b: a + b, [super().forward(image)])
+            """),
+    }
+
+    def test_a_dataset_fn_that_shuffles_in_every_mode_predicts_each_record_in_its_row(self):
+        """A dataset_fn that forgets to leave PREDICTION mode unshuffled: each row of the
+        predictions still belongs to the record it names, in the records' order."""
+        zoo = self.write_zoo(self.SLOPPY)
+        accuracy, eval_accuracy, predicted, _ = self.train_evaluate_predict(
+            "sloppy", "sloppy.model.Model", model_zoo=zoo)
+        self.assertGreater(eval_accuracy, 0.5)
+        self.assertAlmostEqual(predicted, eval_accuracy, delta=1e-6)
+        rows = read_csv(self.path("sloppy-predictions.csv"))
+        self.assertEqual([int(row[1]) for row in rows], list(range(len(rows))))
+
+    def test_a_failed_last_evaluation_keeps_the_trained_model(self):
+        """The metric fails only in the evaluation after the last step: the job fails
+        with its error, and the model it trained is written all the same."""
+        zoo = self.write_zoo(self.SLOPPY)
+        model = self.path("kept-model")
+        job = self.run_job(self.train_args(self.job_dir("kept"), model_zoo=zoo,
+                                           model_def="sloppy.model.Model",
+                                           eval_metrics_fn="mean_metrics_fn",
+                                           max_task_retries=1, output=model))
+        message = self.assertFailedWith(job, "acc_mean", "training had finished: the trained "
+                                        "model, version ", f", is written to {model})",
+                                        within=240)
+        version = re.search(r"the trained model, version (\d+),", message).group(1)
+        with open(os.path.join(model, "trained_model.pbtxt")) as f:
+            self.assertIn(f"model_version: {version}\n", f.read())
+        self.assertTrue(os.path.isfile(os.path.join(model, "parameters.pb")))
+        # The same directory again, the metric mended: the failed task would fail the
+        # job at once; the client says so rather than start it.
+        job_dir = self.job_dir("kept")
+        again = self.run_job(self.train_args(job_dir, model_zoo=zoo,
+                                             model_def="sloppy.model.Model"))
+        self.assertFailedWith(again, f"error: --job_dir={job_dir}: the job in this directory "
+                              "failed (evaluation task ", "acc_mean",
+                              "a failed task is not tried again, so it cannot be resumed",
+                              f"--checkpoint_dir_for_init={job_dir}/checkpoints", within=20)
+
+    def test_a_model_script_cannot_compile_is_traced_on_a_data_directory(self):
+        zoo = self.write_zoo(self.SLOPPY)
+        model = self.path("traced-model")
+        train = self.run_job(self.train_args(self.job_dir("traced"), model_zoo=zoo,
+                                             model_def="sloppy.model.Unscriptable",
+                                             validation_data=None, output=model))
+        self.assertSucceeded(train)
+        data = self.path("traced-data")
+        os.makedirs(data)
+        shutil.copy(self.validation_file, data)
+        exported = self.path("traced.pt")
+        export = self.run_job(["export", f"--trained_model={model}", f"--output={exported}",
+                               f"--data={data}"])
+        self.assertSucceeded(export)
+        self.assertIn(f"traced it on the first records of {data}", export.stdout)
+        self.assertIn(f"as TorchScript (torch.jit.trace) to {exported}", export.stdout)
+        check = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
+            import torch
+            model = torch.jit.load({exported!r})
+            print(tuple(model(torch.zeros(3, 28, 28)).shape))
+            """)], capture_output=True, text=True, timeout=120)
+        self.assertEqual(check.returncode, 0, check.stderr)
+        self.assertEqual(check.stdout.strip(), "(3, 10)")
+
     def test_exceptions_at_run_time_fail_the_job_cleanly(self):
         """A throw in forward (which the client does not call) or in a dataset_fn's map
         function: the task's attempts fail, then the job, with the traceback; the workers
         report the error and are not relaunched, and no process outlives the job."""
         zoo = self.write_zoo({
-            "bad/runtime.py": """\
-                import functools
-                import torch
-                import elasticdl
-
-                class Model(torch.nn.Module):
-                    def __init__(self):
-                        super().__init__()
-                        self.dense = torch.nn.Linear(784, 10)
-
-                    def forward(self, image):
-                        return self.dense(image.reshape(-1, 783))
-
-                def dataset_fn(dataset, mode):
-                    spec = {"image": elasticdl.FixedLenFeature([28, 28], torch.float32),
-                            "label": elasticdl.FixedLenFeature([1], torch.int64)}
-                    def parse(record):
-                        r = elasticdl.parse_example(record, spec)
-                        return {"image": r["image"]}, r["label"]
-                    return dataset.map(parse).shuffle(64)
-
+            "bad/runtime.py": MNIST_LINEAR.replace("reshape(-1, 784) / 255.0",
+                                                   "reshape(-1, 783)") + textwrap.dedent("""
                 def wrong_feature_dataset_fn(dataset, mode):
                     spec = {"pixels": elasticdl.FixedLenFeature([784], torch.float32)}
                     return dataset.map(lambda r: elasticdl.parse_example(r, spec))
-
-                def loss(labels, predictions):
-                    return torch.nn.functional.cross_entropy(predictions, labels.flatten())
-
-                def optimizer():
-                    return functools.partial(torch.optim.SGD, lr=0.1)
-                """,
+                """),
         })
         cases = [
             ("forward", {},
@@ -364,7 +449,7 @@ class PythonModelTest(JobTestCase):
             ("dataset", {"dataset_fn": "wrong_feature_dataset_fn"},
              ["bad/runtime.py: wrong_feature_dataset_fn: ",
               "train.recordio: record ", ": ValueError: feature 'pixels' is missing",
-              'File "bad/runtime.py", line 23, in <lambda>']),
+              'File "bad/runtime.py", line 29, in <lambda>']),
         ]
         for name, flags, fragments in cases:
             with self.subTest(name):

@@ -69,9 +69,8 @@ void WatchForOrphaning(std::function<void()> stop) {
   }).detach();
 }
 
-// ReportRoleError's, and where the master started the process, `status`
-// left where it reads why its processes end (ExitReasonFile), to say it
-// with the job's own error.
+// Reports `status` (ReportRoleError); for a process the master started, also
+// leaves it in its ExitReasonFile, which the master quotes in the job's error.
 int EndRole(const Status& status, const std::string& job_dir, const std::string& label) {
   if (!status.ok() && !absl::IsCancelled(status) && !job_dir.empty()) {
     const std::string path = ExitReasonFile(job_dir, label);

@@ -64,13 +64,20 @@ StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
     // journal keeps the failure, and a master taking it up would end there.
     StatusOr<std::optional<proto::MasterJournal>> journal = master::ReadJournal(dir);
     if (journal.ok() && journal->has_value() && !(*journal)->ledger().failure().empty()) {
-      return absl::FailedPreconditionError(StrCat(
-          "--job_dir=", args.job_dir, ": the job in this directory failed (",
-          (*journal)->ledger().failure(),
-          "); a failed task is not tried again, so it cannot be resumed: name a new --job_dir "
-          "(with --checkpoint_dir_for_init=",
-          args.checkpoint_dir.empty() ? CheckpointsDir(dir) : args.checkpoint_dir,
-          " to start from its newest checkpoint)"));
+      // Where it checkpointed, if it did.
+      StatusOr<proto::JobSpec> failed = ReadJobSpec(dir);
+      const std::string checkpoints = failed.ok() && !failed->ps().checkpoint_dir().empty()
+                                          ? failed->ps().checkpoint_dir()
+                                          : CheckpointsDir(dir);
+      const bool restartable = ps::FindNewestCompleteCheckpoint(checkpoints).ok();
+      return absl::FailedPreconditionError(
+          StrCat("--job_dir=", args.job_dir, ": the job in this directory failed (",
+                 (*journal)->ledger().failure(),
+                 "); a failed task is not tried again, so it cannot be resumed: name a new "
+                 "--job_dir",
+                 restartable ? StrCat(" (with --checkpoint_dir_for_init=", checkpoints,
+                                      " to start from its newest checkpoint)")
+                             : ""));
     }
     return dir;
   }
@@ -174,10 +181,10 @@ struct InitialValues {
 // The parameters of the newest complete checkpoint in
 // --checkpoint_dir_for_init.
 StatusOr<InitialValues> CheckpointValues(const std::string& dir) {
-  StatusOr<std::vector<proto::ShardCheckpoint>> shards = ps::ReadNewestCompleteCheckpoint(dir);
-  if (!shards.ok()) return Annotate(shards.status(), StrCat("--checkpoint_dir_for_init=", dir));
+  StatusOr<proto::ModelValues> values = ps::ReadNewestCompleteModelValues(dir);
+  if (!values.ok()) return Annotate(values.status(), StrCat("--checkpoint_dir_for_init=", dir));
   InitialValues initial;
-  initial.values = ps::ModelValuesOf(*shards);
+  initial.values = *std::move(values);
   initial.source =
       StrCat("--checkpoint_dir_for_init=", dir, ": checkpoint version ", initial.values.version());
   return initial;
@@ -359,16 +366,6 @@ bool HasTables(const std::string& dir) {
 StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobCommand command) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, client::JobSpecOf(args, command));
   EDL_RETURN_IF_ERROR(client::CheckJobInputs(spec));
-  if (command == client::JobCommand::kPredict && !spec.output().empty()) {
-    // Where the predictions go, made now rather than found missing after
-    // every record is predicted.
-    const std::string dir = HasSuffix(spec.output(), ".csv")
-                                ? fs::path(spec.output()).parent_path().string()
-                                : spec.output();
-    if (!dir.empty()) {
-      EDL_RETURN_IF_ERROR(Annotate(CreateDirectories(dir), StrCat("--output=", args.output)));
-    }
-  }
   EDL_ASSIGN_OR_RETURN(
       std::string job_dir,
       MakeJobDir(args, command == client::JobCommand::kEvaluate ? "evaluate" : "predict"));
@@ -438,29 +435,48 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
     k8s->set_image(record.image());
   }
   EDL_RETURN_IF_ERROR(client::CheckPodPaths(spec));
+  if (command == client::JobCommand::kPredict && !spec.output().empty()) {
+    // Where the predictions go, made once the job is known to start rather
+    // than found missing after every record is predicted.
+    const std::string dir = HasSuffix(spec.output(), ".csv")
+                                ? fs::path(spec.output()).parent_path().string()
+                                : spec.output();
+    if (!dir.empty()) {
+      EDL_RETURN_IF_ERROR(Annotate(CreateDirectories(dir), StrCat("--output=", args.output)));
+    }
+  }
   return spec;
 }
 
-// A job resumed from its journal goes on as it began: the journal's tasks
-// are ranges of its data at its task size, its checkpoints its model's. A
-// command whose settings differ from those is refused, naming them.
-Status CheckResumedSettings(const proto::JobSpec& spec, const JobArgs& args) {
+// Whether the command resumes a job from its journal. Such a job goes on as
+// it began: the journal's tasks are ranges of its data at its task size,
+// its checkpoints its model's. A command whose settings differ from those is
+// refused, naming them, before anything in the job directory changes.
+StatusOr<bool> CheckResumedSettings(const proto::JobSpec& spec, const JobArgs& args) {
   StatusOr<std::optional<proto::MasterJournal>> journal = master::ReadJournal(spec.job_dir());
-  if (!journal.ok() || !journal->has_value()) return absl::OkStatus();
+  if (!journal.ok() || !journal->has_value()) return false;
   StatusOr<proto::JobSpec> before = ReadJobSpec(spec.job_dir());
-  if (!before.ok()) return absl::OkStatus();
+  if (!before.ok()) return true;
   std::vector<std::string> differ;
   auto compare = [&](const char* flag, const std::string& then, const std::string& now) {
     if (then != now)
       differ.push_back(StrCat(flag, " ", then.empty() ? "unset" : then, " then, ",
                               now.empty() ? "unset" : now, " now"));
   };
+  // Paths as written, but for a trailing separator.
+  auto paths = [](const google::protobuf::RepeatedPtrField<std::string>& specs) {
+    std::vector<std::string> out;
+    for (std::string s : specs) {
+      while (s.size() > 1 && s.back() == '/') s.pop_back();
+      out.push_back(std::move(s));
+    }
+    return absl::StrJoin(out, ",");
+  };
   const proto::TaskSpec& a = before->tasks();
   const proto::TaskSpec& b = spec.tasks();
-  compare("--model_def", before->model().model_def(), spec.model().model_def());
-  compare("--params", before->model().params(), spec.model().params());
-  compare("--training_data", absl::StrJoin(a.training_data(), ","),
-          absl::StrJoin(b.training_data(), ","));
+  compare("--model_def", before->model().model_def(), args.model_def);
+  compare("--params", before->model().params(), args.params);
+  compare("--training_data", paths(a.training_data()), paths(b.training_data()));
   compare("--minibatch_size", StrCat(a.minibatch_size()), StrCat(b.minibatch_size()));
   compare("--num_minibatches_per_task", StrCat(a.num_minibatches_per_task()),
           StrCat(b.num_minibatches_per_task()));
@@ -468,7 +484,8 @@ Status CheckResumedSettings(const proto::JobSpec& spec, const JobArgs& args) {
   compare("--distribution_strategy", proto::DistributionStrategy_Name(before->strategy()),
           proto::DistributionStrategy_Name(spec.strategy()));
   compare("--seed", StrCat(before->seed()), StrCat(spec.seed()));
-  if (differ.empty()) return absl::OkStatus();
+  compare("--num_ps_pods", StrCat(before->ps().num_ps()), StrCat(spec.ps().num_ps()));
+  if (differ.empty()) return true;
   return absl::FailedPreconditionError(
       StrCat("--job_dir=", args.job_dir,
              " holds a job that did not end, which this command would "
@@ -487,11 +504,13 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
   EDL_RETURN_IF_ERROR(client::CheckPodPaths(spec));
+  EDL_ASSIGN_OR_RETURN(const bool resuming, CheckResumedSettings(spec, args));
   EDL_ASSIGN_OR_RETURN(ZooSource zoo, ResolveZooSource(args.model_zoo));
   // A checkpoint to start from is read now: a missing or damaged one, or one
-  // of another model, stops the job before any process starts.
+  // of another model, stops the job before any process starts. A resumed
+  // job goes on from its own checkpoints.
   std::optional<InitialValues> initial;
-  if (!args.checkpoint_dir_for_init.empty()) {
+  if (!args.checkpoint_dir_for_init.empty() && !resuming) {
     EDL_ASSIGN_OR_RETURN(initial, CheckpointValues(args.checkpoint_dir_for_init));
   }
   EDL_RETURN_IF_ERROR(PrepareModel(args, zoo.dir, &spec, initial ? &*initial : nullptr));
@@ -500,7 +519,6 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
     // Refused now rather than after training: the model replaces the whole directory.
     EDL_RETURN_IF_ERROR(Annotate(CheckTrainedModelReplaceable(spec.output()), "--output"));
   }
-  EDL_RETURN_IF_ERROR(CheckResumedSettings(spec, args));
   EDL_RETURN_IF_ERROR(WriteJobSpec(spec, spec.job_dir()));
   EDL_RETURN_IF_ERROR(
       rpc::CreateJobCredentials(spec.job_dir(), !args.insecure_transport, args.local_sockets)

@@ -626,10 +626,10 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
     for (const auto& [flag, n] : {std::pair{"--num_workers", args.num_workers},
                                   std::pair{"--max_workers", args.max_workers}}) {
       if (n > most) {
-        return absl::InvalidArgumentError(StrCat(flag, "=", n, ": the local cluster runs at most ",
-                                                 most, " workers (", kLocalWorkersPerCore,
-                                                 " per core of this machine's ", cores,
-                                                 "); --cluster=slurm or kubernetes runs more"));
+        return absl::InvalidArgumentError(
+            StrCat(flag, "=", n, ": the local cluster runs at most ", most, " workers (",
+                   kLocalWorkersPerCore, " per core of this machine's ", cores,
+                   "); --cluster=slurm, kubernetes or external runs more"));
       }
     }
   }

@@ -85,7 +85,7 @@ TEST(JobSettingsTest, NumbersOutOfRangeNameTheFlag) {
   EXPECT_EQ(Error(a, JobCommand::kTrain),
             StrCat("--num_workers=", most + 1, ": the local cluster runs at most ", most,
                    " workers (16 per core of this machine's ", most / 16,
-                   "); --cluster=slurm or kubernetes runs more"));
+                   "); --cluster=slurm, kubernetes or external runs more"));
   a.cluster = "slurm";
   EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
   a = TrainArgs();

@@ -267,8 +267,10 @@ StatusOr<bool> Master::WriteResults() {
 
 Status Master::KeepTrainedModel(const Status& failure) {
   const proto::JobSpec& spec = config_.spec;
+  // (AllreduceStrategy's workers write the model's last checkpoint, which
+  // the model is read from, only as they leave.)
   if (failure.ok() || absl::IsCancelled(failure) || spec.type() != proto::JOB_TRAINING ||
-      spec.output().empty() || !state_->trained_model_ready()) {
+      spec.output().empty() || config_.collective || !state_->trained_model_ready()) {
     return failure;
   }
   StatusOr<bool> written = WriteResults();

@@ -31,6 +31,7 @@ Supervisor::Supervisor(SupervisorOptions options, JobState* state, cluster::Clus
 Status Supervisor::StartNew() {
   for (int i = 0; i < options_.num_ps; ++i) {
     const PsId ps(i);
+    TakeExitReason(cluster::ProcessName::Ps(ps));  // an earlier job's, in a reused directory
     EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartPs(ps, {}));
     state_->PsStarted(ps, handle, false);
   }
@@ -45,6 +46,7 @@ Status Supervisor::Adopt() {
     if (s.ok()) continue;
     if (s.code() != absl::StatusCode::kNotFound) return s;
     spdlog::warn("parameter server {} is gone; relaunching it", id);
+    last_ps_reason_ = TakeExitReason(cluster::ProcessName::Ps(id));
     state_->PsLost(id, "gone while the master was away");
     EDL_RETURN_IF_ERROR(RelaunchPs(id));
   }
@@ -94,6 +96,7 @@ Status Supervisor::RelaunchPs(PsId ps) {
   }
   cluster::PsLaunch launch;
   launch.restore = true;
+  TakeExitReason(cluster::ProcessName::Ps(ps));  // its own, from now on
   EDL_ASSIGN_OR_RETURN(cluster::ProcessHandle handle, backend_->StartPs(ps, launch));
   state_->PsStarted(ps, handle, true);
   spdlog::info("relaunched parameter server {}; it restores its newest checkpoint", ps);
@@ -116,9 +119,7 @@ Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
     case cluster::Role::kPs: {
       // Also after the last task: the model is still to be read from it.
       const PsId ps = exit.process.ps();
-      if (std::string reason = TakeExitReason(exit.process); !reason.empty()) {
-        last_ps_reason_ = reason;
-      }
+      last_ps_reason_ = TakeExitReason(exit.process);
       spdlog::warn("parameter server {} ended: {}", ps, exit.description);
       state_->PsLost(ps, exit.description);
       return RelaunchPs(ps);
@@ -140,9 +141,7 @@ Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
                  asked_to_leave ? " as asked" : "", requeued);
     return absl::OkStatus();
   }
-  if (std::string reason = TakeExitReason(exit.process); !reason.empty()) {
-    last_worker_reason_ = reason;
-  }
+  last_worker_reason_ = TakeExitReason(exit.process);
   spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", worker, exit.description,
                requeued);
   ++to_replace_;

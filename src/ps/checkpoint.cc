@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <system_error>
@@ -262,6 +263,52 @@ StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const
     files.push_back(std::move(checkpoint));
   }
   return files;
+}
+
+namespace {
+
+// The first frame of the checkpoint file at `path`, the rest of the file
+// left unread.
+StatusOr<proto::ShardCheckpoint> ReadCheckpointHead(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoToStatus(errno, StrCat(path, ": cannot open"));
+  char head[kMagicSize + kFrameHeaderSize];
+  if (!in.read(head, sizeof head) || std::string_view(head, kMagicSize) != kMagic) {
+    return absl::DataLossError(StrCat(path, ": not a checkpoint file"));
+  }
+  const uint64_t length = DecodeFixed64(head + kMagicSize);
+  const uint32_t crc = crc::UnmaskCrc(DecodeFixed32(head + kMagicSize + 8));
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec || length > size - sizeof head) {
+    return absl::DataLossError(
+        StrCat(path, ": truncated checkpoint: ", length, " payload bytes expected"));
+  }
+  std::string payload(length, '\0');
+  if (!in.read(payload.data(), static_cast<std::streamsize>(length))) {
+    return absl::DataLossError(StrCat(path, ": truncated checkpoint"));
+  }
+  if (crc::Crc32c(payload) != crc) {
+    return absl::DataLossError(StrCat(path, ": corrupt checkpoint: checksum mismatch"));
+  }
+  proto::ShardCheckpoint checkpoint;
+  if (!checkpoint.ParseFromString(payload)) {
+    return absl::DataLossError(StrCat(path, ": corrupt checkpoint: not a ShardCheckpoint"));
+  }
+  return checkpoint;
+}
+
+}  // namespace
+
+StatusOr<proto::ModelValues> ReadNewestCompleteModelValues(const std::string& dir) {
+  EDL_ASSIGN_OR_RETURN(CompleteCheckpoint found, FindNewestCompleteCheckpoint(dir));
+  std::vector<proto::ShardCheckpoint> heads;
+  for (int i = 0; i < found.num_ps; ++i) {
+    EDL_ASSIGN_OR_RETURN(proto::ShardCheckpoint head,
+                         ReadCheckpointHead(CheckpointPath(dir, found.version, i, found.num_ps)));
+    heads.push_back(std::move(head));
+  }
+  return ModelValuesOf(heads);
 }
 
 proto::ModelValues ModelValuesOf(const std::vector<proto::ShardCheckpoint>& shards) {

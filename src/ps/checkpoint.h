@@ -68,6 +68,11 @@ StatusOr<std::vector<proto::ShardCheckpoint>> ReadNewestCompleteCheckpoint(const
 // their version: what a trained model's parameters.pb holds.
 proto::ModelValues ModelValuesOf(const std::vector<proto::ShardCheckpoint>& shards);
 
+// ModelValuesOf the set ReadNewestCompleteCheckpoint reads, reading of each
+// file only its first frame: the embedding tables' rows, which may be most
+// of the files, are not read. Its errors are ReadNewestCompleteCheckpoint's.
+StatusOr<proto::ModelValues> ReadNewestCompleteModelValues(const std::string& dir);
+
 // Which set ReadNewestCompleteCheckpoint would read: its version and number
 // of shards, from the file names alone. NOT_FOUND as there.
 struct CompleteCheckpoint {

@@ -198,6 +198,33 @@ TEST_F(CheckpointTest, NewestCompleteSetForInit) {
   EXPECT_NE(std::string(bad.status().message()).find("ps-1-of-3.ckpt"), std::string::npos);
 }
 
+TEST_F(CheckpointTest, TheNewestModelValuesAreReadWithoutTheTablesRows) {
+  EXPECT_EQ(ReadNewestCompleteModelValues(dir_).status().code(), absl::StatusCode::kNotFound);
+  Write(8, 0, 2);
+  proto::ShardCheckpoint with_rows = Make(8, 1, 2);
+  with_rows.add_embedding_tables()->set_name("users");
+  for (int b = 0; b < 2; ++b) {
+    proto::EmbeddingRowBlock* block = with_rows.add_embedding_blocks();
+    block->mutable_rows()->set_table("users");
+    block->mutable_rows()->add_ids(b);
+    block->mutable_rows()->set_values(std::string(16, 'r'));
+  }
+  ASSERT_TRUE(WriteCheckpoint(dir_, &with_rows).ok());
+  auto whole = ReadNewestCompleteCheckpoint(dir_);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  auto values = ReadNewestCompleteModelValues(dir_);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(values->SerializeAsString(), ModelValuesOf(*whole).SerializeAsString());
+  EXPECT_EQ(values->version(), 8);
+  EXPECT_EQ(values->parameters_size(), 2);
+
+  // A damaged first frame is found (the rows' frames are the servers' to check).
+  Corrupt(CheckpointPath(dir_, 8, 0, 2), 20);
+  auto bad = ReadNewestCompleteModelValues(dir_);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(std::string(bad.status().message()).find("ps-0-of-2.ckpt"), std::string::npos);
+}
+
 TEST_F(CheckpointTest, WriterWritesInTheBackgroundAndRetains) {
   CheckpointWriterOptions options;
   options.dir = dir_;

@@ -408,14 +408,24 @@ Status CollectiveTrainer::InitializeState(bool* from_checkpoint) {
   }
   if (!absl::IsNotFound(own.status())) return own.status();
   if (!w_.job_.checkpoint_dir_for_init.empty()) {
-    EDL_ASSIGN_OR_RETURN(std::vector<proto::ShardCheckpoint> shards,
-                         ps::ReadNewestCompleteCheckpoint(w_.job_.checkpoint_dir_for_init));
-    proto::ShardCheckpoint merged = shards[0];
-    for (size_t i = 1; i < shards.size(); ++i) {
-      for (const auto& p : shards[i].parameters()) *merged.add_parameters() = p;
-      for (const auto& b : shards[i].buffers()) *merged.add_buffers() = b;
+    // A checkpoint to start from that does not load never will: no group
+    // can start (FAILED_PRECONDITION).
+    auto unusable = [&](const Status& s) {
+      return absl::FailedPreconditionError(
+          StrCat("--checkpoint_dir_for_init=", w_.job_.checkpoint_dir_for_init, ": ", s.message()));
+    };
+    StatusOr<std::vector<proto::ShardCheckpoint>> shards =
+        ps::ReadNewestCompleteCheckpoint(w_.job_.checkpoint_dir_for_init);
+    if (!shards.ok()) return unusable(shards.status());
+    proto::ShardCheckpoint merged = (*shards)[0];
+    for (size_t i = 1; i < shards->size(); ++i) {
+      for (const auto& p : (*shards)[i].parameters()) *merged.add_parameters() = p;
+      for (const auto& b : (*shards)[i].buffers()) *merged.add_buffers() = b;
     }
-    EDL_RETURN_IF_ERROR(LoadState(merged, /*everything=*/false));
+    if (Status loaded = LoadState(merged, /*everything=*/false); !loaded.ok()) {
+      has_state_ = false;
+      return unusable(loaded);
+    }
     applied_.clear();
     return absl::OkStatus();
   }
@@ -445,19 +455,21 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
   bool from_checkpoint = false;
   if (source < 0) {
     // Nobody holds a state: every member starts the same way, and checks
-    // that they agree. Where they cannot (a checkpoint to start from that
-    // does not load, a model built two ways), no group can: the worker
-    // ends, without a state that a group formed later would take as agreed.
+    // that they agree.
     if (Status initialized = InitializeState(&from_checkpoint); !initialized.ok()) {
       has_state_ = false;
-      return absl::FailedPreconditionError(initialized.message());
+      return initialized;
     }
     EDL_ASSIGN_OR_RETURN(std::string bytes, EncodeState());
     const int64_t fingerprint = crc::Crc32c(bytes);
     EDL_ASSIGN_OR_RETURN(auto fingerprints, group_->AllGather({fingerprint}));
     for (int r = 0; r < group_->world_size(); ++r) {
       if (fingerprints[r][0] != fingerprint) {
-        has_state_ = false;
+        // Built from the seed, the model differs for good: the worker ends,
+        // without a state that a group formed later would take as agreed.
+        // Read from checkpoints, the members may have seen different
+        // versions: the next group takes the newest.
+        if (!from_checkpoint && w_.job_.checkpoint_dir_for_init.empty()) has_state_ = false;
         return absl::FailedPreconditionError(StrCat(
             "the model's initial values differ between worker ranks ", group_->rank(), " and ", r,
             " although every worker built it from the job's seed: the model's constructor is "

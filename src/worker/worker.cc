@@ -713,8 +713,11 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
   torch::NoGradGuard no_grad;
   // Each row of the output, by the record it was made from: a dataset_fn
   // that shuffles in every mode still predicts each record on its own line.
-  // Rows the pipeline lost track of follow the records' order.
+  // Where the pipeline lost track of a row's record, every row follows the
+  // order the pipeline yields them in.
   std::vector<std::pair<int64_t, std::string>> rows;
+  std::vector<int64_t> records;
+  bool tracked = true;
   rows.reserve(static_cast<size_t>(std::max<int64_t>(task.end() - task.start(), 0)));
   int64_t position = task.start();
   const std::string file = CsvField(task.file());
@@ -733,14 +736,16 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
     torch::Tensor values = outputs.detach().to(torch::kFloat64).reshape({outputs.size(0), -1});
     auto a = values.accessor<double, 2>();
     const std::vector<RecordOrigin>& origins = (**batch).origins;
-    const bool tracked = origins.size() == static_cast<size_t>(a.size(0));
+    tracked = tracked && origins.size() == static_cast<size_t>(a.size(0));
     for (int64_t r = 0; r < a.size(0); ++r, ++position) {
-      const int64_t record = tracked ? static_cast<int64_t>(origins[r].index) : position;
-      std::string line = StrCat(file, ",", record);
+      records.push_back(tracked ? static_cast<int64_t>(origins[r].index) : -1);
+      std::string line;
       for (int64_t c = 0; c < a.size(1); ++c) line += fmt::format(",{:.9g}", a[r][c]);
-      line += '\n';
-      rows.emplace_back(record, std::move(line));
+      rows.emplace_back(position, std::move(line));
     }
+  }
+  if (tracked) {
+    for (size_t i = 0; i < rows.size(); ++i) rows[i].first = records[i];
   }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -763,7 +768,7 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
         EntryKind::kDatasetFn);
   }
   std::string csv;
-  for (const auto& [record, line] : rows) csv += line;
+  for (const auto& [record, values] : rows) csv += StrCat(file, ",", record, values, "\n");
   const std::string& dir = job_.predictions_dir;
   EDL_RETURN_IF_ERROR(CreateDirectories(dir));
   return WriteFileAtomically(StrCat(dir, "/task-", task.task_id(), ".csv"), csv);

@@ -380,8 +380,8 @@ StatusOr<torch::Tensor> ZooProgram::Forward(Model& model, const FeatureMap& feat
   if (!called.ok()) {
     const auto first = features.begin();
     if (training && first != features.end() && first->second.dim() > 0 &&
-        first->second.size(0) == 1) {
-      // Likely BatchNorm's "Expected more than 1 value per channel".
+        first->second.size(0) == 1 &&
+        absl::StrContains(called.status().message(), "more than 1 value per channel")) {
       return Status(called.status().code(),
                     StrCat(called.status().message(),
                            " (this minibatch holds 1 example, what its task's records left: "

@@ -7,6 +7,7 @@
 namespace elasticdl {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -21,6 +22,14 @@ struct ThrowingModel : Model {
     TORCH_CHECK(false, "boom in forward");
     return torch::Tensor();
   }
+};
+
+struct NormModel : Model {
+  NormModel() : norm(register_module("norm", torch::nn::BatchNorm1d(2))) {}
+  torch::Tensor forward(const FeatureMap& inputs, bool training) override {
+    return norm(inputs.at("x"));
+  }
+  torch::nn::BatchNorm1d norm;
 };
 
 std::shared_ptr<Model> linear(const Params& params) {
@@ -100,6 +109,7 @@ class ZooProgramTest : public ::testing::Test {
     using zoo_internal::MakeEntry;
     add("linear", MakeEntry(linear));
     add("ThrowingModel", zoo_internal::MakeModelClassEntry<ThrowingModel>());
+    add("NormModel", zoo_internal::MakeModelClassEntry<NormModel>());
     add("dataset_fn", MakeEntry(dataset_fn));
     add("loss", MakeEntry(loss));
     add("per_example_loss", MakeEntry(per_example_loss));
@@ -206,11 +216,18 @@ TEST_F(ZooProgramTest, ModelErrorsNameFileAndEntry) {
   EXPECT_EQ(outputs.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(outputs.status().message(),
             "testzoo/program.cc: ThrowingModel: forward threw: boom in forward");
-  // In training, a minibatch of one example is a likely cause, said with it.
+  // A lone example is named only where a layer says it needs more.
   auto lone = program.Forward(**model, {{"x", torch::ones({1, 2})}}, true);
-  EXPECT_THAT(lone.status().message(),
-              HasSubstr("boom in forward (this minibatch holds 1 example, what its task's "
-                        "records left: layers such as BatchNorm need more than one in training"));
+  EXPECT_EQ(lone.status().message(),
+            "testzoo/program.cc: ThrowingModel: forward threw: boom in forward");
+  ZooProgram norm = Resolve(Names("testzoo.program.NormModel"));
+  auto norm_model = norm.MakeModel();
+  ASSERT_TRUE(norm_model.ok()) << norm_model.status();
+  EXPECT_TRUE(norm.Forward(**norm_model, {{"x", torch::ones({3, 2})}}, true).ok());
+  EXPECT_THAT(norm.Forward(**norm_model, {{"x", torch::ones({1, 2})}}, true).status().message(),
+              AllOf(HasSubstr("Expected more than 1 value per channel"),
+                    HasSubstr("(this minibatch holds 1 example, what its task's records left: "
+                              "layers such as BatchNorm need more than one in training")));
 
   ZooProgram linear = Resolve(Names());
   auto m = linear.MakeModel();

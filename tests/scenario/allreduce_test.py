@@ -239,7 +239,7 @@ class NondeterministicModelTest(job_test.JobTestCase):
         job = self.run_job(self.train_args(
             self.job_dir("nondet"), model_zoo=zoo, model_def="nondet.model.Nondeterministic",
             distribution_strategy="AllreduceStrategy", num_ps_pods=None, validation_data=None,
-            max_worker_relaunches=0))
+            min_workers=2, max_worker_relaunches=0))
         self.assertFailedWith(job, "every worker has ended and the 0 relaunches allowed are used "
                               "up; the last one ended with: the model's initial values differ "
                               "between worker ranks ", within=120)

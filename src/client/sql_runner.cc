@@ -204,6 +204,7 @@ Status ReplaceTable(sql::Database* db, const std::string& name,
                     const std::function<StatusOr<bool>(std::vector<sql::Cell>*)>& next) {
   std::string placeholders;
   for (size_t i = 1; i <= columns.size(); ++i) placeholders += StrCat(i > 1 ? ", " : "", "$", i);
+  EDL_RETURN_IF_ERROR(db->CheckIdentifier(name));
   const std::string table = db->QuoteIdentifier(name);
   EDL_RETURN_IF_ERROR(db->Execute("BEGIN"));
   Status status = db->Execute(StrCat("DROP TABLE IF EXISTS ", table));
@@ -308,6 +309,8 @@ void Say(const std::string& line) {
 StatusOr<SqlResult> RunTrain(const SqlArgs& args, const sql::Statement& statement,
                              sql::Database* db) {
   const sql::TrainClause& train = statement.train;
+  // Before the training, not when its model is saved.
+  EDL_RETURN_IF_ERROR(Annotate(db->CheckIdentifier(train.into), "INTO"));
   EDL_ASSIGN_OR_RETURN(const sql::PrebuiltModel* model, sql::FindPrebuiltModel(train.model));
   EDL_ASSIGN_OR_RETURN(WithClause with,
                        SplitWith(train.attributes, model, client::JobCommand::kTrain));
@@ -410,6 +413,9 @@ StatusOr<sql::Cell> Prediction(const std::string& line, const proto::SqlModel& m
 StatusOr<SqlResult> RunPredict(const SqlArgs& args, const sql::Statement& statement,
                                sql::Database* db) {
   const sql::PredictClause& predict = statement.predict;
+  EDL_RETURN_IF_ERROR(Annotate(db->CheckIdentifier(predict.table), "PREDICT"));
+  EDL_RETURN_IF_ERROR(Annotate(db->CheckIdentifier(predict.column), "PREDICT"));
+  EDL_RETURN_IF_ERROR(Annotate(db->CheckIdentifier(predict.model), "USING"));
   EDL_ASSIGN_OR_RETURN(WithClause with,
                        SplitWith(predict.attributes, nullptr, client::JobCommand::kPredict));
   JobArgs job;

@@ -149,6 +149,8 @@ class SqliteDatabase final : public Database {
     }
   }
 
+  Status CheckIdentifier(std::string_view) const override { return absl::OkStatus(); }
+
   std::string QuoteIdentifier(std::string_view name) const override {
     char* quoted = sqlite3_mprintf("\"%w\"", std::string(name).c_str());
     std::string out = quoted != nullptr ? quoted : "";
@@ -394,6 +396,10 @@ class PostgresDatabase final : public Database {
     return status;
   }
 
+  Status CheckIdentifier(std::string_view name) const override {
+    return CheckPostgresIdentifier(name);
+  }
+
   std::string QuoteIdentifier(std::string_view name) const override {
     char* quoted = PQescapeIdentifier(conn_, name.data(), name.size());
     if (quoted != nullptr) {
@@ -524,20 +530,32 @@ Status CheckColumnNames(const std::vector<ColumnInfo>& columns) {
 
 namespace {
 
+// The length of `url`'s scheme with its "://" ("postgresql://": 13), 0 if it
+// has none. A scheme is a letter, then letters, digits, '+', '-' or '.'
+// (RFC 3986, section 3.1).
+size_t SchemePrefixLength(std::string_view url) {
+  if (url.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(url[0]))) return 0;
+  size_t i = 1;
+  while (i < url.size() && (absl::ascii_isalnum(static_cast<unsigned char>(url[i])) ||
+                            url[i] == '+' || url[i] == '-' || url[i] == '.')) {
+    ++i;
+  }
+  return url.substr(i, 3) == "://" ? i + 3 : 0;
+}
+
 // Where `url` holds a password: [begin, end) of the user information's
 // (postgresql://user:PASSWORD@host, bounded by the last '@' before the
 // query) and of every password= setting's value (in the query up to '&', in
 // key=value settings quoted or up to a space).
 std::vector<std::pair<size_t, size_t>> PasswordSpans(const std::string& url) {
   std::vector<std::pair<size_t, size_t>> spans;
-  for (const std::string_view scheme : {"postgresql://", "postgres://"}) {
-    if (url.rfind(scheme, 0) != 0) continue;
-    const size_t start = scheme.size();
+  // The user information of a URL of any scheme (an unknown one is quoted
+  // in errors too).
+  if (const size_t start = SchemePrefixLength(url); start > 0) {
     const size_t query = std::min(url.find_first_of("?#", start), url.size());
     const size_t at = query > start ? url.rfind('@', query - 1) : std::string::npos;
     const size_t colon = url.find(':', start);
     if (at != std::string::npos && at >= start && colon < at) spans.emplace_back(colon + 1, at);
-    break;
   }
   static const std::regex kPassword(R"((?:^|[?&\s])password\s*=\s*('(?:[^'\\]|\\.)*'|[^&\s]*))",
                                     std::regex::icase);
@@ -585,6 +603,16 @@ std::string RedactedMessage(std::string message, const std::string& url) {
 
 }  // namespace
 
+Status CheckPostgresIdentifier(std::string_view name) {
+  if (name.size() <= kPostgresMaxNameBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("the name '", name, "' is ", name.size(), " bytes; PostgreSQL keeps only the first ",
+             kPostgresMaxNameBytes,
+             " bytes of a table or column name (two longer names could name one table): "
+             "name it in at most ",
+             kPostgresMaxNameBytes, " bytes"));
+}
+
 std::string RedactedUrl(const std::string& url) {
   std::string out = url;
   const std::vector<std::pair<size_t, size_t>> spans = PasswordSpans(url);
@@ -594,20 +622,26 @@ std::string RedactedUrl(const std::string& url) {
   return out;
 }
 
-StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {
-  constexpr std::string_view kSqlite = "sqlite://";
-  if (url.rfind(kSqlite, 0) == 0) {
-    const std::string path = url.substr(kSqlite.size());
-    if (path.empty()) return absl::InvalidArgumentError(StrCat(url, ": no database file named"));
+StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& given) {
+  // Schemes are case-insensitive (RFC 3986): taken in lower case, as libpq
+  // expects them.
+  const size_t prefix = SchemePrefixLength(given);
+  const std::string scheme = absl::AsciiStrToLower(given.substr(0, prefix));
+  const std::string url = scheme + given.substr(prefix);
+  if (scheme == "sqlite://") {
+    const std::string path = url.substr(prefix);
+    if (path.empty()) {
+      return absl::InvalidArgumentError(StrCat(RedactedUrl(url), ": no database file named"));
+    }
     return SqliteDatabase::Open(url, path);
   }
-  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0) {
+  if (scheme == "postgresql://" || scheme == "postgres://") {
     // libpq takes the user information up to the first '@', and only where
     // no '/' comes before it: a raw '@' or '/' in a password would split it
     // into a host, a port or a path that libpq's messages quote. Refused
     // before libpq reads it, without the password (PasswordSpans takes all
     // up to the last '@').
-    const size_t start = url.find("://") + 3;
+    const size_t start = prefix;
     const size_t query = std::min(url.find_first_of("?#", start), url.size());
     const size_t at = url.find('@', start);
     if (at < query && (url.find('@', at + 1) < query || url.find('/', start) < at)) {
@@ -619,7 +653,7 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& url) {
     return PostgresDatabase::Open(url);
   }
   return absl::InvalidArgumentError(
-      StrCat("unknown database URL '", RedactedUrl(url),
+      StrCat("unknown database URL '", RedactedUrl(given),
              "': expected sqlite:///path/to.db or postgresql://user@host:port/db"));
 }
 

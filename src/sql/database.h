@@ -49,6 +49,15 @@ struct Cell {
 // password=PASSWORD setting) replaced by "***": what messages show.
 std::string RedactedUrl(const std::string& url);
 
+// The longest name, in bytes, PostgreSQL keeps (NAMEDATALEN - 1): it cuts a
+// longer table or column name to this silently.
+inline constexpr size_t kPostgresMaxNameBytes = 63;
+
+// OK if PostgreSQL keeps `name` (a table or column name) as it is; else
+// INVALID_ARGUMENT naming it and the limit: cut, two long names would name
+// one table, and writing one would replace the other.
+Status CheckPostgresIdentifier(std::string_view name);
+
 // A cell's value as text: numbers in their shortest exact form, NULL empty.
 std::string CellText(const Cell& cell);
 
@@ -87,6 +96,10 @@ class Database {
   // `name` as an identifier in the database's own quoting ("my model",
   // "a""b"): any table or column name is taken as a name, never as SQL.
   virtual std::string QuoteIdentifier(std::string_view name) const = 0;
+  // OK if the database keeps `name` (a table or column name) as it is;
+  // INVALID_ARGUMENT naming it where the database would change it
+  // (PostgreSQL: CheckPostgresIdentifier). Checked before a name is written.
+  virtual Status CheckIdentifier(std::string_view name) const = 0;
 
   // "sqlite:///tmp/a.db", "postgresql://…" without a password.
   virtual std::string Describe() const = 0;

@@ -69,5 +69,51 @@ TEST(DatabaseOpenTest, APasswordLibpqWouldSplitIsRefusedUnshown) {
   }
 }
 
+TEST(DatabaseOpenTest, AnUnknownSchemesPasswordIsNotShown) {
+  StatusOr<std::unique_ptr<Database>> db = Database::Open("mysql://a:S3cretPW@h/db");
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(db.status().message(), HasSubstr("unknown database URL 'mysql://a:***@h/db'"));
+  EXPECT_THAT(db.status().message(), Not(HasSubstr("S3cretPW")));
+  EXPECT_EQ(RedactedUrl("MySQL+tcp://a:S3cretPW@h/db"), "MySQL+tcp://a:***@h/db");
+}
+
+TEST(DatabaseOpenTest, SchemesAreCaseInsensitive) {
+  // Taken as PostgreSQL (and the password hidden): libpq refuses the URL
+  // while parsing it, before any connection.
+  for (const char* url :
+       {"PostgreSQL://alice:50%zzS3cretPW@db/x", "POSTGRES://alice:50%zzS3cretPW@db/x"}) {
+    StatusOr<std::unique_ptr<Database>> db = Database::Open(url);
+    ASSERT_FALSE(db.ok()) << url;
+    EXPECT_THAT(db.status().message(), HasSubstr("cannot connect to PostgreSQL at "));
+    EXPECT_THAT(db.status().message(), HasSubstr("://alice:***@db/x")) << db.status();
+    EXPECT_THAT(db.status().message(), Not(HasSubstr("S3cretPW"))) << db.status();
+  }
+  StatusOr<std::unique_ptr<Database>> split =
+      Database::Open("PostgreSQL://alice:p@ssS3cretPW@db/x");
+  ASSERT_FALSE(split.ok());
+  EXPECT_THAT(split.status().message(), HasSubstr("must be percent-encoded"));
+  EXPECT_THAT(split.status().message(), Not(HasSubstr("S3cretPW")));
+  StatusOr<std::unique_ptr<Database>> sqlite = Database::Open("SQLite:///no/such/file.db");
+  ASSERT_FALSE(sqlite.ok());
+  EXPECT_EQ(sqlite.status().code(), absl::StatusCode::kNotFound) << sqlite.status();
+  EXPECT_THAT(sqlite.status().message(), HasSubstr("no SQLite database at /no/such/file.db"));
+}
+
+TEST(PostgresIdentifierTest, ANameLongerThanPostgresKeepsIsRefused) {
+  EXPECT_TRUE(CheckPostgresIdentifier(std::string(63, 'a')).ok());
+  EXPECT_TRUE(CheckPostgresIdentifier("model").ok());
+  const std::string longer = std::string(63, 'a') + "_first";
+  Status refused = CheckPostgresIdentifier(longer);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("'" + longer + "'"));
+  EXPECT_THAT(refused.message(), HasSubstr("69 bytes"));
+  EXPECT_THAT(refused.message(), HasSubstr("63 bytes"));
+  // Bytes, not characters: 32 two-byte characters are 64 bytes.
+  std::string accented;
+  for (int i = 0; i < 32; ++i) accented += "\xc3\xa9";
+  EXPECT_FALSE(CheckPostgresIdentifier(accented).ok());
+}
+
 }  // namespace
 }  // namespace elasticdl::sql

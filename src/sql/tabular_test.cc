@@ -125,6 +125,9 @@ class CountingDatabase final : public Database {
   std::string QuoteIdentifier(std::string_view name) const override {
     return db_->QuoteIdentifier(name);
   }
+  Status CheckIdentifier(std::string_view name) const override {
+    return db_->CheckIdentifier(name);
+  }
   std::string Describe() const override { return db_->Describe(); }
   int queries = 0;
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -328,7 +329,40 @@ StatusOr<JobCredentials> ReadJobCredentials(const std::string& job_dir) {
 }
 
 StatusOr<JobCredentials> ReadCredentialsFile(const std::string& path) {
-  EDL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  // As ssh takes a private key: only from a file no other user may read or
+  // change. Checked on the file as opened, then read from it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return ErrnoToStatus(errno, path);
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(StrCat(path, ": not a file"));
+  if (st.st_uid != ::getuid()) {
+    return absl::PermissionDeniedError(
+        StrCat(path, ": owned by uid ", st.st_uid, ", not by this user (uid ", ::getuid(),
+               "); a credentials file must be this user's alone (mode 0600)"));
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return absl::PermissionDeniedError(
+        StrCat(path, ": mode ", mode,
+               " lets its group or others read or write it; a credentials file must be this "
+               "user's alone: chmod 600 ",
+               path));
+  }
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, path);
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
   return DecodeJobCredentials(text, path);
 }
 

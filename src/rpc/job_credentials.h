@@ -77,7 +77,10 @@ StatusOr<JobCredentials> CreateJobCredentials(const std::string& job_dir, bool t
                                               bool local_sockets = true);
 
 // The credentials of the job in `job_dir` (with its sockets directory, when
-// it has one), or in the file at `path` (without).
+// it has one), or in the file at `path` (without). A file another user owns,
+// or whose mode lets its group or others read or write it, is refused
+// (PERMISSION_DENIED naming it, its mode and `chmod 600`), as ssh refuses
+// such a private key.
 StatusOr<JobCredentials> ReadJobCredentials(const std::string& job_dir);
 StatusOr<JobCredentials> ReadCredentialsFile(const std::string& path);
 

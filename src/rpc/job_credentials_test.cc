@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -61,6 +62,42 @@ TEST(JobCredentialsTest, ANewFileIsItsOwnReadableByItsOwnerOnly) {
   ASSERT_TRUE(CreateJobCredentials(dir.path(), true, /*local_sockets=*/false).ok());
   EXPECT_FALSE(std::filesystem::exists(SocketsDir(dir.path())));
   EXPECT_EQ(ReadJobCredentials(dir.path())->socket_dir, "");
+}
+
+// As ssh takes a private key: a credentials file its group or others may
+// read or write, or another user's, is refused naming it and the fix.
+TEST(JobCredentialsTest, AFileOthersCanReadOrWriteIsRefused) {
+  testing::TempDir dir;
+  ASSERT_TRUE(CreateJobCredentials(dir.path()).ok());
+  const std::string copy = dir.File("wr.cred");
+  std::filesystem::copy_file(CredentialsFile(dir.path()), copy);
+  ASSERT_EQ(::chmod(copy.c_str(), 0600), 0);
+  ASSERT_TRUE(ReadCredentialsFile(copy).ok());
+  ASSERT_EQ(::chmod(copy.c_str(), 0400), 0);
+  ASSERT_TRUE(ReadCredentialsFile(copy).ok());
+  for (mode_t mode : {0644, 0640, 0604, 0620, 0602, 0666}) {
+    SCOPED_TRACE(mode);
+    ASSERT_EQ(::chmod(copy.c_str(), mode), 0);
+    StatusOr<JobCredentials> read = ReadCredentialsFile(copy);
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kPermissionDenied) << read.status();
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+    EXPECT_NE(read.status().message().find(copy + ": mode " + octal), std::string::npos)
+        << read.status();
+    EXPECT_NE(read.status().message().find("chmod 600 " + copy), std::string::npos)
+        << read.status();
+  }
+  // The job directory's own file too.
+  ASSERT_EQ(::chmod(CredentialsFile(dir.path()).c_str(), 0644), 0);
+  EXPECT_EQ(ReadJobCredentials(dir.path()).status().code(), absl::StatusCode::kPermissionDenied);
+  if (::getuid() == 0) {
+    ASSERT_EQ(::chmod(copy.c_str(), 0600), 0);
+    ASSERT_EQ(::chown(copy.c_str(), 12345, 12345), 0);
+    StatusOr<JobCredentials> theirs = ReadCredentialsFile(copy);
+    EXPECT_EQ(theirs.status().code(), absl::StatusCode::kPermissionDenied) << theirs.status();
+    EXPECT_NE(theirs.status().message().find("owned by uid 12345"), std::string::npos)
+        << theirs.status();
+  }
 }
 
 TEST(JobCredentialsTest, EveryJobGetsAnotherCaAndToken) {

@@ -91,28 +91,6 @@ StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
   return dir;
 }
 
-// Copies the zoo's sources into the job directory: the job (and the trained
-// model) use exactly what was there at submission.
-Status SnapshotZoo(const std::string& zoo, const std::string& to) {
-  std::error_code ec;
-  if (!fs::is_directory(zoo, ec)) {
-    return absl::InvalidArgumentError(StrCat("--model_zoo=", zoo, ": not a directory"));
-  }
-  fs::remove_all(to, ec);
-  for (auto it = fs::recursive_directory_iterator(zoo, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    std::string ext = it->path().extension().string();
-    if (ext != ".cc" && ext != ".h" && ext != ".py" && ext != ".md") continue;
-    fs::path rel = fs::relative(it->path(), zoo);
-    fs::create_directories((fs::path(to) / rel).parent_path(), ec);
-    fs::copy_file(it->path(), fs::path(to) / rel, fs::copy_options::overwrite_existing, ec);
-    if (ec) break;
-  }
-  if (ec) return absl::InternalError(StrCat("copying the model zoo ", zoo, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
 // The learning-rate schedule: --lr_schedule, else the zoo's entry, else none.
 Status PrepareSchedule(const JobArgs& args, const ZooProgram& program,
                        const OptimizerSpec& optimizer, proto::ModelSpec* model) {
@@ -195,7 +173,7 @@ StatusOr<InitialValues> CheckpointValues(const std::string& dir) {
 Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::JobSpec* spec,
                     const InitialValues* initial = nullptr) {
   const std::string snapshot = spec->job_dir() + "/" + kZooDir;
-  EDL_RETURN_IF_ERROR(SnapshotZoo(zoo_sources, snapshot));
+  EDL_RETURN_IF_ERROR(client::SnapshotZoo(zoo_sources, snapshot));
   ZooProgramNames names;
   names.model_def = args.model_def;
   names.dataset_fn = args.dataset_fn;

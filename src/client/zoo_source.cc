@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "common/environment.h"
 #include "common/file.h"
@@ -82,6 +84,38 @@ void RecordZooSource(const ZooSource& source, proto::ModelSpec* model) {
 void RecordZooSource(const ZooSource& source, proto::TrainedModel* record) {
   record->set_model_zoo(source.model_zoo);
   record->set_zoo_commit(source.commit);
+}
+
+Status SnapshotZoo(const std::string& zoo, const std::string& to) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(zoo, ec)) {
+    return absl::InvalidArgumentError(StrCat("--model_zoo=", zoo, ": not a directory"));
+  }
+  fs::remove_all(to, ec);
+  for (auto it = fs::recursive_directory_iterator(zoo, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const fs::path& from = it->path();
+    const std::string ext = from.extension().string();
+    if (ext != ".cc" && ext != ".h" && ext != ".py" && ext != ".md") continue;
+    std::error_code status_ec;
+    if (!it->is_regular_file(status_ec)) {
+      if (status_ec && status_ec != std::errc::no_such_file_or_directory &&
+          status_ec != std::errc::not_a_directory) {
+        return absl::InvalidArgumentError(StrCat("--model_zoo=", zoo, ": ", from.string(),
+                                                 " cannot be read: ", status_ec.message()));
+      }
+      continue;
+    }
+    // The iterator's paths are `zoo` and names read from its directories:
+    // lexically below `zoo`, never "..".
+    const fs::path target = fs::path(to) / from.lexically_relative(zoo);
+    fs::create_directories(target.parent_path(), ec);
+    if (!ec) fs::copy_file(from, target, fs::copy_options::overwrite_existing, ec);
+    if (ec) break;
+  }
+  if (ec) return absl::InternalError(StrCat("copying the model zoo ", zoo, ": ", ec.message()));
+  return absl::OkStatus();
 }
 
 }  // namespace elasticdl::client

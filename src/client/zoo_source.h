@@ -33,6 +33,15 @@ StatusOr<ZooSource> ResolveZooSource(const std::string& model_zoo);
 // record's zoo_identity (INVALID_ARGUMENT otherwise).
 StatusOr<std::string> TrainedZooSources(const proto::TrainedModel& record, const std::string& copy);
 
+// Copies the zoo's sources (.cc, .h, .py, .md) under `zoo` into `to`,
+// replacing what `to` held: the job (and the trained model) use exactly what
+// was there at submission. A file is copied to its own path under `to` —
+// a link's to the link's path, with the contents it points to — so nothing
+// is written outside `to`. A link that cannot be followed (a loop) is an
+// error naming it when its name is a source's, else left out as a link to
+// nothing is.
+Status SnapshotZoo(const std::string& zoo, const std::string& to);
+
 // Sets model_zoo and zoo_commit from `source`.
 void RecordZooSource(const ZooSource& source, proto::ModelSpec* model);
 void RecordZooSource(const ZooSource& source, proto::TrainedModel* record);

@@ -3,12 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "common/file.h"
 #include "zoo/zoo_sources.h"
 
 namespace elasticdl::client {
@@ -122,6 +125,51 @@ TEST_F(ZooSourceTest, RefetchedSourcesMustHaveTheRecordedIdentity) {
   StatusOr<std::string> dir = TrainedZooSources(record_, "");
   EXPECT_EQ(dir.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(dir.status().message(), HasSubstr("holds other sources"));
+}
+
+TEST_F(ZooSourceTest, AGitCacheOthersCanWriteIntoIsRefused) {
+  ASSERT_TRUE(ResolveZooSource(url_ + "#" + commit_).ok());
+  for (const std::string& dir :
+       {root_ + "/cache", root_ + "/cache/git", root_ + "/cache/git/" + commit_}) {
+    SCOPED_TRACE(dir);
+    ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+    StatusOr<ZooSource> source = ResolveZooSource(url_ + "#" + commit_);
+    ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+    EXPECT_EQ(source.status().code(), StatusCode::kPermissionDenied) << source.status();
+    EXPECT_THAT(std::string(source.status().message()), HasSubstr(dir + ": owned by uid"));
+  }
+  EXPECT_TRUE(ResolveZooSource(url_ + "#" + commit_).ok());
+}
+
+// A snapshot holds each file at its own path, links too, and nothing is
+// written outside it.
+TEST_F(ZooSourceTest, SnapshotCopiesLinksAtTheirOwnPaths) {
+  const std::string zoo = root_ + "/zs", to = root_ + "/job/zoo";
+  Write(zoo + "/mnist/model.cc", "// the model\n");
+  Write(root_ + "/other/evil.h", "// evil\n");
+  Write(root_ + "/other/a/b/c/deep.py", "x = 1\n");
+  fs::create_symlink(root_ + "/other/evil.h", zoo + "/mnist/evil.h");
+  fs::create_symlink("../../other/a/b/c/deep.py", zoo + "/mnist/deep.py");
+  fs::create_symlink("loop2", zoo + "/loop1");
+  fs::create_symlink("loop1", zoo + "/loop2");
+  fs::create_symlink(root_ + "/nothing.h", zoo + "/dangling.h");
+  ASSERT_TRUE(SnapshotZoo(zoo + "/", to).ok());
+  std::vector<std::string> copied;
+  for (const auto& entry : fs::recursive_directory_iterator(root_ + "/job")) {
+    EXPECT_FALSE(entry.is_symlink()) << entry.path();
+    if (entry.is_regular_file()) copied.push_back(entry.path().lexically_relative(to).string());
+  }
+  std::sort(copied.begin(), copied.end());
+  EXPECT_EQ(copied, (std::vector<std::string>{"mnist/deep.py", "mnist/evil.h", "mnist/model.cc"}));
+  EXPECT_EQ(*ReadFileToString(to + "/mnist/evil.h"), "// evil\n");
+  EXPECT_EQ(fs::directory_iterator(root_ + "/job")->path(), to);
+  EXPECT_EQ(*ReadFileToString(root_ + "/other/evil.h"), "// evil\n");
+
+  // A loop with a source's name: an error naming it.
+  fs::create_symlink("loop.h", zoo + "/mnist/loop.h");
+  Status looped = SnapshotZoo(zoo, to);
+  EXPECT_EQ(looped.code(), StatusCode::kInvalidArgument) << looped;
+  EXPECT_THAT(std::string(looped.message()), HasSubstr(zoo + "/mnist/loop.h cannot be read"));
 }
 
 }  // namespace

@@ -344,6 +344,49 @@ Status CreatePrivateDirectory(const std::string& path, bool exclusive) {
   return absl::OkStatus();
 }
 
+Status CheckPrivateDirectory(const std::string& path, bool follow_link) {
+  struct stat st {};
+  if ((follow_link ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return absl::NotFoundError(StrCat(path, ": no such directory"));
+    return ErrnoStatus(path, "stat", err);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::PermissionDeniedError(StrCat(path, ": not a directory",
+                                              S_ISLNK(st.st_mode) ? " (a symbolic link)" : "",
+                                              "; expected a directory of this user's"));
+  }
+  const unsigned mode = st.st_mode & 07777;
+  const bool theirs = st.st_uid != ::getuid();
+  if (theirs || (mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", mode);
+    return absl::PermissionDeniedError(StrCat(
+        path, ": owned by uid ", st.st_uid,
+        theirs ? ", not by this user (uid " : " (this user, uid ", ::getuid(), "), mode ", octal,
+        "; expected a directory of this user's that its group and others cannot write "
+        "(chmod go-w), so that no other user can put files in it"));
+  }
+  return absl::OkStatus();
+}
+
+Status UsePrivateDirectories(const std::string& root, const std::string& below) {
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0) {
+    EDL_RETURN_IF_ERROR(CreatePrivateDirectory(root, /*exclusive=*/false));
+  }
+  EDL_RETURN_IF_ERROR(CheckPrivateDirectory(root, /*follow_link=*/true));
+  std::filesystem::path dir = root;
+  for (const std::filesystem::path& name : std::filesystem::path(below)) {
+    if (name.empty() || name == ".") continue;
+    if (name == "..") return absl::InvalidArgumentError(StrCat(below, ": leaves ", root));
+    dir /= name;
+    EDL_RETURN_IF_ERROR(CreatePrivateDirectory(dir.string(), /*exclusive=*/false));
+    EDL_RETURN_IF_ERROR(CheckPrivateDirectory(dir.string()));
+  }
+  return absl::OkStatus();
+}
+
 std::string ElasticdlBinary() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -105,6 +105,21 @@ Status CreateDirectories(const std::string& path);
 // owner): a job's secrets never go where another user can read or swap them.
 Status CreatePrivateDirectory(const std::string& path, bool exclusive);
 
+// OK if `path` is a directory of this user's that no other user may write
+// into: owned by this user, without write permission for its group or
+// others, and (unless `follow_link`) not a symbolic link. Else
+// PERMISSION_DENIED naming the directory, its owner and mode, and what is
+// expected; NOT_FOUND if it does not exist. What is found in such a
+// directory was put there by this user (or root).
+Status CheckPrivateDirectory(const std::string& path, bool follow_link = false);
+
+// `root` and each directory of `below` (a relative path, "zoo/objects")
+// under it, as CheckPrivateDirectory accepts them, each created (mode 0700)
+// where it is missing: the root's missing parents as CreateDirectories
+// makes them; the root may be a link to such a directory, the directories
+// below it may not.
+Status UsePrivateDirectories(const std::string& root, const std::string& below = "");
+
 // Publishes `contents` at `path`, atomically and durably: written to a
 // temporary file of this call's own beside it, fsynced, renamed over `path`,
 // and the directory fsynced. Readers see the old contents or the new, never

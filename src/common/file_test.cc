@@ -100,5 +100,51 @@ TEST(CreatePrivateDirectoryTest, OnlyThisUsersDirectoriesWithNoWayInForOthers) {
   }
 }
 
+TEST(UsePrivateDirectoriesTest, CreatesEachDirectory0700AndRefusesOnesOthersCanWrite) {
+  testing::TempDir dir;
+  const mode_t old_mask = ::umask(0);
+  Status made = UsePrivateDirectories(dir.File("cache"), "zoo/abc");
+  ::umask(old_mask);
+  ASSERT_TRUE(made.ok()) << made;
+  for (const char* path : {"cache", "cache/zoo", "cache/zoo/abc"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.File(path).c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << path;
+  }
+  EXPECT_TRUE(UsePrivateDirectories(dir.File("cache"), "zoo/abc").ok());
+  // The root may be a link to a private directory; the directories below it
+  // may not be links.
+  fs::create_directory_symlink(dir.File("cache"), dir.File("cache-link"));
+  EXPECT_TRUE(UsePrivateDirectories(dir.File("cache-link"), "zoo").ok());
+  fs::create_directory_symlink(dir.File("cache/zoo"), dir.File("cache/linked"));
+  Status link = UsePrivateDirectories(dir.File("cache"), "linked");
+  EXPECT_EQ(link.code(), StatusCode::kPermissionDenied) << link;
+  EXPECT_NE(link.message().find("symbolic link"), std::string::npos) << link;
+  // Writable by the group or by others: refused, each level.
+  ASSERT_EQ(::chmod(dir.File("cache/zoo/abc").c_str(), 0777), 0);
+  Status writable = UsePrivateDirectories(dir.File("cache"), "zoo/abc");
+  EXPECT_EQ(writable.code(), StatusCode::kPermissionDenied) << writable;
+  EXPECT_NE(writable.message().find(dir.File("cache/zoo/abc") + ": owned by uid"),
+            std::string::npos)
+      << writable;
+  EXPECT_NE(writable.message().find("mode 0777"), std::string::npos) << writable;
+  EXPECT_NE(writable.message().find("chmod go-w"), std::string::npos) << writable;
+  ASSERT_EQ(::chmod(dir.File("cache/zoo/abc").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(dir.File("cache").c_str(), 0770), 0);
+  Status root = UsePrivateDirectories(dir.File("cache"), "zoo");
+  EXPECT_EQ(root.code(), StatusCode::kPermissionDenied) << root;
+  EXPECT_NE(root.message().find("mode 0770"), std::string::npos) << root;
+  ASSERT_EQ(::chmod(dir.File("cache").c_str(), 0755), 0);
+  EXPECT_TRUE(UsePrivateDirectories(dir.File("cache"), "zoo/abc").ok());
+  // Another user's directory (only root can make one here).
+  if (::getuid() == 0) {
+    ASSERT_EQ(::chown(dir.File("cache/zoo").c_str(), 12345, 12345), 0);
+    Status theirs = UsePrivateDirectories(dir.File("cache"), "zoo/abc");
+    EXPECT_EQ(theirs.code(), StatusCode::kPermissionDenied) << theirs;
+    EXPECT_NE(theirs.message().find("owned by uid 12345, not by this user"), std::string::npos)
+        << theirs;
+  }
+}
+
 }  // namespace
 }  // namespace elasticdl

@@ -138,11 +138,13 @@ bool HasModelFile(const std::string& dir) {
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!name.empty() && name[0] == '.') {
-      if (it->is_directory()) it.disable_recursion_pending();
+      std::error_code status_ec;
+      if (it->is_directory(status_ec)) it.disable_recursion_pending();
       continue;
     }
     const std::string extension = it->path().extension().string();
-    if (it->is_regular_file() && (extension == ".cc" || extension == ".py")) return true;
+    std::error_code status_ec;
+    if ((extension == ".cc" || extension == ".py") && it->is_regular_file(status_ec)) return true;
   }
   return false;
 }
@@ -337,15 +339,23 @@ std::string GitZooCacheEntry(const std::string& cache_dir, std::string_view comm
 }
 
 StatusOr<FetchedGitZoo> FetchGitZoo(const GitZooUrl& url, const std::string& cache_dir) {
+  // The sources found in the cache are compiled and run: the cache, git/
+  // and the commit's directory must be this user's alone.
+  EDL_RETURN_IF_ERROR(UsePrivateDirectories(cache_dir, "git"));
   if (IsFullCommitId(url.ref)) {
     FetchedGitZoo zoo;
     zoo.commit = absl::AsciiStrToLower(url.ref);
     zoo.dir = GitZooCacheEntry(cache_dir, zoo.commit);
     zoo.cached = true;
-    if (IsDirectory(zoo.dir)) return zoo;
+    if (IsDirectory(zoo.dir)) {
+      EDL_RETURN_IF_ERROR(CheckPrivateDirectory(zoo.dir));
+      return zoo;
+    }
   }
   GitLibrary library;
-  return Fetcher(url, StrCat(cache_dir, "/git")).Fetch();
+  EDL_ASSIGN_OR_RETURN(FetchedGitZoo zoo, Fetcher(url, StrCat(cache_dir, "/git")).Fetch());
+  EDL_RETURN_IF_ERROR(CheckPrivateDirectory(zoo.dir));
+  return zoo;
 }
 
 }  // namespace elasticdl

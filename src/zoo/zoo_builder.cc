@@ -468,6 +468,10 @@ StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options) {
   if (options.cache_dir.empty())
     return absl::InvalidArgumentError("building a zoo needs a cache directory");
   const std::string& cache = options.cache_dir;
+  // Libraries found in the cache are loaded and objects found there linked:
+  // the cache and each directory on the way to them must be this user's
+  // alone, or another user could plant code that runs as this one.
+  EDL_RETURN_IF_ERROR(UsePrivateDirectories(cache));
   BuiltZoo zoo;
   zoo.identity = sources.identity;
   zoo.sources = sources.files;
@@ -487,7 +491,10 @@ StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options) {
       std::vector<Unit> units = Units(sources, files, cache, options.build_type, stamp);
       Sha256 key;
       for (const Unit& unit : units) key.Update(StrCat(unit.file, " ", unit.object, "\n"));
-      const std::string entry_dir = StrCat(cache, "/zoo/", key.HexDigest());
+      const std::string entry = StrCat("zoo/", key.HexDigest());
+      const std::string entry_dir = StrCat(cache, "/", entry);
+      EDL_RETURN_IF_ERROR(UsePrivateDirectories(cache, "zoo/objects"));
+      EDL_RETURN_IF_ERROR(UsePrivateDirectories(cache, entry));
       const std::string unlinkable = entry_dir + "/needs-every-file";
       if (files.size() < every_file.size() && fs::exists(unlinkable)) {
         files = every_file;
@@ -522,6 +529,7 @@ StatusOr<BuiltZoo> BuildZoo(const ZooBuildOptions& options) {
   if (!sources.PythonFiles().empty()) {
     const std::string hex = sources.python_identity.substr(sources.python_identity.find(':') + 1);
     const std::string entry_dir = StrCat(cache, "/python/", hex);
+    EDL_RETURN_IF_ERROR(UsePrivateDirectories(cache, StrCat("python/", hex)));
     zoo.python_dir = entry_dir + "/zoo";
     EDL_ASSIGN_OR_RETURN(bool made, MakeOnce(entry_dir, zoo.python_dir, [&] {
                            return CopyPythonFiles(sources, entry_dir, zoo.python_dir);

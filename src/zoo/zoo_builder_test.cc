@@ -2,7 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -239,6 +241,53 @@ class ObjectCacheTest : public ::testing::Test {
 
 testing::TempDir* ObjectCacheTest::cache_ = nullptr;
 std::string ObjectCacheTest::package_;
+
+// A cache another user could write into is refused before anything found in
+// it is loaded or linked: the cache itself, zoo/ and each library's own
+// directory.
+TEST_F(ObjectCacheTest, ACacheOthersCanWriteIntoIsRefused) {
+  const BuiltZoo first = Build();
+  ASSERT_FALSE(first.library_path.empty());
+  const std::string entry = std::filesystem::path(first.library_path).parent_path().string();
+  for (const std::string& dir : {cache_->path(), cache_->path() + "/zoo", entry}) {
+    SCOPED_TRACE(dir);
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+    ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+    StatusOr<BuiltZoo> built = BuildZoo(options_);
+    ASSERT_EQ(::chmod(dir.c_str(), st.st_mode & 07777), 0);
+    EXPECT_EQ(built.status().code(), StatusCode::kPermissionDenied) << built.status();
+    EXPECT_THAT(std::string(built.status().message()),
+                HasSubstr(dir + ": owned by uid " + std::to_string(::getuid())));
+    EXPECT_THAT(std::string(built.status().message()), HasSubstr("mode 0777"));
+  }
+  if (::getuid() == 0) {
+    ASSERT_EQ(::chown(entry.c_str(), 12345, 12345), 0);
+    StatusOr<BuiltZoo> built = BuildZoo(options_);
+    ASSERT_EQ(::chown(entry.c_str(), 0, 0), 0);
+    EXPECT_EQ(built.status().code(), StatusCode::kPermissionDenied) << built.status();
+    EXPECT_THAT(std::string(built.status().message()), HasSubstr("not by this user"));
+  }
+  EXPECT_TRUE(Build().cached);
+}
+
+// The directories the cache makes are this user's alone.
+TEST(ZooBuilderTest, TheCacheMakesItsDirectoriesForThisUserAlone) {
+  testing::TempDir zoo, root;
+  std::ofstream(zoo.File("a.py")) << "x = 1\n";
+  ZooBuildOptions options;
+  options.zoo_dir = zoo.path();
+  options.cache_dir = root.File("cache");
+  const mode_t old_mask = ::umask(0);
+  auto built = BuildZoo(options);
+  ::umask(old_mask);
+  ASSERT_TRUE(built.ok()) << built.status();
+  for (std::filesystem::path dir = built->python_dir; dir != root.path(); dir = dir.parent_path()) {
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << dir;
+  }
+}
 
 TEST_F(ObjectCacheTest, AnEditedFileIsTheOnlyOneCompiledAgain) {
   const BuiltZoo first = Build();

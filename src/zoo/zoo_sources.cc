@@ -94,11 +94,20 @@ StatusOr<ZooSources> ScanZooSources(const std::string& zoo_dir) {
       if (it->is_directory(ec)) it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file(ec) ||
-        !(HasSuffix(name, ".cc") || HasSuffix(name, ".h") || HasSuffix(name, ".py"))) {
+    if (!(HasSuffix(name, ".cc") || HasSuffix(name, ".h") || HasSuffix(name, ".py"))) continue;
+    // A link is followed (its file's contents are taken) but named by its
+    // own path in the zoo, wherever it points; one that cannot be followed
+    // (a loop) is an error naming it, one to nothing is no file.
+    std::error_code status_ec;
+    if (!it->is_regular_file(status_ec)) {
+      if (status_ec && status_ec != std::errc::no_such_file_or_directory &&
+          status_ec != std::errc::not_a_directory) {
+        return absl::InvalidArgumentError(StrCat("model zoo file ", it->path().string(),
+                                                 " cannot be read: ", status_ec.message()));
+      }
       continue;
     }
-    sources.files.push_back(fs::relative(it->path(), sources.dir).string());
+    sources.files.push_back(it->path().lexically_relative(sources.dir).string());
   }
   if (ec) {
     return absl::DataLossError(StrCat("cannot list model zoo ", sources.dir, ": ", ec.message()));

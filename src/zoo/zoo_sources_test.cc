@@ -94,6 +94,32 @@ TEST(ZooSourcesTest, PythonFilesAreSourcesWithAnIdentityOfTheirOwn) {
   EXPECT_NE(changed->python_identity, mixed->python_identity);
 }
 
+TEST(ZooSourcesTest, ALinkIsNamedByItsOwnPathWhereverItPoints) {
+  testing::TempDir root;
+  Write(root.File("zoo/mnist/model.cc"), "model");
+  Write(root.File("other/evil.h"), "evil");
+  Write(root.File("other/deep/er/helper.py"), "x = 1");
+  std::filesystem::create_symlink(root.File("other/evil.h"), root.File("zoo/mnist/evil.h"));
+  std::filesystem::create_symlink("../../other/deep/er/helper.py",
+                                  root.File("zoo/mnist/helper.py"));
+  // Links to nothing are no files; links that loop are skipped unless their
+  // names are those of model files.
+  std::filesystem::create_symlink(root.File("nothing.h"), root.File("zoo/dangling.h"));
+  std::filesystem::create_symlink("loop2", root.File("zoo/loop1"));
+  std::filesystem::create_symlink("loop1", root.File("zoo/loop2"));
+  auto sources = ScanZooSources(root.File("zoo"));
+  ASSERT_TRUE(sources.ok()) << sources.status();
+  EXPECT_EQ(sources->files,
+            (std::vector<std::string>{"mnist/evil.h", "mnist/helper.py", "mnist/model.cc"}));
+  EXPECT_EQ(sources->digests.at("mnist/evil.h"), Sha256().Update("evil").HexDigest());
+
+  std::filesystem::create_symlink("loop.h", root.File("zoo/mnist/loop.h"));
+  auto looped = ScanZooSources(root.File("zoo"));
+  EXPECT_EQ(looped.status().code(), StatusCode::kInvalidArgument) << looped.status();
+  EXPECT_THAT(std::string(looped.status().message()),
+              HasSubstr("model zoo file " + root.File("zoo/mnist/loop.h") + " cannot be read"));
+}
+
 TEST(ZooSourcesTest, Sha256KnownAnswer) {
   EXPECT_EQ(Sha256().Update("abc").HexDigest(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

@@ -192,11 +192,20 @@ class ExternalTest(ExactJobCase):
         self.assertIn("refused the TLS handshake", worker.stdout)
         # The old token file: told what to pass instead.
         bare = os.path.join(self.dir, "token")
-        with open(bare, "w") as f:
+        with os.fdopen(os.open(bare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
             f.write("f" * 64)
         worker = self.join(HOST_A, address, bare)
         self.assertEqual(worker.wait(30), 1, worker.describe())
         self.assertIn("pass the job's credentials file", worker.stdout)
+        # This job's own credentials in a file others may read: refused, as ssh
+        # refuses such a key.
+        readable = os.path.join(self.dir, "readable-credentials")
+        shutil.copyfile(os.path.join(job_dir, "credentials"), readable)
+        os.chmod(readable, 0o644)
+        worker = self.join(HOST_A, address, readable)
+        self.assertEqual(worker.wait(30), 1, worker.describe())
+        self.assertIn(f"{readable}: mode 0644", worker.stdout)
+        self.assertIn(f"chmod 600 {readable}", worker.stdout)
         log.poll()
         self.assertEqual(log.of("worker_joined"), [])
         job.proc.send_signal(signal.SIGINT)

@@ -428,6 +428,17 @@ class SqlTest(unittest.TestCase):
                              employees)
             self.assertEqual(pg.psql("hr", "SELECT count(*) > 0 FROM \"m; DROP TABLE employee\""),
                              "t")
+            # A name PostgreSQL would cut to 63 bytes (two such names would be one table)
+            # is refused before the training; the URL's scheme in any case.
+            long_name = "a" * 63 + "_first"
+            url = pg.url("hr")
+            proc = self.sql("PostgreSQL" + url[url.index("://"):],
+                            "SELECT * FROM iris_train TRAIN classifier.Linear LABEL class "
+                            f"INTO {long_name}", "pg-long-name", check=False)
+            self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+            self.assertIn(f"'{long_name}' is 69 bytes", proc.stdout + proc.stderr)
+            self.assertEqual(pg.psql("hr", "SELECT count(*) FROM pg_tables WHERE tablename "
+                                           f"LIKE '{'a' * 63}%'"), "0")
 
             # Another database gets the model tables only, and its own rows.
             for table in ("salary_model", "iris_model"):

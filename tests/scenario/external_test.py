@@ -132,9 +132,11 @@ class ExternalTest(ExactJobCase):
         job, job_dir, output, log = self.start_master(name, **flags)
         address = self.master_address(job, job_dir, log)
         self.assertTrue(address.startswith(MASTER_IP + ":"), address)
-        # The workers' hosts are handed a copy of the job's credentials.
+        # The workers' hosts are handed a copy of the job's credentials (0600, as
+        # the worker takes only a file no other user may read).
         token = os.path.join(self.dir, f"{name}-credentials")
         shutil.copyfile(os.path.join(job_dir, "credentials"), token)
+        os.chmod(token, 0o600)
         a = [self.join(HOST_A, address, token) for _ in range(2)]
         # Two joined: the job waits for the third before handing out tasks.
         self.until(job, log, lambda: len(log.of("worker_joined")) == 2, "two workers joined")

@@ -77,8 +77,9 @@ StatusOr<JobCredentials> CreateJobCredentials(const std::string& job_dir, bool t
                                               bool local_sockets = true);
 
 // The credentials of the job in `job_dir` (with its sockets directory, when
-// it has one), or in the file at `path` (without). A file another user owns,
-// or whose mode lets its group or others read or write it, is refused
+// it has one), or in the file at `path` (without). A file another user owns
+// (unless this is root), or whose mode lets its group or others read or
+// write it, is refused
 // (PERMISSION_DENIED naming it, its mode and `chmod 600`), as ssh refuses
 // such a private key.
 StatusOr<JobCredentials> ReadJobCredentials(const std::string& job_dir);

@@ -350,10 +350,11 @@ Status Master::Run(const std::atomic<bool>* cancel) {
   }
   final_status.set_finished(true);
   if (Status written = WriteStatus(config_.job_dir, final_status); !written.ok()) {
-    // The client reads the end from here instead: serve it until it has
-    // (it asks every 200 ms), or a moment.
+    // The client reads the end from here instead: serve it until it has.
+    // It asks once a second (every 200 ms with a progress bar), each call
+    // given 500 ms: on a loaded machine several may go unanswered.
     spdlog::warn("cannot leave the final status: {}", std::string(written.message()));
-    service_.WaitForFinishedStatusRead(milliseconds(3000));
+    service_.WaitForFinishedStatusRead(milliseconds(10000));
   }
   events_.Append("job_finished",
                  {{"failed", final_status.failed()}, {"message", final_status.message()}});

@@ -48,7 +48,11 @@ namespace fs = std::filesystem;
 // job that did not end there (failed, stopped, its master lost) is resumed
 // from its journal by the same command; one that completed is not redone: a
 // master would take up its journal and checkpoints under the new spec.
-StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
+struct JobDir {
+  std::string path;
+  bool resumes = false;  // it holds the journal of a job that did not end
+};
+StatusOr<JobDir> MakeJobDir(const JobArgs& args, const std::string& kind) {
   if (!args.job_dir.empty()) {
     const std::string dir = AbsolutePath(args.job_dir);
     EDL_RETURN_IF_ERROR(Annotate(CreatePrivateDirectory(dir, /*exclusive=*/false), "--job_dir"));
@@ -79,7 +83,7 @@ StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
                                       " to start from its newest checkpoint)")
                              : ""));
     }
-    return dir;
+    return JobDir{dir, journal.ok() && journal->has_value()};
   }
   const std::string root = DefaultJobsRoot(ReadEnvironment());
   EDL_RETURN_IF_ERROR(CreatePrivateDirectory(root, /*exclusive=*/false));
@@ -88,7 +92,7 @@ StatusOr<std::string> MakeJobDir(const JobArgs& args, const std::string& kind) {
       StrCat(root, "/", args.job_name.empty() ? kind : args.job_name, "-",
              std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), "-", ::getpid());
   EDL_RETURN_IF_ERROR(CreatePrivateDirectory(dir, /*exclusive=*/true));
-  return dir;
+  return JobDir{dir};
 }
 
 // The learning-rate schedule: --lr_schedule, else the zoo's entry, else none.
@@ -345,8 +349,9 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, client::JobSpecOf(args, command));
   EDL_RETURN_IF_ERROR(client::CheckJobInputs(spec));
   EDL_ASSIGN_OR_RETURN(
-      std::string job_dir,
+      JobDir made,
       MakeJobDir(args, command == client::JobCommand::kEvaluate ? "evaluate" : "predict"));
+  const std::string& job_dir = made.path;
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
   // The checkpoint path gives the workers no checkpoint to read: its
@@ -426,15 +431,13 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
   return spec;
 }
 
-// Whether the command resumes a job from its journal. Such a job goes on as
-// it began: the journal's tasks are ranges of its data at its task size,
-// its checkpoints its model's. A command whose settings differ from those is
-// refused, naming them, before anything in the job directory changes.
-StatusOr<bool> CheckResumedSettings(const proto::JobSpec& spec, const JobArgs& args) {
-  StatusOr<std::optional<proto::MasterJournal>> journal = master::ReadJournal(spec.job_dir());
-  if (!journal.ok() || !journal->has_value()) return false;
+// A job resumed from its journal goes on as it began: the journal's tasks
+// are ranges of its data at its task size, its checkpoints its model's. A
+// command whose settings differ from those is refused, naming them, before
+// anything in the job directory changes.
+Status CheckResumedSettings(const proto::JobSpec& spec, const JobArgs& args) {
   StatusOr<proto::JobSpec> before = ReadJobSpec(spec.job_dir());
-  if (!before.ok()) return true;
+  if (!before.ok()) return absl::OkStatus();
   std::vector<std::string> differ;
   auto compare = [&](const char* flag, const std::string& then, const std::string& now) {
     if (then != now)
@@ -463,7 +466,7 @@ StatusOr<bool> CheckResumedSettings(const proto::JobSpec& spec, const JobArgs& a
           proto::DistributionStrategy_Name(spec.strategy()));
   compare("--seed", StrCat(before->seed()), StrCat(spec.seed()));
   compare("--num_ps_pods", StrCat(before->ps().num_ps()), StrCat(spec.ps().num_ps()));
-  if (differ.empty()) return true;
+  if (differ.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(
       StrCat("--job_dir=", args.job_dir,
              " holds a job that did not end, which this command would "
@@ -478,11 +481,13 @@ namespace client {
 StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, JobSpecOf(args, JobCommand::kTrain));
   EDL_RETURN_IF_ERROR(CheckJobInputs(spec));
-  EDL_ASSIGN_OR_RETURN(std::string job_dir, MakeJobDir(args, "train"));
+  EDL_ASSIGN_OR_RETURN(JobDir made, MakeJobDir(args, "train"));
+  const std::string& job_dir = made.path;
   spec.set_job_dir(job_dir);
   spec.set_job_name(args.job_name.empty() ? fs::path(job_dir).filename().string() : args.job_name);
   EDL_RETURN_IF_ERROR(client::CheckPodPaths(spec));
-  EDL_ASSIGN_OR_RETURN(const bool resuming, CheckResumedSettings(spec, args));
+  const bool resuming = made.resumes;
+  if (resuming) EDL_RETURN_IF_ERROR(CheckResumedSettings(spec, args));
   EDL_ASSIGN_OR_RETURN(ZooSource zoo, ResolveZooSource(args.model_zoo));
   // A checkpoint to start from is read now: a missing or damaged one, or one
   // of another model, stops the job before any process starts. A resumed

@@ -70,6 +70,17 @@ int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code) {
   return exit_code;
 }
 
+const CLI::Validator& NonNegativeInteger() {
+  static const CLI::Validator validator(
+      [](const std::string& text) -> std::string {
+        const size_t first = text.find_first_not_of(" \t");
+        if (first == std::string::npos || text[first] != '-') return "";
+        return "expected a non-negative integer, got " + text;
+      },
+      "UINT");
+  return validator;
+}
+
 absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(
     std::function<void()> stop) {
   cluster::ShutdownSignalsOptions options;

@@ -37,6 +37,10 @@ int ReportRoleError(const absl::Status& status);
 // handler). Call once, from main.
 int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code);
 
+// Refuses a negative value of an unsigned option, which CLI11 would take
+// modulo 2^64 ("-1" as 18446744073709551615).
+const CLI::Validator& NonNegativeInteger();
+
 // SIGTERM and SIGINT call `stop` (on the signal thread, with the first of
 // them); a role then stops in order.
 absl::StatusOr<std::unique_ptr<cluster::ShutdownSignals>> WatchShutdown(std::function<void()> stop);

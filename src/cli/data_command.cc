@@ -54,6 +54,7 @@ void AddWriterFlags(CLI::App* cmd, WriterFlags* flags, bool with_format) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--records_per_shard", flags->records_per_shard,
                   "Split the output into files of this many records (0: one file)")
+      ->check(NonNegativeInteger())
       ->capture_default_str();
 }
 
@@ -238,9 +239,11 @@ void AddCriteoSynth(CLI::App* data, int* exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", options->seed,
                   "Seed of the hidden model, the hex strings and the draws")
+      ->check(NonNegativeInteger())
       ->capture_default_str();
   cmd->add_option("--test_records", options->test_records,
                   "Lines of a held-out file from the same hidden model (needs --test_output)")
+      ->check(NonNegativeInteger())
       ->capture_default_str();
   cmd->add_option("--test_output", options->test_output,
                   "The held-out TSV file (gets its own .truth.json)");

@@ -31,11 +31,16 @@ void AddSettings(CLI::App* cmd, JobArgs* a, JobCommand command) {
           if constexpr (std::is_same_v<T, bool>) {
             if (s.is_switch) return cmd->add_flag(s.flags, field, s.help);
             return cmd->add_option(s.flags, field, s.help)->default_str(field ? "true" : "false");
-          } else if constexpr (std::is_same_v<T, std::optional<int64_t>> ||
-                               std::is_same_v<T, std::optional<uint64_t>>) {
-            using V = typename T::value_type;
-            return cmd->add_option_function<V>(
-                s.flags, [&field](const V& v) { field = v; }, s.help);
+          } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+            return cmd->add_option_function<int64_t>(
+                s.flags, [&field](int64_t v) { field = v; }, s.help);
+          } else if constexpr (std::is_same_v<T, std::optional<uint64_t>>) {
+            return cmd
+                ->add_option_function<uint64_t>(
+                    s.flags, [&field](uint64_t v) { field = v; }, s.help)
+                ->check(NonNegativeInteger());
+          } else if constexpr (std::is_same_v<T, uint64_t>) {
+            return cmd->add_option(s.flags, field, s.help)->check(NonNegativeInteger());
           } else {
             return cmd->add_option(s.flags, field, s.help);
           }

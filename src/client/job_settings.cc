@@ -10,6 +10,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/stop_settings.h"
@@ -315,6 +316,21 @@ Status CheckMasterAddr(const std::string& addr) {
   return absl::OkStatus();
 }
 
+// A job's name names its default directory (under the jobs root) and leads
+// its log lines and its dashboard's title.
+Status CheckJobName(const std::string& name) {
+  const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (control || name.find('/') != std::string::npos || name == "." || name == "..") {
+    return absl::InvalidArgumentError(
+        StrCat("--job_name=", absl::CHexEscape(name),
+               ": a job's name names its directory and leads its log lines: no '/', no control "
+               "characters, not '.' or '..'"));
+  }
+  return absl::OkStatus();
+}
+
 int32_t Int32(int64_t checked) { return static_cast<int32_t>(checked); }
 
 // "K1=v1,K2=v2" -> names and values, in order.
@@ -603,6 +619,7 @@ Status CheckJobArgs(const JobArgs& args, JobCommand command) {
       return absl::InvalidArgumentError(StrCat(flag, "=", *v, ": must be at most ", s.max));
     }
   }
+  EDL_RETURN_IF_ERROR(CheckJobName(args.job_name));
   const auto& kinds = cluster::ClusterKinds();
   if (std::find(kinds.begin(), kinds.end(), args.cluster) == kinds.end()) {
     return absl::InvalidArgumentError(

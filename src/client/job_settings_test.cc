@@ -103,6 +103,21 @@ TEST(JobSettingsTest, NumbersOutOfRangeNameTheFlag) {
   EXPECT_EQ(Error(p, JobCommand::kPredict), "OK");
 }
 
+TEST(JobSettingsTest, JobNameIsAName) {
+  JobArgs a = TrainArgs();
+  a.job_name = "mnist run 2";
+  EXPECT_EQ(Error(a, JobCommand::kTrain), "OK");
+  for (const char* bad : {"../elsewhere", "a/b", "..", "."}) {
+    a.job_name = bad;
+    EXPECT_EQ(Error(a, JobCommand::kTrain),
+              std::string("--job_name=") + bad +
+                  ": a job's name names its directory and leads its log lines: no '/', no "
+                  "control characters, not '.' or '..'");
+  }
+  a.job_name = "red\x1b[31m";
+  EXPECT_NE(Error(a, JobCommand::kTrain).find("--job_name=red\\x1b[31m: "), std::string::npos);
+}
+
 TEST(JobSettingsTest, KubernetesFlags) {
   JobArgs a = TrainArgs();
   a.yaml = "job.yaml";

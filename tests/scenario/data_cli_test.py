@@ -388,6 +388,12 @@ class DataCliTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.path("s.tsv")))
         proc = run("data", "criteo_synth", self.path("s.tsv"), "--records=0", check=False)
         self.assertNotEqual(proc.returncode, 0)
+        # Not taken modulo 2^64.
+        proc = run("data", "criteo_synth", self.path("s.tsv"), "--records=10", "--seed=-1",
+                   check=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("--seed: expected a non-negative integer, got -1", proc.stderr)
+        self.assertFalse(os.path.exists(self.path("s.tsv")))
 
     def test_clear_errors_for_bad_arguments(self):
         cases = [

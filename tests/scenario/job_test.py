@@ -845,6 +845,7 @@ class JobTest(JobTestCase):
             ({"output": os.path.join(locked, "model")},
              [f"error: --output={locked}/model: cannot be created", "is not writable"]),
             ({"output": self.train_file}, ["error: --output=", "exists and is not a directory"]),
+            ({"job_name": "../elsewhere"}, ["error: --job_name=../elsewhere: a job's name names"]),
         ]
         if os.geteuid() == 0:
             cases = cases[:2] + cases[3:]  # root writes anywhere
@@ -855,6 +856,11 @@ class JobTest(JobTestCase):
                 self.assertFailedWith(job, *fragments, within=10)
                 self.assertNotIn("[master]", job.stderr, job.describe())
                 self.assertFalse(os.path.exists(job_dir), job.describe())
+        # A negative seed is refused as the command line is read, not taken modulo 2^64.
+        job = self.run_job(self.train_args(self.job_dir("inputs-seed"), model_zoo=zoo, seed=-1))
+        self.assertNotEqual(job.proc.returncode, 0, job.describe())
+        self.assertIn("--seed: expected a non-negative integer, got -1", job.stderr)
+        self.assertFalse(os.path.exists(self.job_dir("inputs-seed")), job.describe())
         # A validation set whose file holds no records: opened by the client too.
         job = self.run_job(self.train_args(self.job_dir("inputs-empty"), model_zoo=zoo,
                                            validation_data=empty))

@@ -70,6 +70,10 @@ TEST_F(ServerTest, ALoginLinkWorksOnceAndLeavesASessionCookie) {
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_EQ(page->body, "<html>dashboard</html>");
+  EXPECT_THAT(page->get_header_value("Content-Security-Policy"),
+              HasSubstr("frame-ancestors 'none'"));
+  EXPECT_EQ(page->get_header_value("X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(page->get_header_value("Referrer-Policy"), "no-referrer");
   auto api = Get("/api/job", {{"Cookie", session}});
   ASSERT_TRUE(api);
   EXPECT_EQ(api->status, 200);
@@ -97,6 +101,7 @@ TEST_F(ServerTest, WithoutALoginOrTheTokenEverythingIsRefused) {
     auto none = Get(path);
     ASSERT_TRUE(none) << path;
     EXPECT_EQ(none->status, 401) << path;
+    EXPECT_EQ(none->get_header_value("X-Frame-Options"), "DENY") << path;
     EXPECT_THAT(none->get_header_value("WWW-Authenticate"), HasSubstr("Bearer"));
     EXPECT_THAT(none->body, HasSubstr("not logged in"));
     auto wrong = Get(path, Bearer(std::string(64, 'x')));

@@ -5,7 +5,8 @@
 //                                                     killed meanwhile shows as lost and
 //                                                     its replacement as running
 //   node dashboard_browser.js URL SCREENSHOT ended   the page of a finished job
-// Both then open a wrong login link and print its HTTP status.
+// Both then open a wrong login link and print its HTTP status. Anything the
+// page's Content-Security-Policy blocks is printed as "blocked <message>".
 "use strict";
 const puppeteer = require("puppeteer-core");
 
@@ -26,6 +27,9 @@ async function main() {
   });
   try {
     const page = await browser.newPage();
+    page.on("console", (msg) => {
+      if (msg.text().includes("Content Security Policy")) console.log(`blocked ${msg.text()}`);
+    });
     await page.setViewport({ width: 1400, height: 1100 });
     const response = await page.goto(url, { waitUntil: "load" });
     console.log(`status ${response.status()}`);

@@ -311,6 +311,7 @@ scrape_configs:
         self.assertIn("lost", lines)
         self.assertIn("replaced", lines)
         self.assertIn("wrong-login 401", lines)
+        self.assertFalse([line for line in lines if line.startswith("blocked")], lines)
         # The browser used the link: it opens nothing now. `job status` makes another.
         self.assertEqual(self.request(base, url[len(base):])[0], 401)
         status = subprocess.run([job_test.BIN, "job", "status", job_dir], capture_output=True,
@@ -415,6 +416,7 @@ scrape_configs:
             out, _ = ended.communicate(timeout=120)
             self.assertEqual(ended.returncode, 0, out)
             self.assertIn("wrong-login 401", out)
+            self.assertNotIn("blocked", out)
             found = re.search(r"^ended (\d+) (\d+)$", out, re.M)
             self.assertTrue(found, out)
             self.assertGreater(int(found.group(1)), 10)

@@ -70,6 +70,22 @@ int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code) {
   return exit_code;
 }
 
+bool StartsLocalJob(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string_view command = argv[1];
+  if (command != "train" && command != "evaluate" && command != "predict") return false;
+  std::string_view cluster = "local";
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--cluster" && i + 1 < argc) {
+      cluster = argv[++i];
+    } else if (arg.rfind("--cluster=", 0) == 0) {
+      cluster = arg.substr(std::string_view("--cluster=").size());
+    }
+  }
+  return cluster == "local";
+}
+
 const CLI::Validator& NonNegativeInteger() {
   static const CLI::Validator validator(
       [](const std::string& text) -> std::string {

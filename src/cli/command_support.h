@@ -37,6 +37,10 @@ int ReportRoleError(const absl::Status& status);
 // handler). Call once, from main.
 int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code);
 
+// Whether this command line runs a job on the local cluster (train,
+// evaluate or predict without another --cluster), read before it is parsed.
+bool StartsLocalJob(int argc, char** argv);
+
 // Refuses a negative value of an unsigned option, which CLI11 would take
 // modulo 2^64 ("-1" as 18446744073709551615).
 const CLI::Validator& NonNegativeInteger();

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -23,12 +24,20 @@
 namespace {
 
 // Becomes elasticdl-torch with the same arguments; returns only on failure.
-int ExecTorchBinary(char** argv) {
+int ExecTorchBinary(int argc, char** argv) {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::string torch = (exe.parent_path() / elasticdl::kElasticdlTorchBinaryName).string();
+  const elasticdl::Environment env = elasticdl::ReadEnvironment();
   // Its OpenBLAS picks its kernels as it loads (common/blas_kernels.h).
-  elasticdl::ChooseBlasKernelsBeforeExec(elasticdl::ReadEnvironment());
+  elasticdl::ChooseBlasKernelsBeforeExec(env);
+  // A local job's processes sleep while they wait for OpenMP work
+  // (cluster/backends.cc), and are forked from a spare of the client's that
+  // loaded libgomp, which reads the variable as it loads: the client loads
+  // it with that setting too.
+  if (env.omp_wait_policy.empty() && elasticdl::cli::StartsLocalJob(argc, argv)) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  }
   ::execv(torch.c_str(), argv);
   std::fprintf(stderr, "error: cannot run %s (installed beside %s): %s\n", torch.c_str(),
                exe.c_str(), std::strerror(errno));
@@ -53,6 +62,6 @@ int main(int argc, char** argv) {
   const bool ours =
       argc > 1 &&
       !app.get_subcommands([&](const CLI::App* c) { return c->check_name(argv[1]); }).empty();
-  if (!ours) return ExecTorchBinary(argv);
+  if (!ours) return ExecTorchBinary(argc, argv);
   return elasticdl::cli::RunCommandLine(&app, argc, argv, exit_code);
 }

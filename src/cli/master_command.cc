@@ -1,8 +1,11 @@
 #include "cli/master_command.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 
 #include "cli/command_support.h"
@@ -18,6 +21,8 @@ void AddMasterCommand(CLI::App* app, int* exit_code) {
   m->add_option("--job_dir", options->job_dir)->required();
   m->add_option("--port", options->port);
   m->add_option("--host", options->host, "Address to bind and advertise");
+  m->add_option("--fork_server_fd", options->fork_server_fd,
+                "A socket to the client's spare fork server (cluster/fork_server.h)");
   m->callback([options, exit_code] {
     spdlog::set_pattern("[master] %v");
     static std::atomic<bool> stop{false};
@@ -27,6 +32,14 @@ void AddMasterCommand(CLI::App* app, int* exit_code) {
       return;
     }
     options->environment = ReadEnvironment();
+    // The spare's socket is this process's alone: none of its children
+    // inherits it.
+    if (options->fork_server_fd >= 0 &&
+        ::fcntl(options->fork_server_fd, F_SETFD, FD_CLOEXEC) != 0) {
+      spdlog::warn("--fork_server_fd={}: {}; the fork server is started instead",
+                   options->fork_server_fd, std::strerror(errno));
+      options->fork_server_fd = -1;
+    }
     *exit_code = ReportRoleError(master::RunMaster(*options, &stop));
   });
 }

@@ -61,12 +61,18 @@ int main(int argc, char** argv) {
   // A local job's parameter servers and workers are forked from here, with
   // LibTorch loaded once (cluster/fork_server.h); nothing may start a thread
   // before.
+  auto child_main = [](int child_argc, char** child_argv) {
+    const int code = TorchMain(child_argc, child_argv);
+    spdlog::shutdown();  // flushes the loggers: the child exits without destructors
+    return code;
+  };
   if (argc > 1 && std::strcmp(argv[1], "fork-server") == 0) {
-    return elasticdl::cluster::ServeForks(argc, argv, [](int child_argc, char** child_argv) {
-      const int code = TorchMain(child_argc, child_argv);
-      spdlog::shutdown();  // flushes the loggers: the child exits without destructors
-      return code;
-    });
+    return elasticdl::cluster::ServeForks(argc, argv, child_main);
+  }
+  // A local job's client has its master fork them from a spare forked from
+  // here, where LibTorch is loaded already.
+  if (elasticdl::cli::StartsLocalJob(argc, argv)) {
+    elasticdl::cluster::StartSpareForkServer(argc, argv, child_main);
   }
   return TorchMain(argc, argv);
 }

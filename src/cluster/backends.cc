@@ -55,6 +55,7 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
   if (binary.empty()) binary = ElasticdlBinary();
   if (config.kind == "local" || config.kind == "external") {
     LocalBackendOptions local;
+    local.spare_fork_server = config.fork_server_fd;
     local.binary = binary;
     local.job_dir = config.job_dir;
     local.master_address = config.master_address;
@@ -84,6 +85,7 @@ StatusOr<std::unique_ptr<ClusterBackend>> MakeBackend(const BackendConfig& confi
     return std::unique_ptr<ClusterBackend>(
         std::make_unique<ExternalBackend>(std::move(local), std::move(on_exit)));
   }
+  if (config.fork_server_fd >= 0) ::close(config.fork_server_fd);
   if (config.kind == "slurm") {
     SlurmBackendOptions slurm;
     slurm.binary = binary;

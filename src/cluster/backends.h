@@ -47,6 +47,9 @@ struct BackendConfig {
   // Where processes on this machine write (cluster/output_relay.h); -1:
   // the starter's own stdout and stderr.
   int output_fd = -1;
+  // A master's spare fork server (`elasticdl master --fork_server_fd`;
+  // owned): for a local job's processes; closed otherwise. -1: none.
+  int fork_server_fd = -1;
 };
 
 // `on_exit` runs (on a backend thread) for every process that ends.

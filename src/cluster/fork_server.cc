@@ -3,23 +3,30 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/file.h"
+#include "common/process_start.h"
 #include "common/strings.h"
+
+extern char** environ;
 
 namespace elasticdl::cluster {
 // The server's messages to the owner (named outside the anonymous namespace:
@@ -31,9 +38,19 @@ enum class Kind : int32_t {
   kFailed = 2,   // value: errno, step: where
   kNoRoom = 3,   // the command line does not fit in the server's
   kExited = 4,   // pid, value: wait(2) status
+  kAdopted = 5,  // a spare serves its owner from now on; pid: the spare's
+  kRefused = 6,  // a spare refuses its owner; value: a Refusal
 };
 
 enum class Step : int32_t { kRequest = 1, kFork = 2, kWorkingDir = 3, kEnvironment = 4 };
+
+// Why a spare refuses to serve an owner.
+enum class Refusal : int32_t {
+  kRequest = 1,       // not an adoption request
+  kProcessGroup = 2,  // cannot join the owner's process group
+  kProgram = 3,       // the owner starts another program
+  kEnvironment = 4,   // the owner's children have another environment
+};
 
 // The server's messages, fixed size.
 struct Message {
@@ -49,11 +66,18 @@ namespace {
 
 using fork_protocol::Kind;
 using fork_protocol::Message;
+using fork_protocol::Refusal;
 using fork_protocol::Step;
 
 // Requests travel as one SOCK_SEQPACKET message: NUL-terminated strings
 // (argv and environment strings cannot hold a NUL) after a version.
 constexpr std::string_view kProtocol = "edl-fork-1";
+// An owner's first message to a spare: this, the program its children run,
+// its process group, then its children's environment; with its children's
+// stdout and stderr (SCM_RIGHTS).
+constexpr std::string_view kAdoptProtocol = "edl-fork-adopt-1";
+// How long an owner waits for a spare's answer to its adoption request.
+constexpr auto kAdoptTimeout = std::chrono::seconds(10);
 constexpr size_t kMaxRequest = 1 << 20;
 // Bytes of the server's argv reserved for its children's command lines.
 constexpr size_t kRoom = 512;
@@ -82,14 +106,22 @@ std::string EncodeRequest(const ProcessSpec& spec) {
   return out;
 }
 
-std::optional<Request> DecodeRequest(std::string_view bytes) {
+// NUL-terminated fields; nullopt if the last is unterminated.
+std::optional<std::vector<std::string_view>> SplitFields(std::string_view bytes) {
   std::vector<std::string_view> fields;
   while (!bytes.empty()) {
     const size_t end = bytes.find('\0');
-    if (end == std::string_view::npos) return std::nullopt;  // unterminated
+    if (end == std::string_view::npos) return std::nullopt;
     fields.push_back(bytes.substr(0, end));
     bytes.remove_prefix(end + 1);
   }
+  return fields;
+}
+
+std::optional<Request> DecodeRequest(std::string_view bytes) {
+  std::optional<std::vector<std::string_view>> split = SplitFields(bytes);
+  if (!split.has_value()) return std::nullopt;
+  const std::vector<std::string_view>& fields = *split;
   if (fields.size() < 3 || fields[0] != kProtocol) return std::nullopt;
   size_t argc = 0;
   for (char c : fields[2]) {
@@ -228,8 +260,8 @@ struct ForkServer::Reply {
   fork_protocol::Message message;
 };
 
-ForkServer::ForkServer(ProcessSpec server, LogSink* sink)
-    : server_spec_(std::move(server)), sink_(sink) {}
+ForkServer::ForkServer(ProcessSpec server, LogSink* sink, int spare_socket)
+    : server_spec_(std::move(server)), sink_(sink), spare_socket_(spare_socket) {}
 
 ForkServer::~ForkServer() {
   {
@@ -239,6 +271,7 @@ ForkServer::~ForkServer() {
   }
   if (reader_.joinable()) reader_.join();
   if (socket_ >= 0) ::close(socket_);
+  if (spare_socket_ >= 0) ::close(spare_socket_);
   // It exits at the end of its socket; killed if it does not.
   if (server_ != nullptr) server_->WaitFor(std::chrono::seconds(1));
 }
@@ -247,7 +280,7 @@ bool ForkServer::Serves(const ProcessSpec& spec) const {
   const bool direct_output = spec.inherit_output || spec.output_fd >= 0;
   return direct_output && spec.inherit_output == server_spec_.inherit_output &&
          spec.output_fd == server_spec_.output_fd && spec.die_with_parent_signal == 0 &&
-         !spec.new_process_group && spec.stdin_fd < 0 && !spec.argv.empty() &&
+         !spec.new_process_group && spec.stdin_fd < 0 && spec.pass_fd < 0 && !spec.argv.empty() &&
          !server_spec_.argv.empty() && spec.argv[0] == server_spec_.argv[0] &&
          spec.env == server_spec_.env;
 }
@@ -258,6 +291,16 @@ Status ForkServer::StartServerLocked() {
   }
   started_ = true;
   dead_ = true;  // until it runs
+  if (spare_socket_ >= 0) {
+    const int spare = std::exchange(spare_socket_, -1);
+    const Status adopted = AdoptSpareLocked(spare);
+    if (adopted.ok()) return absl::OkStatus();
+    ::close(spare);
+    if (sink_ != nullptr) {
+      sink_->Line(server_spec_.label,
+                  StrCat("the client's spare server ", adopted.message(), "; starting one"));
+    }
+  }
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     return absl::UnavailableError(StrCat("fork server: socketpair: ", std::strerror(errno)));
@@ -280,6 +323,87 @@ Status ForkServer::StartServerLocked() {
   socket_ = fds[0];
   dead_ = false;
   reader_ = std::thread([this, socket = socket_] { ReadReplies(socket); });
+  return absl::OkStatus();
+}
+
+Status ForkServer::AdoptSpareLocked(int socket) {
+  // Where the children write: the spare writes there too from now on.
+  int output[2] = {server_spec_.output_fd, server_spec_.output_fd};
+  if (server_spec_.output_fd < 0) {
+    if (!server_spec_.inherit_output) return absl::UnavailableError("cannot write to pipes");
+    output[0] = STDOUT_FILENO;
+    output[1] = STDERR_FILENO;
+  }
+  if (server_spec_.argv.empty() || server_spec_.argv[0].empty() || server_spec_.argv[0][0] != '/') {
+    return absl::UnavailableError("is given no program path");
+  }
+  std::string request;
+  auto add = [&request](std::string_view s) {
+    request.append(s);
+    request.push_back('\0');
+  };
+  add(kAdoptProtocol);
+  add(server_spec_.argv[0]);
+  add(std::to_string(::getpgrp()));
+  for (const std::string& var : ChildEnvironment(server_spec_)) add(var);
+  if (request.size() > kMaxRequest)
+    return absl::UnavailableError("cannot take an environment this large");
+  iovec io{request.data(), request.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof output)] = {};
+  msghdr header{};
+  header.msg_iov = &io;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  cmsghdr* rights = CMSG_FIRSTHDR(&header);
+  rights->cmsg_level = SOL_SOCKET;
+  rights->cmsg_type = SCM_RIGHTS;
+  rights->cmsg_len = CMSG_LEN(sizeof output);
+  std::memcpy(CMSG_DATA(rights), output, sizeof output);
+  ssize_t sent;
+  do {
+    sent = ::sendmsg(socket, &header, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != static_cast<ssize_t>(request.size())) {
+    return absl::UnavailableError(StrCat("is gone (", std::strerror(errno), ")"));
+  }
+  pollfd ready{socket, POLLIN, 0};
+  const int timeout_ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(kAdoptTimeout).count());
+  int polled;
+  do {
+    polled = ::poll(&ready, 1, timeout_ms);
+  } while (polled < 0 && errno == EINTR);
+  Message answer{Kind::kFailed, 0, 0, Step::kRequest};
+  if (polled <= 0 || ::recv(socket, &answer, sizeof answer, 0) != sizeof answer) {
+    return absl::UnavailableError("did not answer");
+  }
+  if (answer.kind == Kind::kRefused) {
+    switch (static_cast<Refusal>(answer.value)) {
+      case Refusal::kProcessGroup:
+        return absl::UnavailableError("cannot join this process group");
+      case Refusal::kProgram:
+        return absl::UnavailableError(StrCat("is not ", server_spec_.argv[0]));
+      case Refusal::kEnvironment:
+        return absl::UnavailableError(
+            "was started in another environment than the one the job's processes get");
+      case Refusal::kRequest:
+        break;
+    }
+    return absl::UnavailableError("refused the request");
+  }
+  if (answer.kind != Kind::kAdopted || answer.pid <= 0) {
+    return absl::UnavailableError("answered out of turn");
+  }
+  // Not our child: watched, and signalled if it hangs, through a pidfd.
+  if (StatusOr<uint64_t> start = ProcessStartTime(answer.pid); start.ok()) {
+    StatusOr<std::unique_ptr<Process>> spare =
+        Process::Adopt(server_spec_.label, answer.pid, *start);
+    if (spare.ok()) server_ = *std::move(spare);
+  }
+  socket_ = socket;
+  dead_ = false;
+  reader_ = std::thread([this, socket] { ReadReplies(socket); });
   return absl::OkStatus();
 }
 
@@ -309,7 +433,7 @@ StatusOr<pid_t> ForkServer::Fork(const ProcessSpec& spec) {
   if (!changed_.wait_for(lock, kReplyTimeout, [&] { return reply.has_value() || dead_; })) {
     dead_ = true;
     ::shutdown(socket_, SHUT_RDWR);
-    server_->Signal(SIGKILL).IgnoreError();
+    if (server_ != nullptr) server_->Signal(SIGKILL).IgnoreError();
     return absl::UnavailableError("the fork server did not answer");
   }
   if (!reply.has_value()) return absl::UnavailableError("the fork server exited");
@@ -325,6 +449,8 @@ StatusOr<pid_t> ForkServer::Fork(const ProcessSpec& spec) {
       }
       return absl::UnavailableError(StrCat("fork server: ", std::strerror(m.value)));
     case Kind::kExited:
+    case Kind::kAdopted:
+    case Kind::kRefused:
       break;
   }
   return absl::UnavailableError("fork server: unexpected answer");
@@ -363,30 +489,11 @@ void ForkServer::ReadReplies(int socket) {
   }
 }
 
-int ServeForks(int argc, char** argv, const std::function<int(int, char**)>& main) {
-  if (ThreadCount() != 1) {
-    std::fprintf(stderr,
-                 "fork-server: this process runs threads already; a fork would lack them\n");
-    return 1;
-  }
-  int type = 0;
-  socklen_t length = sizeof type;
-  if (::getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &type, &length) != 0 ||
-      type != SOCK_SEQPACKET) {
-    std::fprintf(stderr, "fork-server: stdin must be a SOCK_SEQPACKET socket to the owner\n");
-    return 2;
-  }
-  const int socket = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (socket < 0 || null < 0 || ::dup2(null, STDIN_FILENO) != STDIN_FILENO) {
-    std::perror("fork-server: stdin");
-    return 1;
-  }
-  ::close(null);
-  // ps shows the server's own arguments, without the room (the last one).
-  const CommandLineArea area(argc, argv);
-  area.Write(std::vector<std::string>(argv, argv + std::max(argc - 1, 1)));
+namespace {
 
+// Serves requests on `socket` until the owner closes it; returns the exit
+// code. SIGCHLD is blocked here and read through a signalfd.
+int Serve(int socket, const CommandLineArea& area, const std::function<int(int, char**)>& main) {
   sigset_t child;
   sigemptyset(&child);
   sigaddset(&child, SIGCHLD);
@@ -425,6 +532,191 @@ int ServeForks(int argc, char** argv, const std::function<int(int, char**)>& mai
     }
     Send(socket, ForkChild(*request, area, socket, signal_fd, main));
   }
+}
+
+// Makes stdin /dev/null; false (with a message) if it cannot.
+bool StdinFromDevNull() {
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null < 0 || ::dup2(null, STDIN_FILENO) != STDIN_FILENO) {
+    std::perror("fork-server: stdin");
+    return false;
+  }
+  ::close(null);
+  return true;
+}
+
+// Our variables (ELASTICDL_*) are read after main() starts, never as a
+// library loads: a spare's may differ from its owner children's.
+bool ReadAtLoad(std::string_view var) { return var.rfind("ELASTICDL_", 0) != 0; }
+
+// `env` without what is not ReadAtLoad, sorted.
+std::vector<std::string_view> LoadTimeEnvironment(std::vector<std::string_view> env) {
+  env.erase(
+      std::remove_if(env.begin(), env.end(), [](std::string_view v) { return !ReadAtLoad(v); }),
+      env.end());
+  std::sort(env.begin(), env.end());
+  return env;
+}
+
+// Whether this process runs `program`: that file, or the elasticdl-torch it
+// execs (common/file.h).
+bool RunsProgram(const std::string& program) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return false;
+  const fs::path wanted = fs::weakly_canonical(program, ec);
+  if (ec) return false;
+  if (self == wanted) return true;
+  return wanted.filename() == kElasticdlBinaryName &&
+         self == wanted.parent_path() / kElasticdlTorchBinaryName;
+}
+
+// The spare's side of an adoption request on `socket`: kAdopted (its
+// output now the owner's, in the owner's process group) or kRefused.
+// nullopt if the socket closed first.
+std::optional<Message> TakeOwner(int socket) {
+  std::vector<char> buffer(kMaxRequest);
+  iovec io{buffer.data(), buffer.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
+  msghdr header{};
+  header.msg_iov = &io;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(socket, &header, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return std::nullopt;
+  std::vector<int> fds;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      fds.push_back(fd);
+    }
+  }
+  auto refuse = [&fds](Refusal why) {
+    for (int fd : fds) ::close(fd);
+    return Message{Kind::kRefused, 0, static_cast<int32_t>(why), Step::kRequest};
+  };
+  std::optional<std::vector<std::string_view>> fields =
+      SplitFields(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  if (!fields.has_value() || fields->size() < 3 || (*fields)[0] != kAdoptProtocol ||
+      fds.size() != 2 || (header.msg_flags & MSG_CTRUNC) != 0) {
+    return refuse(Refusal::kRequest);
+  }
+  pid_t group = 0;
+  for (char c : (*fields)[2]) {
+    if (c < '0' || c > '9' || group > 1 << 24) return refuse(Refusal::kRequest);
+    group = group * 10 + (c - '0');
+  }
+  // First, so that the owner's side reaps this process whatever follows.
+  if (group <= 0 || ::setpgid(0, group) != 0) return refuse(Refusal::kProcessGroup);
+  if (!RunsProgram(std::string((*fields)[1]))) return refuse(Refusal::kProgram);
+  std::vector<std::string_view> ours;
+  for (char** var = environ; *var != nullptr; ++var) ours.emplace_back(*var);
+  if (LoadTimeEnvironment(std::move(ours)) !=
+      LoadTimeEnvironment({fields->begin() + 3, fields->end()})) {
+    return refuse(Refusal::kEnvironment);
+  }
+  std::fflush(nullptr);
+  if (::dup2(fds[0], STDOUT_FILENO) != STDOUT_FILENO ||
+      ::dup2(fds[1], STDERR_FILENO) != STDERR_FILENO) {
+    return refuse(Refusal::kRequest);
+  }
+  for (int fd : fds) ::close(fd);
+  return Message{Kind::kAdopted, static_cast<int32_t>(::getpid()), 0, Step::kRequest};
+}
+
+// The spare: waits for its owner, then serves it. Returns the exit code.
+int RunSpare(int socket, int argc, char** argv, pid_t parent,
+             const std::function<int(int, char**)>& main) {
+  // Dies with the process that forked it (its main thread), as an exec'ed
+  // server dies with its owner.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent || !StdinFromDevNull()) return 0;
+  const CommandLineArea area(argc, argv);
+  area.Write({argv[0], "fork-server"});
+  std::optional<Message> answer = TakeOwner(socket);
+  if (!answer.has_value()) return 0;
+  Send(socket, *answer);
+  if (answer->kind != Kind::kAdopted) return 0;
+  return Serve(socket, area, main);
+}
+
+struct SpareSocket {
+  std::mutex mu;
+  int socket = -1;
+};
+
+SpareSocket& Spare() {
+  static SpareSocket* spare = new SpareSocket();
+  return *spare;
+}
+
+}  // namespace
+
+int ServeForks(int argc, char** argv, const std::function<int(int, char**)>& main) {
+  if (ThreadCount() != 1) {
+    std::fprintf(stderr,
+                 "fork-server: this process runs threads already; a fork would lack them\n");
+    return 1;
+  }
+  int type = 0;
+  socklen_t length = sizeof type;
+  if (::getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &type, &length) != 0 ||
+      type != SOCK_SEQPACKET) {
+    std::fprintf(stderr, "fork-server: stdin must be a SOCK_SEQPACKET socket to the owner\n");
+    return 2;
+  }
+  const int socket = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (socket < 0) {
+    std::perror("fork-server: stdin");
+    return 1;
+  }
+  if (!StdinFromDevNull()) return 1;
+  // ps shows the server's own arguments, without the room (the last one).
+  const CommandLineArea area(argc, argv);
+  area.Write(std::vector<std::string>(argv, argv + std::max(argc - 1, 1)));
+  return Serve(socket, area, main);
+}
+
+void StartSpareForkServer(int argc, char** argv, const std::function<int(int, char**)>& main) {
+  if (argc < 1 || ThreadCount() != 1) return;
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) return;
+  const pid_t parent = ::getpid();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const int code = RunSpare(fds[1], argc, argv, parent, main);
+    // Not this process's static destructors and exit handlers to run (they
+    // are the one's it was forked from).
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    return;
+  }
+  SpareSocket& spare = Spare();
+  std::lock_guard<std::mutex> lock(spare.mu);
+  if (spare.socket >= 0) ::close(spare.socket);
+  spare.socket = fds[0];
+}
+
+int TakeSpareForkServer() {
+  SpareSocket& spare = Spare();
+  std::lock_guard<std::mutex> lock(spare.mu);
+  return std::exchange(spare.socket, -1);
 }
 
 }  // namespace elasticdl::cluster

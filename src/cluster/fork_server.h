@@ -20,6 +20,13 @@
 // differs from the server's (libraries read some variables when they load,
 // e.g. libgomp's OMP_*). If the server cannot start or dies, later starts
 // exec too.
+//
+// A job's client has loaded LibTorch already: it forks a spare server from
+// itself at the start of main() (StartSpareForkServer), which its first
+// master adopts in place of exec'ing one, after the spare has checked that
+// it is the program and has the environment the master's children need.
+// The spare then writes where the master's children write and joins the
+// master's process group, as an exec'ed server would be.
 #ifndef ELASTICDL_CLUSTER_FORK_SERVER_H_
 #define ELASTICDL_CLUSTER_FORK_SERVER_H_
 
@@ -50,7 +57,12 @@ class ForkServer {
   // stdin is set to the socket; its die_with_parent_signal is tied to the
   // thread that calls the first Fork(). `sink` receives the server's output
   // when the spec sends it through pipes, and must outlive this object.
-  ForkServer(ProcessSpec server, LogSink* sink);
+  //
+  // `spare_socket` >= 0 (owned): a spare server's socket (see
+  // StartSpareForkServer), adopted at the first Fork() if the spare takes
+  // this server's program, environment, output and process group; else
+  // closed, and the server exec'ed.
+  ForkServer(ProcessSpec server, LogSink* sink, int spare_socket = -1);
   // Closes the socket: the server exits. Children it forked keep running.
   ~ForkServer();
   ForkServer(const ForkServer&) = delete;
@@ -80,6 +92,8 @@ class ForkServer {
 
   // Starts the server unless it runs (or could not be started). Holds mu_.
   Status StartServerLocked();
+  // Has the spare on `socket` serve as this server. Holds mu_.
+  Status AdoptSpareLocked(int socket);
   // Reads the server's replies and exit reports until the socket closes.
   void ReadReplies(int socket);
 
@@ -92,6 +106,7 @@ class ForkServer {
   bool started_ = false;  // tried to start the server
   bool dead_ = false;     // the server is not (or no longer) usable
   int socket_ = -1;
+  int spare_socket_ = -1;  // not adopted yet
   std::unique_ptr<Process> server_;
   std::optional<Reply>* pending_ = nullptr;  // the reply Fork() waits for
   std::map<pid_t, int> exits_;               // wait(2) statuses reported, not yet taken
@@ -107,6 +122,19 @@ class ForkServer {
 // not have started any thread: the children would lack them (and ServeForks
 // refuses to serve in a process with more than one thread).
 int ServeForks(int argc, char** argv, const std::function<int(int, char**)>& main);
+
+// Forks a spare server from this process, to be taken by TakeSpareForkServer()
+// and handed to the owner of a ForkServer (a job's master). Call from main()
+// before anything starts a thread, with main()'s argc and argv: the spare
+// serves `main` as ServeForks does, and its children's command lines must
+// fit in the bytes of this process's (else they are exec'ed). It dies with
+// this process's main thread, and exits when its socket closes unadopted.
+// Does nothing where this process runs threads or fork fails.
+void StartSpareForkServer(int argc, char** argv, const std::function<int(int, char**)>& main);
+
+// The spare's socket (owned by the caller, close-on-exec), once; -1 when
+// there is none or it was taken.
+int TakeSpareForkServer();
 
 }  // namespace elasticdl::cluster
 

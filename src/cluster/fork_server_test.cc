@@ -159,5 +159,43 @@ TEST_F(ForkServerTest, ChildrenOutliveTheServer) {
   EXPECT_EQ((*child)->Wait().signal, SIGTERM);
 }
 
+// `fork_server_test_program spare-owner`: a process that forks a spare server
+// as it starts and has a ForkServer adopt it (as a job's client and master
+// do); its stdout.
+std::string RunSpareOwner(const std::string& output, const std::string& var = "") {
+  std::string command = std::string(FORK_SERVER_TEST_PROGRAM) + " spare-owner " + output;
+  if (!var.empty()) command += " " + var;
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  out += "status=" + std::to_string(::pclose(pipe));
+  return out;
+}
+
+TEST_F(ForkServerTest, AdoptedSpareForksTheOwnersChildren) {
+  const std::string out = RunSpareOwner(dir_.File("out"));
+  EXPECT_THAT(out, HasSubstr("exit=exit code 7\n"));
+  EXPECT_THAT(out, HasSubstr("status=0"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("spare server"))) << "not adopted";
+  const std::string owner = out.substr(out.find("owner=") + 6,
+                                       out.find('\n', out.find("owner=")) - out.find("owner=") - 6);
+  const std::string child = Output();
+  // Forked by the spare, which joined the owner's process group and writes
+  // where the owner's children write.
+  EXPECT_THAT(child, HasSubstr("pgid=" + owner + "\n"));
+  EXPECT_THAT(child, ::testing::Not(HasSubstr("ppid=" + owner + "\n")));
+  EXPECT_THAT(child, HasSubstr(std::string("cmdline=") + FORK_SERVER_TEST_PROGRAM + "|report|7|"));
+}
+
+TEST_F(ForkServerTest, SpareOfAnotherEnvironmentIsRefusedAndAServerExeced) {
+  // A variable the owner's children get that the spare did not load with.
+  const std::string out = RunSpareOwner(dir_.File("out"), "EDL_FORK_TEST=for-the-children");
+  EXPECT_THAT(out, HasSubstr("the client's spare server was started in another environment"));
+  EXPECT_THAT(out, HasSubstr("exit=exit code 7\n"));
+  EXPECT_THAT(Output(), HasSubstr("var=for-the-children\n"));
+}
+
 }  // namespace
 }  // namespace elasticdl::cluster

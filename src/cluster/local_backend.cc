@@ -44,7 +44,10 @@ LocalBackend::LocalBackend(LocalBackendOptions options, ExitCallback on_exit)
                    "--master=" + options_.master_address};
     server.env = options_.env;
     SetOutput(&server);
-    fork_server_ = std::make_shared<ForkServer>(std::move(server), &sink_);
+    fork_server_ =
+        std::make_shared<ForkServer>(std::move(server), &sink_, options_.spare_fork_server);
+  } else if (options_.spare_fork_server >= 0) {
+    ::close(options_.spare_fork_server);
   }
 }
 
@@ -120,9 +123,19 @@ StatusOr<ProcessHandle> LocalBackend::StartMaster() {
   } else {
     spec.inherit_output = true;
   }
+  // The first master forks its parameter servers and workers from this
+  // process's spare fork server (a job's client has one): no exec of
+  // elasticdl-torch for its own. A master started again execs one.
+  const int spare = options_.fork_server ? TakeSpareForkServer() : -1;
+  if (spare >= 0) {
+    spec.pass_fd = spare;
+    spec.argv.push_back(StrCat("--fork_server_fd=", spare));
+  }
   // The group's id even when the master has ended already: what it left
   // behind is still ours to reap.
-  EDL_ASSIGN_OR_RETURN(pid_t pid, group_.Start(spec));
+  StatusOr<pid_t> started = group_.Start(spec);
+  if (spare >= 0) ::close(spare);
+  EDL_ASSIGN_OR_RETURN(pid_t pid, std::move(started));
   {
     std::lock_guard<std::mutex> lock(mu_);
     master_groups_.push_back(pid);

@@ -43,6 +43,9 @@ struct LocalBackendOptions {
   // cluster/fork_server.h) that loaded elasticdl-torch's libraries once,
   // rather than each exec'ing elasticdl-torch; false: each is exec'ed.
   bool fork_server = true;
+  // A spare fork server's socket (owned; see StartSpareForkServer in
+  // cluster/fork_server.h) for the fork server to adopt; -1: none.
+  int spare_fork_server = -1;
   // > 0: the CPUs this process may run on, in order, are cut into slots of
   // this many, and each worker started takes a free slot: every thread of
   // it runs on those CPUs only (`elasticdl worker --cpus`). A worker

@@ -108,6 +108,7 @@ struct ChildPlan {
   int die_with_parent_signal;
   pid_t parent;
   int stdin_fd, stdout_fd, stderr_fd;
+  int pass_fd;   // >= 3: kept open across the exec
   int error_fd;  // close-on-exec; gets a ChildError if setup or exec fails
 };
 
@@ -153,6 +154,7 @@ bool InstallFd(int fd, int target) {
   // Descriptors another thread opened without O_CLOEXEC must not leak into
   // the child (older kernels lack the flag; ours are close-on-exec anyway).
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (plan.pass_fd >= 3 && ::fcntl(plan.pass_fd, F_SETFD, 0) != 0) fail(ChildStep::kStdio);
   if (plan.working_dir != nullptr && ::chdir(plan.working_dir) != 0) fail(ChildStep::kWorkingDir);
   sigset_t none;
   sigemptyset(&none);
@@ -212,6 +214,9 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
     return absl::InvalidArgumentError(
         StrCat(context, ": bad die_with_parent_signal ", spec.die_with_parent_signal));
   }
+  if (spec.pass_fd >= 0 && spec.pass_fd < 3) {
+    return absl::InvalidArgumentError(StrCat(context, ": pass_fd ", spec.pass_fd, " is stdio"));
+  }
   if (spec.fork_server != nullptr && spec.fork_server->Serves(spec)) {
     StatusOr<pid_t> forked = spec.fork_server->Fork(spec);
     if (forked.ok()) {
@@ -259,6 +264,7 @@ StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessSpec& spec, LogSi
                  own_pipes             ? stderr_write.get()
                  : spec.output_fd >= 0 ? spec.output_fd
                                        : STDERR_FILENO,
+                 spec.pass_fd,
                  error_write.get()};
   // No signal handler of ours may run in the child before exec.
   sigset_t all, old;

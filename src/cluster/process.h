@@ -77,6 +77,9 @@ struct ProcessSpec {
   // When >= 0, the child's stdin is this descriptor (not owned) instead of
   // /dev/null.
   int stdin_fd = -1;
+  // When >= 3, a descriptor (not owned) the exec'ed child keeps, under the
+  // same number (see StartSpareForkServer in cluster/fork_server.h).
+  int pass_fd = -1;
   // When set and the server serves this spec (ForkServer::Serves), the
   // child is forked by it instead of exec'ed here: the same program, without
   // loading its libraries again. Falls back to exec when the server cannot.

@@ -123,6 +123,7 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   backend.num_workers = spec.workers().num_workers();
   backend.bind_workers = !spec.cluster().unbound_workers();
   backend.environment = options.environment;
+  backend.fork_server_fd = options.fork_server_fd;
 
   config.observer.job_dir = options.job_dir;
   config.observer.job_name = spec.job_name();

@@ -36,6 +36,9 @@ struct MasterOptions {
   // The environment the master was started in (where the Kubernetes API
   // is, the dashboard's web files, ...).
   Environment environment;
+  // The client's spare fork server (`--fork_server_fd`, owned), for the
+  // local backend; -1: none.
+  int fork_server_fd = -1;
 };
 
 struct MasterConfig {

@@ -89,6 +89,12 @@ def final_worker_seconds(job_dir):
     return {k: float(v) for k, v in re.findall(r"(\w+): ([0-9.e+-]+)", block.group(1))}
 
 
+def parent_pid(pid):
+    """The parent of process pid (/proc/PID/stat's fourth field)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
 def job_processes(job_dir):
     """{pid: argv} of the live processes whose command line names job_dir.
 
@@ -761,6 +767,13 @@ class JobTest(JobTestCase):
         pid = min(workers)
         worker_id = argv_flag(workers[pid], "worker_id")
         self.assertIsNotNone(worker_id, workers[pid])
+        # Forked by the client's spare fork server, in the master's process
+        # group: no elasticdl-torch exec'ed for the job's processes.
+        server = parent_pid(pid)
+        with open(f"/proc/{server}/cmdline", "rb") as f:
+            self.assertEqual(f.read().split(b"\0")[1], b"fork-server", job.describe())
+        self.assertEqual(parent_pid(server), job.proc.pid, job.describe())
+        self.assertEqual(os.getpgid(server), os.getpgid(pid), job.describe())
         os.kill(pid, signal.SIGKILL)
         if bound:
             # The replacement, once it runs, holds the killed worker's cores.

@@ -144,6 +144,7 @@ void AddMnist(CLI::App* data, int* exit_code) {
                   "Directory with the four *-idx*-ubyte.gz files")
       ->capture_default_str();
   cmd->add_option("--limit", flags->options.limit, "Only the first N images of each split (0: all)")
+      ->check(NonNegativeInteger())
       ->capture_default_str();
   AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
   cmd->callback([flags, exit_code] {
@@ -178,6 +179,7 @@ void AddCifar10(CLI::App* data, int* exit_code) {
                   "Directory with data_batch_1.bin ... data_batch_5.bin and test_batch.bin")
       ->required();
   cmd->add_option("--limit", flags->options.limit, "Only the first N images of each split (0: all)")
+      ->check(NonNegativeInteger())
       ->capture_default_str();
   AddWriterFlags(cmd, &flags->writer, /*with_format=*/true);
   cmd->callback([flags, exit_code] {
@@ -290,8 +292,10 @@ void AddInspect(CLI::App* data, int* exit_code) {
       ->required();
   cmd->add_option("--format", flags->format, "recordio or tfrecord (default: from the extension)");
   cmd->add_option("-n,--records", flags->options.num_records, "How many records to show")
+      ->check(NonNegativeInteger())
       ->capture_default_str();
   cmd->add_option("--max_values", flags->options.max_values, "Values shown per feature")
+      ->check(NonNegativeInteger())
       ->capture_default_str();
   cmd->callback([flags, exit_code] {
     *exit_code = [&]() -> int {

@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <string_view>
 #include <utility>
@@ -50,6 +52,7 @@ enum class Refusal : int32_t {
   kProcessGroup = 2,  // cannot join the owner's process group
   kProgram = 3,       // the owner starts another program
   kEnvironment = 4,   // the owner's children have another environment
+  kNoRoom = 5,        // its command line is too short to hold the children's
 };
 
 // The server's messages, fixed size.
@@ -73,8 +76,8 @@ using fork_protocol::Step;
 // (argv and environment strings cannot hold a NUL) after a version.
 constexpr std::string_view kProtocol = "edl-fork-1";
 // An owner's first message to a spare: this, the program its children run,
-// its process group, then its children's environment; with its children's
-// stdout and stderr (SCM_RIGHTS).
+// its process group, the bytes of command line its children need, then their
+// environment; with their stdout and stderr (SCM_RIGHTS).
 constexpr std::string_view kAdoptProtocol = "edl-fork-adopt-1";
 // How long an owner waits for a spare's answer to its adoption request.
 constexpr auto kAdoptTimeout = std::chrono::seconds(10);
@@ -147,10 +150,15 @@ class CommandLineArea {
     size_ = static_cast<size_t>(end - begin_);
   }
 
-  bool Fits(const std::vector<std::string>& argv) const {
+  bool Fits(const std::vector<std::string>& argv) const { return Bytes(argv) <= size_; }
+
+  size_t size() const { return size_; }
+
+  // The bytes `argv` takes here.
+  static size_t Bytes(const std::vector<std::string>& argv) {
     size_t need = 0;
     for (const std::string& arg : argv) need += arg.size() + 1;
-    return need <= size_;
+    return need;
   }
 
   // Requires Fits(argv).
@@ -345,6 +353,10 @@ Status ForkServer::AdoptSpareLocked(int socket) {
   add(kAdoptProtocol);
   add(server_spec_.argv[0]);
   add(std::to_string(::getpgrp()));
+  // Its children's command lines are its own with a role's flags (ids, an
+  // address, CPUs) in place of "fork-server": a spare whose own is shorter
+  // than that would leave them to be exec'ed one by one.
+  add(std::to_string(CommandLineArea::Bytes(server_spec_.argv) + kRoom / 4));
   for (const std::string& var : ChildEnvironment(server_spec_)) add(var);
   if (request.size() > kMaxRequest)
     return absl::UnavailableError("cannot take an environment this large");
@@ -387,6 +399,9 @@ Status ForkServer::AdoptSpareLocked(int socket) {
       case Refusal::kEnvironment:
         return absl::UnavailableError(
             "was started in another environment than the one the job's processes get");
+      case Refusal::kNoRoom:
+        return absl::UnavailableError(
+            "has too short a command line to write the job's processes' over");
       case Refusal::kRequest:
         break;
     }
@@ -568,14 +583,28 @@ bool RunsProgram(const std::string& program) {
   const fs::path wanted = fs::weakly_canonical(program, ec);
   if (ec) return false;
   if (self == wanted) return true;
-  return wanted.filename() == kElasticdlBinaryName &&
-         self == wanted.parent_path() / kElasticdlTorchBinaryName;
+  if (wanted.filename() != kElasticdlBinaryName) return false;
+  const fs::path torch = fs::weakly_canonical(wanted.parent_path() / kElasticdlTorchBinaryName, ec);
+  return !ec && self == torch;
+}
+
+// A decimal field; nullopt unless it is one, up to `most`.
+std::optional<int64_t> Number(std::string_view field, int64_t most) {
+  int64_t value = 0;
+  for (char c : field) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+    if (value > most) return std::nullopt;
+  }
+  if (field.empty()) return std::nullopt;
+  return value;
 }
 
 // The spare's side of an adoption request on `socket`: kAdopted (its
 // output now the owner's, in the owner's process group) or kRefused.
-// nullopt if the socket closed first.
-std::optional<Message> TakeOwner(int socket) {
+// nullopt if the socket closed first. `area` is where its children's
+// command lines go.
+std::optional<Message> TakeOwner(int socket, const CommandLineArea& area) {
   std::vector<char> buffer(kMaxRequest);
   iovec io{buffer.data(), buffer.size()};
   alignas(cmsghdr) char control[CMSG_SPACE(2 * sizeof(int))];
@@ -605,22 +634,21 @@ std::optional<Message> TakeOwner(int socket) {
   };
   std::optional<std::vector<std::string_view>> fields =
       SplitFields(std::string_view(buffer.data(), static_cast<size_t>(n)));
-  if (!fields.has_value() || fields->size() < 3 || (*fields)[0] != kAdoptProtocol ||
-      fds.size() != 2 || (header.msg_flags & MSG_CTRUNC) != 0) {
+  if (!fields.has_value() || fields->size() < 4 || (*fields)[0] != kAdoptProtocol ||
+      fds.size() != 2 || (header.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) {
     return refuse(Refusal::kRequest);
   }
-  pid_t group = 0;
-  for (char c : (*fields)[2]) {
-    if (c < '0' || c > '9' || group > 1 << 24) return refuse(Refusal::kRequest);
-    group = group * 10 + (c - '0');
-  }
+  const std::optional<int64_t> group = Number((*fields)[2], std::numeric_limits<pid_t>::max());
+  const std::optional<int64_t> room = Number((*fields)[3], kMaxRequest);
+  if (!group.has_value() || *group == 0 || !room.has_value()) return refuse(Refusal::kRequest);
   // First, so that the owner's side reaps this process whatever follows.
-  if (group <= 0 || ::setpgid(0, group) != 0) return refuse(Refusal::kProcessGroup);
+  if (::setpgid(0, static_cast<pid_t>(*group)) != 0) return refuse(Refusal::kProcessGroup);
   if (!RunsProgram(std::string((*fields)[1]))) return refuse(Refusal::kProgram);
+  if (area.size() < static_cast<size_t>(*room)) return refuse(Refusal::kNoRoom);
   std::vector<std::string_view> ours;
   for (char** var = environ; *var != nullptr; ++var) ours.emplace_back(*var);
   if (LoadTimeEnvironment(std::move(ours)) !=
-      LoadTimeEnvironment({fields->begin() + 3, fields->end()})) {
+      LoadTimeEnvironment({fields->begin() + 4, fields->end()})) {
     return refuse(Refusal::kEnvironment);
   }
   std::fflush(nullptr);
@@ -632,6 +660,23 @@ std::optional<Message> TakeOwner(int socket) {
   return Message{Kind::kAdopted, static_cast<int32_t>(::getpid()), 0, Step::kRequest};
 }
 
+// Closes the descriptors this process inherited open across an exec (an
+// exec'ed server would have none of them: its starter's close on exec), but
+// for `keep`.
+void CloseInherited(int keep) {
+  DIR* fds = ::opendir("/proc/self/fd");
+  if (fds == nullptr) return;
+  std::vector<int> inherited;
+  while (const dirent* entry = ::readdir(fds)) {
+    const std::optional<int64_t> fd = Number(entry->d_name, std::numeric_limits<int>::max());
+    if (!fd.has_value() || *fd <= STDERR_FILENO || *fd == keep || *fd == ::dirfd(fds)) continue;
+    const int flags = ::fcntl(static_cast<int>(*fd), F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) inherited.push_back(static_cast<int>(*fd));
+  }
+  ::closedir(fds);
+  for (int fd : inherited) ::close(fd);
+}
+
 // The spare: waits for its owner, then serves it. Returns the exit code.
 int RunSpare(int socket, int argc, char** argv, pid_t parent,
              const std::function<int(int, char**)>& main) {
@@ -639,9 +684,15 @@ int RunSpare(int socket, int argc, char** argv, pid_t parent,
   // server dies with its owner.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent || !StdinFromDevNull()) return 0;
+  // Out of the terminal's foreground group (a Ctrl-C or Ctrl-Z is for the
+  // client), until it joins its owner's.
+  ::setpgid(0, 0);
+  CloseInherited(socket);
   const CommandLineArea area(argc, argv);
-  area.Write({argv[0], "fork-server"});
-  std::optional<Message> answer = TakeOwner(socket);
+  if (const std::vector<std::string> title = {argv[0], "fork-server"}; area.Fits(title)) {
+    area.Write(title);
+  }
+  std::optional<Message> answer = TakeOwner(socket, area);
   if (!answer.has_value()) return 0;
   Send(socket, *answer);
   if (answer->kind != Kind::kAdopted) return 0;
@@ -651,6 +702,7 @@ int RunSpare(int socket, int argc, char** argv, pid_t parent,
 struct SpareSocket {
   std::mutex mu;
   int socket = -1;
+  int pidfd = -1;  // the spare, until reaped
 };
 
 SpareSocket& Spare() {
@@ -711,6 +763,25 @@ void StartSpareForkServer(int argc, char** argv, const std::function<int(int, ch
   std::lock_guard<std::mutex> lock(spare.mu);
   if (spare.socket >= 0) ::close(spare.socket);
   spare.socket = fds[0];
+  spare.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+void ReapSpareForkServer(std::chrono::milliseconds wait) {
+  SpareSocket& spare = Spare();
+  std::lock_guard<std::mutex> lock(spare.mu);
+  if (spare.pidfd < 0) return;
+  pollfd exited{spare.pidfd, POLLIN, 0};
+  if (::poll(&exited, 1, static_cast<int>(wait.count())) <= 0) return;
+  // P_PIDFD (Linux 5.4), which glibc 2.36's <sys/wait.h> does not name: a
+  // pid the spare had, reaped already, may be another child's by now.
+  constexpr auto kPidfd = static_cast<idtype_t>(3);
+  siginfo_t info{};
+  if (::waitid(kPidfd, static_cast<id_t>(spare.pidfd), &info, WEXITED | WNOHANG) == 0 &&
+      info.si_pid == 0) {
+    return;
+  }
+  ::close(spare.pidfd);  // reaped here, or by the owner's side (ECHILD)
+  spare.pidfd = -1;
 }
 
 int TakeSpareForkServer() {

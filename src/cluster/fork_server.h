@@ -136,6 +136,12 @@ void StartSpareForkServer(int argc, char** argv, const std::function<int(int, ch
 // there is none or it was taken.
 int TakeSpareForkServer();
 
+// Reaps the spare once it has exited, waiting up to `wait` for that. One
+// that joined a master's process group is reaped with that group's orphans
+// (LocalBackend); one never adopted, or refused, is this process's child
+// alone to wait for.
+void ReapSpareForkServer(std::chrono::milliseconds wait);
+
 }  // namespace elasticdl::cluster
 
 #endif  // ELASTICDL_CLUSTER_FORK_SERVER_H_

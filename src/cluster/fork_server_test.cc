@@ -161,10 +161,13 @@ TEST_F(ForkServerTest, ChildrenOutliveTheServer) {
 
 // `fork_server_test_program spare-owner`: a process that forks a spare server
 // as it starts and has a ForkServer adopt it (as a job's client and master
-// do); its stdout.
-std::string RunSpareOwner(const std::string& output, const std::string& var = "") {
+// do); its stdout. Its command line is as long as a job client's usually is
+// unless `short_command_line`.
+std::string RunSpareOwner(const std::string& output, const std::string& var = "",
+                          bool short_command_line = false) {
   std::string command = std::string(FORK_SERVER_TEST_PROGRAM) + " spare-owner " + output;
   if (!var.empty()) command += " " + var;
+  if (!short_command_line) command += " --pad=" + std::string(300, 'x');
   std::string out;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return "popen failed";
@@ -195,6 +198,13 @@ TEST_F(ForkServerTest, SpareOfAnotherEnvironmentIsRefusedAndAServerExeced) {
   EXPECT_THAT(out, HasSubstr("the client's spare server was started in another environment"));
   EXPECT_THAT(out, HasSubstr("exit=exit code 7\n"));
   EXPECT_THAT(Output(), HasSubstr("var=for-the-children\n"));
+}
+
+TEST_F(ForkServerTest, SpareWithTooShortACommandLineIsRefused) {
+  // Its children's command lines are written over its own.
+  const std::string out = RunSpareOwner(dir_.File("out"), "", /*short_command_line=*/true);
+  EXPECT_THAT(out, HasSubstr("the client's spare server has too short a command line"));
+  EXPECT_THAT(out, HasSubstr("exit=exit code 7\n"));
 }
 
 }  // namespace

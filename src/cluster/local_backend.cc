@@ -66,6 +66,9 @@ LocalBackend::~LocalBackend() {
   }
   stop_reaping_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  // A job's client: the spare its first master did not take, or that
+  // outlived it.
+  ReapSpareForkServer(std::chrono::milliseconds(200));
 }
 
 std::string LocalBackend::Binary() const {

@@ -1,10 +1,11 @@
 // The program cluster/fork_server_test.cc's servers run: `fork-server` serves forks
 // (cluster/fork_server.h); `report CODE` prints what a child inherited and
-// exits with CODE; `sleep` waits for a signal; `spare-owner OUTPUT [VAR=VALUE]`
-// forks a spare server as it starts, then, as a master does, has a ForkServer
-// that adopts it start `report 7` (with VAR=VALUE in its environment, if
-// given), its output appended to OUTPUT, and prints the exit and the lines
-// the ForkServer logged.
+// exits with CODE; `sleep` waits for a signal; `spare-owner OUTPUT
+// [VAR=VALUE] [--pad=...]` forks a spare server as it starts, then, as a
+// master does, has a ForkServer that adopts it start `report 7` (with
+// VAR=VALUE in its environment, if given), its output appended to OUTPUT, and
+// prints the exit and the lines the ForkServer logged. (--pad lengthens the
+// command line the spare writes its children's over.)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -63,8 +64,9 @@ int SpareOwner(int argc, char** argv) {
   spec.argv = {self, "fork-server"};
   spec.output_fd = output;
   spec.die_with_parent_signal = 0;
-  if (argc > 3) {
-    const std::string var = argv[3];
+  for (int i = 3; i < argc; ++i) {
+    const std::string var = argv[i];
+    if (var.rfind("--pad=", 0) == 0) continue;
     spec.env = {{var.substr(0, var.find('=')), var.substr(var.find('=') + 1)}};
   }
   elasticdl::cluster::LogSink sink(stdout);

@@ -121,17 +121,27 @@ std::optional<std::vector<std::string_view>> SplitFields(std::string_view bytes)
   return fields;
 }
 
+// A decimal field; nullopt unless it is one, up to `most`.
+std::optional<int64_t> Number(std::string_view field, int64_t most) {
+  int64_t value = 0;
+  for (char c : field) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+    if (value > most) return std::nullopt;
+  }
+  if (field.empty()) return std::nullopt;
+  return value;
+}
+
 std::optional<Request> DecodeRequest(std::string_view bytes) {
   std::optional<std::vector<std::string_view>> split = SplitFields(bytes);
   if (!split.has_value()) return std::nullopt;
   const std::vector<std::string_view>& fields = *split;
   if (fields.size() < 3 || fields[0] != kProtocol) return std::nullopt;
-  size_t argc = 0;
-  for (char c : fields[2]) {
-    if (c < '0' || c > '9' || argc > fields.size()) return std::nullopt;
-    argc = argc * 10 + static_cast<size_t>(c - '0');
-  }
-  if (argc == 0 || 3 + argc > fields.size()) return std::nullopt;
+  const std::optional<int64_t> count = Number(fields[2], static_cast<int64_t>(fields.size()));
+  if (!count.has_value() || *count == 0) return std::nullopt;
+  const size_t argc = static_cast<size_t>(*count);
+  if (3 + argc > fields.size()) return std::nullopt;
   Request request;
   request.working_dir = std::string(fields[1]);
   for (size_t i = 3; i < fields.size(); ++i) {
@@ -586,18 +596,6 @@ bool RunsProgram(const std::string& program) {
   if (wanted.filename() != kElasticdlBinaryName) return false;
   const fs::path torch = fs::weakly_canonical(wanted.parent_path() / kElasticdlTorchBinaryName, ec);
   return !ec && self == torch;
-}
-
-// A decimal field; nullopt unless it is one, up to `most`.
-std::optional<int64_t> Number(std::string_view field, int64_t most) {
-  int64_t value = 0;
-  for (char c : field) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
-    if (value > most) return std::nullopt;
-  }
-  if (field.empty()) return std::nullopt;
-  return value;
 }
 
 // The spare's side of an adoption request on `socket`: kAdopted (its

@@ -381,14 +381,21 @@ class TypedTable final : public EmbeddingTable {
         for (size_t k = 0; k < d; ++k) w[k] += -lr * g[k];
         return;
       }
-      case proto::OptimizerConfig::kAdam: {
-        const proto::AdamConfig& c = optimizer_.adam();
+      case proto::OptimizerConfig::kAdam:
+      case proto::OptimizerConfig::kAdamw: {
+        // AdamW decays the row itself (only a row a step touches, as Adam's
+        // moments move only for it), then steps as Adam without decay.
+        const bool decoupled = optimizer_.has_adamw();
+        const proto::AdamConfig& c = decoupled ? optimizer_.adamw() : optimizer_.adam();
         T* m = slot;
         T* v = slot + d;
         const int64_t step = ++steps_[row];
         const double bc1 = 1 - std::pow(c.beta1(), static_cast<double>(step));
         const double bc2 = 1 - std::pow(c.beta2(), static_cast<double>(step));
-        if (c.weight_decay() != 0) {
+        if (decoupled) {
+          const T keep = static_cast<T>(1 - c.lr() * c.weight_decay());
+          for (size_t k = 0; k < d; ++k) w[k] *= keep;
+        } else if (c.weight_decay() != 0) {
           for (size_t k = 0; k < d; ++k) g[k] += static_cast<T>(c.weight_decay()) * w[k];
         }
         const T b1 = static_cast<T>(c.beta1());
@@ -567,7 +574,10 @@ std::vector<std::string> SlotNames(const proto::OptimizerConfig& optimizer) {
       if (optimizer.sgd().momentum() != 0) return {"momentum_buffer"};
       return {};
     case proto::OptimizerConfig::kAdam:
-      if (optimizer.adam().amsgrad()) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+    case proto::OptimizerConfig::kAdamw:
+      if ((optimizer.has_adamw() ? optimizer.adamw() : optimizer.adam()).amsgrad()) {
+        return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+      }
       return {"exp_avg", "exp_avg_sq"};
     case proto::OptimizerConfig::kAdagrad:
       return {"sum"};
@@ -586,8 +596,8 @@ std::vector<std::string> SlotNames(const proto::OptimizerConfig& optimizer) {
 }
 
 bool CountsSteps(const proto::OptimizerConfig& optimizer) {
-  return optimizer.has_adam() || optimizer.has_adagrad() || optimizer.has_rmsprop() ||
-         (optimizer.has_sgd() && optimizer.sgd().momentum() != 0);
+  return optimizer.has_adam() || optimizer.has_adamw() || optimizer.has_adagrad() ||
+         optimizer.has_rmsprop() || (optimizer.has_sgd() && optimizer.sgd().momentum() != 0);
 }
 
 StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(

@@ -86,6 +86,8 @@ INSTANTIATE_TEST_SUITE_P(
             torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01)),
         OptimizerSpec(torch::optim::AdamOptions(0.01)),
         OptimizerSpec(torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.1)),
+        OptimizerSpec(torch::optim::AdamWOptions(0.01)),
+        OptimizerSpec(torch::optim::AdamWOptions(0.05).amsgrad(true).weight_decay(0.5)),
         OptimizerSpec(torch::optim::AdagradOptions(0.1)
                           .lr_decay(0.01)
                           .weight_decay(0.01)

@@ -16,6 +16,8 @@ using torch::optim::AdagradOptions;
 using torch::optim::AdagradParamState;
 using torch::optim::AdamOptions;
 using torch::optim::AdamParamState;
+using torch::optim::AdamWOptions;
+using torch::optim::AdamWParamState;
 using torch::optim::OptimizerParamState;
 using torch::optim::RMSpropOptions;
 using torch::optim::RMSpropParamState;
@@ -48,6 +50,32 @@ StatusOr<torch::Tensor> TakeSlot(const std::map<std::string, torch::Tensor>& slo
                c10::str(param.sizes()), " ", c10::toString(param.scalar_type())));
   }
   return t.clone();
+}
+
+// Adam's and AdamW's states have the same fields.
+template <typename State>
+void PutAdamSlots(const OptimizerParamState& state, ParameterSnapshot* out) {
+  const auto& s = static_cast<const State&>(state);
+  PutSlot("exp_avg", s.exp_avg(), out);
+  PutSlot("exp_avg_sq", s.exp_avg_sq(), out);
+  PutSlot("max_exp_avg_sq", s.max_exp_avg_sq(), out);
+  out->step = s.step();
+}
+
+template <typename State>
+StatusOr<std::unique_ptr<OptimizerParamState>> TakeAdamSlots(
+    bool amsgrad, const std::string& name, const std::map<std::string, torch::Tensor>& slots,
+    int64_t step, const torch::Tensor& param) {
+  auto s = std::make_unique<State>();
+  EDL_ASSIGN_OR_RETURN(torch::Tensor avg, TakeSlot(slots, "exp_avg", true, name, param));
+  EDL_ASSIGN_OR_RETURN(torch::Tensor sq, TakeSlot(slots, "exp_avg_sq", true, name, param));
+  EDL_ASSIGN_OR_RETURN(torch::Tensor max_sq,
+                       TakeSlot(slots, "max_exp_avg_sq", amsgrad, name, param));
+  s->exp_avg(avg);
+  s->exp_avg_sq(sq);
+  s->max_exp_avg_sq(max_sq);
+  s->step(step);
+  return std::unique_ptr<OptimizerParamState>(std::move(s));
 }
 
 }  // namespace
@@ -103,11 +131,9 @@ void ExportOptimizerState(const OptimizerSpec& spec, const torch::optim::Optimiz
     const auto& s = static_cast<const SGDParamState&>(state);
     PutSlot("momentum_buffer", s.momentum_buffer(), out);
   } else if (std::holds_alternative<AdamOptions>(spec)) {
-    const auto& s = static_cast<const AdamParamState&>(state);
-    PutSlot("exp_avg", s.exp_avg(), out);
-    PutSlot("exp_avg_sq", s.exp_avg_sq(), out);
-    PutSlot("max_exp_avg_sq", s.max_exp_avg_sq(), out);
-    out->step = s.step();
+    PutAdamSlots<AdamParamState>(state, out);
+  } else if (std::holds_alternative<AdamWOptions>(spec)) {
+    PutAdamSlots<AdamWParamState>(state, out);
   } else if (std::holds_alternative<AdagradOptions>(spec)) {
     const auto& s = static_cast<const AdagradParamState&>(state);
     PutSlot("sum", s.sum(), out);
@@ -135,16 +161,11 @@ Status ImportOptimizerState(const OptimizerSpec& spec, const std::string& name,
     s->momentum_buffer(buf);
     state = std::move(s);
   } else if (const auto* adam = std::get_if<AdamOptions>(&spec)) {
-    auto s = std::make_unique<AdamParamState>();
-    EDL_ASSIGN_OR_RETURN(torch::Tensor avg, TakeSlot(slots, "exp_avg", true, name, param));
-    EDL_ASSIGN_OR_RETURN(torch::Tensor sq, TakeSlot(slots, "exp_avg_sq", true, name, param));
-    EDL_ASSIGN_OR_RETURN(torch::Tensor max_sq,
-                         TakeSlot(slots, "max_exp_avg_sq", adam->amsgrad(), name, param));
-    s->exp_avg(avg);
-    s->exp_avg_sq(sq);
-    s->max_exp_avg_sq(max_sq);
-    s->step(step);
-    state = std::move(s);
+    EDL_ASSIGN_OR_RETURN(state,
+                         TakeAdamSlots<AdamParamState>(adam->amsgrad(), name, slots, step, param));
+  } else if (const auto* adamw = std::get_if<AdamWOptions>(&spec)) {
+    EDL_ASSIGN_OR_RETURN(
+        state, TakeAdamSlots<AdamWParamState>(adamw->amsgrad(), name, slots, step, param));
   } else if (std::holds_alternative<AdagradOptions>(spec)) {
     auto s = std::make_unique<AdagradParamState>();
     EDL_ASSIGN_OR_RETURN(torch::Tensor sum, TakeSlot(slots, "sum", true, name, param));

@@ -28,9 +28,9 @@ struct ParameterSnapshot {
   torch::Tensor value;
   // The optimizer's tensors by slot name ("momentum_buffer", "exp_avg",
   // ...). Empty when the optimizer has no state for the parameter yet (SGD
-  // with momentum, Adam and RMSprop create it at the first step).
+  // with momentum, Adam, AdamW and RMSprop create it at the first step).
   std::map<std::string, torch::Tensor> slots;
-  // Adam, Adagrad, RMSprop: steps taken on this parameter.
+  // Adam, AdamW, Adagrad, RMSprop: steps taken on this parameter.
   int64_t step = 0;
 };
 

@@ -165,6 +165,7 @@ INSTANTIATE_TEST_SUITE_P(
         OptimizerSpec(torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true)),
         OptimizerSpec(torch::optim::AdamOptions(0.01)),
         OptimizerSpec(torch::optim::AdamOptions(0.01).amsgrad(true).weight_decay(0.1)),
+        OptimizerSpec(torch::optim::AdamWOptions(0.01).amsgrad(true).weight_decay(0.1)),
         OptimizerSpec(torch::optim::AdagradOptions(0.1).lr_decay(0.01)),
         OptimizerSpec(torch::optim::RMSpropOptions(0.01).momentum(0.5).centered(true))));
 

@@ -77,6 +77,21 @@ class Arguments {
   std::set<std::string> read_;
 };
 
+// torch.optim.Adam and AdamW take the same arguments.
+template <typename AdamLike>
+StatusOr<OptimizerSpec> Adam(Arguments& a) {
+  EDL_ASSIGN_OR_RETURN(double lr, a.Number("lr"));
+  EDL_ASSIGN_OR_RETURN(auto betas, a.Pair("betas"));
+  EDL_ASSIGN_OR_RETURN(double eps, a.Number("eps"));
+  EDL_ASSIGN_OR_RETURN(double weight_decay, a.Number("weight_decay"));
+  EDL_ASSIGN_OR_RETURN(bool amsgrad, a.Flag("amsgrad"));
+  return OptimizerSpec(AdamLike(lr)
+                           .betas({betas.first, betas.second})
+                           .eps(eps)
+                           .weight_decay(weight_decay)
+                           .amsgrad(amsgrad));
+}
+
 StatusOr<OptimizerSpec> Dense(const std::string& name, Arguments& a) {
   if (name == "SGD") {
     EDL_ASSIGN_OR_RETURN(double lr, a.Number("lr"));
@@ -90,18 +105,8 @@ StatusOr<OptimizerSpec> Dense(const std::string& name, Arguments& a) {
                              .weight_decay(weight_decay)
                              .nesterov(nesterov));
   }
-  if (name == "Adam") {
-    EDL_ASSIGN_OR_RETURN(double lr, a.Number("lr"));
-    EDL_ASSIGN_OR_RETURN(auto betas, a.Pair("betas"));
-    EDL_ASSIGN_OR_RETURN(double eps, a.Number("eps"));
-    EDL_ASSIGN_OR_RETURN(double weight_decay, a.Number("weight_decay"));
-    EDL_ASSIGN_OR_RETURN(bool amsgrad, a.Flag("amsgrad"));
-    return OptimizerSpec(torch::optim::AdamOptions(lr)
-                             .betas({betas.first, betas.second})
-                             .eps(eps)
-                             .weight_decay(weight_decay)
-                             .amsgrad(amsgrad));
-  }
+  if (name == "Adam") return Adam<torch::optim::AdamOptions>(a);
+  if (name == "AdamW") return Adam<torch::optim::AdamWOptions>(a);
   if (name == "Adagrad") {
     EDL_ASSIGN_OR_RETURN(double lr, a.Number("lr"));
     EDL_ASSIGN_OR_RETURN(double lr_decay, a.Number("lr_decay"));
@@ -130,7 +135,7 @@ StatusOr<OptimizerSpec> Dense(const std::string& name, Arguments& a) {
   }
   return absl::InvalidArgumentError(
       StrCat("torch.optim.", name,
-             ": the parameter servers apply torch.optim.SGD, Adam, Adagrad and RMSprop"));
+             ": the parameter servers apply torch.optim.SGD, Adam, AdamW, Adagrad and RMSprop"));
 }
 
 }  // namespace

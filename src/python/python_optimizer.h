@@ -16,7 +16,7 @@
 
 namespace elasticdl::python {
 
-// SGD, Adam, Adagrad or RMSprop with `args` (the class's keyword arguments).
+// SGD, Adam, AdamW, Adagrad or RMSprop with `args` (the class's keyword arguments).
 // INVALID_ARGUMENT naming the class and the argument for an argument the
 // servers cannot apply (maximize=True, a value of the wrong type), and for
 // another class, listing those they apply. Arguments that only choose how

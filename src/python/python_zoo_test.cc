@@ -294,6 +294,7 @@ def adam_class(): return torch.optim.Adam
 def sgd_without_lr(): return torch.optim.SGD
 def maximize(): return functools.partial(torch.optim.SGD, lr=0.1, maximize=True)
 def adamw(): return functools.partial(torch.optim.AdamW, lr=0.1)
+def adadelta(): return functools.partial(torch.optim.Adadelta, lr=0.1)
 def positional(): return functools.partial(torch.optim.SGD, None, 0.1)
 def typo(): return functools.partial(torch.optim.SGD, lr=0.1, momentun=0.9)
 def string_lr(): return functools.partial(torch.optim.SGD, lr="0.1")
@@ -313,6 +314,7 @@ def not_an_optimizer(): return 0.1
   EXPECT_THAT(*optimizer("adagrad"), StartsWith("Adagrad(lr=0.2"));
   EXPECT_THAT(*optimizer("rmsprop"), HasSubstr("centered=true"));
   EXPECT_EQ(*optimizer("adam_class"), "Adam(lr=0.001)");
+  EXPECT_EQ(*optimizer("adamw"), "AdamW(lr=0.1)");
   const std::vector<std::pair<std::string, std::string>> errors = {
       {"sgd_without_lr",
        "opt/choices.py: sgd_without_lr threw: TypeError: optimizer(): "
@@ -320,9 +322,9 @@ def not_an_optimizer(): return 0.1
       {"maximize",
        "opt/choices.py: maximize threw: torch.optim.SGD(maximize=True): the "
        "parameter servers cannot apply 'maximize'"},
-      {"adamw",
-       "opt/choices.py: adamw threw: torch.optim.AdamW: the parameter servers apply "
-       "torch.optim.SGD, Adam, Adagrad and RMSprop"},
+      {"adadelta",
+       "opt/choices.py: adadelta threw: torch.optim.Adadelta: the parameter servers apply "
+       "torch.optim.SGD, Adam, AdamW, Adagrad and RMSprop"},
       {"positional", "give the optimizer's arguments by keyword"},
       {"typo", "torch.optim.SGD has no argument 'momentun'"},
       {"string_lr", "torch.optim.SGD(lr='0.1'): expected a number"},
@@ -334,6 +336,73 @@ def not_an_optimizer(): return 0.1
   for (const auto& [name, message] : errors) {
     StatusOr<std::string> got = optimizer(name);
     EXPECT_THAT(std::string(got.status().message()), HasSubstr(message)) << name;
+  }
+}
+
+// What the servers apply is what PyTorch's own optimizer does: each factory's
+// spec, made into LibTorch's optimizer, and the factory itself run in Python,
+// over the same gradients, end at the same values, bit for bit.
+TEST_F(PythonZooTest, OptimizersStepAsPyTorchsOwn) {
+  Write(zoo_.File("opt/steps.py"), R"(
+import functools
+import torch
+def model(): return torch.nn.Linear(2, 1)
+def sgd(): return functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9, dampening=0.1,
+                                    weight_decay=0.01)
+def nesterov(): return functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9, nesterov=True)
+def adam(): return functools.partial(torch.optim.Adam, lr=0.01, betas=(0.5, 0.9),
+                                     weight_decay=0.1, amsgrad=True)
+def adamw(): return functools.partial(torch.optim.AdamW, lr=0.01, weight_decay=0.3)
+def adamw_amsgrad(): return functools.partial(torch.optim.AdamW, lr=0.05, betas=(0.8, 0.99),
+                                              eps=1e-6, weight_decay=0.1, amsgrad=True)
+def adagrad(): return functools.partial(torch.optim.Adagrad, lr=0.2, lr_decay=0.01,
+                                        weight_decay=0.1, initial_accumulator_value=0.1)
+def rmsprop(): return functools.partial(torch.optim.RMSprop, lr=0.01, alpha=0.9,
+                                        weight_decay=0.1, momentum=0.5, centered=True)
+
+def steps(factory, start, grads):
+    w = torch.nn.Parameter(start.clone())
+    optimizer = factory([w])
+    for g in grads:
+        w.grad = g.clone()
+        optimizer.step()
+    return w.detach()
+)");
+  torch::manual_seed(3);
+  const torch::Tensor start = torch::randn({5, 3});
+  std::vector<torch::Tensor> grads;
+  for (int i = 0; i < 8; ++i) grads.push_back(torch::randn({5, 3}));
+  for (const char* name :
+       {"sgd", "nesterov", "adam", "adamw", "adamw_amsgrad", "adagrad", "rmsprop"}) {
+    ZooProgramNames names;
+    names.optimizer = std::string("opt.steps.") + name;
+    names.loss = "seed.model.loss";
+    names.dataset_fn = "seed.model.dataset_fn";
+    StatusOr<ZooProgram> program = Resolve("opt.steps.model", "", names);
+    ASSERT_TRUE(program.ok()) << program.status();
+    StatusOr<OptimizerSpec> spec = program->Optimizer();
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
+    torch::Tensor ours = start.clone().requires_grad_(true);
+    auto optimizer = MakeOptimizer(*spec, {ours});
+    ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+    for (const torch::Tensor& g : grads) {
+      ours.mutable_grad() = g.clone();
+      (*optimizer)->step();
+    }
+    torch::Tensor theirs;
+    {
+      pybind11::gil_scoped_acquire gil;
+      pybind11::dict file =
+          pybind11::module_::import("runpy").attr("run_path")(zoo_.File("opt/steps.py"));
+      pybind11::list gradients;
+      for (const torch::Tensor& g : grads) gradients.append(g);
+      theirs = file["steps"](file[name](), start, gradients).cast<torch::Tensor>();
+    }
+    EXPECT_TRUE(torch::equal(ours.detach(), theirs))
+        << name << ": " << DescribeOptimizer(*spec) << "\n"
+        << ours << "\n"
+        << theirs;
+    EXPECT_FALSE(torch::allclose(ours.detach(), start)) << name;
   }
 }
 

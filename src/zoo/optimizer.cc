@@ -63,6 +63,49 @@ class Describer {
   std::string out_;
 };
 
+// Adam's and AdamW's options have the same fields.
+template <typename AdamLike>
+void AdamToProto(const AdamLike& o, proto::AdamConfig* c) {
+  c->set_lr(o.lr());
+  c->set_beta1(std::get<0>(o.betas()));
+  c->set_beta2(std::get<1>(o.betas()));
+  c->set_eps(o.eps());
+  c->set_weight_decay(o.weight_decay());
+  c->set_amsgrad(o.amsgrad());
+}
+
+template <typename AdamLike>
+AdamLike AdamFromProto(const proto::AdamConfig& c) {
+  return AdamLike(c.lr())
+      .betas({c.beta1(), c.beta2()})
+      .eps(c.eps())
+      .weight_decay(c.weight_decay())
+      .amsgrad(c.amsgrad());
+}
+
+template <typename AdamLike>
+Status ValidateAdam(const char* name, const AdamLike& o) {
+  return Checker(name)
+      .NonNegative("lr", o.lr())
+      .Below1("beta1", std::get<0>(o.betas()))
+      .Below1("beta2", std::get<1>(o.betas()))
+      .NonNegative("eps", o.eps())
+      .NonNegative("weight_decay", o.weight_decay())
+      .status();
+}
+
+template <typename AdamLike>
+std::string DescribeAdam(const char* name, const AdamLike& o) {
+  AdamLike d(o.lr());
+  return Describer(StrCat("lr=", o.lr()))
+      .Field("beta1", std::get<0>(o.betas()), std::get<0>(d.betas()))
+      .Field("beta2", std::get<1>(o.betas()), std::get<1>(d.betas()))
+      .Field("eps", o.eps(), d.eps())
+      .Field("weight_decay", o.weight_decay(), d.weight_decay())
+      .Field("amsgrad", o.amsgrad(), d.amsgrad())
+      .Done(name);
+}
+
 proto::OptimizerConfig ToProto(const OptimizerSpec& spec) {
   proto::OptimizerConfig config;
   std::visit(Overloaded{
@@ -74,15 +117,8 @@ proto::OptimizerConfig ToProto(const OptimizerSpec& spec) {
                    c->set_weight_decay(o.weight_decay());
                    c->set_nesterov(o.nesterov());
                  },
-                 [&](const optim::AdamOptions& o) {
-                   proto::AdamConfig* c = config.mutable_adam();
-                   c->set_lr(o.lr());
-                   c->set_beta1(std::get<0>(o.betas()));
-                   c->set_beta2(std::get<1>(o.betas()));
-                   c->set_eps(o.eps());
-                   c->set_weight_decay(o.weight_decay());
-                   c->set_amsgrad(o.amsgrad());
-                 },
+                 [&](const optim::AdamOptions& o) { AdamToProto(o, config.mutable_adam()); },
+                 [&](const optim::AdamWOptions& o) { AdamToProto(o, config.mutable_adamw()); },
                  [&](const optim::AdagradOptions& o) {
                    proto::AdagradConfig* c = config.mutable_adagrad();
                    c->set_lr(o.lr());
@@ -119,15 +155,8 @@ Status ValidateOptimizer(const OptimizerSpec& spec) {
                                        "nesterov needs momentum > 0 and dampening = 0")
                               .status();
                         },
-                        [](const optim::AdamOptions& o) {
-                          return Checker("Adam")
-                              .NonNegative("lr", o.lr())
-                              .Below1("beta1", std::get<0>(o.betas()))
-                              .Below1("beta2", std::get<1>(o.betas()))
-                              .NonNegative("eps", o.eps())
-                              .NonNegative("weight_decay", o.weight_decay())
-                              .status();
-                        },
+                        [](const optim::AdamOptions& o) { return ValidateAdam("Adam", o); },
+                        [](const optim::AdamWOptions& o) { return ValidateAdam("AdamW", o); },
                         [](const optim::AdagradOptions& o) {
                           return Checker("Adagrad")
                               .NonNegative("lr", o.lr())
@@ -162,6 +191,8 @@ StatusOr<std::unique_ptr<optim::Optimizer>> MakeOptimizer(const OptimizerSpec& s
             return std::make_unique<optim::SGD>(std::move(params), options);
           } else if constexpr (std::is_same_v<Options, optim::AdamOptions>) {
             return std::make_unique<optim::Adam>(std::move(params), options);
+          } else if constexpr (std::is_same_v<Options, optim::AdamWOptions>) {
+            return std::make_unique<optim::AdamW>(std::move(params), options);
           } else if constexpr (std::is_same_v<Options, optim::AdagradOptions>) {
             return std::make_unique<optim::Adagrad>(std::move(params), options);
           } else {
@@ -186,16 +217,8 @@ std::string DescribeOptimizer(const OptimizerSpec& spec) {
                               .Field("nesterov", o.nesterov(), d.nesterov())
                               .Done("SGD");
                         },
-                        [](const optim::AdamOptions& o) {
-                          optim::AdamOptions d(o.lr());
-                          return Describer(StrCat("lr=", o.lr()))
-                              .Field("beta1", std::get<0>(o.betas()), std::get<0>(d.betas()))
-                              .Field("beta2", std::get<1>(o.betas()), std::get<1>(d.betas()))
-                              .Field("eps", o.eps(), d.eps())
-                              .Field("weight_decay", o.weight_decay(), d.weight_decay())
-                              .Field("amsgrad", o.amsgrad(), d.amsgrad())
-                              .Done("Adam");
-                        },
+                        [](const optim::AdamOptions& o) { return DescribeAdam("Adam", o); },
+                        [](const optim::AdamWOptions& o) { return DescribeAdam("AdamW", o); },
                         [](const optim::AdagradOptions& o) {
                           optim::AdagradOptions d(o.lr());
                           return Describer(StrCat("lr=", o.lr()))
@@ -238,14 +261,10 @@ StatusOr<OptimizerSpec> ParseOptimizer(std::string_view bytes) {
           .weight_decay(c.weight_decay())
           .nesterov(c.nesterov());
     }
-    case proto::OptimizerConfig::kAdam: {
-      const proto::AdamConfig& c = config.adam();
-      return optim::AdamOptions(c.lr())
-          .betas({c.beta1(), c.beta2()})
-          .eps(c.eps())
-          .weight_decay(c.weight_decay())
-          .amsgrad(c.amsgrad());
-    }
+    case proto::OptimizerConfig::kAdam:
+      return AdamFromProto<optim::AdamOptions>(config.adam());
+    case proto::OptimizerConfig::kAdamw:
+      return AdamFromProto<optim::AdamWOptions>(config.adamw());
     case proto::OptimizerConfig::kAdagrad: {
       const proto::AdagradConfig& c = config.adagrad();
       return optim::AdagradOptions(c.lr())
@@ -266,7 +285,7 @@ StatusOr<OptimizerSpec> ParseOptimizer(std::string_view bytes) {
     case proto::OptimizerConfig::kFtrl:
       return absl::InvalidArgumentError(
           "optimizer: FTRL updates embedding tables only; dense parameters need SGD, Adam, "
-          "Adagrad or RMSprop");
+          "AdamW, Adagrad or RMSprop");
     case proto::OptimizerConfig::KIND_NOT_SET:
       break;
   }

@@ -14,6 +14,7 @@ std::vector<OptimizerSpec> AllKinds() {
   return {
       optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(1e-4),
       optim::AdamOptions(0.01).betas({0.8, 0.99}).eps(1e-7).amsgrad(true),
+      optim::AdamWOptions(0.01).betas({0.8, 0.99}).eps(1e-7).weight_decay(0.1).amsgrad(true),
       optim::AdagradOptions(0.05).lr_decay(0.01).initial_accumulator_value(0.1),
       optim::RMSpropOptions(0.02).alpha(0.9).momentum(0.5).centered(true),
   };
@@ -34,6 +35,27 @@ TEST(OptimizerTest, Describe) {
   EXPECT_EQ(DescribeOptimizer(optim::SGDOptions(0.1).momentum(0.9)), "SGD(lr=0.1, momentum=0.9)");
   EXPECT_EQ(DescribeOptimizer(optim::AdamOptions(0.001).amsgrad(true)),
             "Adam(lr=0.001, amsgrad=true)");
+  EXPECT_EQ(DescribeOptimizer(optim::AdamWOptions(0.001)), "AdamW(lr=0.001)");
+  EXPECT_EQ(DescribeOptimizer(optim::AdamWOptions(0.001).weight_decay(0)),
+            "AdamW(lr=0.001, weight_decay=0)");
+}
+
+// AdamW's decay is decoupled from the gradient: with none, a step scales the
+// parameter by 1 - lr * weight_decay, where Adam's L2 term moves it by about lr.
+TEST(OptimizerTest, AdamWDecaysTheParameterItself) {
+  torch::Tensor w = torch::full({2}, 2.0, torch::requires_grad());
+  auto adamw = MakeOptimizer(optim::AdamWOptions(0.1).weight_decay(0.5), {w});
+  ASSERT_TRUE(adamw.ok()) << adamw.status();
+  w.mutable_grad() = torch::zeros({2});
+  (*adamw)->step();
+  EXPECT_TRUE(torch::equal(w.detach(), torch::full({2}, 2.0 * (1 - 0.1 * 0.5)))) << w;
+
+  torch::Tensor v = torch::full({2}, 2.0, torch::requires_grad());
+  auto adam = MakeOptimizer(optim::AdamOptions(0.1).weight_decay(0.5), {v});
+  ASSERT_TRUE(adam.ok()) << adam.status();
+  v.mutable_grad() = torch::zeros({2});
+  (*adam)->step();
+  EXPECT_TRUE(torch::allclose(v.detach(), torch::full({2}, 2.0 - 0.1))) << v;
 }
 
 TEST(OptimizerTest, ParseRejectsGarbageAndEmptyConfig) {
@@ -64,6 +86,8 @@ TEST(OptimizerTest, InvalidHyperparametersAreInvalidArgument) {
       {optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).nesterov(true), "nesterov"},
       {optim::SGDOptions(std::nan("")), "lr=nan must be >= 0"},
       {optim::AdamOptions(0.1).betas({1.0, 0.9}), "optimizer Adam: beta1=1 must be in [0, 1)"},
+      {optim::AdamWOptions(0.1).weight_decay(-0.01),
+       "optimizer AdamW: weight_decay=-0.01 must be >= 0"},
       {optim::AdagradOptions(0.1).lr_decay(-0.5), "optimizer Adagrad: lr_decay=-0.5"},
       {optim::RMSpropOptions(0.1).alpha(-1), "optimizer RMSprop: alpha=-1"},
   };

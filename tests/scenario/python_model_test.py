@@ -11,6 +11,8 @@ through the real binary, and the errors of broken Python files.
             keyword arguments and --input_fn replacing default_input, three workers
   DeepFM    deepfm.deepfm.DeepFM with elasticdl.nn.Embedding tables on two
             parameter servers, on generated Criteo data
+  AdamW     a linear model trained with torch.optim.AdamW by the servers ends at what
+            a plain PyTorch loop over the same minibatches trains
   errors    a syntax error, an import error, a missing entry, an optimizer the
             servers cannot apply: before any process starts; an exception in
             forward or in a dataset_fn: the job fails with the traceback, its
@@ -404,6 +406,62 @@ class PythonModelTest(JobTestCase):
                               "failed (evaluation task ", "acc_mean",
                               "a failed task is not tried again, so it cannot be resumed",
                               f"--checkpoint_dir_for_init={job_dir}/checkpoints", within=20)
+
+    def test_adamw_trains_what_a_plain_pytorch_loop_trains(self):
+        """A PyTorch user's recipe, AdamW with weight decay, trained by the parameter
+        server: one worker, one task an epoch, no shuffle, so that the steps are a plain
+        loop's. Its trained parameters are what torch.optim.AdamW makes of the same
+        minibatches in plain PyTorch, in a process of its own, bit for bit."""
+        zoo = self.write_zoo({
+            "adamw/model.py": MNIST_LINEAR.replace(
+                "super().__init__()\n",
+                "super().__init__()\n"
+                "        torch.manual_seed(7)\n").replace(
+                "return dataset.map(parse).shuffle(64)", "return dataset.map(parse)").replace(
+                "functools.partial(torch.optim.SGD, lr=0.1)",
+                "functools.partial(torch.optim.AdamW, lr=0.01, weight_decay=0.5)"),
+        })
+        model = self.path("adamw-model")
+        epochs, batch = 2, 200
+        job = self.run_job(self.train_args(
+            self.job_dir("adamw"), model_zoo=zoo, model_def="adamw.model.Model",
+            validation_data=None, num_workers=1, num_epochs=epochs, minibatch_size=batch,
+            num_minibatches_per_task=TRAIN_RECORDS // batch, output=model))
+        self.assertSucceeded(job)
+        self.assertRegex(job.stderr, r"\[ps-0\] parameter server 0 serving on .* "
+                                     r"\(AdamW\(lr=0\.01, weight_decay=0\.5\), sync")
+        version, parameters = exactness.read_model_values(os.path.join(model, "parameters.pb"))
+        self.assertEqual(version, epochs * TRAIN_RECORDS // batch)
+        loop = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
+            import json, sys
+            import torch
+            sys.path.insert(0, {SCENARIO_DIR!r})
+            import corpus
+            torch.set_num_threads(1)
+            images = corpus.read_idx("train", 0, {TRAIN_RECORDS})
+            x = torch.tensor([list(p) for p, _ in images], dtype=torch.float32)
+            y = torch.tensor([label for _, label in images])
+            torch.manual_seed(7)
+            dense = torch.nn.Linear(784, 10)
+            optimizer = torch.optim.AdamW(dense.parameters(), lr=0.01, weight_decay=0.5)
+            for epoch in range({epochs}):
+                for i in range(0, len(x), {batch}):
+                    optimizer.zero_grad()
+                    out = dense(x[i:i + {batch}].reshape(-1, 784) / 255.0)
+                    torch.nn.functional.cross_entropy(out, y[i:i + {batch}]).backward()
+                    optimizer.step()
+            print(json.dumps({{"dense." + n: p.detach().flatten().tolist()
+                              for n, p in dense.named_parameters()}}))
+            """)], capture_output=True, text=True, timeout=300)
+        self.assertEqual(loop.returncode, 0, loop.stderr)
+        expected = json.loads(loop.stdout)
+        self.assertEqual(sorted(parameters), sorted(expected))
+        for name, values in expected.items():
+            ours = parameters[name][1]
+            self.assertEqual(len(ours), len(values), name)
+            worst = max(abs(a - b) for a, b in zip(ours, values))
+            # One thread each, the same LibTorch, the same minibatches: the same bits.
+            self.assertEqual(worst, 0, f"{name}: the job and the loop differ by up to {worst}")
 
     def test_a_model_script_cannot_compile_is_traced_on_a_data_directory(self):
         zoo = self.write_zoo(self.SLOPPY)

@@ -53,7 +53,7 @@ struct FtrlOptions {
 // A table's own update rule: any of the dense optimizers or FTRL.
 using TableOptimizerSpec =
     std::variant<torch::optim::SGDOptions, torch::optim::AdamOptions, torch::optim::AdagradOptions,
-                 torch::optim::RMSpropOptions, FtrlOptions>;
+                 torch::optim::RMSpropOptions, torch::optim::AdamWOptions, FtrlOptions>;
 
 enum class Combiner { kNone, kSum, kMean, kSqrtN };
 

@@ -4,12 +4,14 @@
 //
 //   OptimizerSpec optimizer() { return torch::optim::SGDOptions(0.1); }
 //
-// SGD covers momentum and Nesterov (SGDOptions(0.1).momentum(0.9).nesterov(true)).
+// SGD covers momentum and Nesterov (SGDOptions(0.1).momentum(0.9).nesterov(true));
+// AdamW is Adam with decoupled weight decay (its default weight_decay is 0.01).
 #ifndef ELASTICDL_ZOO_OPTIMIZER_H_
 #define ELASTICDL_ZOO_OPTIMIZER_H_
 
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
@@ -24,8 +26,9 @@
 
 namespace elasticdl {
 
-using OptimizerSpec = std::variant<torch::optim::SGDOptions, torch::optim::AdamOptions,
-                                   torch::optim::AdagradOptions, torch::optim::RMSpropOptions>;
+using OptimizerSpec =
+    std::variant<torch::optim::SGDOptions, torch::optim::AdamOptions, torch::optim::AdagradOptions,
+                 torch::optim::RMSpropOptions, torch::optim::AdamWOptions>;
 
 // Checks the hyperparameters: negative rates, betas outside [0, 1), Nesterov
 // without momentum or with dampening, ... are INVALID_ARGUMENT naming the

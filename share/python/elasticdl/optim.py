@@ -3,7 +3,7 @@
 An optimizer() entry returns PyTorch's own idiom, a factory of an optimizer over
 parameters: functools.partial(torch.optim.SGD, lr=0.1, momentum=0.9). The
 parameter servers apply SGD (with momentum, dampening, Nesterov, weight decay),
-Adam (amsgrad too), Adagrad and RMSprop with those keyword arguments, to the
+Adam and AdamW (amsgrad too), Adagrad and RMSprop with those keyword arguments, to the
 parameters they hold. Embedding tables (elasticdl.nn.Embedding) may also use
 FTRL: optimizer=functools.partial(elasticdl.optim.Ftrl, lr=0.05, l1=1.0).
 """

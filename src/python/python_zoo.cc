@@ -141,12 +141,9 @@ ZooEntry EvalMetricsEntry(PyRef fn) {
 ZooEntry ScheduleEntry(PyRef fn) {
   ZooEntry e = Of(EntryKind::kLearningRateSchedule);
   e.learning_rate_schedule = [fn](const Params&) {
-    const std::string text = WithPython([&] {
-      return Runtime()
-          .attr("call_returning")(fn.get(), py::module_::import("builtins").attr("str"),
-                                  "a schedule in --lr_schedule's form, e.g. 'step=10,gamma=0.5'")
-          .cast<std::string>();
-    });
+    // Its text, or a torch.optim.lr_scheduler factory written as that text.
+    const std::string text =
+        WithPython([&] { return Runtime().attr("schedule_text")(fn.get()()).cast<std::string>(); });
     StatusOr<LearningRateSchedule> schedule = LearningRateSchedule::Parse(text);
     if (!schedule.ok()) ThrowStatus(Annotate(schedule.status(), StrCat("'", text, "'")));
     return *schedule;

@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pybind11/stl.h>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -403,6 +404,80 @@ def steps(factory, start, grads):
         << ours << "\n"
         << theirs;
     EXPECT_FALSE(torch::allclose(ours.detach(), start)) << name;
+  }
+}
+
+// A learning_rate_schedule() entry returns --lr_schedule's text or PyTorch's
+// idiom, a scheduler's factory: the servers' rate at each version is the one
+// PyTorch's scheduler, stepped once a step, gives that step.
+TEST_F(PythonZooTest, SchedulesArePyTorchsSchedulers) {
+  Write(zoo_.File("schedules/choices.py"), R"(
+import functools
+import torch
+from torch.optim import lr_scheduler
+def model(): return torch.nn.Linear(2, 1)
+def text(): return "warmup=5,step=10,gamma=0.5"
+def step(): return functools.partial(lr_scheduler.StepLR, step_size=7, gamma=0.5)
+def exponential(): return functools.partial(lr_scheduler.ExponentialLR, gamma=0.9)
+def cosine(): return functools.partial(lr_scheduler.CosineAnnealingLR, T_max=20, eta_min=0.001)
+def one_cycle(): return functools.partial(lr_scheduler.OneCycleLR, max_lr=0.1, total_steps=10)
+def resumed(): return functools.partial(lr_scheduler.StepLR, step_size=7, last_epoch=3)
+def zero_steps(): return functools.partial(lr_scheduler.StepLR, step_size=0)
+def a_number(): return 0.5
+
+def rates(factory, steps):
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    scheduler = factory(optimizer)
+    out = []
+    for _ in range(steps):
+        out.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    return out
+)");
+  auto schedule = [&](const std::string& name) -> StatusOr<LearningRateSchedule> {
+    ZooProgramNames names;
+    names.learning_rate_schedule = "schedules.choices." + name;
+    names.optimizer = "seed.model.optimizer";
+    names.loss = "seed.model.loss";
+    names.dataset_fn = "seed.model.dataset_fn";
+    EDL_ASSIGN_OR_RETURN(ZooProgram program, Resolve("schedules.choices.model", "", names));
+    EDL_ASSIGN_OR_RETURN(std::optional<LearningRateSchedule> s, program.LearningRateScheduleOf());
+    if (!s.has_value()) return absl::NotFoundError("no schedule");
+    return *s;
+  };
+  StatusOr<LearningRateSchedule> text = schedule("text");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->Describe(), "warmup=5,step=10,gamma=0.5");
+  constexpr int kSteps = 21;  // the cosine's T_max and one more
+  for (const char* name : {"step", "exponential", "cosine"}) {
+    StatusOr<LearningRateSchedule> ours = schedule(name);
+    ASSERT_TRUE(ours.ok()) << name << ": " << ours.status();
+    std::vector<double> theirs;
+    {
+      pybind11::gil_scoped_acquire gil;
+      pybind11::dict file =
+          pybind11::module_::import("runpy").attr("run_path")(zoo_.File("schedules/choices.py"));
+      theirs = file["rates"](file[name](), kSteps).cast<std::vector<double>>();
+    }
+    ASSERT_EQ(theirs.size(), static_cast<size_t>(kSteps));
+    for (int v = 0; v < kSteps; ++v) {
+      EXPECT_NEAR(ours->LearningRate(0.1, v), theirs[v], 1e-12)
+          << name << " (" << ours->Describe() << ") at version " << v;
+    }
+  }
+  EXPECT_EQ(schedule("cosine")->Describe(), "cosine=20,min_lr=0.001");
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {"one_cycle",
+       "torch.optim.lr_scheduler.OneCycleLR: the parameter servers follow "
+       "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR"},
+      {"resumed", "StepLR(last_epoch=3): the schedule follows the model's version"},
+      {"zero_steps", "StepLR(step_size=0): expected a whole number >= 1"},
+      {"a_number", "returned a float: expected a schedule in --lr_schedule's form"},
+  };
+  for (const auto& [name, message] : errors) {
+    StatusOr<LearningRateSchedule> got = schedule(name);
+    EXPECT_THAT(std::string(got.status().message()), HasSubstr(message)) << name;
   }
 }
 

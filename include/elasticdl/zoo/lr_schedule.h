@@ -16,8 +16,9 @@
 //   Step(every, gamma)                 lr0 * gamma^floor(v / every)
 //   Exponential(every, rate)           lr0 * rate^(v / every)
 //   Exponential(every, rate, true)     lr0 * rate^floor(v / every)   (staircase)
-//   Cosine(total, min_lr)              min_lr + (lr0 - min_lr) * (1 + cos(pi * min(v, total) /
-//   total)) / 2 Constant()                         lr0
+//   Cosine(total, min_lr)              min_lr + (lr0 - min_lr) * (1 + cos(pi * t)) / 2,
+//                                      t = min(v, total) / total
+//   Constant()                         lr0
 //
 // The text form (--lr_schedule, Describe, Parse) is comma-separated
 // key=value: "warmup=100,cosine=2000,min_lr=0.0001", "step=1000,gamma=0.5",

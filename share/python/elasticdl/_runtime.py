@@ -289,28 +289,24 @@ def input_pipeline(default_input, next_record, mode_name, seed):
 
 # -- optimizers and metrics ----------------------------------------------------
 
-def describe_optimizer(value, where="optimizer()"):
-    """(class name, {argument: value}) of an optimizer factory: a
-    functools.partial of a torch.optim (or elasticdl.optim) class, or the class
-    itself; every argument of the class's constructor but `params`, with its default
-    unless given."""
+def _factory_arguments(value, where, family, kind, skipped):
+    """(class, {argument: value}) of a factory of a `kind` ("optimizer"): a
+    functools.partial of a class of `family` (a module's name, for messages), or the
+    class itself; every argument of the class's constructor but `skipped` (what the
+    factory is later called with), with its default unless given."""
     cls, args, kwargs = value, (), {}
     if isinstance(value, functools.partial):
         cls, args, kwargs = value.func, value.args, dict(value.keywords)
-    if not inspect.isclass(cls) or not (issubclass(cls, torch.optim.Optimizer) or
-                                        cls is elasticdl.optim.Ftrl):
-        raise TypeError(f"{where} returned {describe_value(value)}: expected a factory of a "
-                        "torch.optim optimizer, e.g. functools.partial(torch.optim.SGD, lr=0.1)")
-    if args:
-        raise TypeError(f"{where}: functools.partial({cls.__name__}, ...) has positional "
-                        "arguments; give the optimizer's arguments by keyword "
-                        f"(functools.partial(torch.optim.{cls.__name__}, lr=...))")
     signature = inspect.signature(cls)
-    parameters = [p for p in signature.parameters.values() if p.name != "params"]
+    parameters = [p for p in signature.parameters.values() if p.name != skipped]
+    if args:
+        first = parameters[0].name if parameters else "name"
+        raise TypeError(f"{where}: functools.partial({cls.__name__}, ...) has positional "
+                        f"arguments; give the {kind}'s arguments by keyword "
+                        f"(functools.partial({family}.{cls.__name__}, {first}=...))")
     unknown = sorted(set(kwargs) - {p.name for p in parameters})
     if unknown:
-        raise TypeError(f"{where}: torch.optim.{cls.__name__} has no argument "
-                        f"{unknown[0]!r}")
+        raise TypeError(f"{where}: {family}.{cls.__name__} has no argument {unknown[0]!r}")
     out = {}
     for p in parameters:
         if p.name in kwargs:
@@ -320,14 +316,83 @@ def describe_optimizer(value, where="optimizer()"):
         elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         else:
-            raise TypeError(f"{where}: torch.optim.{cls.__name__} needs {p.name!r}: "
-                            f"functools.partial(torch.optim.{cls.__name__}, {p.name}=...)")
+            raise TypeError(f"{where}: {family}.{cls.__name__} needs {p.name!r}: "
+                            f"functools.partial({family}.{cls.__name__}, {p.name}=...)")
     for name, v in list(out.items()):
         if isinstance(v, torch.Tensor):
             out[name] = v.tolist()
         elif hasattr(v, "__float__") and not isinstance(v, (bool, int, float)):
             out[name] = float(v)
+    return cls, out
+
+
+def _factory_class(value):
+    return value.func if isinstance(value, functools.partial) else value
+
+
+def describe_optimizer(value, where="optimizer()"):
+    """(class name, {argument: value}) of an optimizer factory: a
+    functools.partial of a torch.optim (or elasticdl.optim) class, or the class
+    itself; every argument of the class's constructor but `params`, with its default
+    unless given."""
+    cls = _factory_class(value)
+    if not inspect.isclass(cls) or not (issubclass(cls, torch.optim.Optimizer) or
+                                        cls is elasticdl.optim.Ftrl):
+        raise TypeError(f"{where} returned {describe_value(value)}: expected a factory of a "
+                        "torch.optim optimizer, e.g. functools.partial(torch.optim.SGD, lr=0.1)")
+    cls, out = _factory_arguments(value, where, "torch.optim", "optimizer", "params")
     return cls.__name__, out
+
+
+_SCHEDULER_BASE = getattr(torch.optim.lr_scheduler, "LRScheduler",
+                          torch.optim.lr_scheduler._LRScheduler)
+_SCHEDULE_EXAMPLES = ("a schedule in --lr_schedule's form, e.g. 'warmup=100,step=1000,"
+                      "gamma=0.5', or a factory of a torch.optim.lr_scheduler scheduler, e.g. "
+                      "functools.partial(torch.optim.lr_scheduler.StepLR, step_size=1000, "
+                      "gamma=0.5)")
+
+
+def schedule_text(value, where="learning_rate_schedule()"):
+    """The --lr_schedule form of what a learning_rate_schedule() entry returned: that
+    text, or a factory of a PyTorch scheduler stepped once a step, as the model version
+    counts steps. StepLR, ExponentialLR and CosineAnnealingLR (which stays at eta_min
+    after T_max, where PyTorch's climbs again) are what the parameter servers follow."""
+    if isinstance(value, str):
+        return value
+    cls = _factory_class(value)
+    if not inspect.isclass(cls) or not issubclass(cls, _SCHEDULER_BASE):
+        raise TypeError(f"{where} returned {describe_value(value)}: expected "
+                        f"{_SCHEDULE_EXAMPLES}")
+    cls, args = _factory_arguments(value, where, "torch.optim.lr_scheduler", "scheduler",
+                                   "optimizer")
+    family = f"torch.optim.lr_scheduler.{cls.__name__}"
+
+    def count(key):
+        v = args[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise TypeError(f"{where}: {family}({key}={v!r}): expected a whole number >= 1 "
+                            "(of steps)")
+        return v
+
+    def number(key):
+        v = args[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{where}: {family}({key}={v!r}): expected a number")
+        return repr(float(v))
+
+    if args.get("last_epoch", -1) != -1:
+        raise TypeError(f"{where}: {family}(last_epoch={args['last_epoch']!r}): the schedule "
+                        "follows the model's version, which a resumed job carries on from")
+    if cls is torch.optim.lr_scheduler.StepLR:
+        return f"step={count('step_size')},gamma={number('gamma')}"
+    if cls is torch.optim.lr_scheduler.ExponentialLR:
+        return f"exponential=1,rate={number('gamma')}"
+    if cls is torch.optim.lr_scheduler.CosineAnnealingLR:
+        return f"cosine={count('T_max')},min_lr={number('eta_min')}"
+    raise TypeError(f"{where}: {family}: the parameter servers follow "
+                    "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR, "
+                    "or a schedule in --lr_schedule's form, e.g. 'warmup=100,cosine=2000,"
+                    "min_lr=0.0001'")
 
 
 def metric_kind(value):
@@ -447,14 +512,6 @@ def loss(fn, labels, predictions):
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"returned {describe_value(value)}, expected a torch.Tensor holding one "
                         "floating-point value")
-    return value
-
-
-def call_returning(fn, kinds, what):
-    """fn(), which must return one of `kinds`."""
-    value = fn()
-    if not isinstance(value, kinds):
-        raise TypeError(f"returned {describe_value(value)}, expected {what}")
     return value
 
 

@@ -39,6 +39,11 @@ Status ValidateInitializer(const proto::EmbeddingTableSpec& spec) {
   return absl::OkStatus();
 }
 
+// Adam's or AdamW's settings (the same message).
+const proto::AdamConfig& AdamConfigOf(const proto::OptimizerConfig& optimizer) {
+  return optimizer.has_adamw() ? optimizer.adamw() : optimizer.adam();
+}
+
 Status ValidateTableOptimizer(const proto::EmbeddingTableSpec& spec,
                               const proto::OptimizerConfig& config) {
   auto fail = [&](const std::string& what) -> Status {
@@ -386,16 +391,16 @@ class TypedTable final : public EmbeddingTable {
         // AdamW decays the row itself (only a row a step touches, as Adam's
         // moments move only for it), then steps as Adam without decay.
         const bool decoupled = optimizer_.has_adamw();
-        const proto::AdamConfig& c = decoupled ? optimizer_.adamw() : optimizer_.adam();
+        const proto::AdamConfig& c = AdamConfigOf(optimizer_);
         T* m = slot;
         T* v = slot + d;
         const int64_t step = ++steps_[row];
         const double bc1 = 1 - std::pow(c.beta1(), static_cast<double>(step));
         const double bc2 = 1 - std::pow(c.beta2(), static_cast<double>(step));
-        if (decoupled) {
+        if (decoupled && c.weight_decay() != 0) {
           const T keep = static_cast<T>(1 - c.lr() * c.weight_decay());
           for (size_t k = 0; k < d; ++k) w[k] *= keep;
-        } else if (c.weight_decay() != 0) {
+        } else if (!decoupled && c.weight_decay() != 0) {
           for (size_t k = 0; k < d; ++k) g[k] += static_cast<T>(c.weight_decay()) * w[k];
         }
         const T b1 = static_cast<T>(c.beta1());
@@ -575,7 +580,7 @@ std::vector<std::string> SlotNames(const proto::OptimizerConfig& optimizer) {
       return {};
     case proto::OptimizerConfig::kAdam:
     case proto::OptimizerConfig::kAdamw:
-      if ((optimizer.has_adamw() ? optimizer.adamw() : optimizer.adam()).amsgrad()) {
+      if (AdamConfigOf(optimizer).amsgrad()) {
         return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
       }
       return {"exp_avg", "exp_avg_sq"};

@@ -11,7 +11,7 @@
 //
 // Updates: Apply() steps the table's optimizer on the rows of a gradient and
 // on those only (lazy semantics): SGD (momentum, Nesterov, weight decay),
-// Adam (amsgrad), Adagrad, RMSprop and FTRL-proximal. Each row counts its
+// Adam (amsgrad), AdamW, Adagrad, RMSprop and FTRL-proximal. Each row counts its
 // own steps, so Adam's bias correction and Adagrad's learning-rate decay of
 // a row are those of a dense optimizer that saw only that row's minibatches:
 // a row first trained late starts like a fresh one, not with a bias

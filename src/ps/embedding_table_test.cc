@@ -95,8 +95,11 @@ INSTANTIATE_TEST_SUITE_P(
         OptimizerSpec(torch::optim::RMSpropOptions(0.01)),
         OptimizerSpec(torch::optim::RMSpropOptions(0.01).centered(true).momentum(0.5))));
 
-TEST(EmbeddingTableTest, LazyAdamStepsOnlyTheRowsOfEachGradient) {
-  const OptimizerSpec adam = torch::optim::AdamOptions(0.1);
+// Adam and AdamW alike: AdamW's decay, too, touches only the rows stepped.
+class Lazy : public ::testing::TestWithParam<OptimizerSpec> {};
+
+TEST_P(Lazy, AdamStepsOnlyTheRowsOfEachGradient) {
+  const OptimizerSpec& adam = GetParam();
   auto table = Table(Spec(), Config(adam));
   const torch::Tensor initial = Read(*table, {1, 2, 3});
   // Row 1 is trained at versions 1, 2, 3; row 2 only at version 2; row 3 never.
@@ -125,6 +128,11 @@ TEST(EmbeddingTableTest, LazyAdamStepsOnlyTheRowsOfEachGradient) {
   EXPECT_TRUE(torch::equal(Read(*table, {3}), initial[2].unsqueeze(0)));
   EXPECT_EQ(table->counters().rows, 2);  // row 3 was only read
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    AdamAndAdamW, Lazy,
+    ::testing::Values(OptimizerSpec(torch::optim::AdamOptions(0.1)),
+                      OptimizerSpec(torch::optim::AdamWOptions(0.1).weight_decay(0.3))));
 
 // FTRL-proximal as McMahan et al. write it (algorithm 1, per coordinate,
 // lr_power -1/2 in general form), in doubles.

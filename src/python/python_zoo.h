@@ -16,7 +16,9 @@
 //   optimizer        optimizer() -> functools.partial(torch.optim.X, ...)
 //   eval_metrics_fn  eval_metrics_fn() -> {name: fn(labels, predictions) |
 //                    elasticdl.metrics.X}
-//   learning_rate_schedule  () -> a schedule in --lr_schedule's text form
+//   learning_rate_schedule  () -> a schedule in --lr_schedule's text form, or
+//                    functools.partial(torch.optim.lr_scheduler.StepLR |
+//                    ExponentialLR | CosineAnnealingLR, ...)
 //
 // Every Python exception becomes a ZooCodeError whose message is the
 // exception and its traceback; ZooProgram puts the file and entry in front.

@@ -421,6 +421,9 @@ def step(): return functools.partial(lr_scheduler.StepLR, step_size=7, gamma=0.5
 def exponential(): return functools.partial(lr_scheduler.ExponentialLR, gamma=0.9)
 def cosine(): return functools.partial(lr_scheduler.CosineAnnealingLR, T_max=20, eta_min=0.001)
 def one_cycle(): return functools.partial(lr_scheduler.OneCycleLR, max_lr=0.1, total_steps=10)
+def multi_step(): return lr_scheduler.MultiStepLR
+def plateau(): return functools.partial(lr_scheduler.ReduceLROnPlateau, patience=3)
+def growing(): return functools.partial(lr_scheduler.ExponentialLR, gamma=1.5)
 def resumed(): return functools.partial(lr_scheduler.StepLR, step_size=7, last_epoch=3)
 def zero_steps(): return functools.partial(lr_scheduler.StepLR, step_size=0)
 def a_number(): return 0.5
@@ -449,7 +452,7 @@ def rates(factory, steps):
   StatusOr<LearningRateSchedule> text = schedule("text");
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(text->Describe(), "warmup=5,step=10,gamma=0.5");
-  constexpr int kSteps = 21;  // the cosine's T_max and one more
+  constexpr int kSteps = 50;  // the cosine's T_max, back up to lr0 and down again
   for (const char* name : {"step", "exponential", "cosine"}) {
     StatusOr<LearningRateSchedule> ours = schedule(name);
     ASSERT_TRUE(ours.ok()) << name << ": " << ours.status();
@@ -466,11 +469,18 @@ def rates(factory, steps):
           << name << " (" << ours->Describe() << ") at version " << v;
     }
   }
-  EXPECT_EQ(schedule("cosine")->Describe(), "cosine=20,min_lr=0.001");
+  EXPECT_EQ(schedule("cosine")->Describe(), "cosine=20,min_lr=0.001,periodic=true");
   const std::vector<std::pair<std::string, std::string>> errors = {
       {"one_cycle",
        "torch.optim.lr_scheduler.OneCycleLR: the parameter servers follow "
        "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR"},
+      {"multi_step",
+       "torch.optim.lr_scheduler.MultiStepLR: the parameter servers follow "
+       "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR"},
+      {"plateau", "torch.optim.lr_scheduler.ReduceLROnPlateau: the parameter servers follow"},
+      {"growing",
+       "ExponentialLR(gamma=1.5): the parameter servers' schedules take gamma in "
+       "(0, 1]"},
       {"resumed", "StepLR(last_epoch=3): the schedule follows the model's version"},
       {"zero_steps", "StepLR(step_size=0): expected a whole number >= 1"},
       {"a_number", "returned a float: expected a schedule in --lr_schedule's form"},

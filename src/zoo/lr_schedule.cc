@@ -109,7 +109,8 @@ double LearningRateSchedule::LearningRate(double base_lr, int64_t version) const
       return base_lr * std::pow(factor_, periods);
     }
     case Decay::kCosine: {
-      const double done = static_cast<double>(std::min(v, every_)) / static_cast<double>(every_);
+      const double done =
+          static_cast<double>(periodic_ ? v : std::min(v, every_)) / static_cast<double>(every_);
       return min_lr_ + (base_lr - min_lr_) * (1 + std::cos(kPi * done)) / 2;
     }
   }
@@ -132,6 +133,7 @@ std::string LearningRateSchedule::Describe() const {
     case Decay::kCosine:
       parts.push_back(StrCat("cosine=", every_));
       if (min_lr_ != 0) parts.push_back(StrCat("min_lr=", Number(min_lr_)));
+      if (periodic_) parts.push_back("periodic=true");
       break;
   }
   if (parts.empty()) return "constant";
@@ -157,7 +159,9 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
   }
   // The decay is named by its key; each decay takes its own options.
   static const std::map<std::string, std::vector<std::string>, std::less<>> kDecays = {
-      {"step", {"gamma"}}, {"exponential", {"rate", "staircase"}}, {"cosine", {"min_lr"}}};
+      {"step", {"gamma"}},
+      {"exponential", {"rate", "staircase"}},
+      {"cosine", {"min_lr", "periodic"}}};
   std::optional<std::string> decay;
   for (const auto& [key, value] : values) {
     if (key == "warmup") continue;
@@ -173,7 +177,7 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
     if (!option) {
       return Bad(StrCat("unknown key '", key,
                         "' (expected warmup, step, gamma, exponential, rate, staircase, cosine, "
-                        "min_lr)"));
+                        "min_lr, periodic)"));
     }
   }
   for (const auto& [key, value] : values) {
@@ -214,6 +218,9 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
     if (get("min_lr") != nullptr) {
       EDL_ASSIGN_OR_RETURN(s.min_lr_, ParseDouble("min_lr", *get("min_lr")));
     }
+    if (get("periodic") != nullptr) {
+      EDL_ASSIGN_OR_RETURN(s.periodic_, ParseBool("periodic", *get("periodic")));
+    }
   }
   EDL_RETURN_IF_ERROR(s.Validate());
   return s;
@@ -237,6 +244,7 @@ proto::LearningRateScheduleConfig LrScheduleToProto(const LearningRateSchedule& 
     case LearningRateSchedule::Decay::kCosine:
       c.mutable_cosine()->set_total(s.every());
       c.mutable_cosine()->set_min_lr(s.min_lr());
+      c.mutable_cosine()->set_periodic(s.periodic());
       break;
   }
   return c;
@@ -253,7 +261,8 @@ StatusOr<LearningRateSchedule> LrScheduleFromProto(const proto::LearningRateSche
                                             c.exponential().staircase());
       break;
     case proto::LearningRateScheduleConfig::kCosine:
-      s = LearningRateSchedule::Cosine(c.cosine().total(), c.cosine().min_lr());
+      s = LearningRateSchedule::Cosine(c.cosine().total(), c.cosine().min_lr(),
+                                       c.cosine().periodic());
       break;
     case proto::LearningRateScheduleConfig::DECAY_NOT_SET:
       break;

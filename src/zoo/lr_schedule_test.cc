@@ -45,6 +45,17 @@ TEST(LearningRateScheduleTest, CosineReachesItsMinimumAndStays) {
   EXPECT_NEAR(s.LearningRate(0.1, 5000), 0.01, 1e-12);
 }
 
+// PyTorch's CosineAnnealingLR: past its total the rate climbs back to lr0
+// (at 2 * total) and falls again.
+TEST(LearningRateScheduleTest, PeriodicCosineClimbsBackAfterItsTotal) {
+  auto s = LearningRateSchedule::Cosine(/*total=*/100, /*min_lr=*/0.01, /*periodic=*/true);
+  EXPECT_NEAR(s.LearningRate(0.1, 50), 0.055, 1e-12);
+  EXPECT_NEAR(s.LearningRate(0.1, 100), 0.01, 1e-12);
+  EXPECT_NEAR(s.LearningRate(0.1, 150), 0.055, 1e-12);
+  EXPECT_NEAR(s.LearningRate(0.1, 200), 0.1, 1e-12);
+  EXPECT_NEAR(s.LearningRate(0.1, 325), s.LearningRate(0.1, 125), 1e-12);
+}
+
 TEST(LearningRateScheduleTest, WarmupClimbsLinearlyThenTheDecayStarts) {
   auto s = LearningRateSchedule::Step(10, 0.1).WithWarmup(4);
   EXPECT_DOUBLE_EQ(s.LearningRate(1, 0), 0.25);
@@ -98,13 +109,15 @@ TEST(LearningRateScheduleTest, DescribeReadsBack) {
   for (const LearningRateSchedule& s :
        {LearningRateSchedule::Constant(), LearningRateSchedule::Step(7, 0.3).WithWarmup(2),
         LearningRateSchedule::Exponential(10, 0.96, true),
-        LearningRateSchedule::Cosine(2000, 1e-4).WithWarmup(100)}) {
+        LearningRateSchedule::Cosine(2000, 1e-4).WithWarmup(100),
+        LearningRateSchedule::Cosine(500, 0, true)}) {
     StatusOr<LearningRateSchedule> back = LearningRateSchedule::Parse(s.Describe());
     ASSERT_TRUE(back.ok()) << s.Describe() << ": " << back.status();
     EXPECT_EQ(*back, s) << s.Describe();
   }
   EXPECT_EQ(LearningRateSchedule::Cosine(2000, 1e-4).WithWarmup(100).Describe(),
             "warmup=100,cosine=2000,min_lr=0.0001");
+  EXPECT_EQ(LearningRateSchedule::Cosine(500, 0, true).Describe(), "cosine=500,periodic=true");
 }
 
 TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
@@ -113,7 +126,7 @@ TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
   };
   EXPECT_EQ(error("cosin=100"),
             "learning-rate schedule: unknown key 'cosin' (expected warmup, step, gamma, "
-            "exponential, rate, staircase, cosine, min_lr)");
+            "exponential, rate, staircase, cosine, min_lr, periodic)");
   EXPECT_EQ(error("step=x,gamma=0.5"), "learning-rate schedule: 'step=x': not an integer");
   EXPECT_EQ(error("step=10,gamma=abc"), "learning-rate schedule: 'gamma=abc': not a number");
   EXPECT_EQ(error("step=10"), "learning-rate schedule: 'step' needs 'gamma'");

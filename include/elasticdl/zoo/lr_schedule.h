@@ -18,10 +18,13 @@
 //   Exponential(every, rate, true)     lr0 * rate^floor(v / every)   (staircase)
 //   Cosine(total, min_lr)              min_lr + (lr0 - min_lr) * (1 + cos(pi * t)) / 2,
 //                                      t = min(v, total) / total
+//   Cosine(total, min_lr, true)        the same with t = v / total: periodic, as
+//                                      PyTorch's CosineAnnealingLR
 //   Constant()                         lr0
 //
 // The text form (--lr_schedule, Describe, Parse) is comma-separated
-// key=value: "warmup=100,cosine=2000,min_lr=0.0001", "step=1000,gamma=0.5",
+// key=value: "warmup=100,cosine=2000,min_lr=0.0001", "cosine=500,periodic=true",
+// "step=1000,gamma=0.5",
 // "exponential=1000,rate=0.96,staircase=true", "warmup=50" (warm-up alone).
 // A plain value type; no LibTorch.
 #ifndef ELASTICDL_ZOO_LR_SCHEDULE_H_
@@ -57,11 +60,12 @@ class LearningRateSchedule {
     s.staircase_ = staircase;
     return s;
   }
-  static LearningRateSchedule Cosine(int64_t total, double min_lr = 0) {
+  static LearningRateSchedule Cosine(int64_t total, double min_lr = 0, bool periodic = false) {
     LearningRateSchedule s;
     s.decay_ = Decay::kCosine;
     s.every_ = total;
     s.min_lr_ = min_lr;
+    s.periodic_ = periodic;
     return s;
   }
   // The same decay after a linear warm-up over `versions` versions (0: none).
@@ -79,6 +83,7 @@ class LearningRateSchedule {
   double factor() const { return factor_; }
   bool staircase() const { return staircase_; }
   double min_lr() const { return min_lr_; }
+  bool periodic() const { return periodic_; }
   bool is_constant() const { return decay_ == Decay::kConstant && warmup_ == 0; }
 
   // INVALID_ARGUMENT naming the bad part: a negative warm-up, a period
@@ -102,7 +107,8 @@ class LearningRateSchedule {
 
   bool operator==(const LearningRateSchedule& o) const {
     return decay_ == o.decay_ && warmup_ == o.warmup_ && every_ == o.every_ &&
-           factor_ == o.factor_ && staircase_ == o.staircase_ && min_lr_ == o.min_lr_;
+           factor_ == o.factor_ && staircase_ == o.staircase_ && min_lr_ == o.min_lr_ &&
+           periodic_ == o.periodic_;
   }
 
  private:
@@ -112,6 +118,7 @@ class LearningRateSchedule {
   double factor_ = 1;
   bool staircase_ = false;
   double min_lr_ = 0;
+  bool periodic_ = false;
 };
 
 }  // namespace elasticdl

@@ -321,6 +321,8 @@ def _factory_arguments(value, where, family, kind, skipped):
     for name, v in list(out.items()):
         if isinstance(v, torch.Tensor):
             out[name] = v.tolist()
+        elif hasattr(v, "__index__") and not isinstance(v, (bool, int)):
+            out[name] = int(v)  # a NumPy integer
         elif hasattr(v, "__float__") and not isinstance(v, (bool, int, float)):
             out[name] = float(v)
     return cls, out
@@ -340,7 +342,8 @@ def describe_optimizer(value, where="optimizer()"):
                                         cls is elasticdl.optim.Ftrl):
         raise TypeError(f"{where} returned {describe_value(value)}: expected a factory of a "
                         "torch.optim optimizer, e.g. functools.partial(torch.optim.SGD, lr=0.1)")
-    cls, out = _factory_arguments(value, where, "torch.optim", "optimizer", "params")
+    family = "elasticdl.optim" if cls is elasticdl.optim.Ftrl else "torch.optim"
+    cls, out = _factory_arguments(value, where, family, "optimizer", "params")
     return cls.__name__, out
 
 
@@ -352,20 +355,30 @@ _SCHEDULE_EXAMPLES = ("a schedule in --lr_schedule's form, e.g. 'warmup=100,step
                       "gamma=0.5)")
 
 
+_SCHEDULERS = (torch.optim.lr_scheduler.StepLR, torch.optim.lr_scheduler.ExponentialLR,
+               torch.optim.lr_scheduler.CosineAnnealingLR)
+
+
 def schedule_text(value, where="learning_rate_schedule()"):
     """The --lr_schedule form of what a learning_rate_schedule() entry returned: that
     text, or a factory of a PyTorch scheduler stepped once a step, as the model version
-    counts steps. StepLR, ExponentialLR and CosineAnnealingLR (which stays at eta_min
-    after T_max, where PyTorch's climbs again) are what the parameter servers follow."""
+    counts steps: StepLR, ExponentialLR or CosineAnnealingLR, which the parameter
+    servers follow."""
     if isinstance(value, str):
         return value
     cls = _factory_class(value)
-    if not inspect.isclass(cls) or not issubclass(cls, _SCHEDULER_BASE):
+    if not inspect.isclass(cls) or not issubclass(
+            cls, (_SCHEDULER_BASE, torch.optim.lr_scheduler.ReduceLROnPlateau)):
         raise TypeError(f"{where} returned {describe_value(value)}: expected "
                         f"{_SCHEDULE_EXAMPLES}")
+    family = f"torch.optim.lr_scheduler.{cls.__name__}"
+    if cls not in _SCHEDULERS:
+        raise TypeError(f"{where}: {family}: the parameter servers follow "
+                        "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR, "
+                        "or a schedule in --lr_schedule's form, e.g. 'warmup=100,cosine=2000,"
+                        "min_lr=0.0001'")
     cls, args = _factory_arguments(value, where, "torch.optim.lr_scheduler", "scheduler",
                                    "optimizer")
-    family = f"torch.optim.lr_scheduler.{cls.__name__}"
 
     def count(key):
         v = args[key]
@@ -374,25 +387,24 @@ def schedule_text(value, where="learning_rate_schedule()"):
                             "(of steps)")
         return v
 
-    def number(key):
+    def number(key, low, high=None):
         v = args[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(f"{where}: {family}({key}={v!r}): expected a number")
+        if not (v > low if high is not None else v >= low) or (high is not None and v > high):
+            raise TypeError(f"{where}: {family}({key}={v!r}): the parameter servers' schedules "
+                            "take " + (f"{key} in ({low}, {high}]" if high is not None
+                                       else f"{key} >= {low}"))
         return repr(float(v))
 
     if args.get("last_epoch", -1) != -1:
         raise TypeError(f"{where}: {family}(last_epoch={args['last_epoch']!r}): the schedule "
                         "follows the model's version, which a resumed job carries on from")
     if cls is torch.optim.lr_scheduler.StepLR:
-        return f"step={count('step_size')},gamma={number('gamma')}"
+        return f"step={count('step_size')},gamma={number('gamma', 0, 1)}"
     if cls is torch.optim.lr_scheduler.ExponentialLR:
-        return f"exponential=1,rate={number('gamma')}"
-    if cls is torch.optim.lr_scheduler.CosineAnnealingLR:
-        return f"cosine={count('T_max')},min_lr={number('eta_min')}"
-    raise TypeError(f"{where}: {family}: the parameter servers follow "
-                    "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR, "
-                    "or a schedule in --lr_schedule's form, e.g. 'warmup=100,cosine=2000,"
-                    "min_lr=0.0001'")
+        return f"exponential=1,rate={number('gamma', 0, 1)}"
+    return f"cosine={count('T_max')},min_lr={number('eta_min', 0)},periodic=true"
 
 
 def metric_kind(value):

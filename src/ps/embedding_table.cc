@@ -397,10 +397,10 @@ class TypedTable final : public EmbeddingTable {
         const int64_t step = ++steps_[row];
         const double bc1 = 1 - std::pow(c.beta1(), static_cast<double>(step));
         const double bc2 = 1 - std::pow(c.beta2(), static_cast<double>(step));
-        if (decoupled && c.weight_decay() != 0) {
+        if (c.weight_decay() != 0 && decoupled) {
           const T keep = static_cast<T>(1 - c.lr() * c.weight_decay());
           for (size_t k = 0; k < d; ++k) w[k] *= keep;
-        } else if (!decoupled && c.weight_decay() != 0) {
+        } else if (c.weight_decay() != 0) {
           for (size_t k = 0; k < d; ++k) g[k] += static_cast<T>(c.weight_decay()) * w[k];
         }
         const T b1 = static_cast<T>(c.beta1());

@@ -289,14 +289,18 @@ def input_pipeline(default_input, next_record, mode_name, seed):
 
 # -- optimizers and metrics ----------------------------------------------------
 
+def _factory_class(value):
+    return value.func if isinstance(value, functools.partial) else value
+
+
 def _factory_arguments(value, where, family, kind, skipped):
     """(class, {argument: value}) of a factory of a `kind` ("optimizer"): a
     functools.partial of a class of `family` (a module's name, for messages), or the
     class itself; every argument of the class's constructor but `skipped` (what the
     factory is later called with), with its default unless given."""
-    cls, args, kwargs = value, (), {}
+    cls, args, kwargs = _factory_class(value), (), {}
     if isinstance(value, functools.partial):
-        cls, args, kwargs = value.func, value.args, dict(value.keywords)
+        args, kwargs = value.args, dict(value.keywords)
     signature = inspect.signature(cls)
     parameters = [p for p in signature.parameters.values() if p.name != skipped]
     if args:
@@ -328,10 +332,6 @@ def _factory_arguments(value, where, family, kind, skipped):
     return cls, out
 
 
-def _factory_class(value):
-    return value.func if isinstance(value, functools.partial) else value
-
-
 def describe_optimizer(value, where="optimizer()"):
     """(class name, {argument: value}) of an optimizer factory: a
     functools.partial of a torch.optim (or elasticdl.optim) class, or the class
@@ -353,8 +353,6 @@ _SCHEDULE_EXAMPLES = ("a schedule in --lr_schedule's form, e.g. 'warmup=100,step
                       "gamma=0.5', or a factory of a torch.optim.lr_scheduler scheduler, e.g. "
                       "functools.partial(torch.optim.lr_scheduler.StepLR, step_size=1000, "
                       "gamma=0.5)")
-
-
 _SCHEDULERS = (torch.optim.lr_scheduler.StepLR, torch.optim.lr_scheduler.ExponentialLR,
                torch.optim.lr_scheduler.CosineAnnealingLR)
 
@@ -387,24 +385,27 @@ def schedule_text(value, where="learning_rate_schedule()"):
                             "(of steps)")
         return v
 
-    def number(key, low, high=None):
+    def number(key, valid, expected):
         v = args[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(f"{where}: {family}({key}={v!r}): expected a number")
-        if not (v > low if high is not None else v >= low) or (high is not None and v > high):
+        if not valid(v):
             raise TypeError(f"{where}: {family}({key}={v!r}): the parameter servers' schedules "
-                            "take " + (f"{key} in ({low}, {high}]" if high is not None
-                                       else f"{key} >= {low}"))
+                            f"take {key} {expected}")
         return repr(float(v))
+
+    def gamma():
+        return number("gamma", lambda g: 0 < g <= 1, "in (0, 1]")
 
     if args.get("last_epoch", -1) != -1:
         raise TypeError(f"{where}: {family}(last_epoch={args['last_epoch']!r}): the schedule "
                         "follows the model's version, which a resumed job carries on from")
     if cls is torch.optim.lr_scheduler.StepLR:
-        return f"step={count('step_size')},gamma={number('gamma', 0, 1)}"
+        return f"step={count('step_size')},gamma={gamma()}"
     if cls is torch.optim.lr_scheduler.ExponentialLR:
-        return f"exponential=1,rate={number('gamma', 0, 1)}"
-    return f"cosine={count('T_max')},min_lr={number('eta_min', 0)},periodic=true"
+        return f"exponential=1,rate={gamma()}"
+    eta_min = number("eta_min", lambda m: m >= 0, ">= 0")
+    return f"cosine={count('T_max')},min_lr={eta_min},periodic=true"
 
 
 def metric_kind(value):

@@ -209,7 +209,7 @@ class TypedTable final : public EmbeddingTable {
   }
 
   Status Load(const proto::EmbeddingRowBlock& block, const std::function<bool(int64_t)>& keep,
-              bool slots_apply, int64_t version) override {
+              const proto::OptimizerConfig& written, int64_t version) override {
     const proto::EmbeddingRows& rows = block.rows();
     const size_t n = static_cast<size_t>(rows.ids_size());
     auto bad = [&](const std::string& what) -> Status {
@@ -220,9 +220,14 @@ class TypedTable final : public EmbeddingTable {
       return bad(StrCat("holds ", rows.values().size(), " bytes of values for ", n,
                         " rows of dimension ", dim_));
     }
+    // The slots carried over (the rest start as a new row's) and whether
+    // the steps are.
     std::vector<const std::string*> slots(slot_names_.size(), nullptr);
-    if (slots_apply) {
+    bool steps_apply = false;
+    if (SlotsCarryOver(written, optimizer_)) {
+      const std::vector<std::string> kept = SlotNames(written);
       for (size_t s = 0; s < slot_names_.size(); ++s) {
+        if (std::find(kept.begin(), kept.end(), slot_names_[s]) == kept.end()) continue;
         for (const proto::Tensor& t : block.slots()) {
           if (t.name() == slot_names_[s]) slots[s] = &t.content();
         }
@@ -230,7 +235,8 @@ class TypedTable final : public EmbeddingTable {
           return bad(StrCat("lacks slot '", slot_names_[s], "' for its ", n, " rows"));
         }
       }
-      if (counts_steps_ && static_cast<size_t>(block.steps_size()) != n) {
+      steps_apply = counts_steps_ && CountsSteps(written);
+      if (steps_apply && static_cast<size_t>(block.steps_size()) != n) {
         return bad(StrCat("holds ", block.steps_size(), " step counts for ", n, " rows"));
       }
     }
@@ -241,13 +247,11 @@ class TypedTable final : public EmbeddingTable {
       const size_t row = Create(id);
       T* r = rows_.at(row);
       std::memcpy(r, rows.values().data() + i * dim_ * sizeof(T), dim_ * sizeof(T));
-      if (slots_apply) {
-        for (size_t s = 0; s < slots.size(); ++s) {
-          std::memcpy(r + (1 + s) * dim_, slots[s]->data() + i * dim_ * sizeof(T),
-                      dim_ * sizeof(T));
-        }
-        if (counts_steps_) steps_[row] = block.steps(static_cast<int>(i));
+      for (size_t s = 0; s < slots.size(); ++s) {
+        if (slots[s] == nullptr) continue;  // Create's fresh slot
+        std::memcpy(r + (1 + s) * dim_, slots[s]->data() + i * dim_ * sizeof(T), dim_ * sizeof(T));
       }
+      if (steps_apply) steps_[row] = block.steps(static_cast<int>(i));
       if (tracks_updates_) updated_[row] = version;
     }
     return absl::OkStatus();
@@ -598,6 +602,15 @@ std::vector<std::string> SlotNames(const proto::OptimizerConfig& optimizer) {
       break;
   }
   return {};
+}
+
+bool SlotsCarryOver(const proto::OptimizerConfig& written, const proto::OptimizerConfig& now) {
+  auto family = [](const proto::OptimizerConfig& c) {
+    return c.kind_case() == proto::OptimizerConfig::kAdamw ? proto::OptimizerConfig::kAdam
+                                                           : c.kind_case();
+  };
+  return written.kind_case() != proto::OptimizerConfig::KIND_NOT_SET &&
+         family(written) == family(now);
 }
 
 bool CountsSteps(const proto::OptimizerConfig& optimizer) {

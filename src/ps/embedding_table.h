@@ -85,13 +85,16 @@ class EmbeddingTable {
   virtual std::vector<proto::EmbeddingRowBlock> Snapshot(size_t rows_per_block) const = 0;
 
   // Adds the rows of `block` for which `keep(id)` holds, at version
-  // `version`; with `slots_apply`, with their slots and steps (the
-  // checkpoint's optimizer is of the same kind), else fresh ones.
-  // INVALID_ARGUMENT for a block that does not fit the table (sizes, a
-  // missing slot, a row already held).
+  // `version`. `written` is the optimizer that stepped the rows: where its
+  // state carries over to this table's (SlotsCarryOver), the rows keep
+  // their slots and steps, and a slot this optimizer keeps that `written`
+  // did not (amsgrad's maximum, a momentum buffer, ...) starts as a new
+  // row's does; else every row starts with fresh slots. INVALID_ARGUMENT
+  // for a block that does not fit the table (sizes, a slot `written` keeps
+  // missing, a row already held).
   virtual Status Load(const proto::EmbeddingRowBlock& block,
-                      const std::function<bool(int64_t)>& keep, bool slots_apply,
-                      int64_t version) = 0;
+                      const std::function<bool(int64_t)>& keep,
+                      const proto::OptimizerConfig& written, int64_t version) = 0;
 
   virtual EmbeddingCounters counters() const = 0;
 
@@ -107,6 +110,13 @@ class EmbeddingTable {
 // "exp_avg", "sum", "accum", ...), and whether it counts steps per row.
 std::vector<std::string> SlotNames(const proto::OptimizerConfig& optimizer);
 bool CountsSteps(const proto::OptimizerConfig& optimizer);
+
+// Whether an optimizer configured as `now` continues from the state one
+// configured as `written` kept (a checkpoint's): of the same kind, or Adam
+// and AdamW, whose states are the same (PyTorch's load_state_dict carries
+// one's into the other). Hyperparameters may differ; slots one keeps and
+// the other does not are dropped or start fresh.
+bool SlotsCarryOver(const proto::OptimizerConfig& written, const proto::OptimizerConfig& now);
 
 }  // namespace elasticdl::ps
 

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "elasticdl/zoo/optimizer.h"
+#include "ps/shard_state.h"
 
 namespace elasticdl::ps {
 namespace {
@@ -289,10 +291,10 @@ TEST(EmbeddingTableTest, SnapshotLoadsIntoAnyNumberOfTablesWithSlotsAndSteps) {
   auto odd = Table(Spec(), Config(adam));
   for (const auto& block : blocks) {
     ASSERT_TRUE(even->Load(
-                        block, [](int64_t id) { return id % 2 == 0; }, true, 4)
+                        block, [](int64_t id) { return id % 2 == 0; }, Config(adam), 4)
                     .ok());
     ASSERT_TRUE(odd->Load(
-                       block, [](int64_t id) { return id % 2 != 0; }, true, 4)
+                       block, [](int64_t id) { return id % 2 != 0; }, Config(adam), 4)
                     .ok());
   }
   EXPECT_EQ(even->counters().rows + odd->counters().rows, 50);
@@ -305,17 +307,115 @@ TEST(EmbeddingTableTest, SnapshotLoadsIntoAnyNumberOfTablesWithSlotsAndSteps) {
     EXPECT_TRUE(torch::equal(Read(*table, {id}), Read(part, {id}))) << "row " << id;
   }
   // Without slots (another optimizer in the checkpoint), values only.
+  const proto::OptimizerConfig sgd = Config(torch::optim::SGDOptions(0.1));
   auto fresh = Table(Spec(), Config(adam));
   ASSERT_TRUE(fresh
                   ->Load(
-                      blocks[0], [](int64_t) { return true; }, false, 4)
+                      blocks[0], [](int64_t) { return true; }, sgd, 4)
                   .ok());
   EXPECT_EQ(fresh->counters().rows, 16);
   // A row loaded twice is an error.
   EXPECT_FALSE(fresh
                    ->Load(
-                       blocks[0], [](int64_t) { return true; }, false, 4)
+                       blocks[0], [](int64_t) { return true; }, sgd, 4)
                    .ok());
+}
+
+// Every row of `table` as one block loaded into a new table under `now`.
+StatusOr<std::unique_ptr<EmbeddingTable>> Reloaded(const EmbeddingTable& table,
+                                                   const proto::OptimizerConfig& now) {
+  EDL_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTable> loaded, EmbeddingTable::Create(Spec(), now));
+  for (const proto::EmbeddingRowBlock& block : table.Snapshot(1000)) {
+    EDL_RETURN_IF_ERROR(loaded->Load(
+        block, [](int64_t) { return true; }, table.optimizer(), 9));
+  }
+  return loaded;
+}
+
+TEST(EmbeddingTableTest, AdamsRowsContinueUnderAdamWAndTheReverse) {
+  // AdamW without weight decay steps as Adam does: a table reloaded under the
+  // other goes on bit for bit, its moments and steps carried over.
+  const std::vector<std::pair<OptimizerSpec, OptimizerSpec>> pairs = {
+      {torch::optim::AdamOptions(0.05), torch::optim::AdamWOptions(0.05).weight_decay(0)},
+      {torch::optim::AdamWOptions(0.05).weight_decay(0).amsgrad(true),
+       torch::optim::AdamOptions(0.05).amsgrad(true)}};
+  for (const auto& [written, now] : pairs) {
+    auto live = Table(Spec(), Config(written));
+    const std::vector<int64_t> ids = {4, 8, 15, 16};
+    torch::manual_seed(6);
+    for (int64_t v = 1; v <= 3; ++v) Apply(*live, ids, torch::randn({4, kTableDim}), v);
+    auto loaded = Reloaded(*live, Config(now));
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    for (int64_t v = 4; v <= 6; ++v) {
+      torch::Tensor g = torch::randn({4, kTableDim});
+      Apply(*live, ids, g, v);
+      Apply(**loaded, ids, g, v);
+      EXPECT_TRUE(torch::equal(Read(*live, ids), Read(**loaded, ids)))
+          << DescribeOptimizer(written) << " into " << DescribeOptimizer(now) << ", version " << v;
+    }
+  }
+}
+
+TEST(EmbeddingTableTest, ASlotTheCheckpointDidNotKeepStartsAsANewRowsDoes) {
+  const std::vector<int64_t> ids = {1, 2, 3};
+  torch::manual_seed(8);
+  const torch::Tensor g1 = torch::randn({3, kTableDim});
+  const torch::Tensor g2 = torch::randn({3, kTableDim});
+  struct Case {
+    OptimizerSpec written, now;
+  };
+  // amsgrad turned on, momentum added (SGD's buffer starts as the first
+  // gradient, RMSprop's at zero), RMSprop centered.
+  const std::vector<Case> cases = {
+      {torch::optim::AdamOptions(0.05), torch::optim::AdamOptions(0.05).amsgrad(true)},
+      {torch::optim::SGDOptions(0.1), torch::optim::SGDOptions(0.1).momentum(0.9)},
+      {torch::optim::RMSpropOptions(0.01), torch::optim::RMSpropOptions(0.01).momentum(0.5)},
+      {torch::optim::RMSpropOptions(0.01), torch::optim::RMSpropOptions(0.01).centered(true)}};
+  for (const Case& c : cases) {
+    auto live = Table(Spec(), Config(c.written));
+    Apply(*live, ids, g1, 1);
+    auto loaded = Reloaded(*live, Config(c.now));
+    ASSERT_TRUE(loaded.ok()) << DescribeOptimizer(c.written) << " into " << DescribeOptimizer(c.now)
+                             << ": " << loaded.status();
+    // As LibTorch's own optimizer goes on from the written one's state, the
+    // new slot created empty (its first step makes it).
+    torch::Tensor dense = Read(*live, ids).clone().requires_grad_(true);
+    auto before = MakeOptimizer(c.written, {dense});
+    ASSERT_TRUE(before.ok());
+    torch::Tensor reference = Read(*Table(Spec(), Config(c.written)), ids).requires_grad_(true);
+    auto first = MakeOptimizer(c.written, {reference});
+    ASSERT_TRUE(first.ok());
+    reference.mutable_grad() = g1.clone();
+    (*first)->step();
+    auto after = MakeOptimizer(c.now, {reference});
+    ASSERT_TRUE(after.ok());
+    ps::ParameterSnapshot state;
+    ps::ExportOptimizerState(c.written, **first, reference, &state);
+    ASSERT_TRUE(
+        ps::ImportOptimizerState(c.now, "rows", state.slots, state.step, reference, after->get())
+            .ok());
+    reference.mutable_grad() = g2.clone();
+    (*after)->step();
+    Apply(**loaded, ids, g2, 10);
+    EXPECT_TRUE(torch::allclose(Read(**loaded, ids), reference.detach(), 1e-5, 1e-6))
+        << DescribeOptimizer(c.written) << " into " << DescribeOptimizer(c.now) << "\n"
+        << Read(**loaded, ids) << "\n"
+        << reference;
+  }
+}
+
+TEST(EmbeddingTableTest, ABlockLackingASlotItsOptimizerKeptIsAnError) {
+  const proto::OptimizerConfig adam = Config(torch::optim::AdamOptions(0.05));
+  auto live = Table(Spec(), adam);
+  Apply(*live, {1, 2}, torch::ones({2, kTableDim}), 1);
+  std::vector<proto::EmbeddingRowBlock> blocks = live->Snapshot(10);
+  ASSERT_EQ(blocks.size(), 1u);
+  blocks[0].mutable_slots()->RemoveLast();  // exp_avg_sq
+  auto loaded = Table(Spec(), Config(torch::optim::AdamWOptions(0.05)));
+  Status s = loaded->Load(
+      blocks[0], [](int64_t) { return true; }, adam, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("lacks slot 'exp_avg_sq'"), std::string::npos) << s;
 }
 
 TEST(EmbeddingTableTest, RejectsBadSpecsAndIdsOutOfRange) {

@@ -738,7 +738,7 @@ Status ParameterStore::Restore(const proto::ShardCheckpoint& checkpoint) {
   for (const auto& progress : checkpoint.applied()) {
     if (progress.minibatches() > 0) applied[progress.task_id()] = progress.minibatches();
   }
-  const bool slots_apply = checkpoint.optimizer().kind_case() == optimizer_config_.kind_case();
+  const bool slots_apply = SlotsCarryOver(checkpoint.optimizer(), optimizer_config_);
   EDL_ASSIGN_OR_RETURN(Tables tables, LoadTables({&checkpoint}));
   return Load(parameters, std::move(buffers), checkpoint.version(), slots_apply, std::move(applied),
               std::move(tables));
@@ -771,7 +771,7 @@ Status ParameterStore::InitFromCheckpoints(const std::vector<proto::ShardCheckpo
       }
     }
   }
-  const bool slots_apply = shards[0].optimizer().kind_case() == optimizer_config_.kind_case();
+  const bool slots_apply = SlotsCarryOver(shards[0].optimizer(), optimizer_config_);
   std::vector<const proto::ShardCheckpoint*> files;
   for (const auto& shard : shards) files.push_back(&shard);
   EDL_ASSIGN_OR_RETURN(Tables tables, LoadTables(files));
@@ -795,13 +795,12 @@ StatusOr<ParameterStore::Tables> ParameterStore::LoadTables(
                                                " declare different embedding tables"));
     }
   }
-  // A table without an optimizer of its own follows the model's: its
-  // slots apply when the checkpoint's model optimizer is of our kind.
+  // A table without an optimizer of its own follows the model's: its rows
+  // were stepped by the checkpoint's model optimizer.
   EDL_ASSIGN_OR_RETURN(Tables tables, MakeTables(first.embedding_tables(), optimizer_config_));
-  std::map<std::string, bool> slots_apply;
+  std::map<std::string, const proto::OptimizerConfig*> written;
   for (const proto::EmbeddingTableSpec& spec : first.embedding_tables()) {
-    slots_apply[spec.name()] =
-        spec.has_optimizer() || first.optimizer().kind_case() == optimizer_config_.kind_case();
+    written[spec.name()] = spec.has_optimizer() ? &spec.optimizer() : &first.optimizer();
   }
   const int num_ps = options_.num_ps;
   const int ps_id = options_.ps_id;
@@ -814,8 +813,7 @@ StatusOr<ParameterStore::Tables> ParameterStore::LoadTables(
                                                  block.rows().table(),
                                                  "', which it does not declare"));
       }
-      EDL_RETURN_IF_ERROR(
-          it->second->Load(block, mine, slots_apply.at(it->first), shard->version()));
+      EDL_RETURN_IF_ERROR(it->second->Load(block, mine, *written.at(it->first), shard->version()));
     }
   }
   return tables;

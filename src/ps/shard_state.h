@@ -60,8 +60,9 @@ proto::OptimizerConfig OptimizerConfigOf(const OptimizerSpec& spec);
 void ExportOptimizerState(const OptimizerSpec& spec, const torch::optim::Optimizer& optimizer,
                           const torch::Tensor& param, ParameterSnapshot* out);
 
-// Replaces `optimizer`'s state for `param` by `slots` and `step` (from
-// ExportOptimizerState of the same kind of optimizer). Slots the
+// Replaces `optimizer`'s state for `param` by `slots` and `step`, from
+// ExportOptimizerState of an optimizer whose state `spec`'s continues
+// (SlotsCarryOver: the same kind, or Adam and AdamW). Slots the
 // configuration needs but `slots` lacks (a checkpoint written without
 // amsgrad restored with it, ...) start at zero. Empty `slots` leave the
 // state as the optimizer created it. INVALID_ARGUMENT, naming `name`, when a

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ps/parameter_store.h"
@@ -258,6 +259,40 @@ TEST(ReshardTest, OtherOptimizerStartsFresh) {
   auto snapshot = sgd->Snapshot();
   ASSERT_TRUE(snapshot.ok());
   for (const auto& [name, p] : snapshot->parameters) EXPECT_TRUE(p.slots.empty()) << name;
+}
+
+// AdamW without weight decay steps as Adam does, so a job that switches one
+// for the other between checkpoint and restart goes on bit for bit: the
+// moments and steps carry over, as PyTorch's load_state_dict carries them.
+TEST(ReshardTest, AdamsStateCarriesIntoAdamWAndBack) {
+  const Model m = SmallModel();
+  const std::vector<std::pair<OptimizerSpec, OptimizerSpec>> pairs = {
+      {torch::optim::AdamOptions(0.01), torch::optim::AdamWOptions(0.01).weight_decay(0)},
+      {torch::optim::AdamWOptions(0.01).weight_decay(0).amsgrad(true),
+       torch::optim::AdamOptions(0.01).amsgrad(true)}};
+  for (const auto& [written, now] : pairs) {
+    SCOPED_TRACE(DescribeOptimizer(written) + " into " + DescribeOptimizer(now));
+    auto live = NewStore(written);
+    bool accepted;
+    int64_t version;
+    ASSERT_TRUE(live->Init(ValuesFor(m, 0, 1), &accepted, &version).ok());
+    Train(*live, m, 0, 1, 0, 6);
+    const proto::ShardCheckpoint checkpoint = Checkpoint(*live);
+    auto restored = NewStore(now, 0, 1, kRestoreInstance + 1);
+    Status s = restored->Restore(checkpoint);
+    ASSERT_TRUE(s.ok()) << s;
+    auto started = NewStore(now);
+    s = started->InitFromCheckpoints({checkpoint});
+    ASSERT_TRUE(s.ok()) << s;
+    Train(*live, m, 0, 1, 6, 12);
+    Train(*restored, m, 0, 1, 6, 12);
+    Train(*started, m, 0, 1, 20, 26);  // a new job's tasks
+    ExpectIdentical(Pulled(*live), Pulled(*restored));
+    auto other = NewStore(written);
+    ASSERT_TRUE(other->InitFromCheckpoints({checkpoint}).ok());
+    Train(*other, m, 0, 1, 20, 26);
+    ExpectIdentical(Pulled(*other), Pulled(*started));
+  }
 }
 
 TEST(SnapshotTest, SyncModeLeavesOutPendingPushes) {

@@ -78,6 +78,7 @@
 #include "elasticdl/zoo/optimizer.h"
 #include "ps/checkpoint.h"
 #include "ps/checkpoint_writer.h"
+#include "ps/embedding_table.h"
 #include "ps/shard_state.h"
 #include "rpc/grpc_util.h"
 #include "rpc/tensor_codec.h"
@@ -363,7 +364,7 @@ Status CollectiveTrainer::LoadState(const proto::ShardCheckpoint& checkpoint, bo
   for (const proto::ParameterState& p : checkpoint.parameters()) states[p.value().name()] = &p;
   for (const proto::Tensor& b : checkpoint.buffers()) buffers[b.name()] = &b;
   const bool slots_apply =
-      everything || checkpoint.optimizer().kind_case() == w_.job_.optimizer.kind_case();
+      everything || ps::SlotsCarryOver(checkpoint.optimizer(), w_.job_.optimizer);
   torch::NoGradGuard no_grad;
   for (const auto& [name, p] : parameters_) {
     auto it = states.find(name);

@@ -472,6 +472,50 @@ class PythonModelTest(JobTestCase):
             # One thread each, the same LibTorch, the same minibatches: the same bits.
             self.assertEqual(worst, 0, f"{name}: the job and the loop differ by up to {worst}")
 
+    def test_a_job_restarted_from_adam_to_adamw_keeps_adams_moments(self):
+        """A job trained with Adam, checkpointed, and a new job started from its
+        checkpoint with AdamW (weight_decay=0, which steps as Adam does): the moments
+        and steps carry over, as load_state_dict carries them in PyTorch, so the two
+        jobs end where one Adam job of both epochs ends, bit for bit."""
+        zoo = self.write_zoo({
+            "switch/model.py": MNIST_LINEAR.replace(
+                "super().__init__()\n",
+                "super().__init__()\n"
+                "        torch.manual_seed(7)\n").replace(
+                "return dataset.map(parse).shuffle(64)", "return dataset.map(parse)").replace(
+                "functools.partial(torch.optim.SGD, lr=0.1)",
+                "functools.partial(torch.optim.Adam, lr=0.01)") + textwrap.dedent("""
+                def adamw():
+                    return functools.partial(torch.optim.AdamW, lr=0.01, weight_decay=0)
+                """),
+        })
+        batch = 200
+        steps = TRAIN_RECORDS // batch
+        flags = dict(model_zoo=zoo, model_def="switch.model.Model", validation_data=None,
+                     num_workers=1, minibatch_size=batch, num_minibatches_per_task=steps)
+        whole = self.path("adam-2-epochs")
+        self.assertSucceeded(self.run_job(self.train_args(
+            self.job_dir("adam2"), num_epochs=2, output=whole, **flags)))
+        checkpoints = self.path("adam-checkpoints")
+        self.assertSucceeded(self.run_job(self.train_args(
+            self.job_dir("adam1"), num_epochs=1, checkpoint_steps=steps,
+            checkpoint_dir=checkpoints, **flags)))
+        switched = self.path("adam-then-adamw")
+        job = self.run_job(self.train_args(
+            self.job_dir("adamw1"), num_epochs=1, optimizer="adamw",
+            checkpoint_dir_for_init=checkpoints, output=switched, **flags))
+        self.assertSucceeded(job)
+        self.assertRegex(job.stderr, r"\(AdamW\(lr=0\.01, weight_decay=0\), sync")
+        version, expected = exactness.read_model_values(os.path.join(whole, "parameters.pb"))
+        self.assertEqual(version, 2 * steps)
+        version, parameters = exactness.read_model_values(os.path.join(switched, "parameters.pb"))
+        self.assertEqual(version, 2 * steps)
+        self.assertEqual(sorted(parameters), sorted(expected))
+        for name, (_, values) in expected.items():
+            worst = max(abs(a - b) for a, b in zip(parameters[name][1], values))
+            self.assertEqual(worst, 0, f"{name}: Adam then AdamW and Adam alone differ by "
+                             f"up to {worst}")
+
     def test_a_model_script_cannot_compile_is_traced_on_a_data_directory(self):
         zoo = self.write_zoo(self.SLOPPY)
         model = self.path("traced-model")

@@ -18,7 +18,7 @@
 //                    elasticdl.metrics.X}
 //   learning_rate_schedule  () -> a schedule in --lr_schedule's text form, or
 //                    functools.partial(torch.optim.lr_scheduler.StepLR |
-//                    ExponentialLR | CosineAnnealingLR, ...)
+//                    MultiStepLR | ExponentialLR | CosineAnnealingLR, ...)
 //
 // Every Python exception becomes a ZooCodeError whose message is the
 // exception and its traceback; ZooProgram puts the file and entry in front.

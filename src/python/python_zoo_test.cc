@@ -421,7 +421,11 @@ def step(): return functools.partial(lr_scheduler.StepLR, step_size=7, gamma=0.5
 def exponential(): return functools.partial(lr_scheduler.ExponentialLR, gamma=0.9)
 def cosine(): return functools.partial(lr_scheduler.CosineAnnealingLR, T_max=20, eta_min=0.001)
 def one_cycle(): return functools.partial(lr_scheduler.OneCycleLR, max_lr=0.1, total_steps=10)
-def multi_step(): return lr_scheduler.MultiStepLR
+def multi_step():  # in any order; 30 twice: two decays there, as PyTorch's
+    return functools.partial(lr_scheduler.MultiStepLR, milestones=[30, 4, 30, 11], gamma=0.3)
+def no_milestones(): return functools.partial(lr_scheduler.MultiStepLR, milestones=[])
+def bare_multi_step(): return lr_scheduler.MultiStepLR
+def negative_milestone(): return functools.partial(lr_scheduler.MultiStepLR, milestones=[5, -1])
 def plateau(): return functools.partial(lr_scheduler.ReduceLROnPlateau, patience=3)
 def growing(): return functools.partial(lr_scheduler.ExponentialLR, gamma=1.5)
 def resumed(): return functools.partial(lr_scheduler.StepLR, step_size=7, last_epoch=3)
@@ -453,7 +457,7 @@ def rates(factory, steps):
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(text->Describe(), "warmup=5,step=10,gamma=0.5");
   constexpr int kSteps = 50;  // the cosine's T_max, back up to lr0 and down again
-  for (const char* name : {"step", "exponential", "cosine"}) {
+  for (const char* name : {"step", "multi_step", "exponential", "cosine"}) {
     StatusOr<LearningRateSchedule> ours = schedule(name);
     ASSERT_TRUE(ours.ok()) << name << ": " << ours.status();
     std::vector<double> theirs;
@@ -470,13 +474,17 @@ def rates(factory, steps):
     }
   }
   EXPECT_EQ(schedule("cosine")->Describe(), "cosine=20,min_lr=0.001,periodic=true");
+  EXPECT_EQ(schedule("multi_step")->Describe(), "milestones=4:11:30:30,gamma=0.3");
+  EXPECT_TRUE(schedule("no_milestones")->is_constant());
   const std::vector<std::pair<std::string, std::string>> errors = {
       {"one_cycle",
        "torch.optim.lr_scheduler.OneCycleLR: the parameter servers follow "
-       "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR"},
-      {"multi_step",
-       "torch.optim.lr_scheduler.MultiStepLR: the parameter servers follow "
-       "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR"},
+       "torch.optim.lr_scheduler.StepLR, MultiStepLR, ExponentialLR and CosineAnnealingLR"},
+      {"bare_multi_step",
+       "torch.optim.lr_scheduler.MultiStepLR needs 'milestones': functools.partial("
+       "torch.optim.lr_scheduler.MultiStepLR, milestones=...)"},
+      {"negative_milestone",
+       "MultiStepLR(milestones=[5, -1]): expected whole numbers >= 0 (of steps)"},
       {"plateau", "torch.optim.lr_scheduler.ReduceLROnPlateau: the parameter servers follow"},
       {"growing",
        "ExponentialLR(gamma=1.5): the parameter servers' schedules take gamma in "

@@ -51,6 +51,11 @@ StatusOr<bool> ParseBool(std::string_view key, std::string_view value) {
   return Bad(StrCat("'", key, "=", value, "': expected true or false"));
 }
 
+// "3000:8000", the text form of milestones.
+std::string MilestonesText(const std::vector<int64_t>& milestones) {
+  return fmt::format("{}", fmt::join(milestones, ":"));
+}
+
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -71,6 +76,19 @@ Status LearningRateSchedule::Validate() const {
       if (every_ < 1) return Bad(StrCat(name, "=", every_, " must be >= 1"));
       if (!(factor_ > 0 && factor_ <= 1)) {
         return Bad(StrCat(factor, "=", Number(factor_), " must be in (0, 1]"));
+      }
+      return absl::OkStatus();
+    }
+    case Decay::kMultiStep: {
+      if (milestones_.empty()) return Bad("milestones: none given");
+      for (size_t i = 0; i < milestones_.size(); ++i) {
+        if (milestones_[i] < 0 || (i > 0 && milestones_[i] < milestones_[i - 1])) {
+          return Bad(StrCat("milestones=", MilestonesText(milestones_),
+                            ": expected versions >= 0 in ascending order"));
+        }
+      }
+      if (!(factor_ > 0 && factor_ <= 1)) {
+        return Bad(StrCat("gamma=", Number(factor_), " must be in (0, 1]"));
       }
       return absl::OkStatus();
     }
@@ -103,6 +121,10 @@ double LearningRateSchedule::LearningRate(double base_lr, int64_t version) const
       return base_lr;
     case Decay::kStep:
       return base_lr * std::pow(factor_, static_cast<double>(v / every_));
+    case Decay::kMultiStep: {
+      const auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), v);
+      return base_lr * std::pow(factor_, static_cast<double>(passed - milestones_.begin()));
+    }
     case Decay::kExponential: {
       const double periods = staircase_ ? static_cast<double>(v / every_)
                                         : static_cast<double>(v) / static_cast<double>(every_);
@@ -125,6 +147,10 @@ std::string LearningRateSchedule::Describe() const {
       break;
     case Decay::kStep:
       parts.push_back(StrCat("step=", every_, ",gamma=", Number(factor_)));
+      break;
+    case Decay::kMultiStep:
+      parts.push_back(
+          StrCat("milestones=", MilestonesText(milestones_), ",gamma=", Number(factor_)));
       break;
     case Decay::kExponential:
       parts.push_back(StrCat("exponential=", every_, ",rate=", Number(factor_)));
@@ -160,6 +186,7 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
   // The decay is named by its key; each decay takes its own options.
   static const std::map<std::string, std::vector<std::string>, std::less<>> kDecays = {
       {"step", {"gamma"}},
+      {"milestones", {"gamma"}},
       {"exponential", {"rate", "staircase"}},
       {"cosine", {"min_lr", "periodic"}}};
   std::optional<std::string> decay;
@@ -176,8 +203,8 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
     }
     if (!option) {
       return Bad(StrCat("unknown key '", key,
-                        "' (expected warmup, step, gamma, exponential, rate, staircase, cosine, "
-                        "min_lr, periodic)"));
+                        "' (expected warmup, step, milestones, gamma, exponential, rate, "
+                        "staircase, cosine, min_lr, periodic)"));
     }
   }
   for (const auto& [key, value] : values) {
@@ -203,6 +230,19 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
     s.decay_ = Decay::kStep;
     EDL_ASSIGN_OR_RETURN(s.every_, ParseInt("step", *get("step")));
     if (get("gamma") == nullptr) return Bad("'step' needs 'gamma'");
+    EDL_ASSIGN_OR_RETURN(s.factor_, ParseDouble("gamma", *get("gamma")));
+  } else if (decay == "milestones") {
+    s.decay_ = Decay::kMultiStep;
+    std::string_view list = *get("milestones");
+    for (size_t from = 0; from <= list.size();) {
+      size_t colon = list.find(':', from);
+      if (colon == std::string_view::npos) colon = list.size();
+      EDL_ASSIGN_OR_RETURN(int64_t m,
+                           ParseInt("milestones", Trim(list.substr(from, colon - from))));
+      s.milestones_.push_back(m);
+      from = colon + 1;
+    }
+    if (get("gamma") == nullptr) return Bad("'milestones' needs 'gamma'");
     EDL_ASSIGN_OR_RETURN(s.factor_, ParseDouble("gamma", *get("gamma")));
   } else if (decay == "exponential") {
     s.decay_ = Decay::kExponential;
@@ -236,6 +276,11 @@ proto::LearningRateScheduleConfig LrScheduleToProto(const LearningRateSchedule& 
       c.mutable_step()->set_every(s.every());
       c.mutable_step()->set_gamma(s.factor());
       break;
+    case LearningRateSchedule::Decay::kMultiStep:
+      c.mutable_multi_step()->mutable_milestones()->Add(s.milestones().begin(),
+                                                        s.milestones().end());
+      c.mutable_multi_step()->set_gamma(s.factor());
+      break;
     case LearningRateSchedule::Decay::kExponential:
       c.mutable_exponential()->set_every(s.every());
       c.mutable_exponential()->set_rate(s.factor());
@@ -255,6 +300,11 @@ StatusOr<LearningRateSchedule> LrScheduleFromProto(const proto::LearningRateSche
   switch (c.decay_case()) {
     case proto::LearningRateScheduleConfig::kStep:
       s = LearningRateSchedule::Step(c.step().every(), c.step().gamma());
+      break;
+    case proto::LearningRateScheduleConfig::kMultiStep:
+      s = LearningRateSchedule::MultiStep(
+          {c.multi_step().milestones().begin(), c.multi_step().milestones().end()},
+          c.multi_step().gamma());
       break;
     case proto::LearningRateScheduleConfig::kExponential:
       s = LearningRateSchedule::Exponential(c.exponential().every(), c.exponential().rate(),

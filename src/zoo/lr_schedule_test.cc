@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "zoo/lr_schedule_config.h"
 
@@ -24,6 +26,20 @@ TEST(LearningRateScheduleTest, StepMultipliesByGammaEveryNVersions) {
   EXPECT_DOUBLE_EQ(s.LearningRate(0.2, 99), 0.2);
   EXPECT_DOUBLE_EQ(s.LearningRate(0.2, 100), 0.1);
   EXPECT_DOUBLE_EQ(s.LearningRate(0.2, 250), 0.05);
+}
+
+TEST(LearningRateScheduleTest, MultiStepMultipliesByGammaAtEachMilestone) {
+  // A milestone given twice decays twice there, as PyTorch's MultiStepLR.
+  const auto s = LearningRateSchedule::MultiStep({3, 10, 10}, 0.5);
+  // After a warm-up the milestones count from its end.
+  const auto warm = LearningRateSchedule::MultiStep({0, 2}, 0.5).WithWarmup(4);
+  const std::vector<std::tuple<const LearningRateSchedule*, int64_t, double>> expected = {
+      {&s, 0, 0.8},       {&s, 2, 0.8},    {&s, 3, 0.4},    {&s, 9, 0.4},   {&s, 10, 0.1},
+      {&s, 1000000, 0.1}, {&warm, 3, 0.8}, {&warm, 4, 0.4}, {&warm, 6, 0.2}};
+  for (const auto& [schedule, version, lr] : expected) {
+    EXPECT_DOUBLE_EQ(schedule->LearningRate(0.8, version), lr)
+        << schedule->Describe() << " at version " << version;
+  }
 }
 
 TEST(LearningRateScheduleTest, ExponentialDecaysSmoothlyOrInStairs) {
@@ -76,6 +92,8 @@ TEST(LearningRateScheduleTest, WarmupClimbsLinearlyThenTheDecayStarts) {
 }
 
 TEST(LearningRateScheduleTest, ValidationNamesTheBadPart) {
+  EXPECT_EQ(LearningRateSchedule::MultiStep({}, 0.5).Validate().message(),
+            "learning-rate schedule: milestones: none given");
   EXPECT_EQ(LearningRateSchedule::Step(0, 0.5).Validate().message(),
             "learning-rate schedule: step=0 must be >= 1");
   EXPECT_EQ(LearningRateSchedule::Step(10, 1.5).Validate().message(),
@@ -110,7 +128,8 @@ TEST(LearningRateScheduleTest, DescribeReadsBack) {
        {LearningRateSchedule::Constant(), LearningRateSchedule::Step(7, 0.3).WithWarmup(2),
         LearningRateSchedule::Exponential(10, 0.96, true),
         LearningRateSchedule::Cosine(2000, 1e-4).WithWarmup(100),
-        LearningRateSchedule::Cosine(500, 0, true)}) {
+        LearningRateSchedule::Cosine(500, 0, true),
+        LearningRateSchedule::MultiStep({30, 80, 80}, 0.1).WithWarmup(5)}) {
     StatusOr<LearningRateSchedule> back = LearningRateSchedule::Parse(s.Describe());
     ASSERT_TRUE(back.ok()) << s.Describe() << ": " << back.status();
     EXPECT_EQ(*back, s) << s.Describe();
@@ -118,6 +137,10 @@ TEST(LearningRateScheduleTest, DescribeReadsBack) {
   EXPECT_EQ(LearningRateSchedule::Cosine(2000, 1e-4).WithWarmup(100).Describe(),
             "warmup=100,cosine=2000,min_lr=0.0001");
   EXPECT_EQ(LearningRateSchedule::Cosine(500, 0, true).Describe(), "cosine=500,periodic=true");
+  EXPECT_EQ(LearningRateSchedule::MultiStep({30, 80}, 0.1).Describe(),
+            "milestones=30:80,gamma=0.1");
+  EXPECT_EQ(*LearningRateSchedule::Parse("milestones = 7 : 9, gamma=0.5"),
+            LearningRateSchedule::MultiStep({7, 9}, 0.5));
 }
 
 TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
@@ -125,8 +148,20 @@ TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
     return std::string(LearningRateSchedule::Parse(text).status().message());
   };
   EXPECT_EQ(error("cosin=100"),
-            "learning-rate schedule: unknown key 'cosin' (expected warmup, step, gamma, "
-            "exponential, rate, staircase, cosine, min_lr, periodic)");
+            "learning-rate schedule: unknown key 'cosin' (expected warmup, step, milestones, "
+            "gamma, exponential, rate, staircase, cosine, min_lr, periodic)");
+  EXPECT_EQ(error("milestones=30:x,gamma=0.1"),
+            "learning-rate schedule: 'milestones=x': not an integer");
+  EXPECT_EQ(error("milestones=30::80,gamma=0.1"),
+            "learning-rate schedule: 'milestones=': not an integer");
+  EXPECT_EQ(error("milestones=80:30,gamma=0.1"),
+            "learning-rate schedule: milestones=80:30: expected versions >= 0 in ascending order");
+  EXPECT_EQ(error("milestones=-1,gamma=0.1"),
+            "learning-rate schedule: milestones=-1: expected versions >= 0 in ascending order");
+  EXPECT_EQ(error("milestones=30"), "learning-rate schedule: 'milestones' needs 'gamma'");
+  EXPECT_EQ(error("milestones=30,gamma=2"), "learning-rate schedule: gamma=2 must be in (0, 1]");
+  EXPECT_EQ(error("milestones=30,rate=0.5"),
+            "learning-rate schedule: 'rate' does not apply to 'milestones'");
   EXPECT_EQ(error("step=x,gamma=0.5"), "learning-rate schedule: 'step=x': not an integer");
   EXPECT_EQ(error("step=10,gamma=abc"), "learning-rate schedule: 'gamma=abc': not a number");
   EXPECT_EQ(error("step=10"), "learning-rate schedule: 'step' needs 'gamma'");
@@ -146,9 +181,10 @@ TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
 }
 
 TEST(LearningRateScheduleTest, TravelsInItsProtoExactly) {
-  for (const LearningRateSchedule& s : {LearningRateSchedule::Step(7, 0.3).WithWarmup(2),
-                                        LearningRateSchedule::Exponential(10, 0.96, true),
-                                        LearningRateSchedule::Cosine(20, 0.01)}) {
+  for (const LearningRateSchedule& s :
+       {LearningRateSchedule::Step(7, 0.3).WithWarmup(2),
+        LearningRateSchedule::Exponential(10, 0.96, true), LearningRateSchedule::Cosine(20, 0.01),
+        LearningRateSchedule::MultiStep({4, 4, 9}, 0.25)}) {
     StatusOr<LearningRateSchedule> back = LrScheduleFromProto(LrScheduleToProto(s));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, s);

@@ -14,6 +14,8 @@
 // With a warm-up of W versions the rate climbs linearly, lr0 * (v + 1) / W,
 // for v < W; the decay then runs on v - W:
 //   Step(every, gamma)                 lr0 * gamma^floor(v / every)
+//   MultiStep({m1, m2, ...}, gamma)    lr0 * gamma^(how many milestones are <= v),
+//                                      as PyTorch's MultiStepLR
 //   Exponential(every, rate)           lr0 * rate^(v / every)
 //   Exponential(every, rate, true)     lr0 * rate^floor(v / every)   (staircase)
 //   Cosine(total, min_lr)              min_lr + (lr0 - min_lr) * (1 + cos(pi * t)) / 2,
@@ -24,7 +26,7 @@
 //
 // The text form (--lr_schedule, Describe, Parse) is comma-separated
 // key=value: "warmup=100,cosine=2000,min_lr=0.0001", "cosine=500,periodic=true",
-// "step=1000,gamma=0.5",
+// "step=1000,gamma=0.5", "milestones=3000:8000,gamma=0.1",
 // "exponential=1000,rate=0.96,staircase=true", "warmup=50" (warm-up alone).
 // A plain value type; no LibTorch.
 #ifndef ELASTICDL_ZOO_LR_SCHEDULE_H_
@@ -33,6 +35,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "elasticdl/status.h"
 
@@ -40,7 +44,7 @@ namespace elasticdl {
 
 class LearningRateSchedule {
  public:
-  enum class Decay { kConstant, kStep, kExponential, kCosine };
+  enum class Decay { kConstant, kStep, kMultiStep, kExponential, kCosine };
 
   // The builders do not check their arguments; Validate() does (the client
   // calls it before the job starts).
@@ -49,6 +53,14 @@ class LearningRateSchedule {
     LearningRateSchedule s;
     s.decay_ = Decay::kStep;
     s.every_ = every;
+    s.factor_ = gamma;
+    return s;
+  }
+  // `milestones` in ascending order; one given twice decays twice there.
+  static LearningRateSchedule MultiStep(std::vector<int64_t> milestones, double gamma) {
+    LearningRateSchedule s;
+    s.decay_ = Decay::kMultiStep;
+    s.milestones_ = std::move(milestones);
     s.factor_ = gamma;
     return s;
   }
@@ -79,16 +91,19 @@ class LearningRateSchedule {
   int64_t warmup() const { return warmup_; }
   // Step and Exponential: versions per decay; Cosine: its total versions.
   int64_t every() const { return every_; }
-  // Step: gamma; Exponential: the rate.
+  // Step and MultiStep: gamma; Exponential: the rate.
   double factor() const { return factor_; }
+  // MultiStep: the versions (after the warm-up) at which it decays.
+  const std::vector<int64_t>& milestones() const { return milestones_; }
   bool staircase() const { return staircase_; }
   double min_lr() const { return min_lr_; }
   bool periodic() const { return periodic_; }
   bool is_constant() const { return decay_ == Decay::kConstant && warmup_ == 0; }
 
   // INVALID_ARGUMENT naming the bad part: a negative warm-up, a period
-  // (every, total) below 1, gamma or rate outside (0, 1], a negative min_lr,
-  // or anything not finite.
+  // (every, total) below 1, no milestones, a negative one or one below the
+  // one before, gamma or rate outside (0, 1], a negative min_lr, or anything
+  // not finite.
   Status Validate() const;
   // INVALID_ARGUMENT when min_lr exceeds the optimizer's `base_lr`.
   Status ValidateFor(double base_lr) const;
@@ -108,7 +123,7 @@ class LearningRateSchedule {
   bool operator==(const LearningRateSchedule& o) const {
     return decay_ == o.decay_ && warmup_ == o.warmup_ && every_ == o.every_ &&
            factor_ == o.factor_ && staircase_ == o.staircase_ && min_lr_ == o.min_lr_ &&
-           periodic_ == o.periodic_;
+           periodic_ == o.periodic_ && milestones_ == o.milestones_;
   }
 
  private:
@@ -119,6 +134,7 @@ class LearningRateSchedule {
   bool staircase_ = false;
   double min_lr_ = 0;
   bool periodic_ = false;
+  std::vector<int64_t> milestones_;
 };
 
 }  // namespace elasticdl

@@ -4,6 +4,7 @@ import functools
 import importlib
 import inspect
 import io
+import operator
 import os
 import sys
 import threading
@@ -353,15 +354,15 @@ _SCHEDULE_EXAMPLES = ("a schedule in --lr_schedule's form, e.g. 'warmup=100,step
                       "gamma=0.5', or a factory of a torch.optim.lr_scheduler scheduler, e.g. "
                       "functools.partial(torch.optim.lr_scheduler.StepLR, step_size=1000, "
                       "gamma=0.5)")
-_SCHEDULERS = (torch.optim.lr_scheduler.StepLR, torch.optim.lr_scheduler.ExponentialLR,
-               torch.optim.lr_scheduler.CosineAnnealingLR)
+_SCHEDULERS = (torch.optim.lr_scheduler.StepLR, torch.optim.lr_scheduler.MultiStepLR,
+               torch.optim.lr_scheduler.ExponentialLR, torch.optim.lr_scheduler.CosineAnnealingLR)
 
 
 def schedule_text(value, where="learning_rate_schedule()"):
     """The --lr_schedule form of what a learning_rate_schedule() entry returned: that
     text, or a factory of a PyTorch scheduler stepped once a step, as the model version
-    counts steps: StepLR, ExponentialLR or CosineAnnealingLR, which the parameter
-    servers follow."""
+    counts steps: StepLR, MultiStepLR, ExponentialLR or CosineAnnealingLR, which the
+    parameter servers follow."""
     if isinstance(value, str):
         return value
     cls = _factory_class(value)
@@ -372,7 +373,8 @@ def schedule_text(value, where="learning_rate_schedule()"):
     family = f"torch.optim.lr_scheduler.{cls.__name__}"
     if cls not in _SCHEDULERS:
         raise TypeError(f"{where}: {family}: the parameter servers follow "
-                        "torch.optim.lr_scheduler.StepLR, ExponentialLR and CosineAnnealingLR, "
+                        "torch.optim.lr_scheduler.StepLR, MultiStepLR, ExponentialLR and "
+                        "CosineAnnealingLR, "
                         "or a schedule in --lr_schedule's form, e.g. 'warmup=100,cosine=2000,"
                         "min_lr=0.0001'")
     cls, args = _factory_arguments(value, where, "torch.optim.lr_scheduler", "scheduler",
@@ -402,6 +404,18 @@ def schedule_text(value, where="learning_rate_schedule()"):
                         "follows the model's version, which a resumed job carries on from")
     if cls is torch.optim.lr_scheduler.StepLR:
         return f"step={count('step_size')},gamma={gamma()}"
+    if cls is torch.optim.lr_scheduler.MultiStepLR:
+        try:  # any iterable of whole numbers, NumPy's included, in any order
+            milestones = sorted(-1 if isinstance(m, bool) else operator.index(m)
+                                for m in args["milestones"])
+        except TypeError:
+            milestones = [-1]
+        if any(m < 0 for m in milestones):
+            raise TypeError(f"{where}: {family}(milestones={args['milestones']!r}): expected "
+                            "whole numbers >= 0 (of steps)")
+        if not milestones:
+            return "constant"  # MultiStepLR(milestones=[]) keeps lr0
+        return f"milestones={':'.join(map(str, milestones))},gamma={gamma()}"
     if cls is torch.optim.lr_scheduler.ExponentialLR:
         return f"exponential=1,rate={gamma()}"
     eta_min = number("eta_min", lambda m: m >= 0, ">= 0")

@@ -23,6 +23,7 @@ Status WriteSeeds(const std::string& dir) {
                 "flags=[true], ratios=[0.5, 2e-3], act='relu'"));
   EDL_RETURN_IF_ERROR(WriteSeed(dir, "cosine", "\x01warmup=100,cosine=2000,min_lr=0.0001"));
   EDL_RETURN_IF_ERROR(WriteSeed(dir, "step", "\x01step=300,gamma=0.5"));
+  EDL_RETURN_IF_ERROR(WriteSeed(dir, "milestones", "\x01warmup=5,milestones=30:80:80,gamma=0.1"));
   return WriteSeed(dir, "exponential", "\x01exponential=1000,rate=0.96,staircase=true");
 }
 

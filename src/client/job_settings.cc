@@ -67,8 +67,8 @@ std::vector<JobSetting> MakeSettings() {
            "Learning-rate schedule entry (optional; --lr_schedule replaces it)", kTrain},
           {"--lr_schedule", &A::lr_schedule,
            "Learning rate by model version: warmup=W, then one of step=N,gamma=G | "
-           "exponential=N,rate=R[,staircase=true] | cosine=T[,min_lr=M], e.g. "
-           "\"warmup=100,cosine=2000,min_lr=0.0001\"",
+           "milestones=A:B:...,gamma=G | exponential=N,rate=R[,staircase=true] | "
+           "cosine=T[,min_lr=M][,periodic=true], e.g. \"warmup=100,cosine=2000,min_lr=0.0001\"",
            kTrain},
           {"--params", &A::params,
            "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\""},

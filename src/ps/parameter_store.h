@@ -209,8 +209,9 @@ class ParameterStore {
   // A new job's model from a checkpoint written with any number of shards:
   // `shards` are all the files of one version; this store takes the
   // parameters and buffers it owns (ps::ShardOf for options.num_ps), with
-  // their optimizer state when the checkpoint's optimizer is of the same
-  // kind as ours (otherwise the optimizer starts fresh), and the version.
+  // their optimizer state when it carries over to ours (SlotsCarryOver: the
+  // same kind, or Adam and AdamW; otherwise the optimizer starts fresh), and
+  // the version.
   // Applied minibatches start empty (they belong to the other job).
   // INVALID_ARGUMENT when the files disagree on the version or a name
   // appears twice; FAILED_PRECONDITION when already initialized.

@@ -423,6 +423,9 @@ def cosine(): return functools.partial(lr_scheduler.CosineAnnealingLR, T_max=20,
 def one_cycle(): return functools.partial(lr_scheduler.OneCycleLR, max_lr=0.1, total_steps=10)
 def multi_step():  # in any order; 30 twice: two decays there, as PyTorch's
     return functools.partial(lr_scheduler.MultiStepLR, milestones=[30, 4, 30, 11], gamma=0.3)
+def multi_step_array():  # a NumPy array, a milestone at the first step
+    import numpy
+    return functools.partial(lr_scheduler.MultiStepLR, milestones=numpy.array([0, 9]))
 def no_milestones(): return functools.partial(lr_scheduler.MultiStepLR, milestones=[])
 def bare_multi_step(): return lr_scheduler.MultiStepLR
 def negative_milestone(): return functools.partial(lr_scheduler.MultiStepLR, milestones=[5, -1])
@@ -457,7 +460,7 @@ def rates(factory, steps):
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(text->Describe(), "warmup=5,step=10,gamma=0.5");
   constexpr int kSteps = 50;  // the cosine's T_max, back up to lr0 and down again
-  for (const char* name : {"step", "multi_step", "exponential", "cosine"}) {
+  for (const char* name : {"step", "multi_step", "multi_step_array", "exponential", "cosine"}) {
     StatusOr<LearningRateSchedule> ours = schedule(name);
     ASSERT_TRUE(ours.ok()) << name << ": " << ours.status();
     std::vector<double> theirs;
@@ -475,6 +478,7 @@ def rates(factory, steps):
   }
   EXPECT_EQ(schedule("cosine")->Describe(), "cosine=20,min_lr=0.001,periodic=true");
   EXPECT_EQ(schedule("multi_step")->Describe(), "milestones=4:11:30:30,gamma=0.3");
+  EXPECT_EQ(schedule("multi_step_array")->Describe(), "milestones=0:9,gamma=0.1");
   EXPECT_TRUE(schedule("no_milestones")->is_constant());
   const std::vector<std::pair<std::string, std::string>> errors = {
       {"one_cycle",

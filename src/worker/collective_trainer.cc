@@ -186,8 +186,9 @@ class CollectiveTrainer {
   Status InitializeState(bool* from_checkpoint);
   StatusOr<ps::ShardSnapshot> Snapshot() const;
   StatusOr<std::string> EncodeState() const;
-  // Loads a checkpoint's values (and, when `everything`, its optimizer
-  // state, version and applied minibatches).
+  // Loads a checkpoint's values and version, its optimizer state when
+  // `everything` or when it carries over to this job's optimizer
+  // (ps::SlotsCarryOver), and, when `everything`, its applied minibatches.
   Status LoadState(const proto::ShardCheckpoint& checkpoint, bool everything);
   // The steps of one group version, which this worker asked to join at
   // `asked` (logged with its first step).

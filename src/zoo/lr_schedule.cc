@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <vector>
@@ -24,13 +25,47 @@ Status Bad(std::string_view what) {
 // "1e-4" and "0.0001" alike; the shortest text that reads back exactly.
 std::string Number(double v) { return fmt::format("{}", v); }
 
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// `text` as an int64 into *out; else why not: "not an integer" or "above the
+// largest version, ...".
+std::optional<std::string> ReadInt(std::string_view text, int64_t* out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  if (ec == std::errc::result_out_of_range) {
+    return StrCat("above the largest version, ", std::numeric_limits<int64_t>::max());
+  }
+  if (ec != std::errc() || end != text.data() + text.size()) return "not an integer";
+  return std::nullopt;
+}
+
 StatusOr<int64_t> ParseInt(std::string_view key, std::string_view value) {
   int64_t v = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || end != value.data() + value.size()) {
-    return Bad(StrCat("'", key, "=", value, "': not an integer"));
+  if (std::optional<std::string> why = ReadInt(value, &v)) {
+    return Bad(StrCat("'", key, "=", value, "': ", *why));
   }
   return v;
+}
+
+// "30:80" (spaces around an item allowed).
+StatusOr<std::vector<int64_t>> ParseMilestones(std::string_view list) {
+  std::vector<int64_t> out;
+  for (size_t from = 0; from <= list.size();) {
+    size_t colon = list.find(':', from);
+    if (colon == std::string_view::npos) colon = list.size();
+    const std::string_view item = Trim(list.substr(from, colon - from));
+    int64_t m = 0;
+    if (std::optional<std::string> why = ReadInt(item, &m)) {
+      return Bad(
+          StrCat("'milestones=", list, "': item ", out.size() + 1, " ('", item, "') is ", *why));
+    }
+    out.push_back(m);
+    from = colon + 1;
+  }
+  return out;
 }
 
 StatusOr<double> ParseDouble(std::string_view key, std::string_view value) {
@@ -56,12 +91,6 @@ std::string MilestonesText(const std::vector<int64_t>& milestones) {
   return fmt::format("{}", fmt::join(milestones, ":"));
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 Status LearningRateSchedule::Validate() const {
@@ -80,11 +109,15 @@ Status LearningRateSchedule::Validate() const {
       return absl::OkStatus();
     }
     case Decay::kMultiStep: {
-      if (milestones_.empty()) return Bad("milestones: none given");
+      if (milestones_.empty()) return Bad("milestones must name at least one version");
+      const std::string text = StrCat("milestones=", MilestonesText(milestones_));
       for (size_t i = 0; i < milestones_.size(); ++i) {
-        if (milestones_[i] < 0 || (i > 0 && milestones_[i] < milestones_[i - 1])) {
-          return Bad(StrCat("milestones=", MilestonesText(milestones_),
-                            ": expected versions >= 0 in ascending order"));
+        if (milestones_[i] < 0) {
+          return Bad(StrCat(text, ": ", milestones_[i], " is below 0 (versions count from 0)"));
+        }
+        if (i > 0 && milestones_[i] < milestones_[i - 1]) {
+          return Bad(StrCat(text, ": ", milestones_[i], " comes after ", milestones_[i - 1],
+                            " (expected ascending order)"));
         }
       }
       if (!(factor_ > 0 && factor_ <= 1)) {
@@ -233,15 +266,7 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
     EDL_ASSIGN_OR_RETURN(s.factor_, ParseDouble("gamma", *get("gamma")));
   } else if (decay == "milestones") {
     s.decay_ = Decay::kMultiStep;
-    std::string_view list = *get("milestones");
-    for (size_t from = 0; from <= list.size();) {
-      size_t colon = list.find(':', from);
-      if (colon == std::string_view::npos) colon = list.size();
-      EDL_ASSIGN_OR_RETURN(int64_t m,
-                           ParseInt("milestones", Trim(list.substr(from, colon - from))));
-      s.milestones_.push_back(m);
-      from = colon + 1;
-    }
+    EDL_ASSIGN_OR_RETURN(s.milestones_, ParseMilestones(*get("milestones")));
     if (get("gamma") == nullptr) return Bad("'milestones' needs 'gamma'");
     EDL_ASSIGN_OR_RETURN(s.factor_, ParseDouble("gamma", *get("gamma")));
   } else if (decay == "exponential") {

@@ -93,7 +93,7 @@ TEST(LearningRateScheduleTest, WarmupClimbsLinearlyThenTheDecayStarts) {
 
 TEST(LearningRateScheduleTest, ValidationNamesTheBadPart) {
   EXPECT_EQ(LearningRateSchedule::MultiStep({}, 0.5).Validate().message(),
-            "learning-rate schedule: milestones: none given");
+            "learning-rate schedule: milestones must name at least one version");
   EXPECT_EQ(LearningRateSchedule::Step(0, 0.5).Validate().message(),
             "learning-rate schedule: step=0 must be >= 1");
   EXPECT_EQ(LearningRateSchedule::Step(10, 1.5).Validate().message(),
@@ -121,6 +121,8 @@ TEST(LearningRateScheduleTest, ParsesTheTextForm) {
   EXPECT_EQ(*LearningRateSchedule::Parse("warmup=50"),
             LearningRateSchedule::Constant().WithWarmup(50));
   EXPECT_EQ(*LearningRateSchedule::Parse("constant"), LearningRateSchedule::Constant());
+  EXPECT_EQ(*LearningRateSchedule::Parse("milestones = 7 : 9, gamma=0.5"),
+            LearningRateSchedule::MultiStep({7, 9}, 0.5));
 }
 
 TEST(LearningRateScheduleTest, DescribeReadsBack) {
@@ -139,8 +141,6 @@ TEST(LearningRateScheduleTest, DescribeReadsBack) {
   EXPECT_EQ(LearningRateSchedule::Cosine(500, 0, true).Describe(), "cosine=500,periodic=true");
   EXPECT_EQ(LearningRateSchedule::MultiStep({30, 80}, 0.1).Describe(),
             "milestones=30:80,gamma=0.1");
-  EXPECT_EQ(*LearningRateSchedule::Parse("milestones = 7 : 9, gamma=0.5"),
-            LearningRateSchedule::MultiStep({7, 9}, 0.5));
 }
 
 TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
@@ -151,13 +151,19 @@ TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
             "learning-rate schedule: unknown key 'cosin' (expected warmup, step, milestones, "
             "gamma, exponential, rate, staircase, cosine, min_lr, periodic)");
   EXPECT_EQ(error("milestones=30:x,gamma=0.1"),
-            "learning-rate schedule: 'milestones=x': not an integer");
+            "learning-rate schedule: 'milestones=30:x': item 2 ('x') is not an integer");
   EXPECT_EQ(error("milestones=30::80,gamma=0.1"),
-            "learning-rate schedule: 'milestones=': not an integer");
+            "learning-rate schedule: 'milestones=30::80': item 2 ('') is not an integer");
+  EXPECT_EQ(error("milestones=30:99999999999999999999,gamma=0.1"),
+            "learning-rate schedule: 'milestones=30:99999999999999999999': item 2 "
+            "('99999999999999999999') is above the largest version, 9223372036854775807");
   EXPECT_EQ(error("milestones=80:30,gamma=0.1"),
-            "learning-rate schedule: milestones=80:30: expected versions >= 0 in ascending order");
+            "learning-rate schedule: milestones=80:30: 30 comes after 80 (expected ascending "
+            "order)");
   EXPECT_EQ(error("milestones=-1,gamma=0.1"),
-            "learning-rate schedule: milestones=-1: expected versions >= 0 in ascending order");
+            "learning-rate schedule: milestones=-1: -1 is below 0 (versions count from 0)");
+  EXPECT_EQ(error("milestones=30,gamma=nan"),
+            "learning-rate schedule: gamma=nan must be in (0, 1]");
   EXPECT_EQ(error("milestones=30"), "learning-rate schedule: 'milestones' needs 'gamma'");
   EXPECT_EQ(error("milestones=30,gamma=2"), "learning-rate schedule: gamma=2 must be in (0, 1]");
   EXPECT_EQ(error("milestones=30,rate=0.5"),

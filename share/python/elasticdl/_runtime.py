@@ -324,8 +324,8 @@ def _factory_arguments(value, where, family, kind, skipped):
             raise TypeError(f"{where}: {family}.{cls.__name__} needs {p.name!r}: "
                             f"functools.partial({family}.{cls.__name__}, {p.name}=...)")
     for name, v in list(out.items()):
-        if isinstance(v, torch.Tensor):
-            out[name] = v.tolist()
+        if isinstance(v, torch.Tensor) or getattr(v, "ndim", 0) > 0:
+            out[name] = v.tolist()  # a tensor or a NumPy array: its numbers
         elif hasattr(v, "__index__") and not isinstance(v, (bool, int)):
             out[name] = int(v)  # a NumPy integer
         elif hasattr(v, "__float__") and not isinstance(v, (bool, int, float)):
@@ -374,9 +374,8 @@ def schedule_text(value, where="learning_rate_schedule()"):
     if cls not in _SCHEDULERS:
         raise TypeError(f"{where}: {family}: the parameter servers follow "
                         "torch.optim.lr_scheduler.StepLR, MultiStepLR, ExponentialLR and "
-                        "CosineAnnealingLR, "
-                        "or a schedule in --lr_schedule's form, e.g. 'warmup=100,cosine=2000,"
-                        "min_lr=0.0001'")
+                        "CosineAnnealingLR, or a schedule in --lr_schedule's form, e.g. "
+                        "'warmup=100,cosine=2000,min_lr=0.0001'")
     cls, args = _factory_arguments(value, where, "torch.optim.lr_scheduler", "scheduler",
                                    "optimizer")
 
@@ -405,7 +404,7 @@ def schedule_text(value, where="learning_rate_schedule()"):
     if cls is torch.optim.lr_scheduler.StepLR:
         return f"step={count('step_size')},gamma={gamma()}"
     if cls is torch.optim.lr_scheduler.MultiStepLR:
-        try:  # any iterable of whole numbers, NumPy's included, in any order
+        try:  # whole numbers (NumPy's too, or an array of them), in any order
             milestones = sorted(-1 if isinstance(m, bool) else operator.index(m)
                                 for m in args["milestones"])
         except TypeError:

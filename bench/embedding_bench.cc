@@ -420,13 +420,15 @@ void RunRows(const Flags& f) {
       for (int64_t r = start; r < std::min(f.rows, start + 32768); ++r) {
         ids.push_back(IdOfRank(static_cast<uint64_t>(r)));
       }
-      local->Apply(ids.data(), ids.size(), reinterpret_cast<const char*>(grads.data()), 1.0, 1);
+      local->Apply(ids.data(), ids.size(), reinterpret_cast<const char*>(grads.data()), 1.0, 1,
+                   local->base_lr());
     }
     const double read_rows = Bound(requests, f.seconds, [&](const std::vector<int64_t>& ids) {
       local->Read(ids.data(), ids.size(), reinterpret_cast<char*>(out.data()));
     });
     const double apply_rows = Bound(requests, f.seconds, [&](const std::vector<int64_t>& ids) {
-      local->Apply(ids.data(), ids.size(), reinterpret_cast<const char*>(source.data()), 1e-6, 2);
+      local->Apply(ids.data(), ids.size(), reinterpret_cast<const char*>(source.data()), 1e-6, 2,
+                   local->base_lr());
     });
     std::printf("%-58s %12s %7s\n", "", "", "ratio to the lookup bound");
     PrintRow("memcpy of the rows' bytes (1 core)", memcpy_rows, lookup_rows,

@@ -130,8 +130,8 @@ class TypedTable final : public EmbeddingTable {
     }
   }
 
-  void Apply(const int64_t* ids, size_t n, const char* grads, double scale,
-             int64_t version) override {
+  void Apply(const int64_t* ids, size_t n, const char* grads, double scale, int64_t version,
+             double lr) override {
     const T* g = reinterpret_cast<const T*>(grads);
     std::vector<T> scaled(dim_);
     std::vector<size_t>& found = FindRows(ids, n);
@@ -145,7 +145,7 @@ class TypedTable final : public EmbeddingTable {
         row = Create(ids[i]);
       }
       for (size_t k = 0; k < dim_; ++k) scaled[k] = static_cast<T>(g[k] * scale);
-      Step(row, scaled.data());
+      Step(row, scaled.data(), lr);
       if (tracks_updates_) updated_[row] = version;
     }
     Evict(version);
@@ -360,8 +360,9 @@ class TypedTable final : public EmbeddingTable {
     return 0;
   }
 
-  // One optimizer step on row `row` with gradient `g` (modified in place).
-  void Step(size_t row, T* g) {
+  // One optimizer step on row `row` with gradient `g` (modified in place)
+  // and learning rate `lr` (in place of the configuration's).
+  void Step(size_t row, T* g, double lr) {
     T* w = rows_.at(row);
     T* slot = w + dim_;
     const size_t d = dim_;
@@ -386,8 +387,8 @@ class TypedTable final : public EmbeddingTable {
             std::copy(buf, buf + d, g);
           }
         }
-        const T lr = static_cast<T>(c.lr());
-        for (size_t k = 0; k < d; ++k) w[k] += -lr * g[k];
+        const T rate = static_cast<T>(lr);
+        for (size_t k = 0; k < d; ++k) w[k] += -rate * g[k];
         return;
       }
       case proto::OptimizerConfig::kAdam:
@@ -402,7 +403,7 @@ class TypedTable final : public EmbeddingTable {
         const double bc1 = 1 - std::pow(c.beta1(), static_cast<double>(step));
         const double bc2 = 1 - std::pow(c.beta2(), static_cast<double>(step));
         if (c.weight_decay() != 0 && decoupled) {
-          const T keep = static_cast<T>(1 - c.lr() * c.weight_decay());
+          const T keep = static_cast<T>(1 - lr * c.weight_decay());
           for (size_t k = 0; k < d; ++k) w[k] *= keep;
         } else if (c.weight_decay() != 0) {
           for (size_t k = 0; k < d; ++k) g[k] += static_cast<T>(c.weight_decay()) * w[k];
@@ -413,7 +414,7 @@ class TypedTable final : public EmbeddingTable {
         const T one_b2 = static_cast<T>(1 - c.beta2());
         const T sqrt_bc2 = static_cast<T>(std::sqrt(bc2));
         const T eps = static_cast<T>(c.eps());
-        const T step_size = static_cast<T>(c.lr() / bc1);
+        const T step_size = static_cast<T>(lr / bc1);
         for (size_t k = 0; k < d; ++k) {
           m[k] = m[k] * b1 + g[k] * one_b1;
           v[k] = v[k] * b2 + one_b2 * g[k] * g[k];
@@ -435,7 +436,7 @@ class TypedTable final : public EmbeddingTable {
         if (c.weight_decay() != 0) {
           for (size_t k = 0; k < d; ++k) g[k] += static_cast<T>(c.weight_decay()) * w[k];
         }
-        const T clr = static_cast<T>(c.lr() / (1 + static_cast<double>(step - 1) * c.lr_decay()));
+        const T clr = static_cast<T>(lr / (1 + static_cast<double>(step - 1) * c.lr_decay()));
         const T eps = static_cast<T>(c.eps());
         for (size_t k = 0; k < d; ++k) {
           sum[k] += g[k] * g[k];
@@ -456,7 +457,7 @@ class TypedTable final : public EmbeddingTable {
         const T alpha = static_cast<T>(c.alpha());
         const T one_alpha = static_cast<T>(1 - c.alpha());
         const T eps = static_cast<T>(c.eps());
-        const T lr = static_cast<T>(c.lr());
+        const T rate = static_cast<T>(lr);
         const T mom = static_cast<T>(c.momentum());
         for (size_t k = 0; k < d; ++k) {
           square_avg[k] = square_avg[k] * alpha + one_alpha * g[k] * g[k];
@@ -469,9 +470,9 @@ class TypedTable final : public EmbeddingTable {
           }
           if (buf != nullptr) {
             buf[k] = buf[k] * mom + g[k] / avg;
-            w[k] += -lr * buf[k];
+            w[k] += -rate * buf[k];
           } else {
-            w[k] += (-lr * g[k]) / avg;
+            w[k] += (-rate * g[k]) / avg;
           }
         }
         return;
@@ -486,8 +487,7 @@ class TypedTable final : public EmbeddingTable {
         for (size_t k = 0; k < d; ++k) {
           const double gk = g[k];
           const double n_new = static_cast<double>(n[k]) + gk * gk;
-          const double sigma =
-              (std::pow(n_new, p) - std::pow(static_cast<double>(n[k]), p)) / c.lr();
+          const double sigma = (std::pow(n_new, p) - std::pow(static_cast<double>(n[k]), p)) / lr;
           const double z_new = static_cast<double>(z[k]) + gk - sigma * static_cast<double>(w[k]);
           n[k] = static_cast<T>(n_new);
           z[k] = static_cast<T>(z_new);
@@ -495,8 +495,7 @@ class TypedTable final : public EmbeddingTable {
             w[k] = 0;
           } else {
             const double sign = z_new > 0 ? 1 : -1;
-            w[k] = static_cast<T>((sign * c.l1() - z_new) /
-                                  (std::pow(n_new, p) / c.lr() + 2 * c.l2()));
+            w[k] = static_cast<T>((sign * c.l1() - z_new) / (std::pow(n_new, p) / lr + 2 * c.l2()));
           }
         }
         return;
@@ -611,6 +610,25 @@ bool SlotsCarryOver(const proto::OptimizerConfig& written, const proto::Optimize
   };
   return written.kind_case() != proto::OptimizerConfig::KIND_NOT_SET &&
          family(written) == family(now);
+}
+
+double EmbeddingTable::base_lr() const {
+  switch (optimizer_.kind_case()) {
+    case proto::OptimizerConfig::kSgd:
+      return optimizer_.sgd().lr();
+    case proto::OptimizerConfig::kAdam:
+    case proto::OptimizerConfig::kAdamw:
+      return AdamConfigOf(optimizer_).lr();
+    case proto::OptimizerConfig::kAdagrad:
+      return optimizer_.adagrad().lr();
+    case proto::OptimizerConfig::kRmsprop:
+      return optimizer_.rmsprop().lr();
+    case proto::OptimizerConfig::kFtrl:
+      return optimizer_.ftrl().lr();
+    case proto::OptimizerConfig::KIND_NOT_SET:
+      break;
+  }
+  return 0;
 }
 
 bool CountsSteps(const proto::OptimizerConfig& optimizer) {

@@ -61,6 +61,8 @@ class EmbeddingTable {
 
   const proto::EmbeddingTableSpec& spec() const { return spec_; }
   const proto::OptimizerConfig& optimizer() const { return optimizer_; }
+  // The learning rate its optimizer is configured with.
+  double base_lr() const;
   int64_t dim() const { return spec_.dim(); }
   // Bytes of one row's values.
   virtual size_t row_bytes() const = 0;
@@ -69,10 +71,11 @@ class EmbeddingTable {
   virtual void Read(const int64_t* ids, size_t n, char* out) const = 0;
 
   // Applies the gradient rows `grads` (n * row_bytes(), for unique `ids`),
-  // each multiplied by `scale`, at model version `version`, then evicts
-  // what the spec's policy says.
-  virtual void Apply(const int64_t* ids, size_t n, const char* grads, double scale,
-                     int64_t version) = 0;
+  // each multiplied by `scale`, at model version `version` with learning
+  // rate `lr` (base_lr(), or what a schedule makes of it), then evicts what
+  // the spec's policy says.
+  virtual void Apply(const int64_t* ids, size_t n, const char* grads, double scale, int64_t version,
+                     double lr) = 0;
 
   // Sums `parts` (rows of this table; an id may be in several) into `*out`'s
   // ids and values: each id once, in order of first appearance, its rows

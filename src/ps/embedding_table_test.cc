@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,9 +50,10 @@ torch::Tensor Read(const EmbeddingTable& table, const std::vector<int64_t>& ids)
 }
 
 void Apply(EmbeddingTable& table, const std::vector<int64_t>& ids, const torch::Tensor& grads,
-           int64_t version, double scale = 1) {
+           int64_t version, double scale = 1, std::optional<double> lr = std::nullopt) {
   torch::Tensor g = grads.contiguous();
-  table.Apply(ids.data(), ids.size(), static_cast<const char*>(g.data_ptr()), scale, version);
+  table.Apply(ids.data(), ids.size(), static_cast<const char*>(g.data_ptr()), scale, version,
+              lr.value_or(table.base_lr()));
 }
 
 // The sparse optimizers against LibTorch's dense ones: a dense tensor of the
@@ -77,6 +79,28 @@ TEST_P(AgainstLibTorch, TouchedRowsMatchTheDenseOptimizer) {
         << dense;
   }
   EXPECT_EQ(table->counters().rows, 4);
+}
+
+// A learning rate that changes from step to step (a schedule's) steps the
+// rows as LibTorch's optimizer does with its group's lr set before each step.
+TEST_P(AgainstLibTorch, AChangingLearningRateStepsAsLibTorchsGroupLr) {
+  const OptimizerSpec& spec = GetParam();
+  auto table = Table(Spec(), Config(spec));
+  const std::vector<int64_t> ids = {5, 6, 7};
+  torch::Tensor dense = Read(*table, ids).clone().requires_grad_(true);
+  auto optimizer = MakeOptimizer(spec, {dense});
+  ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+  torch::manual_seed(2);
+  for (int step = 1; step <= 6; ++step) {
+    const double lr = table->base_lr() * std::pow(0.5, step / 2);
+    torch::Tensor g = torch::randn({static_cast<int64_t>(ids.size()), kTableDim});
+    Apply(*table, ids, g, step, 1, lr);
+    (*optimizer)->param_groups()[0].options().set_lr(lr);
+    dense.mutable_grad() = g.clone();
+    (*optimizer)->step();
+    EXPECT_TRUE(torch::allclose(Read(*table, ids), dense.detach(), 1e-5, 1e-6))
+        << DescribeOptimizer(spec) << " step " << step << " lr " << lr;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -185,7 +209,7 @@ TEST(EmbeddingTableTest, DoubleTablesComputeInDoubles) {
   auto optimizer = MakeOptimizer(sgd, {dense});
   for (int step = 1; step <= 3; ++step) {
     torch::Tensor g = torch::randn({2, kTableDim}, torch::kFloat64);
-    table->Apply(ids.data(), 2, static_cast<const char*>(g.data_ptr()), 1, step);
+    table->Apply(ids.data(), 2, static_cast<const char*>(g.data_ptr()), 1, step, table->base_lr());
     dense.mutable_grad() = g.clone();
     (*optimizer)->step();
   }

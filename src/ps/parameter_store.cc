@@ -357,11 +357,13 @@ Status ParameterStore::PullRows(const proto::PullRowsRequest& request,
 }
 
 void ParameterStore::ApplySparseLocked(const std::vector<const proto::EmbeddingRows*>& sparse,
-                                       double scale) {
+                                       double scale, int64_t from) {
+  const double scheduled = options_.lr_schedule.LearningRate(base_lr_, from);
   for (const proto::EmbeddingRows* rows : sparse) {
-    tables_.at(rows->table())
-        ->Apply(rows->ids().data(), static_cast<size_t>(rows->ids_size()), rows->values().data(),
-                scale, version_);
+    EmbeddingTable& table = *tables_.at(rows->table());
+    const double lr = table.spec().has_optimizer() ? table.base_lr() : scheduled;
+    table.Apply(rows->ids().data(), static_cast<size_t>(rows->ids_size()), rows->values().data(),
+                scale, version_, lr);
   }
 }
 
@@ -462,6 +464,7 @@ Status ParameterStore::FlushPendingLocked(int divisor) {
     SumAndDivide(t, divisor);
     sum.emplace(name, *t.front());
   }
+  const int64_t from = version_;
   Status s = StepLocked(sum);
   if (s.ok()) {
     for (const Contribution& c : pushes) UpdateBuffersLocked(c.buffers);
@@ -483,7 +486,7 @@ Status ParameterStore::FlushPendingLocked(int divisor) {
       tables_.at(name)->Sum(rows, &total);
       apply.push_back(&total);
     }
-    ApplySparseLocked(apply, 1.0 / divisor);
+    ApplySparseLocked(apply, 1.0 / divisor, from);
   } else {
     // Nothing of the step was applied: neither are its minibatches.
     for (const Contribution& c : pushes) {
@@ -645,7 +648,7 @@ Status ParameterStore::PushLocked(const proto::PushRequest& request, rpc::NamedT
     UpdateBuffersLocked(buffers);
     ApplySparseLocked(
         {request.sparse_gradients().pointer_begin(), request.sparse_gradients().pointer_end()},
-        scale);
+        scale, version_before);
     if (tagged) applied_[task] = minibatch + 1;
   } else {
     Contribution c;

@@ -75,9 +75,10 @@ namespace elasticdl::ps {
 struct ParameterStoreOptions {
   // The update rule, from the zoo's optimizer().
   OptimizerSpec optimizer = torch::optim::SGDOptions(0.1);
-  // The learning rate of each dense step: the step from version v uses
-  // lr_schedule.LearningRate(optimizer's lr, v). Constant by default.
-  // Embedding tables keep their optimizer's lr.
+  // The learning rate of each step: the step from version v uses
+  // lr_schedule.LearningRate(optimizer's lr, v) for the dense parameters and
+  // the embedding tables that follow the model's optimizer. Constant by
+  // default. A table with an optimizer of its own keeps that one's lr.
   LearningRateSchedule lr_schedule;
   // > 0: no step takes the version beyond this (the job's max_steps); pushes
   // that would are refused with max_steps_reached. 0: no limit.
@@ -273,8 +274,13 @@ class ParameterStore {
   // ShapesLocked under the lock, then CheckRows of every table outside it.
   Status CheckRequestRows(const google::protobuf::RepeatedPtrField<proto::EmbeddingRows>& tables,
                           bool values) const;
-  // Applies sparse gradients (each row times `scale`) at the current version.
-  void ApplySparseLocked(const std::vector<const proto::EmbeddingRows*>& sparse, double scale);
+  // Applies sparse gradients (each row times `scale`) at the current version,
+  // with the learning rate of the step from version `from`: a table that
+  // follows the model's optimizer follows its schedule as the dense
+  // parameters do; one with an optimizer of its own keeps that optimizer's
+  // lr (in PyTorch's terms, another optimizer, without a scheduler).
+  void ApplySparseLocked(const std::vector<const proto::EmbeddingRows*>& sparse, double scale,
+                         int64_t from);
   Status StepLocked(const std::map<std::string, torch::Tensor>& gradients);
   void UpdateBuffersLocked(const BufferUpdates& buffers);
   // Whether the pending pushes make a complete step.

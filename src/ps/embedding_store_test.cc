@@ -118,31 +118,37 @@ TEST(EmbeddingStoreTest, ATableOfTheModelsOptimizerFollowsTheSchedule) {
   // "users" follows the model's SGD(0.5), halved every version; "items" has
   // an Adagrad of its own, which keeps its lr (another optimizer in PyTorch's
   // terms, without a scheduler): as a store without the schedule steps it.
-  ParameterStoreOptions o = Options();
-  o.optimizer = torch::optim::SGDOptions(0.5);
-  o.use_async = true;
-  ParameterStoreOptions constant = o;
-  o.lr_schedule = LearningRateSchedule::Step(1, 0.5);
-  auto store = Initialized(o);
-  auto reference = Initialized(constant);
-  const std::vector<int64_t> ids = {3, 9};
-  auto users = PullRows(*store, "users", ids);
-  ASSERT_TRUE(users.ok()) << users.status();
-  for (int64_t v = 0; v < 3; ++v) {
-    for (ParameterStore* s : {store.get(), reference.get()}) {
-      proto::PushRequest push =
-          SparsePush(1, v, v, s->instance(), Rows("users", ids, torch::ones({2, kStoreDim})));
-      *push.add_sparse_gradients() = Rows("items", ids, torch::full({2, 2}, 0.25 * (v + 1)));
-      proto::PushResponse out;
-      ASSERT_TRUE(s->Push(push, &out).ok());
-      ASSERT_TRUE(out.accepted());
+  // Each push is a step, applied at once or as a synchronous step of one.
+  for (bool async : {true, false}) {
+    SCOPED_TRACE(async ? "asynchronous" : "synchronous");
+    ParameterStoreOptions o = Options();
+    o.optimizer = torch::optim::SGDOptions(0.5);
+    o.use_async = async;
+    o.grads_to_wait = 1;
+    ParameterStoreOptions constant = o;
+    o.lr_schedule = LearningRateSchedule::Step(1, 0.5);
+    auto store = Initialized(o);
+    auto reference = Initialized(constant);
+    const std::vector<int64_t> ids = {3, 9};
+    auto users = PullRows(*store, "users", ids);
+    ASSERT_TRUE(users.ok()) << users.status();
+    for (int64_t v = 0; v < 3; ++v) {
+      for (ParameterStore* s : {store.get(), reference.get()}) {
+        proto::PushRequest push =
+            SparsePush(1, v, v, s->instance(), Rows("users", ids, torch::ones({2, kStoreDim})));
+        *push.add_sparse_gradients() = Rows("items", ids, torch::full({2, 2}, 0.25 * (v + 1)));
+        proto::PushResponse out;
+        ASSERT_TRUE(s->Push(push, &out).ok());
+        ASSERT_TRUE(out.accepted());
+        ASSERT_EQ(s->version(), v + 1);
+      }
     }
+    // 0.5 + 0.25 + 0.125 where the constant rate took 3 * 0.5.
+    EXPECT_TRUE(torch::allclose(*PullRows(*store, "users", ids), *users - 0.875));
+    EXPECT_TRUE(torch::allclose(*PullRows(*reference, "users", ids), *users - 1.5));
+    EXPECT_TRUE(
+        torch::equal(*PullRows(*store, "items", ids, 2), *PullRows(*reference, "items", ids, 2)));
   }
-  // 0.5 + 0.25 + 0.125 where the constant rate took 3 * 0.5.
-  EXPECT_TRUE(torch::allclose(*PullRows(*store, "users", ids), *users - 0.875));
-  EXPECT_TRUE(torch::allclose(*PullRows(*reference, "users", ids), *users - 1.5));
-  EXPECT_TRUE(
-      torch::equal(*PullRows(*store, "items", ids, 2), *PullRows(*reference, "items", ids, 2)));
 }
 
 TEST(EmbeddingStoreTest, RefusesBadRowsAndChangesNothing) {

@@ -479,7 +479,8 @@ class TypedTable final : public EmbeddingTable {
       }
       case proto::OptimizerConfig::kFtrl: {
         // McMahan et al., "Ad Click Prediction: a View from the Trenches",
-        // algorithm 1, with a general learning-rate power.
+        // algorithm 1, with a general learning-rate power. FTRL is a table's
+        // own optimizer only (never the model's), so `lr` is its own, > 0.
         const proto::FtrlConfig& c = optimizer_.ftrl();
         T* n = slot;
         T* z = slot + d;

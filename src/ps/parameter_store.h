@@ -223,7 +223,8 @@ class ParameterStore {
   std::map<int64_t, int64_t> applied() const;
 
   int64_t version() const;
-  // The learning rate of the next dense step.
+  // The learning rate of the next step (of the dense parameters and of the
+  // tables that follow the model's optimizer).
   double learning_rate() const;
   bool initialized() const;
   // Each table's counters (rows, admission, eviction, bytes), by name.

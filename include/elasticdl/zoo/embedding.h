@@ -70,7 +70,9 @@ class EmbeddingOptions {
   EmbeddingOptions& normal(double mean, double stddev);
   EmbeddingOptions& zeros();
   EmbeddingOptions& constant(double value);
-  // The table's optimizer; the model's optimizer() otherwise.
+  // The table's own optimizer, which keeps its lr under a learning-rate
+  // schedule; without one the table follows the model's optimizer() and
+  // its schedule.
   EmbeddingOptions& optimizer(TableOptimizerSpec spec);
   EmbeddingOptions& combiner(Combiner combiner);
   // Ids must lie in [0, num_rows) (a vocabulary); an id outside is an error

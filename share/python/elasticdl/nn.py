@@ -31,8 +31,9 @@ class Embedding(torch.nn.Module):
         ("uniform", low, high) (the default: -0.05, 0.05), ("normal", mean, stddev),
         "zeros", or ("constant", value).
     optimizer: the table's own update rule, as optimizer() returns one
-        (functools.partial(torch.optim.Adagrad, lr=0.05), or elasticdl.optim.Ftrl);
-        None: the model's optimizer.
+        (functools.partial(torch.optim.Adagrad, lr=0.05), or elasticdl.optim.Ftrl),
+        which keeps its lr under a learning_rate_schedule(); None: the model's
+        optimizer, and its schedule.
     combiner: None, or "sum", "mean", "sqrtn": forward(ids [batch, n], mask=None)
         combines each example's n rows into one [batch, dim], leaving out the
         positions where the bool mask is false.

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "common/strings.h"
 #include "zoo/lr_schedule_config.h"
 
@@ -53,17 +54,14 @@ StatusOr<int64_t> ParseInt(std::string_view key, std::string_view value) {
 // "30:80" (spaces around an item allowed).
 StatusOr<std::vector<int64_t>> ParseMilestones(std::string_view list) {
   std::vector<int64_t> out;
-  for (size_t from = 0; from <= list.size();) {
-    size_t colon = list.find(':', from);
-    if (colon == std::string_view::npos) colon = list.size();
-    const std::string_view item = Trim(list.substr(from, colon - from));
+  for (absl::string_view piece : absl::StrSplit(absl::string_view(list.data(), list.size()), ':')) {
+    const std::string_view item = Trim(std::string_view(piece.data(), piece.size()));
     int64_t m = 0;
     if (std::optional<std::string> why = ReadInt(item, &m)) {
       return Bad(
           StrCat("'milestones=", list, "': item ", out.size() + 1, " ('", item, "') is ", *why));
     }
     out.push_back(m);
-    from = colon + 1;
   }
   return out;
 }
@@ -203,12 +201,8 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
   LearningRateSchedule s;
   if (Trim(text) == "constant") return s;
   std::map<std::string, std::string, std::less<>> values;
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t comma = text.find(',', at);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string_view part = Trim(text.substr(at, comma - at));
-    at = comma + 1;
+  for (absl::string_view piece : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+    std::string_view part = Trim(std::string_view(piece.data(), piece.size()));
     if (part.empty()) return Bad(StrCat("empty part in '", text, "'"));
     size_t eq = part.find('=');
     if (eq == std::string_view::npos) return Bad(StrCat("'", part, "': expected key=value"));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "zoo/lr_schedule_config.h"
@@ -150,24 +151,23 @@ TEST(LearningRateScheduleTest, ParseErrorsNameTheBadPart) {
   EXPECT_EQ(error("cosin=100"),
             "learning-rate schedule: unknown key 'cosin' (expected warmup, step, milestones, "
             "gamma, exponential, rate, staircase, cosine, min_lr, periodic)");
-  EXPECT_EQ(error("milestones=30:x,gamma=0.1"),
-            "learning-rate schedule: 'milestones=30:x': item 2 ('x') is not an integer");
-  EXPECT_EQ(error("milestones=30::80,gamma=0.1"),
-            "learning-rate schedule: 'milestones=30::80': item 2 ('') is not an integer");
-  EXPECT_EQ(error("milestones=30:99999999999999999999,gamma=0.1"),
-            "learning-rate schedule: 'milestones=30:99999999999999999999': item 2 "
-            "('99999999999999999999') is above the largest version, 9223372036854775807");
-  EXPECT_EQ(error("milestones=80:30,gamma=0.1"),
-            "learning-rate schedule: milestones=80:30: 30 comes after 80 (expected ascending "
-            "order)");
-  EXPECT_EQ(error("milestones=-1,gamma=0.1"),
-            "learning-rate schedule: milestones=-1: -1 is below 0 (versions count from 0)");
-  EXPECT_EQ(error("milestones=30,gamma=nan"),
-            "learning-rate schedule: gamma=nan must be in (0, 1]");
-  EXPECT_EQ(error("milestones=30"), "learning-rate schedule: 'milestones' needs 'gamma'");
-  EXPECT_EQ(error("milestones=30,gamma=2"), "learning-rate schedule: gamma=2 must be in (0, 1]");
-  EXPECT_EQ(error("milestones=30,rate=0.5"),
-            "learning-rate schedule: 'rate' does not apply to 'milestones'");
+  const std::vector<std::pair<const char*, const char*>> milestones = {
+      {"milestones=30:x,gamma=0.1",
+       "learning-rate schedule: 'milestones=30:x': item 2 ('x') is not an integer"},
+      {"milestones=30::80,gamma=0.1",
+       "learning-rate schedule: 'milestones=30::80': item 2 ('') is not an integer"},
+      {"milestones=30:99999999999999999999,gamma=0.1",
+       "learning-rate schedule: 'milestones=30:99999999999999999999': item 2 "
+       "('99999999999999999999') is above the largest version, 9223372036854775807"},
+      {"milestones=80:30,gamma=0.1",
+       "learning-rate schedule: milestones=80:30: 30 comes after 80 (expected ascending order)"},
+      {"milestones=-1,gamma=0.1",
+       "learning-rate schedule: milestones=-1: -1 is below 0 (versions count from 0)"},
+      {"milestones=30,gamma=nan", "learning-rate schedule: gamma=nan must be in (0, 1]"},
+      {"milestones=30", "learning-rate schedule: 'milestones' needs 'gamma'"},
+      {"milestones=30,gamma=2", "learning-rate schedule: gamma=2 must be in (0, 1]"},
+      {"milestones=30,rate=0.5", "learning-rate schedule: 'rate' does not apply to 'milestones'"}};
+  for (const auto& [text, message] : milestones) EXPECT_EQ(error(text), message) << text;
   EXPECT_EQ(error("step=x,gamma=0.5"), "learning-rate schedule: 'step=x': not an integer");
   EXPECT_EQ(error("step=10,gamma=abc"), "learning-rate schedule: 'gamma=abc': not a number");
   EXPECT_EQ(error("step=10"), "learning-rate schedule: 'step' needs 'gamma'");

@@ -404,12 +404,16 @@ def schedule_text(value, where="learning_rate_schedule()"):
     if cls is torch.optim.lr_scheduler.StepLR:
         return f"step={count('step_size')},gamma={gamma()}"
     if cls is torch.optim.lr_scheduler.MultiStepLR:
-        try:  # whole numbers (NumPy's too, or an array of them), in any order
-            milestones = sorted(-1 if isinstance(m, bool) else operator.index(m)
-                                for m in args["milestones"])
+        def whole(m):  # an int or NumPy's, not a bool
+            if isinstance(m, bool):
+                raise TypeError(m)
+            return operator.index(m)
+
+        try:  # in any order; an array of them is a list by now
+            milestones = sorted(map(whole, args["milestones"]))
         except TypeError:
-            milestones = [-1]
-        if any(m < 0 for m in milestones):
+            milestones = None
+        if milestones is None or any(m < 0 for m in milestones):
             raise TypeError(f"{where}: {family}(milestones={args['milestones']!r}): expected "
                             "whole numbers >= 0 (of steps)")
         if not milestones:

@@ -24,6 +24,9 @@ Status WriteSeeds(const std::string& dir) {
   EDL_RETURN_IF_ERROR(WriteSeed(dir, "cosine", "\x01warmup=100,cosine=2000,min_lr=0.0001"));
   EDL_RETURN_IF_ERROR(WriteSeed(dir, "step", "\x01step=300,gamma=0.5"));
   EDL_RETURN_IF_ERROR(WriteSeed(dir, "milestones", "\x01warmup=5,milestones=30:80:80,gamma=0.1"));
+  EDL_RETURN_IF_ERROR(WriteSeed(dir, "phases",
+                                "\x01linear=5,start_factor=0.01;at=5,cosine=95,periodic=true;"
+                                "at=100;at=120,polynomial=10,power=2"));
   return WriteSeed(dir, "exponential", "\x01exponential=1000,rate=0.96,staircase=true");
 }
 

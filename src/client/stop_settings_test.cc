@@ -82,7 +82,7 @@ TEST(StopSettingsTest, LrScheduleIsCheckedBeforeTheJobStarts) {
   EXPECT_EQ(Error(a),
             "--lr_schedule=warmup=100,cosine=2000,min=0.0001: learning-rate schedule: unknown key "
             "'min' (expected warmup, step, milestones, gamma, exponential, rate, staircase, "
-            "cosine, min_lr, periodic)");
+            "cosine, min_lr, periodic, linear, start_factor, end_factor, polynomial, power, at)");
   a.lr_schedule = "step=0,gamma=0.5";
   EXPECT_EQ(Error(a),
             "--lr_schedule=step=0,gamma=0.5: learning-rate schedule: step=0 must be >= 1");

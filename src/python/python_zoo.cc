@@ -141,7 +141,8 @@ ZooEntry EvalMetricsEntry(PyRef fn) {
 ZooEntry ScheduleEntry(PyRef fn) {
   ZooEntry e = Of(EntryKind::kLearningRateSchedule);
   e.learning_rate_schedule = [fn](const Params&) {
-    // Its text, or a torch.optim.lr_scheduler factory written as that text.
+    // Its text, or the torch.optim.lr_scheduler scheduler a factory or a
+    // function of the optimizer builds, written as that text.
     const std::string text =
         WithPython([&] { return Runtime().attr("schedule_text")(fn.get()()).cast<std::string>(); });
     StatusOr<LearningRateSchedule> schedule = LearningRateSchedule::Parse(text);

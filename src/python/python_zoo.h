@@ -16,9 +16,12 @@
 //   optimizer        optimizer() -> functools.partial(torch.optim.X, ...)
 //   eval_metrics_fn  eval_metrics_fn() -> {name: fn(labels, predictions) |
 //                    elasticdl.metrics.X}
-//   learning_rate_schedule  () -> a schedule in --lr_schedule's text form, or
+//   learning_rate_schedule  () -> a schedule in --lr_schedule's text form,
 //                    functools.partial(torch.optim.lr_scheduler.StepLR |
-//                    MultiStepLR | ExponentialLR | CosineAnnealingLR, ...)
+//                    MultiStepLR | ExponentialLR | CosineAnnealingLR | LinearLR |
+//                    ConstantLR | PolynomialLR, ...), or a function of an
+//                    optimizer building one of them or a SequentialLR of them
+//                    (called on optimizers of its own, and the scheduler read)
 //
 // Every Python exception becomes a ZooCodeError whose message is the
 // exception and its traceback; ZooProgram puts the file and entry in front.

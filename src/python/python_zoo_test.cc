@@ -434,6 +434,69 @@ def growing(): return functools.partial(lr_scheduler.ExponentialLR, gamma=1.5)
 def resumed(): return functools.partial(lr_scheduler.StepLR, step_size=7, last_epoch=3)
 def zero_steps(): return functools.partial(lr_scheduler.StepLR, step_size=0)
 def a_number(): return 0.5
+def linear(): return functools.partial(lr_scheduler.LinearLR, start_factor=0.25, total_iters=8)
+def constant(): return functools.partial(lr_scheduler.ConstantLR, factor=0.5, total_iters=6)
+def polynomial(): return functools.partial(lr_scheduler.PolynomialLR, total_iters=30, power=2.0)
+def built_step(): return lambda optimizer: lr_scheduler.StepLR(optimizer, step_size=7, gamma=0.5)
+def torchvision():  # torchvision's reference recipe: a linear warm-up, then the main schedule
+    def build(optimizer):
+        warmup = lr_scheduler.LinearLR(optimizer, start_factor=0.01, total_iters=5)
+        main = lr_scheduler.CosineAnnealingLR(optimizer, T_max=20, eta_min=0.001)
+        return lr_scheduler.SequentialLR(optimizer, [warmup, main], milestones=[5])
+    return build
+def three_phases():  # a ConstantLR ended before its total, then a StepLR, a MultiStepLR
+    return lambda o: lr_scheduler.SequentialLR(o, [
+        lr_scheduler.ConstantLR(o, factor=0.5, total_iters=10),
+        lr_scheduler.StepLR(o, step_size=3, gamma=0.5),
+        lr_scheduler.MultiStepLR(o, milestones=[4, 9, 4], gamma=0.8)], milestones=[4, 20])
+def constant_inside():  # a ConstantLR's two phases between two others
+    return lambda o: lr_scheduler.SequentialLR(o, [
+        lr_scheduler.LinearLR(o, start_factor=0.5, end_factor=0.9, total_iters=4),
+        lr_scheduler.ConstantLR(o, factor=0.3, total_iters=5),
+        lr_scheduler.PolynomialLR(o, total_iters=10, power=0.5)], milestones=[3, 12])
+def nested():
+    return lambda o: lr_scheduler.SequentialLR(o, [
+        lr_scheduler.SequentialLR(o, [lr_scheduler.StepLR(o, 2)], milestones=[]),
+        lr_scheduler.StepLR(o, 3)], milestones=[5])
+def other_optimizer():
+    other = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    return lambda o: lr_scheduler.StepLR(other, step_size=3)
+def milestone_zero():
+    return lambda o: lr_scheduler.SequentialLR(o, [
+        lr_scheduler.LinearLR(o, start_factor=0.5), lr_scheduler.StepLR(o, 2)], milestones=[0])
+def builds_a_number(): return lambda o: 3
+def lambda_lr(): return lambda o: lr_scheduler.LambdaLR(o, lambda step: 0.9 ** step)
+def sequential_factory(): return functools.partial(lr_scheduler.SequentialLR, milestones=[3])
+def equal_milestones():  # the middle scheduler never runs; the ConstantLR ends at 6
+    return lambda o: lr_scheduler.SequentialLR(o, [
+        lr_scheduler.ConstantLR(o, factor=0.25, total_iters=6),
+        lr_scheduler.ExponentialLR(o, gamma=0.5),
+        lr_scheduler.MultiStepLR(o, milestones=[0, 2], gamma=0.5)], milestones=[6, 6])
+def stepped_before():
+    def build(o):
+        s = lr_scheduler.StepLR(o, step_size=3)
+        s.step()
+        return s
+    return build
+def first_stepped_before():
+    def build(o):
+        warmup = lr_scheduler.LinearLR(o, start_factor=0.5, total_iters=4)
+        decay = lr_scheduler.StepLR(o, step_size=3)
+        warmup.step()
+        warmup.step()
+        return lr_scheduler.SequentialLR(o, [warmup, decay], milestones=[4])
+    return build
+def twice():
+    def build(o):
+        a = lr_scheduler.StepLR(o, step_size=3)
+        return lr_scheduler.SequentialLR(o, [a, lr_scheduler.StepLR(o, 2), a], milestones=[4, 8])
+    return build
+def no_optimizer(): return lambda: None
+def eta_min_of_the_lr():
+    return lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=10,
+                                                    eta_min=o.defaults["lr"] / 100)
+def linear_from_zero():
+    return functools.partial(lr_scheduler.LinearLR, start_factor=0, total_iters=4)
 
 def rates(factory, steps):
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
@@ -460,7 +523,9 @@ def rates(factory, steps):
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(text->Describe(), "warmup=5,step=10,gamma=0.5");
   constexpr int kSteps = 50;  // the cosine's T_max, back up to lr0 and down again
-  for (const char* name : {"step", "multi_step", "multi_step_array", "exponential", "cosine"}) {
+  for (const char* name : {"step", "multi_step", "multi_step_array", "exponential", "cosine",
+                           "linear", "constant", "polynomial", "built_step", "torchvision",
+                           "three_phases", "constant_inside", "equal_milestones"}) {
     StatusOr<LearningRateSchedule> ours = schedule(name);
     ASSERT_TRUE(ours.ok()) << name << ": " << ours.status();
     std::vector<double> theirs;
@@ -480,10 +545,46 @@ def rates(factory, steps):
   EXPECT_EQ(schedule("multi_step")->Describe(), "milestones=4:11:30:30,gamma=0.3");
   EXPECT_EQ(schedule("multi_step_array")->Describe(), "milestones=0:9,gamma=0.1");
   EXPECT_TRUE(schedule("no_milestones")->is_constant());
+  EXPECT_EQ(schedule("torchvision")->Describe(),
+            "linear=5,start_factor=0.01;at=5,cosine=20,min_lr=0.001,periodic=true");
+  EXPECT_EQ(schedule("constant")->Describe(), "linear=6,start_factor=0.5,end_factor=0.5;at=6");
+  EXPECT_EQ(schedule("three_phases")->Describe(),
+            "linear=10,start_factor=0.5,end_factor=0.5;at=4,step=3,gamma=0.5;"
+            "at=20,milestones=4:4:9,gamma=0.8");
   const std::vector<std::pair<std::string, std::string>> errors = {
       {"one_cycle",
        "torch.optim.lr_scheduler.OneCycleLR: the parameter servers follow "
-       "torch.optim.lr_scheduler.StepLR, MultiStepLR, ExponentialLR and CosineAnnealingLR"},
+       "torch.optim.lr_scheduler.StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, "
+       "LinearLR, ConstantLR, PolynomialLR and a SequentialLR of them"},
+      {"nested",
+       "a SequentialLR in a SequentialLR: give its schedulers and milestones to the "
+       "outer one"},
+      {"other_optimizer",
+       "the function's torch.optim.lr_scheduler.StepLR steps an optimizer other than the one "
+       "the function is given"},
+      {"milestone_zero",
+       "SequentialLR(milestones=[0]): expected ascending whole numbers >= 1 (of steps)"},
+      {"builds_a_number",
+       "the function returned an int: expected a torch.optim.lr_scheduler "
+       "scheduler of the optimizer it is given"},
+      {"lambda_lr", "torch.optim.lr_scheduler.LambdaLR: the parameter servers follow"},
+      {"sequential_factory",
+       "torch.optim.lr_scheduler.SequentialLR takes schedulers built on the optimizer: return a "
+       "function of the optimizer that builds it"},
+      {"stepped_before",
+       "the function's torch.optim.lr_scheduler.StepLR is at step 1, not 0 (built with "
+       "last_epoch, or stepped before it was returned)"},
+      {"first_stepped_before", "the function's torch.optim.lr_scheduler.LinearLR is at step 2"},
+      {"twice", "a SequentialLR given the same scheduler twice: build one for each place"},
+      {"no_optimizer",
+       "returned a function that cannot be called with an optimizer (too many positional "
+       "arguments): expected a function of the optimizer that builds a scheduler on it"},
+      {"eta_min_of_the_lr",
+       "the scheduler the function builds depends on the optimizer's lr "
+       "('cosine=10,min_lr=0.01,periodic=true' for an lr of 1, "
+       "'cosine=10,min_lr=0.02,periodic=true' for 2): give its settings as numbers"},
+      {"linear_from_zero",
+       "LinearLR(start_factor=0): the parameter servers' schedules take start_factor in (0, 1]"},
       {"bare_multi_step",
        "torch.optim.lr_scheduler.MultiStepLR needs 'milestones': functools.partial("
        "torch.optim.lr_scheduler.MultiStepLR, milestones=...)"},
@@ -542,7 +643,7 @@ def dataset_fn(dataset, mode):
               HasSubstr("bad/entries.py: 'instance' is a Linear instance: name a torch.nn.Module "
                         "class or a function that builds one"));
   EXPECT_THAT(resolve_error("bad.entries.number"),
-              HasSubstr("'number' is a int, not a torch.nn.Module subclass nor a function"));
+              HasSubstr("'number' is an int, not a torch.nn.Module subclass nor a function"));
   EXPECT_THAT(resolve_error("bad.entries.NotAModule"),
               HasSubstr("is the class bad.entries.NotAModule, not a torch.nn.Module subclass"));
 
@@ -557,7 +658,7 @@ def dataset_fn(dataset, mode):
   };
   EXPECT_THAT(make_error("bad.entries.returns_a_number"),
               StartsWith("bad/entries.py: returns_a_number threw: TypeError: returns_a_number "
-                         "returned a int, expected a torch.nn.Module"));
+                         "returned an int, expected a torch.nn.Module"));
   const std::string threw = make_error("bad.entries.throws");
   EXPECT_THAT(threw, StartsWith("bad/entries.py: throws threw: ValueError: cannot build it\n"
                                 "Traceback (most recent call last):\n"));

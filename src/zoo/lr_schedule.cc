@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/strings.h"
 #include "zoo/lr_schedule_config.h"
 
@@ -84,6 +85,16 @@ StatusOr<bool> ParseBool(std::string_view key, std::string_view value) {
   return Bad(StrCat("'", key, "=", value, "': expected true or false"));
 }
 
+// What is wrong with phase `number` (2 for the first after the first) starting
+// at `at` when the phase before it started at `after` (0 for the first);
+// empty if nothing.
+std::string PhaseOrderFault(size_t number, int64_t at, int64_t after) {
+  if (at > after) return "";
+  return StrCat("phase ", number, " (at=", at, "): ",
+                number == 2 ? std::string("must start at version 1 or later")
+                            : StrCat("must start after phase ", number - 1, " (at=", after, ")"));
+}
+
 // "3000:8000", the text form of milestones.
 std::string MilestonesText(const std::vector<int64_t>& milestones) {
   return fmt::format("{}", fmt::join(milestones, ":"));
@@ -91,58 +102,120 @@ std::string MilestonesText(const std::vector<int64_t>& milestones) {
 
 }  // namespace
 
-Status LearningRateSchedule::Validate() const {
-  if (warmup_ < 0) return Bad(StrCat("warmup=", warmup_, " must be >= 0"));
+std::string LearningRateSchedule::OwnFault() const {
+  if (warmup_ < 0) return StrCat("warmup=", warmup_, " must be >= 0");
+  auto period = [&](const char* name) -> std::string {
+    return every_ < 1 ? StrCat(name, "=", every_, " must be >= 1") : "";
+  };
+  auto in = [](const char* name, double v, bool valid, const char* range) -> std::string {
+    if (std::isinf(v)) return StrCat(name, "=", Number(v), " is not finite");
+    return valid && std::isfinite(v) ? "" : StrCat(name, "=", Number(v), " must be ", range);
+  };
   switch (decay_) {
     case Decay::kConstant:
-      return absl::OkStatus();
+      return "";
     case Decay::kStep:
     case Decay::kExponential: {
-      const char* name = decay_ == Decay::kStep ? "step" : "exponential";
-      const char* factor = decay_ == Decay::kStep ? "gamma" : "rate";
-      if (every_ < 1) return Bad(StrCat(name, "=", every_, " must be >= 1"));
-      if (!(factor_ > 0 && factor_ <= 1)) {
-        return Bad(StrCat(factor, "=", Number(factor_), " must be in (0, 1]"));
-      }
-      return absl::OkStatus();
+      const bool step = decay_ == Decay::kStep;
+      if (std::string f = period(step ? "step" : "exponential"); !f.empty()) return f;
+      return in(step ? "gamma" : "rate", factor_, factor_ > 0 && factor_ <= 1, "in (0, 1]");
     }
     case Decay::kMultiStep: {
-      if (milestones_.empty()) return Bad("milestones must name at least one version");
+      if (milestones_.empty()) return "milestones must name at least one version";
       const std::string text = StrCat("milestones=", MilestonesText(milestones_));
       for (size_t i = 0; i < milestones_.size(); ++i) {
         if (milestones_[i] < 0) {
-          return Bad(StrCat(text, ": ", milestones_[i], " is below 0 (versions count from 0)"));
+          return StrCat(text, ": ", milestones_[i], " is below 0 (versions count from 0)");
         }
         if (i > 0 && milestones_[i] < milestones_[i - 1]) {
-          return Bad(StrCat(text, ": ", milestones_[i], " comes after ", milestones_[i - 1],
-                            " (expected ascending order)"));
+          return StrCat(text, ": ", milestones_[i], " comes after ", milestones_[i - 1],
+                        " (expected ascending order)");
         }
       }
-      if (!(factor_ > 0 && factor_ <= 1)) {
-        return Bad(StrCat("gamma=", Number(factor_), " must be in (0, 1]"));
-      }
-      return absl::OkStatus();
+      return in("gamma", factor_, factor_ > 0 && factor_ <= 1, "in (0, 1]");
     }
     case Decay::kCosine:
-      if (every_ < 1) return Bad(StrCat("cosine=", every_, " must be >= 1"));
-      if (!(min_lr_ >= 0) || !std::isfinite(min_lr_)) {
-        return Bad(StrCat("min_lr=", Number(min_lr_), " must be >= 0"));
+      if (std::string f = period("cosine"); !f.empty()) return f;
+      return in("min_lr", min_lr_, min_lr_ >= 0, ">= 0");
+    case Decay::kLinear:
+      if (std::string f = period("linear"); !f.empty()) return f;
+      if (std::string f = in("start_factor", factor_, factor_ > 0 && factor_ <= 1, "in (0, 1]");
+          !f.empty()) {
+        return f;
       }
-      return absl::OkStatus();
+      return in("end_factor", end_factor_, end_factor_ >= 0 && end_factor_ <= 1, "in [0, 1]");
+    case Decay::kPolynomial:
+      if (std::string f = period("polynomial"); !f.empty()) return f;
+      return in("power", factor_, factor_ > 0, "above 0");
   }
-  return Bad("unknown decay");
+  return "unknown decay";
 }
 
-Status LearningRateSchedule::ValidateFor(double base_lr) const {
-  EDL_RETURN_IF_ERROR(Validate());
-  if (decay_ == Decay::kCosine && min_lr_ > base_lr) {
-    return Bad(StrCat("min_lr=", Number(min_lr_), " exceeds the optimizer's lr ", Number(base_lr)));
+Status LearningRateSchedule::Validate() const {
+  if (std::string fault = OwnFault(); !fault.empty()) return Bad(fault);
+  int64_t after = 0;
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    const Phase& p = phases_[i];
+    const std::string phase = StrCat("phase ", i + 2, " (at=", p.at, ")");
+    if (std::string fault = PhaseOrderFault(i + 2, p.at, after); !fault.empty()) return Bad(fault);
+    after = p.at;
+    if (!p.schedule.phases_.empty()) return Bad(StrCat(phase, ": has phases of its own"));
+    if (std::string fault = p.schedule.OwnFault(); !fault.empty()) {
+      return Bad(StrCat(phase, ": ", fault));
+    }
   }
   return absl::OkStatus();
 }
 
+Status LearningRateSchedule::ValidateFor(double base_lr) const {
+  EDL_RETURN_IF_ERROR(Validate());
+  auto check = [&](const LearningRateSchedule& s, const std::string& where) {
+    if (s.decay_ == Decay::kCosine && s.min_lr_ > base_lr) {
+      return Bad(StrCat(where, "min_lr=", Number(s.min_lr_), " exceeds the optimizer's lr ",
+                        Number(base_lr)));
+    }
+    return absl::OkStatus();
+  };
+  EDL_RETURN_IF_ERROR(check(*this, ""));
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    EDL_RETURN_IF_ERROR(
+        check(phases_[i].schedule, StrCat("phase ", i + 2, " (at=", phases_[i].at, "): ")));
+  }
+  return absl::OkStatus();
+}
+
+LearningRateSchedule LearningRateSchedule::Then(int64_t at,
+                                                const LearningRateSchedule& next) const {
+  LearningRateSchedule s = *this;
+  s.phases_.erase(std::remove_if(s.phases_.begin(), s.phases_.end(),
+                                 [&](const Phase& p) { return p.at >= at; }),
+                  s.phases_.end());
+  LearningRateSchedule first = next;
+  first.phases_.clear();
+  s.phases_.push_back(Phase{at, std::move(first)});
+  for (const Phase& p : next.phases_) s.phases_.push_back(Phase{at + p.at, p.schedule});
+  return s;
+}
+
+bool LearningRateSchedule::operator==(const LearningRateSchedule& o) const {
+  return decay_ == o.decay_ && warmup_ == o.warmup_ && every_ == o.every_ && factor_ == o.factor_ &&
+         staircase_ == o.staircase_ && min_lr_ == o.min_lr_ && periodic_ == o.periodic_ &&
+         milestones_ == o.milestones_ && end_factor_ == o.end_factor_ && phases_ == o.phases_;
+}
+
 double LearningRateSchedule::LearningRate(double base_lr, int64_t version) const {
   if (version < 0) version = 0;
+  // The last phase begun by `version`, if any.
+  const auto after = std::upper_bound(phases_.begin(), phases_.end(), version,
+                                      [](int64_t v, const Phase& p) { return v < p.at; });
+  if (after != phases_.begin()) {
+    const Phase& p = *std::prev(after);
+    return p.schedule.OwnRate(base_lr, version - p.at);
+  }
+  return OwnRate(base_lr, version);
+}
+
+double LearningRateSchedule::OwnRate(double base_lr, int64_t version) const {
   if (version < warmup_) {
     return base_lr * static_cast<double>(version + 1) / static_cast<double>(warmup_);
   }
@@ -166,11 +239,28 @@ double LearningRateSchedule::LearningRate(double base_lr, int64_t version) const
           static_cast<double>(periodic_ ? v : std::min(v, every_)) / static_cast<double>(every_);
       return min_lr_ + (base_lr - min_lr_) * (1 + std::cos(kPi * done)) / 2;
     }
+    case Decay::kLinear:  // in PyTorch's order of operations
+      return base_lr *
+             (factor_ + (end_factor_ - factor_) * static_cast<double>(std::min(v, every_)) /
+                            static_cast<double>(every_));
+    case Decay::kPolynomial:
+      return base_lr *
+             std::pow(1.0 - static_cast<double>(std::min(v, every_)) / static_cast<double>(every_),
+                      factor_);
   }
   return base_lr;
 }
 
 std::string LearningRateSchedule::Describe() const {
+  std::string out = DescribeOwn();
+  for (const Phase& p : phases_) {
+    const std::string own = p.schedule.DescribeOwn();
+    absl::StrAppend(&out, ";at=", p.at, own == "constant" ? "" : StrCat(",", own));
+  }
+  return out;
+}
+
+std::string LearningRateSchedule::DescribeOwn() const {
   std::vector<std::string> parts;
   if (warmup_ != 0) parts.push_back(StrCat("warmup=", warmup_));
   switch (decay_) {
@@ -192,30 +282,90 @@ std::string LearningRateSchedule::Describe() const {
       if (min_lr_ != 0) parts.push_back(StrCat("min_lr=", Number(min_lr_)));
       if (periodic_) parts.push_back("periodic=true");
       break;
+    case Decay::kLinear:
+      parts.push_back(StrCat("linear=", every_, ",start_factor=", Number(factor_)));
+      if (end_factor_ != 1) parts.push_back(StrCat("end_factor=", Number(end_factor_)));
+      break;
+    case Decay::kPolynomial:
+      parts.push_back(StrCat("polynomial=", every_));
+      if (factor_ != 1) parts.push_back(StrCat("power=", Number(factor_)));
+      break;
   }
   if (parts.empty()) return "constant";
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
 StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text) {
+  std::vector<absl::string_view> pieces =
+      absl::StrSplit(absl::string_view(text.data(), text.size()), ';');
   LearningRateSchedule s;
-  if (Trim(text) == "constant") return s;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string_view phase = Trim(std::string_view(pieces[i].data(), pieces[i].size()));
+    if (phase.empty()) {
+      if (pieces.size() == 1) {
+        return Bad("the text is empty (expected e.g. 'warmup=100,cosine=2000' or 'constant')");
+      }
+      return Bad(StrCat("phase ", i + 1, " of '", text, "' is empty"));
+    }
+    if (i == 0) {
+      EDL_ASSIGN_OR_RETURN(s, ParseOwn(phase, nullptr));
+      continue;
+    }
+    std::optional<int64_t> at;
+    StatusOr<LearningRateSchedule> next = ParseOwn(phase, &at);
+    if (next.ok() && !at) next = Bad("needs at=VERSION, the version it starts from");
+    if (!next.ok()) {
+      return Bad(StrCat("phase ", i + 1, " ('", phase, "'): ",
+                        absl::StripPrefix(next.status().message(), "learning-rate schedule: ")));
+    }
+    const int64_t after = s.phases_.empty() ? 0 : s.phases_.back().at;
+    if (std::string fault = PhaseOrderFault(i + 1, *at, after); !fault.empty()) return Bad(fault);
+    s = s.Then(*at, *next);
+  }
+  EDL_RETURN_IF_ERROR(s.Validate());
+  return s;
+}
+
+StatusOr<LearningRateSchedule> LearningRateSchedule::ParseOwn(std::string_view text,
+                                                              std::optional<int64_t>* at) {
+  LearningRateSchedule s;
+  if (at == nullptr && text == "constant") return s;
   std::map<std::string, std::string, std::less<>> values;
+  bool constant = false;  // a later phase's "at=N,constant"
   for (absl::string_view piece : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
     std::string_view part = Trim(std::string_view(piece.data(), piece.size()));
     if (part.empty()) return Bad(StrCat("empty part in '", text, "'"));
+    if (part == "constant" && at != nullptr && !constant) {
+      constant = true;
+      continue;
+    }
     size_t eq = part.find('=');
     if (eq == std::string_view::npos) return Bad(StrCat("'", part, "': expected key=value"));
     std::string key(Trim(part.substr(0, eq)));
     std::string value(Trim(part.substr(eq + 1)));
     if (!values.emplace(key, value).second) return Bad(StrCat("'", key, "' given twice"));
   }
+  if (auto it = values.find("at"); it != values.end()) {
+    if (at == nullptr) {
+      return Bad(StrCat("'at=", it->second,
+                        "' starts a later phase: put it after a ';' (e.g. "
+                        "'linear=5,start_factor=0.1;at=5,cosine=95')"));
+    }
+    EDL_ASSIGN_OR_RETURN(*at, ParseInt("at", it->second));
+    values.erase(it);
+  }
+  if (constant && !values.empty()) {
+    return Bad(
+        StrCat("'constant' takes no other keys than at= ('", values.begin()->first, "' given)"));
+  }
   // The decay is named by its key; each decay takes its own options.
   static const std::map<std::string, std::vector<std::string>, std::less<>> kDecays = {
       {"step", {"gamma"}},
       {"milestones", {"gamma"}},
       {"exponential", {"rate", "staircase"}},
-      {"cosine", {"min_lr", "periodic"}}};
+      {"cosine", {"min_lr", "periodic"}},
+      {"linear", {"start_factor", "end_factor"}},
+      {"polynomial", {"power"}}};
   std::optional<std::string> decay;
   for (const auto& [key, value] : values) {
     if (key == "warmup") continue;
@@ -231,7 +381,8 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
     if (!option) {
       return Bad(StrCat("unknown key '", key,
                         "' (expected warmup, step, milestones, gamma, exponential, rate, "
-                        "staircase, cosine, min_lr, periodic)"));
+                        "staircase, cosine, min_lr, periodic, linear, start_factor, end_factor, "
+                        "polynomial, power, at)"));
     }
   }
   for (const auto& [key, value] : values) {
@@ -280,8 +431,22 @@ StatusOr<LearningRateSchedule> LearningRateSchedule::Parse(std::string_view text
     if (get("periodic") != nullptr) {
       EDL_ASSIGN_OR_RETURN(s.periodic_, ParseBool("periodic", *get("periodic")));
     }
+  } else if (decay == "linear") {
+    s.decay_ = Decay::kLinear;
+    EDL_ASSIGN_OR_RETURN(s.every_, ParseInt("linear", *get("linear")));
+    if (get("start_factor") == nullptr) return Bad("'linear' needs 'start_factor'");
+    EDL_ASSIGN_OR_RETURN(s.factor_, ParseDouble("start_factor", *get("start_factor")));
+    if (get("end_factor") != nullptr) {
+      EDL_ASSIGN_OR_RETURN(s.end_factor_, ParseDouble("end_factor", *get("end_factor")));
+    }
+  } else if (decay == "polynomial") {
+    s.decay_ = Decay::kPolynomial;
+    EDL_ASSIGN_OR_RETURN(s.every_, ParseInt("polynomial", *get("polynomial")));
+    if (get("power") != nullptr) {
+      EDL_ASSIGN_OR_RETURN(s.factor_, ParseDouble("power", *get("power")));
+    }
   }
-  EDL_RETURN_IF_ERROR(s.Validate());
+  if (std::string fault = s.OwnFault(); !fault.empty()) return Bad(fault);
   return s;
 }
 
@@ -310,11 +475,28 @@ proto::LearningRateScheduleConfig LrScheduleToProto(const LearningRateSchedule& 
       c.mutable_cosine()->set_min_lr(s.min_lr());
       c.mutable_cosine()->set_periodic(s.periodic());
       break;
+    case LearningRateSchedule::Decay::kLinear:
+      c.mutable_linear()->set_total(s.every());
+      c.mutable_linear()->set_start_factor(s.factor());
+      c.mutable_linear()->set_end_factor(s.end_factor());
+      break;
+    case LearningRateSchedule::Decay::kPolynomial:
+      c.mutable_polynomial()->set_total(s.every());
+      c.mutable_polynomial()->set_power(s.factor());
+      break;
+  }
+  for (const LearningRateSchedule::Phase& p : s.phases()) {
+    proto::LearningRatePhase* phase = c.add_phases();
+    phase->set_at(p.at);
+    *phase->mutable_schedule() = LrScheduleToProto(p.schedule);
   }
   return c;
 }
 
-StatusOr<LearningRateSchedule> LrScheduleFromProto(const proto::LearningRateScheduleConfig& c) {
+namespace {
+
+// One phase's settings, not validated.
+LearningRateSchedule OwnFromProto(const proto::LearningRateScheduleConfig& c) {
   LearningRateSchedule s;
   switch (c.decay_case()) {
     case proto::LearningRateScheduleConfig::kStep:
@@ -333,10 +515,35 @@ StatusOr<LearningRateSchedule> LrScheduleFromProto(const proto::LearningRateSche
       s = LearningRateSchedule::Cosine(c.cosine().total(), c.cosine().min_lr(),
                                        c.cosine().periodic());
       break;
+    case proto::LearningRateScheduleConfig::kLinear:
+      s = LearningRateSchedule::Linear(c.linear().total(), c.linear().start_factor(),
+                                       c.linear().end_factor());
+      break;
+    case proto::LearningRateScheduleConfig::kPolynomial:
+      s = LearningRateSchedule::Polynomial(c.polynomial().total(), c.polynomial().power());
+      break;
     case proto::LearningRateScheduleConfig::DECAY_NOT_SET:
       break;
   }
-  s = s.WithWarmup(c.warmup());
+  return s.WithWarmup(c.warmup());
+}
+
+}  // namespace
+
+StatusOr<LearningRateSchedule> LrScheduleFromProto(const proto::LearningRateScheduleConfig& c) {
+  LearningRateSchedule s = OwnFromProto(c);
+  for (const proto::LearningRatePhase& p : c.phases()) {
+    if (p.schedule().phases_size() != 0) {
+      return Bad(
+          StrCat("phase ", s.phases().size() + 2, " (at=", p.at(), "): has phases of its own"));
+    }
+    const LearningRateSchedule next = OwnFromProto(p.schedule());
+    const int64_t after = s.phases().empty() ? 0 : s.phases().back().at;
+    if (std::string fault = PhaseOrderFault(s.phases().size() + 2, p.at(), after); !fault.empty()) {
+      return Bad(fault);
+    }
+    s = s.Then(p.at(), next);
+  }
   EDL_RETURN_IF_ERROR(s.Validate());
   return s;
 }

@@ -11,8 +11,9 @@ through the real binary, and the errors of broken Python files.
             keyword arguments and --input_fn replacing default_input, three workers
   DeepFM    deepfm.deepfm.DeepFM with elasticdl.nn.Embedding tables on two
             parameter servers, on generated Criteo data
-  AdamW     a linear model trained with torch.optim.AdamW and a StepLR schedule by the
-            servers ends at the bits a plain PyTorch loop over the same minibatches trains
+  AdamW     a linear model trained with torch.optim.AdamW and torchvision's schedule (a
+            LinearLR warm-up, then a StepLR) by the servers ends at the bits a plain
+            PyTorch loop over the same minibatches trains
   errors    a syntax error, an import error, a missing entry, an optimizer the
             servers cannot apply: before any process starts; an exception in
             forward or in a dataset_fn: the job fails with the traceback, its
@@ -407,12 +408,23 @@ class PythonModelTest(JobTestCase):
                               "a failed task is not tried again, so it cannot be resumed",
                               f"--checkpoint_dir_for_init={job_dir}/checkpoints", within=20)
 
-    def test_adamw_and_steplr_train_what_a_plain_pytorch_loop_trains(self):
-        """A PyTorch user's recipe, AdamW with weight decay and a StepLR schedule, trained
-        by the parameter server: one worker, one task an epoch, no shuffle, so that the
-        steps are a plain loop's. Its trained parameters are what torch.optim.AdamW and
-        torch.optim.lr_scheduler.StepLR make of the same minibatches in plain PyTorch, in
-        a process of its own, bit for bit."""
+    def test_adamw_and_a_warmup_then_steplr_train_what_a_plain_pytorch_loop_trains(self):
+        """A PyTorch user's recipe, AdamW with weight decay and torchvision's schedule (a
+        SequentialLR of a LinearLR warm-up and a StepLR), trained by the parameter server:
+        one worker, one task an epoch, no shuffle, so that the steps are a plain loop's.
+        Its trained parameters are what torch.optim.AdamW and those schedulers make of the
+        same minibatches in plain PyTorch, in a process of its own, bit for bit."""
+        schedule = textwrap.dedent("""\
+            def learning_rate_schedule():
+                def build(optimizer):
+                    warmup = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.1,
+                                                               total_iters=8)
+                    decay = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10,
+                                                            gamma=0.5)
+                    return torch.optim.lr_scheduler.SequentialLR(
+                        optimizer, [warmup, decay], milestones=[8])
+                return build
+            """)
         zoo = self.write_zoo({
             "adamw/model.py": MNIST_LINEAR.replace(
                 "super().__init__()\n",
@@ -420,11 +432,7 @@ class PythonModelTest(JobTestCase):
                 "        torch.manual_seed(7)\n").replace(
                 "return dataset.map(parse).shuffle(64)", "return dataset.map(parse)").replace(
                 "functools.partial(torch.optim.SGD, lr=0.1)",
-                "functools.partial(torch.optim.AdamW, lr=0.01, weight_decay=0.5)") + textwrap.dedent("""
-                def learning_rate_schedule():
-                    return functools.partial(torch.optim.lr_scheduler.StepLR, step_size=15,
-                                             gamma=0.5)
-                """),
+                "functools.partial(torch.optim.AdamW, lr=0.01, weight_decay=0.5)") + schedule,
         })
         model = self.path("adamw-model")
         epochs, batch = 2, 200
@@ -438,7 +446,8 @@ class PythonModelTest(JobTestCase):
         version, parameters = exactness.read_model_values(os.path.join(model, "parameters.pb"))
         self.assertEqual(version, epochs * TRAIN_RECORDS // batch)
         with open(os.path.join(model, "trained_model.pbtxt")) as f:
-            self.assertIn('lr_schedule: "step=15,gamma=0.5"', f.read())
+            self.assertIn('lr_schedule: "linear=8,start_factor=0.1;at=8,step=10,gamma=0.5"',
+                          f.read())
         loop = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
             import json, sys
             import torch
@@ -451,7 +460,8 @@ class PythonModelTest(JobTestCase):
             torch.manual_seed(7)
             dense = torch.nn.Linear(784, 10)
             optimizer = torch.optim.AdamW(dense.parameters(), lr=0.01, weight_decay=0.5)
-            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=15, gamma=0.5)
+            """) + schedule + textwrap.dedent(f"""
+            scheduler = learning_rate_schedule()(optimizer)
             for epoch in range({epochs}):
                 for i in range(0, len(x), {batch}):
                     optimizer.zero_grad()

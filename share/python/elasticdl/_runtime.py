@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import traceback
+import warnings
 
 import torch
 from torch.optim.optimizer import required as _REQUIRED  # SGD's lr=<required parameter>
@@ -73,9 +74,11 @@ def public_names(module):
 def describe_value(value):
     if inspect.isclass(value):
         return f"the class {value.__module__}.{value.__qualname__}"
+    name = type(value).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
     if isinstance(value, torch.nn.Module):
-        return f"a {type(value).__name__} instance"
-    return f"a {type(value).__name__}"
+        return f"{article} {name} instance"
+    return f"{article} {name}"
 
 
 def _relative(path):
@@ -294,6 +297,18 @@ def _factory_class(value):
     return value.func if isinstance(value, functools.partial) else value
 
 
+def _plain(v):
+    """A tensor's or a NumPy array's numbers as a list, a NumPy number as Python's; any
+    other value as it is."""
+    if isinstance(v, torch.Tensor) or getattr(v, "ndim", 0) > 0:
+        return v.tolist()
+    if hasattr(v, "__index__") and not isinstance(v, (bool, int)):
+        return int(v)  # a NumPy integer
+    if hasattr(v, "__float__") and not isinstance(v, (bool, int, float)):
+        return float(v)
+    return v
+
+
 def _factory_arguments(value, where, family, kind, skipped):
     """(class, {argument: value}) of a factory of a `kind` ("optimizer"): a
     functools.partial of a class of `family` (a module's name, for messages), or the
@@ -323,14 +338,7 @@ def _factory_arguments(value, where, family, kind, skipped):
         else:
             raise TypeError(f"{where}: {family}.{cls.__name__} needs {p.name!r}: "
                             f"functools.partial({family}.{cls.__name__}, {p.name}=...)")
-    for name, v in list(out.items()):
-        if isinstance(v, torch.Tensor) or getattr(v, "ndim", 0) > 0:
-            out[name] = v.tolist()  # a tensor or a NumPy array: its numbers
-        elif hasattr(v, "__index__") and not isinstance(v, (bool, int)):
-            out[name] = int(v)  # a NumPy integer
-        elif hasattr(v, "__float__") and not isinstance(v, (bool, int, float)):
-            out[name] = float(v)
-    return cls, out
+    return cls, {name: _plain(v) for name, v in out.items()}
 
 
 def describe_optimizer(value, where="optimizer()"):
@@ -348,36 +356,157 @@ def describe_optimizer(value, where="optimizer()"):
     return cls.__name__, out
 
 
-_SCHEDULER_BASE = getattr(torch.optim.lr_scheduler, "LRScheduler",
-                          torch.optim.lr_scheduler._LRScheduler)
+_LR = torch.optim.lr_scheduler
+_SCHEDULER_BASE = getattr(_LR, "LRScheduler", _LR._LRScheduler)
 _SCHEDULE_EXAMPLES = ("a schedule in --lr_schedule's form, e.g. 'warmup=100,step=1000,"
-                      "gamma=0.5', or a factory of a torch.optim.lr_scheduler scheduler, e.g. "
+                      "gamma=0.5', a factory of a torch.optim.lr_scheduler scheduler, e.g. "
                       "functools.partial(torch.optim.lr_scheduler.StepLR, step_size=1000, "
-                      "gamma=0.5)")
-_SCHEDULERS = (torch.optim.lr_scheduler.StepLR, torch.optim.lr_scheduler.MultiStepLR,
-               torch.optim.lr_scheduler.ExponentialLR, torch.optim.lr_scheduler.CosineAnnealingLR)
+                      "gamma=0.5), or a function of the optimizer that builds one, e.g. "
+                      "lambda optimizer: SequentialLR(optimizer, [LinearLR(optimizer, "
+                      "start_factor=0.01, total_iters=100), CosineAnnealingLR(optimizer, "
+                      "T_max=900)], milestones=[100])")
+_SCHEDULERS = (_LR.StepLR, _LR.MultiStepLR, _LR.ExponentialLR, _LR.CosineAnnealingLR,
+               _LR.LinearLR, _LR.ConstantLR, _LR.PolynomialLR)
+
+
+def _check_followed(cls, where):
+    if cls not in _SCHEDULERS and cls is not _LR.SequentialLR:
+        raise TypeError(f"{where}: torch.optim.lr_scheduler.{cls.__name__}: the parameter "
+                        "servers follow torch.optim.lr_scheduler.StepLR, MultiStepLR, "
+                        "ExponentialLR, CosineAnnealingLR, LinearLR, ConstantLR, PolynomialLR "
+                        "and a SequentialLR of them, or a schedule in --lr_schedule's form, "
+                        "e.g. 'warmup=100,cosine=2000,min_lr=0.0001'")
+
+
+def _whole(m):
+    """An int or NumPy's (not a bool) as an int; TypeError otherwise."""
+    if isinstance(m, bool):
+        raise TypeError(m)
+    return operator.index(m)
 
 
 def schedule_text(value, where="learning_rate_schedule()"):
     """The --lr_schedule form of what a learning_rate_schedule() entry returned: that
-    text, or a factory of a PyTorch scheduler stepped once a step, as the model version
-    counts steps: StepLR, MultiStepLR, ExponentialLR or CosineAnnealingLR, which the
-    parameter servers follow."""
+    text, a factory of a PyTorch scheduler (a functools.partial of its class), or a
+    function that builds one on the optimizer it is given, stepped once a step as the
+    model version counts steps: StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR,
+    LinearLR, ConstantLR, PolynomialLR, or a SequentialLR of them, which the parameter
+    servers follow."""
     if isinstance(value, str):
         return value
     cls = _factory_class(value)
-    if not inspect.isclass(cls) or not issubclass(
-            cls, (_SCHEDULER_BASE, torch.optim.lr_scheduler.ReduceLROnPlateau)):
+    if not inspect.isclass(cls) and callable(value):
+        # Built twice, on optimizers of lr 1 and 2: settings taken from the optimizer's lr
+        # (an eta_min of a hundredth of it, say) would be those of a probe, not the model's.
+        texts = [_phases_text(_built_phases(value, lr, where)) for lr in (1.0, 2.0)]
+        if texts[0] != texts[1]:
+            raise TypeError(f"{where}: the scheduler the function builds depends on the "
+                            f"optimizer's lr ('{texts[0]}' for an lr of 1, '{texts[1]}' for 2): "
+                            "give its settings as numbers")
+        return texts[0]
+    if not inspect.isclass(cls) or not issubclass(cls, (_SCHEDULER_BASE, _LR.ReduceLROnPlateau)):
         raise TypeError(f"{where} returned {describe_value(value)}: expected "
                         f"{_SCHEDULE_EXAMPLES}")
-    family = f"torch.optim.lr_scheduler.{cls.__name__}"
-    if cls not in _SCHEDULERS:
-        raise TypeError(f"{where}: {family}: the parameter servers follow "
-                        "torch.optim.lr_scheduler.StepLR, MultiStepLR, ExponentialLR and "
-                        "CosineAnnealingLR, or a schedule in --lr_schedule's form, e.g. "
-                        "'warmup=100,cosine=2000,min_lr=0.0001'")
+    _check_followed(cls, where)
+    if cls is _LR.SequentialLR:
+        raise TypeError(f"{where}: torch.optim.lr_scheduler.SequentialLR takes schedulers "
+                        "built on the optimizer: return a function of the optimizer that "
+                        "builds it, e.g. lambda optimizer: SequentialLR(optimizer, "
+                        "[LinearLR(optimizer, ...), StepLR(optimizer, ...)], milestones=[...])")
     cls, args = _factory_arguments(value, where, "torch.optim.lr_scheduler", "scheduler",
                                    "optimizer")
+    if args.get("last_epoch", -1) != -1:
+        raise TypeError(f"{where}: torch.optim.lr_scheduler.{cls.__name__}(last_epoch="
+                        f"{args['last_epoch']!r}): the schedule follows the model's version, "
+                        "which a resumed job carries on from")
+    return _phases_text(_scheduler_phases(cls, args, where))
+
+
+def _built_phases(build, lr, where):
+    """The phases of the scheduler `build` makes of an optimizer of its own, of `lr`."""
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+    try:
+        inspect.signature(build).bind(optimizer)
+    except TypeError as e:
+        raise TypeError(f"{where} returned a function that cannot be called with an optimizer "
+                        f"({e}): expected a function of the optimizer that builds a scheduler "
+                        "on it") from None
+    except ValueError:
+        pass  # no signature to read (a builtin): the call tells
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scheduler = build(optimizer)
+
+    def started(s, family):
+        # A scheduler's step count after construction is 0; one built with last_epoch or
+        # stepped before it was returned starts elsewhere than the model's version 0.
+        if s.last_epoch != 0:
+            raise TypeError(f"{where}: the function's {family} is at step {s.last_epoch}, not "
+                            "0 (built with last_epoch, or stepped before it was returned): the "
+                            "schedule follows the model's version, which a resumed job carries "
+                            "on from")
+
+    def phases(s, inside):
+        if not isinstance(s, (_SCHEDULER_BASE, _LR.ReduceLROnPlateau)):
+            raise TypeError(f"{where}: the function returned {describe_value(s)}"
+                            f"{' in a SequentialLR' if inside else ''}: expected a "
+                            "torch.optim.lr_scheduler scheduler of the optimizer it is given")
+        cls = type(s)
+        family = f"torch.optim.lr_scheduler.{cls.__name__}"
+        _check_followed(cls, where)
+        if s.optimizer is not optimizer:
+            raise TypeError(f"{where}: the function's {family} steps an optimizer other than "
+                            "the one the function is given: build it on that one")
+        if not inside:
+            started(s, family)
+        if cls is _LR.SequentialLR:
+            if inside:
+                raise TypeError(f"{where}: a SequentialLR in a SequentialLR: give its "
+                                "schedulers and milestones to the outer one")
+            if len({id(x) for x in s._schedulers}) != len(s._schedulers):
+                raise TypeError(f"{where}: a SequentialLR given the same scheduler twice: "
+                                "build one for each place")
+            if s._schedulers:  # the first runs on from its own step count, the others from 0
+                started(s._schedulers[0],
+                        f"torch.optim.lr_scheduler.{type(s._schedulers[0]).__name__}")
+            return _sequence_phases(s._milestones, [phases(x, True) for x in s._schedulers],
+                                    where)
+        args = {key: _plain(v) for key, v in vars(s).items()}
+        if cls is _LR.MultiStepLR:  # a Counter of them: each as many times as given
+            args["milestones"] = list(s.milestones.elements())
+        return _scheduler_phases(cls, args, where)
+
+    return phases(scheduler, False)
+
+
+def _sequence_phases(milestones, schedulers, where):
+    """The phases of a SequentialLR: its schedulers' phases (`schedulers`, one list of
+    each), each scheduler's from its milestone on, until the next milestone."""
+    try:
+        at = [_whole(m) for m in milestones]
+    except TypeError:
+        at = None
+    if at is None or any(m < 1 for m in at) or at != sorted(at):
+        raise TypeError(f"{where}: torch.optim.lr_scheduler.SequentialLR(milestones="
+                        f"{milestones!r}): expected ascending whole numbers >= 1 (of steps)")
+    out = []
+    for start, end, phases in zip([0] + at, at + [None], schedulers):
+        out.extend((start + a, text) for a, text in phases if end is None or start + a < end)
+    return out
+
+
+def _phases_text(phases):
+    """The text of [(at, a phase's text), ...], the first at 0."""
+    text = phases[0][1]
+    for at, phase in phases[1:]:
+        text += f";at={at}" + ("" if phase == "constant" else f",{phase}")
+    return text
+
+
+def _scheduler_phases(cls, args, where):
+    """[(at, text), ...] of a scheduler of class `cls` (one of _SCHEDULERS) constructed
+    with `args` (every argument of its constructor but the optimizer)."""
+    family = f"torch.optim.lr_scheduler.{cls.__name__}"
 
     def count(key):
         v = args[key]
@@ -395,34 +524,36 @@ def schedule_text(value, where="learning_rate_schedule()"):
                             f"take {key} {expected}")
         return repr(float(v))
 
-    def gamma():
-        return number("gamma", lambda g: 0 < g <= 1, "in (0, 1]")
+    def factor(key):
+        return number(key, lambda f: 0 < f <= 1, "in (0, 1]")
 
-    if args.get("last_epoch", -1) != -1:
-        raise TypeError(f"{where}: {family}(last_epoch={args['last_epoch']!r}): the schedule "
-                        "follows the model's version, which a resumed job carries on from")
-    if cls is torch.optim.lr_scheduler.StepLR:
-        return f"step={count('step_size')},gamma={gamma()}"
-    if cls is torch.optim.lr_scheduler.MultiStepLR:
-        def whole(m):  # an int or NumPy's, not a bool
-            if isinstance(m, bool):
-                raise TypeError(m)
-            return operator.index(m)
-
+    if cls is _LR.StepLR:
+        return [(0, f"step={count('step_size')},gamma={factor('gamma')}")]
+    if cls is _LR.MultiStepLR:
         try:  # in any order; an array of them is a list by now
-            milestones = sorted(map(whole, args["milestones"]))
+            milestones = sorted(map(_whole, args["milestones"]))
         except TypeError:
             milestones = None
         if milestones is None or any(m < 0 for m in milestones):
             raise TypeError(f"{where}: {family}(milestones={args['milestones']!r}): expected "
                             "whole numbers >= 0 (of steps)")
         if not milestones:
-            return "constant"  # MultiStepLR(milestones=[]) keeps lr0
-        return f"milestones={':'.join(map(str, milestones))},gamma={gamma()}"
-    if cls is torch.optim.lr_scheduler.ExponentialLR:
-        return f"exponential=1,rate={gamma()}"
-    eta_min = number("eta_min", lambda m: m >= 0, ">= 0")
-    return f"cosine={count('T_max')},min_lr={eta_min},periodic=true"
+            return [(0, "constant")]  # MultiStepLR(milestones=[]) keeps lr0
+        return [(0, f"milestones={':'.join(map(str, milestones))},gamma={factor('gamma')}")]
+    if cls is _LR.ExponentialLR:
+        return [(0, f"exponential=1,rate={factor('gamma')}")]
+    if cls is _LR.CosineAnnealingLR:
+        eta_min = number("eta_min", lambda m: m >= 0, ">= 0")
+        return [(0, f"cosine={count('T_max')},min_lr={eta_min},periodic=true")]
+    if cls is _LR.LinearLR:
+        end = number("end_factor", lambda f: 0 <= f <= 1, "in [0, 1]")
+        return [(0, f"linear={count('total_iters')},start_factor={factor('start_factor')},"
+                    f"end_factor={end}")]
+    if cls is _LR.ConstantLR:  # lr0 * factor until total_iters, lr0 from there
+        total, f = count("total_iters"), factor("factor")
+        return [(0, f"linear={total},start_factor={f},end_factor={f}"), (total, "constant")]
+    power = number("power", lambda p: p > 0, "above 0")
+    return [(0, f"polynomial={count('total_iters')},power={power}")]
 
 
 def metric_kind(value):

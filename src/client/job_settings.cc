@@ -66,13 +66,13 @@ std::vector<JobSetting> MakeSettings() {
           {"--learning_rate_schedule", &A::learning_rate_schedule,
            "Learning-rate schedule entry (optional; --lr_schedule replaces it)", kTrain},
           {"--lr_schedule", &A::lr_schedule,
-           "Learning rate by model version: warmup=W, then one of step=N,gamma=G | "
+           "Learning rate by model version: [warmup=W,] then one of step=N,gamma=G | "
            "milestones=A:B:...,gamma=G | exponential=N,rate=R[,staircase=true] | "
            "cosine=T[,min_lr=M][,periodic=true] | linear=T,start_factor=S[,end_factor=E] | "
            "polynomial=T[,power=P] (S in (0, 1], E in [0, 1], P above 0), e.g. "
-           "\"warmup=100,cosine=2000,min_lr=0.0001\"; later phases after ';', each from its "
-           "version, with the same keys (at=N alone: lr0): "
-           "\"linear=5,start_factor=0.01;at=5,cosine=95\"",
+           "\"warmup=100,cosine=2000,min_lr=0.0001\"; later phases after ';', each at=N "
+           "and the same keys, running from version N on the versions since (at=N alone: "
+           "lr0), e.g. \"linear=5,start_factor=0.01;at=5,cosine=95\"",
            kTrain},
           {"--params", &A::params,
            "Model parameters, e.g. \"hidden_units=[10, 100, 20, 5], learning_rate=0.01\""},

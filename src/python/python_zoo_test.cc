@@ -492,6 +492,30 @@ def twice():
         return lr_scheduler.SequentialLR(o, [a, lr_scheduler.StepLR(o, 2), a], milestones=[4, 8])
     return build
 def no_optimizer(): return lambda: None
+def another_not_returned():  # its warm-up sets the optimizer's lr; the StepLR is returned
+    def build(o):
+        lr_scheduler.LinearLR(o, start_factor=0.1)
+        return lr_scheduler.StepLR(o, step_size=3)
+    return build
+def lr_changed_after():
+    def build(o):
+        s = lr_scheduler.StepLR(o, step_size=3)
+        o.param_groups[0]["lr"] *= 0.1
+        return s
+    return build
+def numpy_numbers():  # NumPy numbers and arrays of none, float milestones of whole numbers
+    import numpy
+    return lambda o: lr_scheduler.SequentialLR(o, [
+        lr_scheduler.CosineAnnealingLR(o, T_max=numpy.int64(8), eta_min=numpy.array(0.01)),
+        lr_scheduler.MultiStepLR(o, milestones=[3.0, numpy.int32(5)], gamma=numpy.float32(0.5)),
+    ], milestones=numpy.array([6]))
+def verbose():
+    return lambda o: lr_scheduler.StepLR(o, step_size=3, gamma=0.5, verbose=True)
+def infinite_eta_min():
+    return functools.partial(lr_scheduler.CosineAnnealingLR, T_max=4, eta_min=float("inf"))
+class Halving(lr_scheduler.StepLR):
+    pass
+def subclass(): return functools.partial(Halving, step_size=2)
 def eta_min_of_the_lr():
     return lambda o: lr_scheduler.CosineAnnealingLR(o, T_max=10,
                                                     eta_min=o.defaults["lr"] / 100)
@@ -523,9 +547,10 @@ def rates(factory, steps):
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_EQ(text->Describe(), "warmup=5,step=10,gamma=0.5");
   constexpr int kSteps = 50;  // the cosine's T_max, back up to lr0 and down again
-  for (const char* name : {"step", "multi_step", "multi_step_array", "exponential", "cosine",
-                           "linear", "constant", "polynomial", "built_step", "torchvision",
-                           "three_phases", "constant_inside", "equal_milestones"}) {
+  for (const char* name :
+       {"step", "multi_step", "multi_step_array", "exponential", "cosine", "linear", "constant",
+        "polynomial", "built_step", "torchvision", "three_phases", "constant_inside",
+        "equal_milestones", "numpy_numbers", "verbose"}) {
     StatusOr<LearningRateSchedule> ours = schedule(name);
     ASSERT_TRUE(ours.ok()) << name << ": " << ours.status();
     std::vector<double> theirs;
@@ -579,6 +604,14 @@ def rates(factory, steps):
       {"no_optimizer",
        "returned a function that cannot be called with an optimizer (too many positional "
        "arguments): expected a function of the optimizer that builds a scheduler on it"},
+      {"another_not_returned",
+       "the function leaves the optimizer's lr at 0.1, where the scheduler it returns sets 1.0 "
+       "(on an lr of 1.0): a scheduler built on the optimizer and not returned, or a change to "
+       "its lr, which the servers would not follow; return the one scheduler that sets the rate "
+       "(a SequentialLR of several)"},
+      {"lr_changed_after", "the function leaves the optimizer's lr at 0.1, where the scheduler"},
+      {"infinite_eta_min", "CosineAnnealingLR(eta_min=inf): expected a finite number"},
+      {"subclass", "schedules.choices.Halving: the parameter servers follow"},
       {"eta_min_of_the_lr",
        "the scheduler the function builds depends on the optimizer's lr "
        "('cosine=10,min_lr=0.01,periodic=true' for an lr of 1, "

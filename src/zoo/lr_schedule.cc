@@ -193,7 +193,14 @@ LearningRateSchedule LearningRateSchedule::Then(int64_t at,
   LearningRateSchedule first = next;
   first.phases_.clear();
   s.phases_.push_back(Phase{at, std::move(first)});
-  for (const Phase& p : next.phases_) s.phases_.push_back(Phase{at + p.at, p.schedule});
+  for (const Phase& p : next.phases_) {
+    // Beyond the versions (through the C++ API alone): held at the end.
+    int64_t from = 0;
+    if (__builtin_add_overflow(at, p.at, &from)) {
+      from = at > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+    }
+    s.phases_.push_back(Phase{from, p.schedule});
+  }
   return s;
 }
 

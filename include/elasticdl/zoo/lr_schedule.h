@@ -62,62 +62,19 @@ class LearningRateSchedule {
   struct Phase;
 
   // The builders do not check their arguments; Validate() does (the client
-  // calls it before the job starts).
-  static LearningRateSchedule Constant() { return LearningRateSchedule(); }
-  static LearningRateSchedule Step(int64_t every, double gamma) {
-    LearningRateSchedule s;
-    s.decay_ = Decay::kStep;
-    s.every_ = every;
-    s.factor_ = gamma;
-    return s;
-  }
+  // calls it before the job starts). Defined below, where Phase is complete.
+  static LearningRateSchedule Constant();
+  static LearningRateSchedule Step(int64_t every, double gamma);
   // `milestones` in ascending order; one given twice decays twice there.
-  static LearningRateSchedule MultiStep(std::vector<int64_t> milestones, double gamma) {
-    LearningRateSchedule s;
-    s.decay_ = Decay::kMultiStep;
-    s.milestones_ = std::move(milestones);
-    s.factor_ = gamma;
-    return s;
-  }
-  static LearningRateSchedule Exponential(int64_t every, double rate, bool staircase = false) {
-    LearningRateSchedule s;
-    s.decay_ = Decay::kExponential;
-    s.every_ = every;
-    s.factor_ = rate;
-    s.staircase_ = staircase;
-    return s;
-  }
-  static LearningRateSchedule Cosine(int64_t total, double min_lr = 0, bool periodic = false) {
-    LearningRateSchedule s;
-    s.decay_ = Decay::kCosine;
-    s.every_ = total;
-    s.min_lr_ = min_lr;
-    s.periodic_ = periodic;
-    return s;
-  }
+  static LearningRateSchedule MultiStep(std::vector<int64_t> milestones, double gamma);
+  static LearningRateSchedule Exponential(int64_t every, double rate, bool staircase = false);
+  static LearningRateSchedule Cosine(int64_t total, double min_lr = 0, bool periodic = false);
   // start_factor in (0, 1], end_factor in [0, 1].
-  static LearningRateSchedule Linear(int64_t total, double start_factor, double end_factor = 1) {
-    LearningRateSchedule s;
-    s.decay_ = Decay::kLinear;
-    s.every_ = total;
-    s.factor_ = start_factor;
-    s.end_factor_ = end_factor;
-    return s;
-  }
-  static LearningRateSchedule Polynomial(int64_t total, double power = 1) {
-    LearningRateSchedule s;
-    s.decay_ = Decay::kPolynomial;
-    s.every_ = total;
-    s.factor_ = power;
-    return s;
-  }
+  static LearningRateSchedule Linear(int64_t total, double start_factor, double end_factor = 1);
+  static LearningRateSchedule Polynomial(int64_t total, double power = 1);
   // The same decay after a linear warm-up over `versions` versions (0: none).
   // The first phase's: a later phase that starts before it ends ends it.
-  LearningRateSchedule WithWarmup(int64_t versions) const {
-    LearningRateSchedule s = *this;
-    s.warmup_ = versions;
-    return s;
-  }
+  LearningRateSchedule WithWarmup(int64_t versions) const;
   // This schedule until version `at`, `next` from there on, applied to
   // version - at (PyTorch's SequentialLR with milestone `at`). `next`'s own
   // phases follow it, shifted by `at`; this schedule's phases from `at` on
@@ -142,7 +99,7 @@ class LearningRateSchedule {
   // The phases after the first (none but with Then()), ascending by `at`;
   // none has phases of its own.
   const std::vector<Phase>& phases() const { return phases_; }
-  bool is_constant() const { return decay_ == Decay::kConstant && warmup_ == 0 && phases_.empty(); }
+  bool is_constant() const;
 
   // INVALID_ARGUMENT naming the bad part: a negative warm-up, a period
   // (every, total) below 1, no milestones, a negative one or one below the
@@ -197,6 +154,73 @@ struct LearningRateSchedule::Phase {
 
   bool operator==(const Phase& o) const { return at == o.at && schedule == o.schedule; }
 };
+
+inline LearningRateSchedule LearningRateSchedule::Constant() { return LearningRateSchedule(); }
+
+inline LearningRateSchedule LearningRateSchedule::Step(int64_t every, double gamma) {
+  LearningRateSchedule s;
+  s.decay_ = Decay::kStep;
+  s.every_ = every;
+  s.factor_ = gamma;
+  return s;
+}
+
+inline LearningRateSchedule LearningRateSchedule::MultiStep(std::vector<int64_t> milestones,
+                                                            double gamma) {
+  LearningRateSchedule s;
+  s.decay_ = Decay::kMultiStep;
+  s.milestones_ = std::move(milestones);
+  s.factor_ = gamma;
+  return s;
+}
+
+inline LearningRateSchedule LearningRateSchedule::Exponential(int64_t every, double rate,
+                                                              bool staircase) {
+  LearningRateSchedule s;
+  s.decay_ = Decay::kExponential;
+  s.every_ = every;
+  s.factor_ = rate;
+  s.staircase_ = staircase;
+  return s;
+}
+
+inline LearningRateSchedule LearningRateSchedule::Cosine(int64_t total, double min_lr,
+                                                         bool periodic) {
+  LearningRateSchedule s;
+  s.decay_ = Decay::kCosine;
+  s.every_ = total;
+  s.min_lr_ = min_lr;
+  s.periodic_ = periodic;
+  return s;
+}
+
+inline LearningRateSchedule LearningRateSchedule::Linear(int64_t total, double start_factor,
+                                                         double end_factor) {
+  LearningRateSchedule s;
+  s.decay_ = Decay::kLinear;
+  s.every_ = total;
+  s.factor_ = start_factor;
+  s.end_factor_ = end_factor;
+  return s;
+}
+
+inline LearningRateSchedule LearningRateSchedule::Polynomial(int64_t total, double power) {
+  LearningRateSchedule s;
+  s.decay_ = Decay::kPolynomial;
+  s.every_ = total;
+  s.factor_ = power;
+  return s;
+}
+
+inline LearningRateSchedule LearningRateSchedule::WithWarmup(int64_t versions) const {
+  LearningRateSchedule s = *this;
+  s.warmup_ = versions;
+  return s;
+}
+
+inline bool LearningRateSchedule::is_constant() const {
+  return decay_ == Decay::kConstant && warmup_ == 0 && phases_.empty();
+}
 
 }  // namespace elasticdl
 

@@ -1,9 +1,11 @@
 """What ElasticDL's C++ runtime calls to run a zoo's Python entries. Not for model
 files: the entries see only the elasticdl module."""
+import contextlib
 import functools
 import importlib
 import inspect
 import io
+import math
 import operator
 import os
 import sys
@@ -298,10 +300,12 @@ def _factory_class(value):
 
 
 def _plain(v):
-    """A tensor's or a NumPy array's numbers as a list, a NumPy number as Python's; any
-    other value as it is."""
+    """A tensor's or a NumPy array's numbers as a list (one of none: its number), a NumPy
+    number as Python's; any other value as it is."""
     if isinstance(v, torch.Tensor) or getattr(v, "ndim", 0) > 0:
         return v.tolist()
+    if getattr(v, "ndim", None) == 0 and hasattr(v, "item"):
+        return v.item()  # a NumPy number or an array of none: float, int or bool
     if hasattr(v, "__index__") and not isinstance(v, (bool, int)):
         return int(v)  # a NumPy integer
     if hasattr(v, "__float__") and not isinstance(v, (bool, int, float)):
@@ -371,7 +375,7 @@ _SCHEDULERS = (_LR.StepLR, _LR.MultiStepLR, _LR.ExponentialLR, _LR.CosineAnneali
 
 def _check_followed(cls, where):
     if cls not in _SCHEDULERS and cls is not _LR.SequentialLR:
-        raise TypeError(f"{where}: torch.optim.lr_scheduler.{cls.__name__}: the parameter "
+        raise TypeError(f"{where}: {cls.__module__}.{cls.__qualname__}: the parameter "
                         "servers follow torch.optim.lr_scheduler.StepLR, MultiStepLR, "
                         "ExponentialLR, CosineAnnealingLR, LinearLR, ConstantLR, PolynomialLR "
                         "and a SequentialLR of them, or a schedule in --lr_schedule's form, "
@@ -379,9 +383,12 @@ def _check_followed(cls, where):
 
 
 def _whole(m):
-    """An int or NumPy's (not a bool) as an int; TypeError otherwise."""
+    """An int or NumPy's, or a float of a whole number (not a bool), as an int; TypeError
+    otherwise."""
     if isinstance(m, bool):
         raise TypeError(m)
+    if isinstance(m, float) and m.is_integer():
+        return int(m)
     return operator.index(m)
 
 
@@ -433,7 +440,8 @@ def _built_phases(build, lr, where):
                         "on it") from None
     except ValueError:
         pass  # no signature to read (a builtin): the call tells
-    with warnings.catch_warnings():
+    # What the schedulers print (verbose=True) would be the probe's rates, not the model's.
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         scheduler = build(optimizer)
 
@@ -476,7 +484,20 @@ def _built_phases(build, lr, where):
             args["milestones"] = list(s.milestones.elements())
         return _scheduler_phases(cls, args, where)
 
-    return phases(scheduler, False)
+    out = phases(scheduler, False)
+    # Only the returned scheduler is read: the optimizer's lr must be what it sets at step 0,
+    # not that of another scheduler built on the optimizer or of a change made to its lr.
+    first = scheduler._schedulers[0] if isinstance(scheduler, _LR.SequentialLR) else scheduler
+    group = optimizer.param_groups[0]
+    expected = first._get_closed_form_lr()[0]
+    if not (group.get("initial_lr") == lr and first.base_lrs[0] == lr and
+            math.isclose(group["lr"], expected, rel_tol=1e-12)):
+        raise TypeError(f"{where}: the function leaves the optimizer's lr at {group['lr']!r}, "
+                        f"where the scheduler it returns sets {expected!r} (on an lr of {lr!r}): "
+                        "a scheduler built on the optimizer and not returned, or a change to "
+                        "its lr, which the servers would not follow; return the one scheduler "
+                        "that sets the rate (a SequentialLR of several)")
+    return out
 
 
 def _sequence_phases(milestones, schedulers, where):
@@ -517,8 +538,8 @@ def _scheduler_phases(cls, args, where):
 
     def number(key, valid, expected):
         v = args[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"{where}: {family}({key}={v!r}): expected a number")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise TypeError(f"{where}: {family}({key}={v!r}): expected a finite number")
         if not valid(v):
             raise TypeError(f"{where}: {family}({key}={v!r}): the parameter servers' schedules "
                             f"take {key} {expected}")

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace elasticdl::cli {
 namespace {
@@ -57,12 +60,133 @@ namespace {
 
 }  // namespace
 
+// Edits (insertions, deletions, substitutions) from `a` to `b`.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The one of `names` closest to `wrong`, if any is close enough to be what
+// was meant (a typo, a letter left out or swapped).
+std::optional<std::string> Closest(std::string_view wrong, const std::vector<std::string>& names) {
+  std::optional<std::string> best;
+  size_t best_distance = std::max<size_t>(2, wrong.size() / 4) + 1;
+  for (const std::string& name : names) {
+    const size_t d = EditDistance(wrong, name);
+    if (d < best_distance) {
+      best = name;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+// The subcommand the command line chose (the deepest), or `app`.
+const CLI::App* Chosen(const CLI::App* app) {
+  while (!app->get_subcommands().empty()) app = app->get_subcommands().front();
+  return app;
+}
+
+// The first `--name` on the command line that neither the chosen
+// subcommand nor a command above it takes, with the option it likely meant
+// (empty if none is close); nullopt if every one is known.
+std::optional<std::pair<std::string, std::string>> UnknownOption(const CLI::App* chosen, int argc,
+                                                                 char** argv) {
+  std::vector<std::string> known;
+  for (const CLI::Option* option : chosen->get_options()) {
+    for (const std::string& name : option->get_lnames()) known.push_back("--" + name);
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;  // positional arguments follow
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string name(arg.substr(0, arg.find('=')));
+    bool taken = false;
+    for (const CLI::App* app = chosen; app != nullptr && !taken; app = app->get_parent()) {
+      taken = app->get_option_no_throw(name) != nullptr;
+    }
+    if (!taken) return std::make_pair(name, Closest(name, known).value_or(""));
+  }
+  return std::nullopt;
+}
+
+// "an integer" for CLI11's "INT", and so on.
+std::string Expected(const std::string& type_name) {
+  if (type_name == "INT") return "an integer";
+  if (type_name == "UINT") return "a non-negative integer";
+  if (type_name == "FLOAT") return "a number";
+  if (type_name == "BOOLEAN") return "true or false";
+  return type_name;
+}
+
+// What a parse error says, with what it can add: an option not known (the
+// likely cause of whatever CLI11 found first, a required option missing
+// among them) and the one meant, the command meant by a word that is none,
+// what a value did not convert to.
+std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& e, int argc,
+                               char** argv) {
+  const CLI::App* chosen = Chosen(&app);
+  if (chosen == &app && argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::vector<std::string> shown;  // hidden ones (the roles a master starts) have no group
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || command->check_name(argv[1]);
+      if (!command->get_group().empty()) shown.push_back(command->get_name());
+    }
+    if (!known) {
+      std::string message = fmt::format("'{}' is not a command", argv[1]);
+      if (std::optional<std::string> meant = Closest(argv[1], shown)) {
+        message += fmt::format(" (did you mean {}?)", *meant);
+      }
+      return message;
+    }
+  }
+  if (std::optional<std::pair<std::string, std::string>> unknown =
+          UnknownOption(chosen, argc, argv)) {
+    const auto& [name, meant] = *unknown;
+    const std::string command =
+        chosen == &app ? std::string("elasticdl") : fmt::format("'{}'", chosen->get_name());
+    return meant.empty()
+               ? fmt::format("{} takes no option {}", command, name)
+               : fmt::format("{} takes no option {} (did you mean {}?)", command, name, meant);
+  }
+  std::string message = e.what();
+  if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
+    // "Could not convert: --num_epochs = abc".
+    const std::string_view text = message;
+    const size_t name_at = text.find("--");
+    const size_t name_end = text.find(' ', name_at);
+    if (name_at != std::string_view::npos && name_end != std::string_view::npos) {
+      const CLI::Option* option =
+          chosen->get_option_no_throw(std::string(text.substr(name_at, name_end - name_at)));
+      if (option != nullptr && !option->get_type_name().empty()) {
+        message += fmt::format(" (expected {})", Expected(option->get_type_name()));
+      }
+    }
+  }
+  return message;
+}
+
 int RunCommandLine(CLI::App* app, int argc, char** argv, const int& exit_code) {
   std::set_terminate(OnTerminate);
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app->exit(e);
+    // --help and --version are not errors.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app->exit(e);
+    fmt::print(stderr, "error: {}\nRun with --help for more information.\n",
+               DescribeParseError(*app, e, argc, argv));
+    return kExitFailure;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: internal: {}\n", e.what());
     return kExitFailure;

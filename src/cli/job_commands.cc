@@ -74,11 +74,20 @@ void PrintResult(JobCommand command, const JobResult& r) {
       fmt::print("evaluated {} records in {:.1f} s\n", r.records, r.seconds);
       break;
     case JobCommand::kPredict:
-      fmt::print("predicted {} records in {:.1f} s\n", r.records, r.seconds);
+      fmt::print("predicted {} records in {:.1f} s with model version {}\n", r.records, r.seconds,
+                 r.model_version);
       break;
   }
   for (const auto& [name, value] : r.metrics) {
     fmt::print("{}: {:.6f} (model version {})\n", name, value, r.metrics_model_version);
+  }
+  // Rarely meant: a checkpoint directory of a job that wrote none after its
+  // start (--checkpoint_steps=0), given as --checkpoint_dir_for_init.
+  const int64_t used = command == JobCommand::kPredict ? r.model_version : r.metrics_model_version;
+  if ((command == JobCommand::kPredict ||
+       (command == JobCommand::kEvaluate && !r.metrics.empty())) &&
+      used == 0) {
+    fmt::print("model version 0 is the model's initial values: it was never trained\n");
   }
   if (!r.output.empty()) {
     fmt::print("{}: {}\n", command == JobCommand::kTrain ? "trained model" : "predictions",

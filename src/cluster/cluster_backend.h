@@ -64,6 +64,9 @@ struct ProcessExit {
   // a failure (a crash, a lost node): a master that ends so is not started
   // again.
   bool cancelled = false;
+  // The cluster ended it (Slurm's PREEMPTED), `ok` whatever it was doing;
+  // otherwise an `ok` process exited by itself.
+  bool preempted = false;
 };
 
 // Names one started process for good, so that a restarted master can find

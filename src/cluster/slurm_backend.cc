@@ -346,6 +346,7 @@ size_t SlurmBackend::PollOnce() {
       e.ok = state == "COMPLETED" || state == "PREEMPTED" ||
              (state == "CANCELLED" && job->second.cancelled);
       e.cancelled = state == "CANCELLED" && !job->second.cancelled;
+      e.preempted = state == "PREEMPTED";
       e.description = StrCat("Slurm job ", id, " ", state);
       if (it != by_id.end() && it->second->reason != "None" && !it->second->reason.empty()) {
         e.description += StrCat(" (", it->second->reason, ")");

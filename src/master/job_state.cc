@@ -445,6 +445,9 @@ Status JobState::Rendezvous(const proto::RendezvousRequest& request,
   EDL_RETURN_IF_ERROR(members_.Touch(worker, Now()));
   if (request.leave()) {
     collective_.Leave(worker);
+    if (!request.job_error().empty() && !failure_ && !tasks_.finished()) {
+      failure_ = request.job_error();
+    }
     return absl::OkStatus();
   }
   members_.Register(worker);
@@ -671,6 +674,11 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
   }
   Durable(change).IgnoreError();  // a failure fails the job
   return requeued;
+}
+
+std::string JobState::DescribeTasksOf(WorkerId worker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.DescribeHeldBy(worker);
 }
 
 std::vector<WorkerId> JobState::ExpiredLeases() {

@@ -142,6 +142,8 @@ class JobState {
   // A worker process is gone (or its lease lapsed): its tasks go back to the
   // queue. Returns how many. `clean`: it exited by itself with success.
   int WorkerLost(WorkerId worker, bool clean, const std::string& how);
+  // The tasks `worker` holds, said as TaskManager::DescribeHeldBy says them.
+  std::string DescribeTasksOf(WorkerId worker);
   // Registered workers whose lease has lapsed.
   std::vector<WorkerId> ExpiredLeases();
   // Workers started and not lost, and of those the ones asked to leave.

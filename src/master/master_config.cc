@@ -70,7 +70,9 @@ StatusOr<MasterConfig> ConfigureMaster(const MasterOptions& options, const proto
   t.minibatch_size = tasks.minibatch_size();
   t.max_steps = tasks.max_steps();
   t.early_stopping = tasks.early_stopping();
-  if (spec.type() == proto::JOB_EVALUATION) {
+  // The version evaluated, or predicted with (said in the job's summary).
+  if (spec.type() == proto::JOB_EVALUATION ||
+      (spec.type() == proto::JOB_PREDICTION && !spec.model().trained_model().empty())) {
     EDL_ASSIGN_OR_RETURN(proto::TrainedModel model,
                          ReadTrainedModelRecord(spec.model().trained_model()));
     t.model_version = model.model_version();

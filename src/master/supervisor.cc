@@ -120,6 +120,7 @@ Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
       // Also after the last task: the model is still to be read from it.
       const PsId ps = exit.process.ps();
       last_ps_reason_ = TakeExitReason(exit.process);
+      if (last_ps_reason_.empty()) last_ps_reason_ = exit.description;
       spdlog::warn("parameter server {} ended: {}", ps, exit.description);
       state_->PsLost(ps, exit.description);
       return RelaunchPs(ps);
@@ -131,19 +132,37 @@ Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
   // A worker already taken as lost (its lease lapsed) is handled.
   if (running_.erase(worker) == 0) return absl::OkStatus();
   const bool asked_to_leave = state_->leaving(worker);
+  const std::string tasks = state_->DescribeTasksOf(worker);
   int requeued = state_->WorkerLost(worker, exit.ok, exit.description);
   if (state_->finished()) return absl::OkStatus();
-  if (exit.ok) {
-    // Preempted (SIGTERM) or scaled down: it reported how far it got. One
-    // that was not asked to leave is replaced by Reconcile() at no cost to
-    // the relaunch budget.
+  // Preempted (SIGTERM) or scaled down, a worker hands its tasks back, saying
+  // how far it got, before it exits with success; so does one stopped
+  // between tasks. One that still held a task and was not ended by the
+  // cluster ended in the middle of it (the model's code ended the process):
+  // a crash like any other.
+  const bool left = exit.ok && (asked_to_leave || tasks.empty() || exit.preempted);
+  if (left) {
+    // One that was not asked to leave is replaced by Reconcile() at no cost
+    // to the relaunch budget.
     spdlog::info("worker {} left{}; {} task(s) back in the queue", worker,
                  asked_to_leave ? " as asked" : "", requeued);
     return absl::OkStatus();
   }
+  // What it wrote as it ended, or else how it ended (a signal, a status),
+  // and on what: the same task under every worker that crashes is the
+  // task's data or the model's code for it.
   last_worker_reason_ = TakeExitReason(exit.process);
-  spdlog::warn("worker {} ended: {}; {} task(s) back in the queue", worker, exit.description,
-               requeued);
+  if (last_worker_reason_.empty()) {
+    last_worker_reason_ = exit.ok ? StrCat(exit.description,
+                                           " in the middle of a task it did not hand back (does "
+                                           "the model's code end the process, os._exit?)")
+                                  : exit.description;
+  }
+  if (!tasks.empty()) last_worker_reason_ += StrCat(" (on ", tasks, ")");
+  spdlog::warn(
+      "worker {} ended: {}{}; {} task(s) back in the queue", worker,
+      exit.ok ? StrCat(exit.description, " without handing its task back") : exit.description,
+      tasks.empty() ? "" : StrCat(" on ", tasks), requeued);
   ++to_replace_;
   return absl::OkStatus();
 }

@@ -1,11 +1,13 @@
 #include "master/supervisor.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <map>
 #include <vector>
 
+#include "common/strings.h"
 #include "testing/fake_backend.h"
 
 namespace elasticdl::master {
@@ -50,6 +52,19 @@ cluster::ProcessExit Exit(const cluster::ProcessName& process, bool ok) {
   return e;
 }
 
+// Registers worker `id` and hands it the next task.
+proto::Task RegisterAndTakeTask(JobState* state, int id) {
+  proto::RegisterWorkerRequest join;
+  join.set_worker_id(id);
+  proto::RegisterWorkerResponse joined;
+  EXPECT_TRUE(state->RegisterWorker(join, &joined).ok());
+  proto::GetTaskRequest ask;
+  ask.set_worker_id(id);
+  proto::GetTaskResponse task;
+  EXPECT_TRUE(state->GetTask(ask, &task).ok());
+  return task.task();
+}
+
 SupervisorOptions SupervisorWith(int max_worker_relaunches = 3) {
   SupervisorOptions options;
   options.num_ps = 1;
@@ -86,10 +101,17 @@ TEST(SupervisorTest, ReplacesCrashedWorkersWithinTheBudgetAndLostServersWithRest
   exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(0)), false));
   ASSERT_TRUE(supervisor.Tick().ok());
   EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));
-  // The budget is spent: the last worker's crash fails the job.
+  // The budget is spent: the last worker's crash fails the job, saying how
+  // it ended (no reason written: the backend's words) and on which task.
+  const proto::Task task = RegisterAndTakeTask(&state, 1);
+  ASSERT_EQ(task.type(), proto::TASK_TRAINING);
   exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(1)), false));
   Status s = supervisor.Tick();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(s.message(),
+            StrCat("every worker has ended and the 1 relaunches allowed are used up; "
+                   "the last one ended with: Slurm job 7 NODE_FAIL (on training task ",
+                   task.task_id(), " (f records [", task.start(), ", ", task.end(), ")))"));
 
   JobState state2(WorkerStateOptions(1), Tasks(), nullptr);
   FakeBackend backend2;
@@ -153,6 +175,27 @@ TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
   exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(0)), true));
   ASSERT_TRUE(supervisor.Tick().ok());
   EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));
+}
+
+// A worker that exits with success still holding a task was not preempted
+// (that hands the task back first): the model's code ended it. Every worker
+// would, on that task: it counts against the budget, which ends the job.
+TEST(SupervisorTest, AWorkerThatExitsWithItsTaskUnreportedCrashed) {
+  JobState state(WorkerStateOptions(1), Tasks(), nullptr);
+  FakeBackend backend;
+  ExitQueue exits;
+  Supervisor supervisor(SupervisorWith(/*max_worker_relaunches=*/0), &state, &backend, &exits);
+  ASSERT_TRUE(supervisor.StartNew().ok());
+  RegisterPs(&state);
+  ASSERT_TRUE(supervisor.Tick().ok());
+  ASSERT_EQ(RegisterAndTakeTask(&state, 0).type(), proto::TASK_TRAINING);
+  exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(0)), true));
+  Status s = supervisor.Tick();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("the last one ended with: exit code 0 in the middle of a task "
+                                   "it did not hand back"));
+  EXPECT_EQ(backend.workers_started, testing::WorkerIds({0}));
 }
 
 TEST(SupervisorTest, ScalingDownSignalsTheNewestAndCountsJoinedWorkers) {

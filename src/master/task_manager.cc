@@ -23,6 +23,11 @@ const char* TaskTypeName(proto::TaskType type) {
   }
 }
 
+std::string DescribeTask(const proto::Task& task) {
+  return StrCat(TaskTypeName(task.type()), " task ", task.task_id(), " (", task.file(),
+                " records [", task.start(), ", ", task.end(), "))");
+}
+
 namespace {
 
 int64_t RecordsOf(const proto::Task& task) { return task.end() - task.start(); }
@@ -52,6 +57,7 @@ TaskManager::TaskManager(TaskManagerOptions options, std::vector<Range> training
         records_total_ += r.end - r.start;
         prediction_tasks_.emplace_back(r, -1);
       }
+      model_version_ = options_.model_version;
       break;
     default:
       failure_ = "unknown job type";
@@ -194,6 +200,7 @@ void TaskManager::MaybeStartEvaluation() {
 
 bool TaskManager::TrainingFinished() const {
   if (options_.job_type != proto::JOB_TRAINING) return true;
+  if (training_given_up_) return false;
   if (stop_reason_.empty() && (!training_queue_.empty() || epoch_ + 1 < options_.num_epochs)) {
     return false;
   }
@@ -410,9 +417,10 @@ void TaskManager::FinishTask(Entry entry, const proto::ReportTaskRequest& report
 bool TaskManager::CountFailure(Entry* entry, const std::string& error) {
   const proto::Task& t = entry->task;
   if (++entry->failures <= options_.max_task_retries) return false;
-  failure_ =
-      StrCat(TaskTypeName(t.type()), " task ", t.task_id(), " (", t.file(), " records [", t.start(),
-             ", ", t.end(), ")) failed ", entry->failures, " times; last error: ", error);
+  // Its records are not in the model: training did not finish, whatever is
+  // left to hand out.
+  if (t.type() == proto::TASK_TRAINING) training_given_up_ = true;
+  failure_ = StrCat(DescribeTask(t), " failed ", entry->failures, " times; last error: ", error);
   return true;
 }
 
@@ -614,6 +622,16 @@ std::vector<TaskId> TaskManager::HeldBy(WorkerId worker) const {
     if (h.HeldBy(worker)) ids.push_back(id);
   }
   return ids;
+}
+
+std::string TaskManager::DescribeHeldBy(WorkerId worker) const {
+  std::string described;
+  for (const auto& [id, h] : held_) {
+    if (!h.HeldBy(worker)) continue;
+    if (!described.empty()) described += ", ";
+    described += DescribeTask(h.entry.task);
+  }
+  return described;
 }
 
 std::vector<WorkerId> TaskManager::Holders() const {

@@ -67,6 +67,8 @@ namespace elasticdl::master {
 
 // "training", "evaluation", "prediction" ("control" for the others).
 const char* TaskTypeName(proto::TaskType type);
+// "training task 3 (data.recordio records [250, 500))".
+std::string DescribeTask(const proto::Task& task);
 
 struct TaskManagerOptions {
   proto::JobType job_type = proto::JOB_TRAINING;
@@ -79,7 +81,7 @@ struct TaskManagerOptions {
   int max_task_retries = 3;
   // Evaluate every this many model versions (0: only at the end of training).
   int64_t evaluation_steps = 0;
-  // Evaluation jobs: the version of the model evaluated.
+  // Evaluation and prediction jobs: the version of the model they use.
   int64_t model_version = 0;
   // Records per minibatch, as the workers cut training tasks: minibatch i of
   // a task covers records [start + i * minibatch_size,
@@ -243,6 +245,8 @@ class TaskManager {
 
   // The tasks `worker` holds, by id (backups included).
   std::vector<TaskId> HeldBy(WorkerId worker) const;
+  // The same, each as DescribeTask says it, joined by ", "; empty if none.
+  std::string DescribeHeldBy(WorkerId worker) const;
   // The workers holding tasks.
   std::vector<WorkerId> Holders() const;
   // How many minibatches `task` has (1 for evaluation and prediction).
@@ -266,7 +270,8 @@ class TaskManager {
 
   bool finished() const;
   // Every training task of every epoch has finished (always true for
-  // evaluation and prediction jobs). A parameter server's restore may make
+  // evaluation and prediction jobs); never once a training task has failed
+  // more often than max_task_retries. A parameter server's restore may make
   // it false again.
   bool training_finished() const { return TrainingFinished(); }
   // Set once the job has failed; the job is then finished.
@@ -443,6 +448,8 @@ class TaskManager {
 
   std::vector<std::pair<Range, TaskId>> prediction_tasks_;
   std::optional<std::string> failure_;
+  // A training task failed past max_task_retries (failure_ says which).
+  bool training_given_up_ = false;
   EarlyStopping early_stopping_;
   std::string stop_reason_;
 

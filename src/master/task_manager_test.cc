@@ -258,6 +258,23 @@ TEST(TaskManagerTest, FailsLoudlyAfterRetries) {
   EXPECT_EQ(tm.Next(WorkerId(1)).type(), proto::TASK_NONE);
 }
 
+TEST(TaskManagerTest, TrainingGivenUpOnTheLastTaskIsNotFinished) {
+  TaskManagerOptions options;
+  options.max_task_retries = 0;
+  TaskManager tm(options, Ranges(2), {}, {});
+  proto::Task first = tm.Next(WorkerId(1));
+  proto::Task last = tm.Next(WorkerId(1));
+  ASSERT_TRUE(tm.Report(WorkerId(1), Done(first)));
+  proto::ReportTaskRequest failed = Done(last);
+  failed.set_error("bad record 7");
+  ASSERT_TRUE(tm.Report(WorkerId(1), failed));
+  ASSERT_TRUE(tm.failure().has_value());
+  EXPECT_TRUE(tm.finished());
+  // Nothing is left to hand out, but the failed task's records are not in
+  // the model.
+  EXPECT_FALSE(tm.training_finished());
+}
+
 TEST(TaskManagerTest, EvaluatesEveryStepsAndAtTheEndWithMergedStates) {
   TaskManagerOptions options;
   options.evaluation_steps = 2;

@@ -383,7 +383,17 @@ Status ParameterStore::ValidateLocked(const rpc::NamedTensors& gradients,
       return absl::InvalidArgumentError(
           StrCat("buffer update for '", name, "', which this parameter server does not hold"));
     }
-    EDL_RETURN_IF_ERROR(CheckLike("buffer update", name, b.update, it->second));
+    if (it->second.scalar_type() == torch::kBool) {
+      // What changed, per element: set (1), cleared (-1) or kept (0).
+      if (b.update.sizes() != it->second.sizes() || b.update.scalar_type() != torch::kInt8) {
+        return absl::InvalidArgumentError(StrCat(
+            "buffer update '", name, "' has shape ", c10::str(b.update.sizes()), " and type ",
+            c10::toString(b.update.scalar_type()), "; the parameter server holds a bool buffer of ",
+            c10::str(it->second.sizes()), ", updated by a Char (int8) tensor of that shape"));
+      }
+    } else {
+      EDL_RETURN_IF_ERROR(CheckLike("buffer update", name, b.update, it->second));
+    }
     if (!std::isfinite(b.decay) || (!it->second.is_floating_point() && b.decay != 1)) {
       return absl::InvalidArgumentError(StrCat("buffer '", name, "': decay ", b.decay,
                                                " is not a finite number (1 for integer buffers)"));

@@ -78,6 +78,11 @@ void SumAndDivide(const std::vector<torch::Tensor*>& terms, int divisor) {
 }
 
 void FoldUpdate(torch::Tensor& held, const torch::Tensor& update, double decay) {
+  if (held.scalar_type() == torch::kBool) {
+    // Set (1), cleared (-1) or kept (0): each push's changes in turn.
+    held.copy_(held.to(torch::kInt8).add_(update).clamp_(0, 1));
+    return;
+  }
   if (FoldUpdateAs<float>(held, update, decay) || FoldUpdateAs<double>(held, update, decay)) return;
   if (decay == 1 && FoldUpdateAs<int64_t>(held, update, decay)) return;
   if (decay != 1) held.mul_(decay);

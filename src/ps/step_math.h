@@ -21,7 +21,8 @@ namespace elasticdl::ps {
 void SumAndDivide(const std::vector<torch::Tensor*>& terms, int divisor);
 
 // held <- held * decay + update: mul_ (not when decay is 1), then add_.
-// `update` has the shape and type of `held`; decay is 1 for integers.
+// `update` has the shape and type of `held`; decay is 1 for integers. A bool
+// `held` takes an int8 `update` of its shape: 1 sets, -1 clears, 0 keeps.
 void FoldUpdate(torch::Tensor& held, const torch::Tensor& update, double decay);
 
 }  // namespace elasticdl::ps

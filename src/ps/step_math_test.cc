@@ -141,5 +141,16 @@ TEST(FoldUpdateTest, TensorsOfOtherKindsGoThroughMulAndAdd) {
   EXPECT_TRUE(torch::equal(Folded(ints, ints, 1), ints * 2));
 }
 
+TEST(FoldUpdateTest, ABoolBufferTakesEachPushsSetsAndClears) {
+  torch::Tensor mask = torch::tensor({false, false, true, true});
+  // One worker sets element 0 and clears element 2; another sets element 0
+  // too and keeps the rest.
+  FoldUpdate(mask, torch::tensor({1, 0, -1, 0}, torch::kInt8), 1);
+  EXPECT_TRUE(torch::equal(mask, torch::tensor({true, false, false, true})));
+  FoldUpdate(mask, torch::tensor({1, 0, 0, 0}, torch::kInt8), 1);
+  EXPECT_TRUE(torch::equal(mask, torch::tensor({true, false, false, true})));
+  EXPECT_EQ(mask.scalar_type(), torch::kBool);
+}
+
 }  // namespace
 }  // namespace elasticdl::ps

@@ -652,6 +652,8 @@ def throws():
     raise ValueError("cannot build it")
 def dataset_fn(dataset, mode):
     return [1, 2]
+def throws_lines():
+    raise ValueError("hidden must be an int\ngot 16.5")
 )");
   auto resolve_error = [&](const std::string& model_def) {
     StatusOr<ZooProgram> program = Resolve(model_def);
@@ -696,6 +698,10 @@ def dataset_fn(dataset, mode):
   EXPECT_THAT(threw, StartsWith("bad/entries.py: throws threw: ValueError: cannot build it\n"
                                 "Traceback (most recent call last):\n"));
   EXPECT_THAT(threw, HasSubstr("File \"bad/entries.py\", line 10, in throws"));
+  // A message of several lines: the type and the first line lead.
+  EXPECT_THAT(make_error("bad.entries.throws_lines"),
+              StartsWith("bad/entries.py: throws_lines threw: ValueError: hidden must be an int\n"
+                         "Traceback (most recent call last):\n"));
   // An unknown keyword of --params, and an entry that is no model factory
   // (it needs arguments --params does not give): Python's own message, and
   // what the entry is called with.

@@ -49,6 +49,16 @@ std::string Errno(const std::string& what) { return StrCat(what, ": ", std::stre
 int64_t ValueBytes(const proto::Tensor& t) {
   int64_t element = 0;
   switch (t.dtype()) {
+    case proto::DT_BOOL:
+    case proto::DT_UINT8:
+    case proto::DT_INT8:
+      element = 1;
+      break;
+    case proto::DT_INT16:
+    case proto::DT_FLOAT16:
+    case proto::DT_BFLOAT16:
+      element = 2;
+      break;
     case proto::DT_FLOAT32:
     case proto::DT_INT32:
       element = 4;

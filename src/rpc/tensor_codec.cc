@@ -20,6 +20,18 @@ StatusOr<proto::DataType> ToProto(torch::ScalarType type) {
       return proto::DT_INT64;
     case torch::kInt32:
       return proto::DT_INT32;
+    case torch::kBool:
+      return proto::DT_BOOL;
+    case torch::kUInt8:
+      return proto::DT_UINT8;
+    case torch::kInt8:
+      return proto::DT_INT8;
+    case torch::kInt16:
+      return proto::DT_INT16;
+    case torch::kFloat16:
+      return proto::DT_FLOAT16;
+    case torch::kBFloat16:
+      return proto::DT_BFLOAT16;
     default:
       return absl::InvalidArgumentError(
           StrCat("tensors of type ", c10::toString(type), " cannot be sent"));
@@ -36,6 +48,18 @@ StatusOr<torch::ScalarType> FromProto(proto::DataType type) {
       return torch::kInt64;
     case proto::DT_INT32:
       return torch::kInt32;
+    case proto::DT_BOOL:
+      return torch::kBool;
+    case proto::DT_UINT8:
+      return torch::kUInt8;
+    case proto::DT_INT8:
+      return torch::kInt8;
+    case proto::DT_INT16:
+      return torch::kInt16;
+    case proto::DT_FLOAT16:
+      return torch::kFloat16;
+    case proto::DT_BFLOAT16:
+      return torch::kBFloat16;
     default:
       return absl::InvalidArgumentError(StrCat("unknown tensor data type ", int(type)));
   }
@@ -122,6 +146,16 @@ StatusOr<Described> Describe(const proto::Tensor& message, std::string_view shar
     return absl::InvalidArgumentError(StrCat("tensor '", message.name(), "': ", bytes.size(),
                                              " bytes of content, ", expected,
                                              " expected for its type and shape"));
+  }
+  // A bool's byte is 0 or 1; another would be a value no operator expects.
+  if (dtype == torch::kBool) {
+    const auto other =
+        std::find_if(bytes.begin(), bytes.end(), [](char c) { return c != 0 && c != 1; });
+    if (other != bytes.end()) {
+      return absl::InvalidArgumentError(
+          StrCat("tensor '", message.name(), "': byte ", other - bytes.begin(), " of a bool is ",
+                 static_cast<int>(static_cast<unsigned char>(*other)), ", not 0 or 1"));
+    }
   }
   return Described{dtype, std::move(shape), bytes};
 }

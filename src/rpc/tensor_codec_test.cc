@@ -38,6 +38,20 @@ TEST(TensorCodecTest, ATensorComesBackWithItsValuesShapeAndType) {
   EXPECT_TRUE(torch::equal(RoundTrip(doubles), doubles));
 }
 
+TEST(TensorCodecTest, BuffersOfEveryTypeAModelKeepsComeBack) {
+  // A causal mask, quantization tables, half-precision statistics.
+  const torch::Tensor mask = torch::triu(torch::ones({4, 4}, torch::kBool), 1);
+  for (const torch::Tensor& t : {mask, torch::tensor({0, 7, 255}, torch::kUInt8),
+                                 torch::tensor({-128, 0, 127}, torch::kInt8),
+                                 torch::tensor({-32768, 1, 32767}, torch::kInt16),
+                                 torch::tensor({0.5, -65504.0, 1e-3}, torch::kFloat16),
+                                 torch::tensor({0.5, -3e38, 1e-3}, torch::kBFloat16)}) {
+    const torch::Tensor back = RoundTrip(t);
+    EXPECT_EQ(back.scalar_type(), t.scalar_type()) << t;
+    EXPECT_TRUE(torch::equal(back, t)) << t;
+  }
+}
+
 TEST(TensorCodecTest, ViewsAreEncodedByTheirValuesNotTheirStorage) {
   const torch::Tensor base = torch::arange(20, torch::kFloat32).reshape({4, 5});
   // Contiguous, but not at the start of its storage.
@@ -131,8 +145,15 @@ TEST(TensorCodecTest, MessagesThatDoNotDescribeTheirBytesAreRefused) {
   EXPECT_EQ(DecodeTensor(message).status().code(), absl::StatusCode::kInvalidArgument);
 
   proto::Tensor unused;
-  Status unsupported = EncodeTensor("h", torch::ones({2}, torch::kFloat16), &unused);
+  Status unsupported = EncodeTensor("c", torch::ones({2}, torch::kComplexFloat), &unused);
   EXPECT_EQ(unsupported.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unsupported.message(), "tensors of type ComplexFloat cannot be sent");
+
+  // A bool is a byte of 0 or 1.
+  ASSERT_TRUE(EncodeTensor("m", torch::ones({3}, torch::kBool), &message).ok());
+  (*message.mutable_content())[1] = 2;
+  StatusOr<torch::Tensor> not_a_bool = DecodeTensor(message);
+  EXPECT_EQ(not_a_bool.status().message(), "tensor 'm': byte 1 of a bool is 2, not 0 or 1");
 }
 
 // A push's gradients, as the parameter server decodes them.

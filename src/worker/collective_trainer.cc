@@ -268,6 +268,9 @@ class CollectiveTrainer {
   std::unique_ptr<ps::CheckpointWriter> checkpoints_;
 
   bool has_state_ = false;
+  // The members built the model from the job's seed and got different
+  // values: its constructor is not deterministic.
+  bool model_differs_ = false;
   int64_t version_ = 0;
   std::map<int64_t, int64_t> applied_;
   std::optional<Current> current_;
@@ -471,7 +474,10 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
         // without a state that a group formed later would take as agreed.
         // Read from checkpoints, the members may have seen different
         // versions: the next group takes the newest.
-        if (!from_checkpoint && w_.job_.checkpoint_dir_for_init.empty()) has_state_ = false;
+        if (!from_checkpoint && w_.job_.checkpoint_dir_for_init.empty()) {
+          has_state_ = false;
+          model_differs_ = true;
+        }
         return absl::FailedPreconditionError(StrCat(
             "the model's initial values differ between worker ranks ", group_->rank(), " and ", r,
             " although every worker built it from the job's seed: the model's constructor is "
@@ -811,10 +817,15 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         loss = *computed;
         loss_value = loss.item<double>();
         if (!std::isfinite(loss_value)) {
+          const std::optional<std::string> input = FirstNonFiniteInput(batch);
           const std::string error =
-              StrCat("training diverged: minibatch ", *minibatch, " of task ",
-                     current_->task.task_id(), " computed on model version ", version_,
-                     " gave a non-finite loss (", loss_value, "); it was left out of the step");
+              input ? StrCat("minibatch ", *minibatch, " of task ", current_->task.task_id(),
+                             " gave a non-finite loss (", loss_value, ") from its input: ", *input,
+                             " holds a NaN or an infinity; it was left out of the step")
+                    : StrCat("training diverged: minibatch ", *minibatch, " of task ",
+                             current_->task.task_id(), " computed on model version ", version_,
+                             " gave a non-finite loss (", loss_value,
+                             "); it was left out of the step");
           EDL_RETURN_IF_ERROR(ReportCurrent(false, error, /*nonfinite=*/true));
           minibatch.reset();
         }
@@ -871,7 +882,8 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         // honestly. Leaving fails it on every member, who redo it without
         // this one.
         return w_.program_.Annotate(
-            absl::InvalidArgumentError(StrCat("backward failed: ", e.what())), EntryKind::kLoss);
+            absl::InvalidArgumentError(StrCat("backward failed: ", zoo_internal::ShortWhat(e))),
+            EntryKind::kLoss);
       }
     }
     // While the last buckets are reduced: the task's next minibatch.
@@ -974,7 +986,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
         try {
           optimizer_->step();
         } catch (const std::exception& e) {
-          return absl::InternalError(StrCat("optimizer step failed: ", e.what()));
+          return absl::InternalError(StrCat("optimizer step failed: ", zoo_internal::ShortWhat(e)));
         }
         if (flat_buffers) {
           torch::NoGradGuard no_grad;
@@ -998,8 +1010,10 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
                 break;
               }
               case BufferStep::kSum:
-                // Integers stay exact in doubles (to 2^53).
-                b.copy_(step_start_[i] + sum);
+                // Integers stay exact in doubles (to 2^53). A bool's sets
+                // and clears, as a parameter server applies them.
+                b.copy_(b.scalar_type() == torch::kBool ? (step_start_[i] + sum).clamp(0, 1)
+                                                        : step_start_[i] + sum);
                 break;
             }
             at += b.numel();
@@ -1106,7 +1120,20 @@ Status CollectiveTrainer::Run() {
                  group_->world_size());
     bool rewound = false;
     Status synced = Synchronize(&rewound);
-    if (absl::IsFailedPrecondition(synced) && !has_state_) return synced;
+    if (absl::IsFailedPrecondition(synced) && !has_state_) {
+      if (model_differs_) {
+        // No worker started in its place would build the same model: the
+        // job ends, saying why.
+        proto::RendezvousRequest request;
+        request.set_worker_id(w_.options_.worker_id);
+        request.set_leave(true);
+        request.set_job_error(std::string(synced.message()));
+        proto::RendezvousResponse ignored;
+        w_.CallMaster("leaving the collective group", &MasterClient::Rendezvous, request, &ignored)
+            .IgnoreError();
+      }
+      return synced;
+    }
     if (!synced.ok()) {
       spdlog::warn("collective group version {}: {}", version, std::string(synced.message()));
       group_.reset();

@@ -181,7 +181,12 @@ Status ShardedModel::FillPush(int shard, proto::PushRequest* request, Held* held
   for (const Slot& s : slots_) {
     if (s.shard != shard || !s.is_buffer) continue;
     const double decay = DecayOf(s);
-    torch::Tensor update = decay == 1 ? s.tensor - s.pulled : s.tensor - decay * s.pulled;
+    // A bool has no difference: its update says per element whether it was
+    // set (1), cleared (-1) or kept (0).
+    torch::Tensor update = s.tensor.scalar_type() == torch::kBool
+                               ? s.tensor.to(torch::kInt8) - s.pulled.to(torch::kInt8)
+                           : decay == 1 ? s.tensor - s.pulled
+                                        : s.tensor - decay * s.pulled;
     EDL_RETURN_IF_ERROR(add(s.name, update, request->add_buffer_updates()));
     request->add_buffer_decays(decay);
   }

@@ -9,7 +9,8 @@
 // BatchNorm and InstanceNorm running statistics get decay 1 - momentum, so
 // that the server's copy stays an exponential moving average however many
 // workers push; every other buffer (num_batches_tracked, a module's own
-// counters) gets decay 1: the changes add up.
+// counters) gets decay 1: the changes add up. A bool buffer's change is, per
+// element, set, cleared or kept, applied push after push.
 #ifndef ELASTICDL_WORKER_SHARDED_MODEL_H_
 #define ELASTICDL_WORKER_SHARDED_MODEL_H_
 

@@ -21,6 +21,7 @@
 #include "rpc/grpc_util.h"
 #include "rpc/histogram_codec.h"
 #include "rpc/job_credentials.h"
+#include "rpc/tensor_codec.h"
 #include "zoo/embedding_spec.h"
 #include "zoo/zoo_library.h"
 
@@ -71,6 +72,26 @@ proto::MetricKind ToProto(MetricKind kind) {
 }
 
 }  // namespace
+
+std::optional<std::string> FirstNonFiniteInput(const Example& batch) {
+  torch::NoGradGuard no_grad;
+  auto scan = [&batch](const std::string& what,
+                       const torch::Tensor& t) -> std::optional<std::string> {
+    if (!t.defined() || !t.is_floating_point() || rpc::AllFinite(t)) return std::nullopt;
+    if (t.dim() == 0) return what;
+    const torch::Tensor rows = torch::isfinite(t).reshape({t.size(0), -1}).all(1).logical_not();
+    const int64_t row = rows.nonzero()[0][0].item<int64_t>();
+    std::string said = StrCat(what, ", row ", row, " of the minibatch");
+    if (static_cast<size_t>(row) < batch.origins.size() && batch.origins[row].file != nullptr) {
+      said += StrCat(" (", *batch.origins[row].file, ": record ", batch.origins[row].index, ")");
+    }
+    return said;
+  };
+  for (const auto& [name, t] : batch.features) {
+    if (std::optional<std::string> found = scan(StrCat("feature '", name, "'"), t)) return found;
+  }
+  return scan("the labels", batch.labels);
+}
 
 Status Worker::DatasetError(const Status& status) const {
   // Damaged records are the data's fault; anything else happened in the
@@ -441,8 +462,9 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     try {
       loss.backward();
     } catch (const std::exception& e) {
-      return program_.Annotate(absl::InvalidArgumentError(StrCat("backward failed: ", e.what())),
-                               EntryKind::kLoss);
+      return program_.Annotate(
+          absl::InvalidArgumentError(StrCat("backward failed: ", zoo_internal::ShortWhat(e))),
+          EntryKind::kLoss);
     }
     *loss_value = loss.item<double>();
     std::optional<std::string> bad =
@@ -451,6 +473,13 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     if (bad.has_value()) {
       *nonfinite = true;
       model_->RestoreBuffers();
+      // Data with a NaN in it is not divergence: the record says where.
+      if (std::optional<std::string> input = FirstNonFiniteInput(batch)) {
+        return absl::InvalidArgumentError(
+            StrCat("minibatch ", tag.minibatch(), " of task ", tag.task_id(),
+                   " gave non-finite values (loss ", *loss_value, ") from its input: ", *input,
+                   " holds a NaN or an infinity. Nothing was pushed"));
+      }
       return absl::InvalidArgumentError(
           StrCat("training diverged: minibatch ", tag.minibatch(), " of task ", tag.task_id(),
                  " computed on model version ", ModelVersion(), " gave non-finite values (loss ",

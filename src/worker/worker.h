@@ -113,6 +113,10 @@ struct WorkerJob {
 
 class CollectiveTrainer;
 
+// The first input of `batch` (a feature, then the labels) holding a NaN or
+// an infinity, with its row and the record it came from; nullopt if none.
+std::optional<std::string> FirstNonFiniteInput(const Example& batch);
+
 class Worker {
  public:
   // Reads the job's spec, token and zoo from options.job_dir and talks to

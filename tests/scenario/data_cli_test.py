@@ -418,6 +418,26 @@ class DataCliTest(unittest.TestCase):
         usage = run("data", "frobnicate", check=False)
         self.assertNotEqual(usage.returncode, 0)
 
+    def test_a_command_line_cli11_refuses_says_what_was_meant(self):
+        """Misspelled commands and options, and a value of the wrong type: one
+        `error:` line that says what was meant or expected, exit status 1."""
+        cases = [
+            (["trian"], "error: 'trian' is not a command (did you mean train?)"),
+            # The unknown option, not the required one CLI11 finds missing first.
+            (["train", "--minibach_size=32", "--model_zoo=z"],
+             "error: 'train' takes no option --minibach_size (did you mean --minibatch_size?)"),
+            (["data", "mnist", "--outptu", self.path("m")],
+             "error: 'mnist' takes no option --outptu (did you mean --output?)"),
+            (["train", "--model_zoo=z", "--model_def=m", "--training_data=d", "--num_epochs=abc"],
+             "error: Could not convert: --num_epochs = abc (expected an integer)"),
+            (["train", "--model_zoo=z"], "error: --model_def is required"),
+        ]
+        for args, message in cases:
+            proc = run(*args, check=False)
+            self.assertEqual(proc.returncode, 1, args)
+            self.assertEqual(proc.stderr.splitlines()[0], message, args)
+        self.assertEqual(run("--help").returncode, 0)
+
 
 if __name__ == "__main__":
     unittest.main()

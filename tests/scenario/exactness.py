@@ -110,8 +110,9 @@ def wire_fields(data):
     return fields
 
 
-# elasticdl.proto DataType -> struct format letter, element size.
-_DTYPES = {1: ("f", 4), 2: ("d", 8), 3: ("q", 8), 4: ("i", 4)}
+# elasticdl.proto DataType -> struct format letter, element size (bfloat16: its bits).
+_DTYPES = {1: ("f", 4), 2: ("d", 8), 3: ("q", 8), 4: ("i", 4), 5: ("?", 1), 6: ("B", 1),
+           7: ("b", 1), 8: ("h", 2), 9: ("e", 2), 10: ("H", 2)}
 
 
 def decode_tensor(data):

@@ -484,7 +484,9 @@ class JobTest(JobTestCase):
                                 "--no_progress"])
         self.assertSucceeded(predict)
         self.assertNoProcessesLeft(predict_dir)
-        self.assertIn(f"predicted {VALIDATION_RECORDS} records in ", predict.stdout)
+        self.assertRegex(predict.stdout, rf"predicted {VALIDATION_RECORDS} records in [0-9.]+ s "
+                         rf"with model version {model_version}\n")
+        self.assertNotIn("never trained", predict.stdout)
         self.assertIn(f"predictions: {predictions}\n", predict.stdout)
         with open(predictions, newline="") as f:
             rows = list(csv.reader(f))

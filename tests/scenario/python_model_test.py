@@ -11,13 +11,18 @@ through the real binary, and the errors of broken Python files.
             keyword arguments and --input_fn replacing default_input, three workers
   DeepFM    deepfm.deepfm.DeepFM with elasticdl.nn.Embedding tables on two
             parameter servers, on generated Criteo data
+  buffers   bool, uint8 and float16 buffers (a mask, a scale, an offset) train under
+            parameter servers and AllreduceStrategy and come back unchanged
   AdamW     a linear model trained with torch.optim.AdamW and torchvision's schedule (a
             LinearLR warm-up, then a StepLR) by the servers ends at the bits a plain
             PyTorch loop over the same minibatches trains
   errors    a syntax error, an import error, a missing entry, an optimizer the
             servers cannot apply: before any process starts; an exception in
             forward or in a dataset_fn: the job fails with the traceback, its
-            workers are not relaunched, and nothing is left running
+            workers are not relaunched, and nothing is left running; a training
+            task given up writes no model; a dataset_fn that drops every example
+            fails the job; a worker that the model's code ends (os._exit) is a crash;
+            a NaN in the data is named by its record
 
 Environment: as job_test.py.
 """
@@ -68,6 +73,24 @@ MNIST_LINEAR = textwrap.dedent("""\
     def optimizer():
         return functools.partial(torch.optim.SGD, lr=0.1)
     """)
+
+
+def after_records(count, statement):
+    """MNIST_LINEAR with after_dataset_fn: dataset_fn's, but once a process has parsed
+    `count` records, each further record runs `statement` (raise, os._exit) first."""
+    return MNIST_LINEAR + textwrap.dedent(f"""
+        import os
+
+        parsed = [0]
+
+        def after_dataset_fn(dataset, mode):
+            def parse(record):
+                parsed[0] += 1
+                if parsed[0] > {count}:
+                    {statement}
+                return record
+            return dataset_fn(dataset.map(parse), mode)
+        """)
 
 
 def read_csv(path):
@@ -407,6 +430,151 @@ class PythonModelTest(JobTestCase):
                               "failed (evaluation task ", "acc_mean",
                               "a failed task is not tried again, so it cannot be resumed",
                               f"--checkpoint_dir_for_init={job_dir}/checkpoints", within=20)
+
+    # A mask (bool), a scale (uint8) and an offset (float16) as buffers, as models keep
+    # causal masks and quantization tables, and bools that training sets and clears.
+    MASKED = MNIST_LINEAR.replace(
+        "        self.dense = torch.nn.Linear(784, 10)\n",
+        "        self.dense = torch.nn.Linear(784, 10)\n"
+        "        keep = torch.zeros(28, 28, dtype=torch.bool)\n"
+        "        keep[2:26, 2:26] = True\n"
+        "        self.register_buffer('keep', keep.flatten())\n"
+        "        self.register_buffer('scale', torch.tensor([255], dtype=torch.uint8))\n"
+        "        self.register_buffer('offset', torch.full((10,), 0.5, dtype=torch.float16))\n"
+        "        self.register_buffer('set_in_training', torch.tensor([False, False]))\n"
+        "        self.register_buffer('cleared_in_training', torch.tensor([True, True]))\n",
+    ).replace("        return self.dense(image.reshape(-1, 784) / 255.0)",
+              "        if self.training:\n"
+              "            self.set_in_training.fill_(True)\n"
+              "            self.cleared_in_training[0] = False\n"
+              "        masked = image.reshape(-1, 784) * self.keep / self.scale\n"
+              "        return self.dense(masked) + self.offset",
+    ) + textwrap.dedent("""
+        def eval_metrics_fn():
+            return {"accuracy":
+                    lambda labels, predictions: predictions.argmax(1) == labels.flatten()}
+        """)
+
+    def test_bool_byte_and_half_buffers_train_under_servers_and_allreduce(self):
+        """Two workers under parameter servers, then under AllreduceStrategy: both
+        train, the buffers come back unchanged in the trained model (bool, uint8 and
+        float16 on the wire and in checkpoints), and the model evaluates."""
+        zoo = self.write_zoo({"masked/model.py": self.MASKED})
+        keep = [2 <= row < 26 and 2 <= column < 26 for row in range(28) for column in range(28)]
+        for strategy, flags in [("ParameterServerStrategy", {}),
+                                ("AllreduceStrategy", {"num_ps_pods": None, "min_workers": 2})]:
+            with self.subTest(strategy):
+                model = self.path(f"masked-{strategy}")
+                job = self.run_job(self.train_args(
+                    self.job_dir(f"masked-{strategy}"), model_zoo=zoo,
+                    model_def="masked.model.Model", distribution_strategy=strategy,
+                    output=model, **flags))
+                self.assertSucceeded(job)
+                version, buffers = exactness.read_model_values(
+                    os.path.join(model, "parameters.pb"), field=3)
+                self.assertGreater(version, 0)
+                self.assertEqual(buffers["keep"], ([784], keep))
+                self.assertEqual(buffers["scale"], ([1], [255]))
+                self.assertEqual(buffers["offset"], ([10], [0.5] * 10))
+                # Bools the workers set and cleared, each push after the others.
+                self.assertEqual(buffers["set_in_training"], ([2], [True, True]))
+                self.assertEqual(buffers["cleared_in_training"], ([2], [False, True]))
+                evaluate = self.run_job(["evaluate", f"--trained_model={model}",
+                                         f"--validation_data={self.validation_file}",
+                                         f"--job_dir={self.job_dir(f'masked-eval-{strategy}')}",
+                                         "--no_progress"])
+                self.assertSucceeded(evaluate)
+                accuracy, evaluated_version = self.accuracy(evaluate)
+                self.assertGreater(accuracy, MIN_ACCURACY, evaluate.describe())
+                self.assertEqual(evaluated_version, version)
+
+    def test_a_training_task_given_up_writes_no_model(self):
+        """The last training task fails for good after some of its minibatches trained:
+        the job fails with its error, and the model of an earlier job at --output stays
+        as it was (it is not replaced by a model missing the task's records)."""
+        zoo = self.write_zoo({"late/model.py": after_records(
+            300, 'raise ValueError("record past the 300th")')})
+        model = self.path("late-model")
+        first = self.run_job(self.train_args(self.job_dir("late-first"), model_zoo=zoo,
+                                             model_def="late.model.Model", output=model))
+        self.assertSucceeded(first)
+        before = {}
+        for name in ("trained_model.pbtxt", "parameters.pb"):
+            with open(os.path.join(model, name), "rb") as f:
+                before[name] = f.read()
+        # One task holds every record: the one that fails is the last.
+        job = self.run_job(self.train_args(self.job_dir("late"), model_zoo=zoo,
+                                           model_def="late.model.Model",
+                                           dataset_fn="after_dataset_fn", num_workers=1,
+                                           num_minibatches_per_task=TRAIN_RECORDS,
+                                           max_task_retries=1, output=model))
+        message = self.assertFailedWith(job, "failed 2 times; last error: ",
+                                        "ValueError: record past the 300th", within=120)
+        self.assertNotIn("training had finished", message)
+        self.assertNotIn("is written to", message)
+        for name, content in before.items():
+            with open(os.path.join(model, name), "rb") as f:
+                self.assertEqual(f.read(), content, name)
+        # Its checkpoints hold the initial model only (--checkpoint_steps=0): predicting
+        # from them says so.
+        predict = self.run_job(["predict", f"--model_zoo={zoo}", "--model_def=late.model.Model",
+                                f"--checkpoint_dir_for_init={self.job_dir('late')}/checkpoints",
+                                f"--prediction_data={self.validation_file}",
+                                f"--output={self.path('late-predictions.csv')}",
+                                f"--job_dir={self.job_dir('late-predict')}", "--no_progress"])
+        self.assertSucceeded(predict)
+        self.assertIn(" with model version 0\nmodel version 0 is the model's initial values: it "
+                      "was never trained\n", predict.stdout)
+
+    def test_a_dataset_fn_that_drops_every_example_fails_the_job(self):
+        zoo = self.write_zoo({"empty/model.py": MNIST_LINEAR + textwrap.dedent("""
+            def dropping_dataset_fn(dataset, mode):
+                return dataset_fn(dataset, mode).filter(lambda example: False)
+            """)})
+        job = self.run_job(self.train_args(self.job_dir("empty"), model_zoo=zoo,
+                                           model_def="empty.model.Model",
+                                           dataset_fn="dropping_dataset_fn",
+                                           validation_data=None))
+        self.assertFailedWith(job, "error: no minibatch was trained: the model is still at "
+                              f"version 0 after its {TRAIN_RECORDS} training records went "
+                              "through the workers; does dataset_fn drop every example",
+                              within=120)
+
+    def test_a_nan_in_the_data_is_named_by_its_record(self):
+        """A record whose image holds a NaN: the job fails naming the feature and the
+        record, not as a divergence of training."""
+        zoo = self.write_zoo({"nan/model.py": MNIST_LINEAR + textwrap.dedent("""
+            def nan_dataset_fn(dataset, mode):
+                spec = {"image": elasticdl.FixedLenFeature([28, 28], torch.float32),
+                        "label": elasticdl.FixedLenFeature([1], torch.int64)}
+                def parse(record):
+                    r = elasticdl.parse_example(record, spec)
+                    if r["label"].item() == 7:
+                        r["image"][3, 4] = float("nan")
+                    return {"image": r["image"]}, r["label"]
+                return dataset.map(parse).shuffle(64)
+            """)})
+        job = self.run_job(self.train_args(self.job_dir("nan"), model_zoo=zoo,
+                                           model_def="nan.model.Model",
+                                           dataset_fn="nan_dataset_fn", num_workers=1))
+        message = self.assertFailedWith(job, "from its input: feature 'image', row ",
+                                        f" of the minibatch ({self.train_file}: record ",
+                                        ") holds a NaN or an infinity", within=120)
+        self.assertNotIn("training diverged", message)
+
+    def test_a_worker_ended_by_the_models_code_is_a_crash(self):
+        """os._exit(0) in a dataset_fn ends the worker with success in the middle of
+        its task: not a preemption (relaunched for free, forever) but a crash, which
+        uses up the relaunches and fails the job naming the task."""
+        zoo = self.write_zoo({"exits/model.py": after_records(100, "os._exit(0)")})
+        job_dir = self.job_dir("exits")
+        job = self.run_job(self.train_args(job_dir, model_zoo=zoo, model_def="exits.model.Model",
+                                           dataset_fn="after_dataset_fn", num_workers=1,
+                                           max_worker_relaunches=1))
+        self.assertFailedWith(job, "every worker has ended and the 1 relaunches allowed are used "
+                              "up; the last one ended with: exit code 0 in the middle of a task "
+                              "it did not hand back", "(on training task ", within=120)
+        self.assertNoProcessesLeft(job_dir)
 
     def test_adamw_and_a_warmup_then_steplr_train_what_a_plain_pytorch_loop_trains(self):
         """A PyTorch user's recipe, AdamW with weight decay and torchvision's schedule (a

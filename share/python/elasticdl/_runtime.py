@@ -103,8 +103,14 @@ def describe_exception(exc, tb=None):
         t.stack = traceback.StackSummary.from_list(frames)
         if t.exc_type is not None and issubclass(t.exc_type, SyntaxError) and t.filename:
             t.filename = _relative(t.filename)
+    # The line naming the type: a SyntaxError's last, after the code it
+    # points at; a message of several lines' first.
     summary = "".join(te.format_exception_only()).strip().splitlines()
-    head = summary[-1] if summary else type(exc).__name__
+    name = type(exc).__qualname__
+    if type(exc).__module__ not in ("__main__", "builtins"):
+        name = type(exc).__module__ + "." + name
+    heads = [line for line in summary if line == name or line.startswith(name + ":")]
+    head = heads[0] if heads else summary[-1] if summary else name
     return head + "\n" + "".join(te.format()).rstrip()
 
 

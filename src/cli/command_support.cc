@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -97,9 +98,27 @@ const CLI::App* Chosen(const CLI::App* app) {
   return app;
 }
 
-// The first `--name` on the command line that neither the chosen
-// subcommand nor a command above it takes, with the option it likely meant
-// (empty if none is close); nullopt if every one is known.
+// Whether `name` ("--minibatch_size") is spelt as an option's name is.
+bool OptionLike(std::string_view name) {
+  return name.size() > 2 && name.substr(0, 2) == "--" &&
+         std::all_of(name.begin() + 2, name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
+                  c == '.';
+         });
+}
+
+// An option that `app` or a command above it takes, by name ("--output").
+const CLI::Option* Taken(const CLI::App* app, const std::string& name) {
+  for (; app != nullptr; app = app->get_parent()) {
+    if (const CLI::Option* option = app->get_option_no_throw(name)) return option;
+  }
+  return nullptr;
+}
+
+// The first option on the command line that neither the chosen subcommand
+// nor a command above it takes, with the option it likely meant (empty if
+// none is close); nullopt if every one is known. A value given after its
+// option (`--output dir`) is not an option, whatever it looks like.
 std::optional<std::pair<std::string, std::string>> UnknownOption(const CLI::App* chosen, int argc,
                                                                  char** argv) {
   std::vector<std::string> known;
@@ -109,48 +128,65 @@ std::optional<std::pair<std::string, std::string>> UnknownOption(const CLI::App*
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--") break;  // positional arguments follow
-    if (arg.rfind("--", 0) != 0) continue;
-    const std::string name(arg.substr(0, arg.find('=')));
-    bool taken = false;
-    for (const CLI::App* app = chosen; app != nullptr && !taken; app = app->get_parent()) {
-      taken = app->get_option_no_throw(name) != nullptr;
+    const size_t equals = arg.find('=');
+    const std::string name(arg.substr(0, equals));
+    if (!OptionLike(name)) continue;
+    if (const CLI::Option* option = Taken(chosen, name)) {
+      if (equals == std::string_view::npos && option->get_type_size() > 0) ++i;  // its value
+      continue;
     }
-    if (!taken) return std::make_pair(name, Closest(name, known).value_or(""));
+    return std::make_pair(name, Closest(name, known).value_or(""));
   }
   return std::nullopt;
 }
 
-// "an integer" for CLI11's "INT", and so on.
+// "an integer" for CLI11's "INT" (and "INT:UINT", a validator's name after
+// the colon), and so on.
 std::string Expected(const std::string& type_name) {
-  if (type_name == "INT") return "an integer";
-  if (type_name == "UINT") return "a non-negative integer";
-  if (type_name == "FLOAT") return "a number";
-  if (type_name == "BOOLEAN") return "true or false";
-  return type_name;
+  std::string type = type_name.substr(0, type_name.find(':'));
+  if (type == "INT") return "an integer";
+  if (type == "UINT") return "a non-negative integer";
+  if (type == "FLOAT") return "a number";
+  if (type == "BOOLEAN") return "true or false";
+  return type;
 }
 
-// What a parse error says, with what it can add: an option not known (the
-// likely cause of whatever CLI11 found first, a required option missing
-// among them) and the one meant, the command meant by a word that is none,
-// what a value did not convert to.
-std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& e, int argc,
-                               char** argv) {
-  const CLI::App* chosen = Chosen(&app);
-  if (chosen == &app && argc > 1 && argv[1][0] != '-') {
-    bool known = false;
+// The word on the command line where a command of `app` is due, if it is
+// none of them: "'mnsit' is not a command of 'data' (did you mean mnist?)".
+std::optional<std::string> UnknownCommand(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* at = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.empty() || arg[0] == '-') return std::nullopt;
     std::vector<std::string> shown;  // hidden ones (the roles a master starts) have no group
-    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
-      known = known || command->check_name(argv[1]);
+    const CLI::App* next = nullptr;
+    for (const CLI::App* command : at->get_subcommands([](const CLI::App*) { return true; })) {
+      if (command->check_name(std::string(arg))) next = command;
       if (!command->get_group().empty()) shown.push_back(command->get_name());
     }
-    if (!known) {
-      std::string message = fmt::format("'{}' is not a command", argv[1]);
-      if (std::optional<std::string> meant = Closest(argv[1], shown)) {
+    if (shown.empty()) return std::nullopt;  // a command that takes arguments, not commands
+    if (next == nullptr) {
+      std::string message = at == &app
+                                ? fmt::format("'{}' is not a command", arg)
+                                : fmt::format("'{}' is not a command of '{}'", arg, at->get_name());
+      if (std::optional<std::string> meant = Closest(arg, shown)) {
         message += fmt::format(" (did you mean {}?)", *meant);
       }
       return message;
     }
+    at = next;
   }
+  return std::nullopt;
+}
+
+// What a parse error says, with what it can add: a command that is none and
+// the one meant; an option not known (the likely cause of whatever CLI11
+// found first, a required option missing among them) and the one meant;
+// what a value did not convert to.
+std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& e, int argc,
+                               char** argv) {
+  if (std::optional<std::string> command = UnknownCommand(app, argc, argv)) return *command;
+  const CLI::App* chosen = Chosen(&app);
   if (std::optional<std::pair<std::string, std::string>> unknown =
           UnknownOption(chosen, argc, argv)) {
     const auto& [name, meant] = *unknown;

@@ -513,18 +513,7 @@ StatusOr<proto::JobSpec> PrepareTraining(const JobArgs& args) {
 
 StatusOr<JobResult> Train(const JobArgs& args) {
   EDL_ASSIGN_OR_RETURN(proto::JobSpec spec, client::PrepareTraining(args));
-  EDL_ASSIGN_OR_RETURN(JobResult result, RunWritten(args, spec.job_dir()));
-  // Every task went through a worker and not one step was taken: the
-  // model's dataset_fn gave the workers no example to train on.
-  if (result.detached.empty() && args.checkpoint_dir_for_init.empty() &&
-      result.model_version == 0 && result.records > 0) {
-    return absl::FailedPreconditionError(StrCat(
-        "no minibatch was trained: the model is still at version 0 after its ", result.records,
-        " training records went through the workers; does dataset_fn drop every "
-        "example (a filter)?",
-        spec.output().empty() ? "" : StrCat(" The untrained model is written to ", spec.output())));
-  }
-  return result;
+  return RunWritten(args, spec.job_dir());
 }
 
 StatusOr<JobResult> Evaluate(const JobArgs& args) {

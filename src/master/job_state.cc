@@ -676,6 +676,11 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
   return requeued;
 }
 
+void JobState::NoteModelVersion(int64_t version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tasks_.NoteModelVersion(version);
+}
+
 std::string JobState::DescribeTasksOf(WorkerId worker) {
   std::lock_guard<std::mutex> lock(mu_);
   return tasks_.DescribeHeldBy(worker);

@@ -28,6 +28,9 @@ using std::chrono::milliseconds;
 
 // How long one call to the servers for the results may take.
 constexpr std::chrono::seconds kServerCallTimeout{60};
+// A failed job's last checkpoint is not waited for long: its servers may
+// be what failed it.
+constexpr std::chrono::seconds kFailureCheckpointTimeout{10};
 // How long the processes have after SIGTERM, at the end of a job that
 // succeeded and of one that did not, before they are forced.
 constexpr std::chrono::seconds kCleanEndGrace{10};
@@ -214,6 +217,8 @@ void Master::FlushServers() {
   std::vector<proto::FlushResponse> flushed;
   Status s = Servers(kServerCallTimeout)->Flush(&flushed, /*checkpoint=*/false);
   if (s.ok()) {
+    // A step of the gradients that waited for one is a version of its own.
+    for (const proto::FlushResponse& shard : flushed) state_->NoteModelVersion(shard.version());
     state_->Flushed();
   } else {
     spdlog::warn("applying the last gradients: {}; retrying", std::string(s.message()));
@@ -232,6 +237,15 @@ void Master::LogEvaluations() {
 StatusOr<bool> Master::WriteResults() {
   const proto::JobSpec& spec = config_.spec;
   Status written;
+  // Every task went through a worker and not one step was taken: the
+  // model's dataset_fn gave the workers no example to train on.
+  if (const int64_t records = state_->progress().first;
+      spec.type() == proto::JOB_TRAINING && state_->model_version() == 0 && records > 0) {
+    return absl::FailedPreconditionError(
+        StrCat("no minibatch was trained: the model is still at version 0 after its ", records,
+               " training records went through the workers; does dataset_fn drop every example "
+               "(a filter)?"));
+  }
   if (spec.type() == proto::JOB_TRAINING) {
     Observer* observer = observer_.get();
     auto add_files = [observer](const std::string& dir) {
@@ -270,9 +284,11 @@ Status Master::KeepTrainedModel(const Status& failure) {
   // (AllreduceStrategy's workers write the model's last checkpoint, which
   // the model is read from, only as they leave.)
   if (failure.ok() || absl::IsCancelled(failure) || spec.type() != proto::JOB_TRAINING ||
-      spec.output().empty() || config_.collective || !state_->trained_model_ready()) {
+      config_.collective) {
     return failure;
   }
+  if (!state_->trained_model_ready()) return KeepTrainingSoFar(failure);
+  if (spec.output().empty()) return failure;
   StatusOr<bool> written = WriteResults();
   if (!written.ok() || !*written) {
     spdlog::warn(
@@ -283,6 +299,30 @@ Status Master::KeepTrainedModel(const Status& failure) {
   return Status(failure.code(),
                 StrCat(failure.message(), " (training had finished: the trained model, version ",
                        state_->model_version(), ", is written to ", spec.output(), ")"));
+}
+
+Status Master::KeepTrainingSoFar(const Status& failure) {
+  const proto::JobSpec& spec = config_.spec;
+  // (The master's version may lag the servers': a failed task's report
+  // says none. The servers' answer says what they hold.)
+  if (state_->training_finished() || !state_->all_ps_registered()) return failure;
+  std::vector<proto::FlushResponse> flushed;
+  const Status written = Servers(kFailureCheckpointTimeout)->Flush(&flushed, /*checkpoint=*/true);
+  if (!written.ok() || flushed.empty()) {
+    spdlog::warn("the model as trained so far is not checkpointed: {}",
+                 written.ok() ? "no parameter server answered" : std::string(written.message()));
+    return failure;
+  }
+  int64_t version = 0;
+  for (const proto::FlushResponse& shard : flushed) version = std::max(version, shard.version());
+  if (version == 0) return failure;  // nothing trained: the initial model's checkpoint is there
+  const std::string dir = spec.ps().checkpoint_dir().empty() ? CheckpointsDir(spec.job_dir())
+                                                             : spec.ps().checkpoint_dir();
+  return Status(failure.code(),
+                StrCat(failure.message(), " (the model as trained so far, version ", version,
+                       ", is checkpointed: a new job starts from it with "
+                       "--checkpoint_dir_for_init=",
+                       dir, ")"));
 }
 
 Status Master::Tick() {

@@ -84,8 +84,15 @@ class Master {
   StatusOr<bool> WriteResults();
   // A training job that fails once its training is done (an evaluation
   // after the last step failed, say) still writes the model it trained:
-  // `failure`, saying so when it is written.
+  // `failure`, saying so when it is written. One that fails before keeps
+  // what it trained so far (KeepTrainingSoFar).
   Status KeepTrainedModel(const Status& failure);
+  // A training job on parameter servers that fails with its training
+  // unfinished (a task given up, the workers' relaunches used up) has the
+  // servers write a checkpoint of their values, from which a new job can
+  // start (--checkpoint_dir_for_init) rather than from the beginning:
+  // `failure`, saying where when one is written.
+  Status KeepTrainingSoFar(const Status& failure);
   std::unique_ptr<rpc::ParameterServers> Servers(std::chrono::milliseconds timeout);
 
   const MasterConfig config_;

@@ -37,10 +37,22 @@ StatusOr<proto::ModelValues> PullModel(rpc::ParameterServers* servers) {
 
 // The first tensor of `values` holding a NaN or an infinity; empty if none.
 std::string FirstNonFinite(const proto::ModelValues& values) {
-  auto scan = [](const proto::Tensor& t) {
+  // A 2-byte float (little-endian) whose exponent's bits are all set is an
+  // infinity or a NaN.
+  auto all_finite_16 = [](const std::string& bytes, uint16_t exponent) {
+    for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+      const auto bits = static_cast<uint16_t>(static_cast<uint8_t>(bytes[i]) |
+                                              static_cast<uint8_t>(bytes[i + 1]) << 8);
+      if ((bits & exponent) == exponent) return false;
+    }
+    return true;
+  };
+  auto scan = [&all_finite_16](const proto::Tensor& t) {
     const std::string& bytes = t.content();
     if (t.dtype() == proto::DT_FLOAT32) return AllFiniteFloat32(bytes.data(), bytes.size() / 4);
     if (t.dtype() == proto::DT_FLOAT64) return AllFiniteFloat64(bytes.data(), bytes.size() / 8);
+    if (t.dtype() == proto::DT_FLOAT16) return all_finite_16(bytes, 0x7c00);
+    if (t.dtype() == proto::DT_BFLOAT16) return all_finite_16(bytes, 0x7f80);
     return true;
   };
   for (const auto* tensors : {&values.parameters(), &values.buffers()}) {

@@ -133,14 +133,14 @@ Status Supervisor::HandleExit(const cluster::ProcessExit& exit) {
   if (running_.erase(worker) == 0) return absl::OkStatus();
   const bool asked_to_leave = state_->leaving(worker);
   const std::string tasks = state_->DescribeTasksOf(worker);
-  int requeued = state_->WorkerLost(worker, exit.ok, exit.description);
-  if (state_->finished()) return absl::OkStatus();
   // Preempted (SIGTERM) or scaled down, a worker hands its tasks back, saying
   // how far it got, before it exits with success; so does one stopped
   // between tasks. One that still held a task and was not ended by the
   // cluster ended in the middle of it (the model's code ended the process):
   // a crash like any other.
   const bool left = exit.ok && (asked_to_leave || tasks.empty() || exit.preempted);
+  int requeued = state_->WorkerLost(worker, left, exit.description);
+  if (state_->finished()) return absl::OkStatus();
   if (left) {
     // One that was not asked to leave is replaced by Reconcile() at no cost
     // to the relaunch budget.

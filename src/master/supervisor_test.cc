@@ -180,22 +180,34 @@ TEST(SupervisorTest, APreemptedWorkerIsReplacedFreeOfTheBudget) {
 // A worker that exits with success still holding a task was not preempted
 // (that hands the task back first): the model's code ended it. Every worker
 // would, on that task: it counts against the budget, which ends the job.
-TEST(SupervisorTest, AWorkerThatExitsWithItsTaskUnreportedCrashed) {
-  JobState state(WorkerStateOptions(1), Tasks(), nullptr);
-  FakeBackend backend;
-  ExitQueue exits;
-  Supervisor supervisor(SupervisorWith(/*max_worker_relaunches=*/0), &state, &backend, &exits);
-  ASSERT_TRUE(supervisor.StartNew().ok());
-  RegisterPs(&state);
-  ASSERT_TRUE(supervisor.Tick().ok());
-  ASSERT_EQ(RegisterAndTakeTask(&state, 0).type(), proto::TASK_TRAINING);
-  exits.Push(Exit(cluster::ProcessName::Worker(WorkerId(0)), true));
-  Status s = supervisor.Tick();
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_THAT(std::string(s.message()),
-              ::testing::HasSubstr("the last one ended with: exit code 0 in the middle of a task "
-                                   "it did not hand back"));
-  EXPECT_EQ(backend.workers_started, testing::WorkerIds({0}));
+// Unless the cluster ended it (Slurm's PREEMPTED) before it could hand its
+// task back: a preemption all the same, free of the budget.
+TEST(SupervisorTest, AWorkerThatExitsWithItsTaskUnreportedCrashedUnlessPreempted) {
+  for (const bool preempted : {false, true}) {
+    SCOPED_TRACE(preempted ? "preempted" : "exited by itself");
+    JobState state(WorkerStateOptions(1), Tasks(), nullptr);
+    FakeBackend backend;
+    ExitQueue exits;
+    Supervisor supervisor(SupervisorWith(/*max_worker_relaunches=*/0), &state, &backend, &exits);
+    ASSERT_TRUE(supervisor.StartNew().ok());
+    RegisterPs(&state);
+    ASSERT_TRUE(supervisor.Tick().ok());
+    ASSERT_EQ(RegisterAndTakeTask(&state, 0).type(), proto::TASK_TRAINING);
+    cluster::ProcessExit exit = Exit(cluster::ProcessName::Worker(WorkerId(0)), true);
+    exit.preempted = preempted;
+    exits.Push(exit);
+    Status s = supervisor.Tick();
+    if (preempted) {
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));
+      continue;
+    }
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_THAT(std::string(s.message()),
+                ::testing::HasSubstr("the last one ended with: exit code 0 in the middle of a "
+                                     "task it did not hand back"));
+    EXPECT_EQ(backend.workers_started, testing::WorkerIds({0}));
+  }
 }
 
 TEST(SupervisorTest, ScalingDownSignalsTheNewestAndCountsJoinedWorkers) {

@@ -92,6 +92,7 @@ void TaskManager::ScalarsTo(proto::TaskLedger* ledger) const {
   ledger->set_final_evaluation_started(final_evaluation_started_);
   ledger->set_training_seconds(training_seconds());
   if (failure_) ledger->set_failure(*failure_);
+  ledger->set_training_given_up(training_given_up_);
   ledger->set_stop_reason(stop_reason_);
   early_stopping_.Save(ledger);
 }
@@ -173,6 +174,7 @@ StatusOr<TaskManager> TaskManager::FromLedger(TaskManagerOptions options,
 
 Status TaskManager::LoadLedger(const proto::TaskLedger& ledger) {
   if (!ledger.failure().empty()) failure_ = ledger.failure();
+  training_given_up_ = ledger.training_given_up();
   next_id_ = TaskId(ledger.next_task_id());
   epoch_ = ledger.epoch();
   const bool training_job = options_.job_type == proto::JOB_TRAINING;

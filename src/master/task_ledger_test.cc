@@ -221,6 +221,30 @@ TEST(TaskLedgerTest, PredictionJobKeepsItsTasks) {
   EXPECT_EQ(restored->records_done(), 12);
 }
 
+// A restarted master of a job whose last training task was given up does
+// not take its training as finished (and write a model without the task).
+TEST(TaskLedgerTest, TrainingGivenUpStaysUnfinishedAfterARestart) {
+  TaskManagerOptions options = TrainingOptions();
+  options.num_epochs = 1;
+  options.max_task_retries = 0;
+  const std::vector<Range> one_task = {{"t", 0, 40}};
+  TaskManager tm(options, one_task, {}, {});
+  proto::Task task = tm.Next(WorkerId(1));
+  ASSERT_EQ(task.type(), proto::TASK_TRAINING);
+  proto::ReportTaskRequest failed;
+  failed.set_worker_id(1);
+  failed.set_task_id(task.task_id());
+  failed.set_attempt(task.attempt());
+  failed.set_error("bad record");
+  ASSERT_TRUE(tm.Report(WorkerId(1), failed));
+  ASSERT_TRUE(tm.failure().has_value());
+  ASSERT_FALSE(tm.training_finished());
+  auto restored = Restore(tm, options, one_task, {});
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_TRUE(restored->failure().has_value());
+  EXPECT_FALSE(restored->training_finished());
+}
+
 TEST(TaskLedgerTest, HeartbeatsKeepTheNextTaskTheyName) {
   TaskManager tm(TrainingOptions(), Training(), {}, {});
   proto::Task current = tm.Next(WorkerId(1));

@@ -284,6 +284,8 @@ class TaskManager {
   int64_t records_done() const;
   int64_t records_total() const { return records_total_; }
   int64_t model_version() const { return model_version_; }
+  // The model has reached `version`, which no report said.
+  void NoteModelVersion(int64_t version) { model_version_ = std::max(model_version_, version); }
   // Mean loss of the most recent training task.
   double recent_loss() const { return recent_loss_; }
   // Seconds from the first training task handed out to the last one

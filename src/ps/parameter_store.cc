@@ -32,6 +32,18 @@ Status CheckLike(const char* what, const std::string& name, const torch::Tensor&
   return absl::OkStatus();
 }
 
+// The servers' optimizers step float32 and float64 parameters; a buffer
+// may be of any type the wire carries.
+Status CheckTrainable(const std::string& name, const torch::Tensor& t) {
+  if (t.scalar_type() == torch::kFloat32 || t.scalar_type() == torch::kFloat64) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      StrCat("parameter '", name, "' is ", c10::toString(t.scalar_type()),
+             "; the parameter servers train float32 and float64 parameters",
+             t.is_floating_point() ? " (keep the model in float32)" : ""));
+}
+
 uint64_t PickInstance(uint64_t fixed) {
   if (fixed != 0) return fixed;
   std::random_device rd;
@@ -140,10 +152,9 @@ Status ParameterStore::Init(const proto::ModelValues& values, bool* accepted, in
     }
     std::vector<torch::Tensor> trainable;
     for (auto& [name, t] : parameters) {
-      if (!t.is_floating_point()) {
+      if (Status trainable_type = CheckTrainable(name, t); !trainable_type.ok()) {
         *accepted = false;
-        return absl::InvalidArgumentError(
-            StrCat("parameter '", name, "' is not floating point; it cannot be trained"));
+        return trainable_type;
       }
       t.requires_grad_(true);
       trainable.push_back(t);
@@ -839,10 +850,7 @@ Status ParameterStore::Load(const std::map<std::string, const proto::ParameterSt
   std::vector<torch::Tensor> trainable;
   for (const auto& [name, state] : parameters) {
     EDL_ASSIGN_OR_RETURN(torch::Tensor t, rpc::DecodeTensor(state->value()));
-    if (!t.is_floating_point()) {
-      return absl::InvalidArgumentError(
-          StrCat("parameter '", name, "' is not floating point; it cannot be trained"));
-    }
+    EDL_RETURN_IF_ERROR(CheckTrainable(name, t));
     t.requires_grad_(true);
     trainable.push_back(t);
     values.emplace(name, std::move(t));

@@ -156,6 +156,50 @@ TEST(ParameterStoreTest, BufferUpdatesWithoutDecayAddUp) {
   EXPECT_FLOAT_EQ((*buffers)["bn.mean"][1].item<float>(), 1.0);
 }
 
+TEST(ParameterStoreTest, ABoolBufferTakesInt8SetsAndClears) {
+  ParameterStore store({});
+  proto::ModelValues values = Values(0);
+  ASSERT_TRUE(
+      rpc::EncodeTensor("mask", torch::tensor({false, true, true}), values.add_buffers()).ok());
+  bool accepted;
+  int64_t version;
+  ASSERT_TRUE(store.Init(values, &accepted, &version).ok());
+  proto::PushRequest r = Push(0, 0);
+  ASSERT_TRUE(
+      rpc::EncodeTensor("mask", torch::tensor({1, 0, -1}, torch::kInt8), r.add_buffer_updates())
+          .ok());
+  proto::PushResponse out;
+  ASSERT_TRUE(store.Push(r, &out).ok());
+  proto::PullResponse pulled;
+  ASSERT_TRUE(store.Pull(Known(-1), &pulled).ok());
+  auto buffers = rpc::DecodeTensors(pulled.values().buffers());
+  EXPECT_TRUE(torch::equal((*buffers)["mask"], torch::tensor({true, true, false})));
+  // An update of the bool type itself (no set or clear in it) is refused.
+  proto::PushRequest same_type = Push(0, 1);
+  ASSERT_TRUE(
+      rpc::EncodeTensor("mask", torch::tensor({true, true, true}), same_type.add_buffer_updates())
+          .ok());
+  Status refused = store.Push(same_type, &out);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.message()).find("updated by a Char (int8) tensor"),
+            std::string::npos)
+      << refused;
+}
+
+TEST(ParameterStoreTest, HalfPrecisionParametersAreRefusedByName) {
+  ParameterStore store({});
+  proto::ModelValues values;
+  ASSERT_TRUE(
+      rpc::EncodeTensor("w", torch::ones({2}, torch::kFloat16), values.add_parameters()).ok());
+  bool accepted = true;
+  int64_t version;
+  Status refused = store.Init(values, &accepted, &version);
+  EXPECT_FALSE(accepted);
+  EXPECT_EQ(refused.message(),
+            "parameter 'w' is Half; the parameter servers train float32 and float64 parameters "
+            "(keep the model in float32)");
+}
+
 // ---------------------------------------------------------------- tagged pushes
 
 constexpr uint64_t kInstance = 42;

@@ -467,23 +467,29 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
     }
     EDL_ASSIGN_OR_RETURN(std::string bytes, EncodeState());
     const int64_t fingerprint = crc::Crc32c(bytes);
-    EDL_ASSIGN_OR_RETURN(auto fingerprints, group_->AllGather({fingerprint}));
+    EDL_ASSIGN_OR_RETURN(auto fingerprints,
+                         group_->AllGather({fingerprint, from_checkpoint ? 1 : 0}));
+    bool all_from_seed = w_.job_.checkpoint_dir_for_init.empty();
+    for (int r = 0; r < group_->world_size(); ++r) all_from_seed &= fingerprints[r][1] == 0;
     for (int r = 0; r < group_->world_size(); ++r) {
-      if (fingerprints[r][0] != fingerprint) {
-        // Built from the seed, the model differs for good: the worker ends,
-        // without a state that a group formed later would take as agreed.
-        // Read from checkpoints, the members may have seen different
-        // versions: the next group takes the newest.
-        if (!from_checkpoint && w_.job_.checkpoint_dir_for_init.empty()) {
-          has_state_ = false;
-          model_differs_ = true;
-        }
-        return absl::FailedPreconditionError(StrCat(
-            "the model's initial values differ between worker ranks ", group_->rank(), " and ", r,
-            " although every worker built it from the job's seed: the model's constructor is "
-            "not deterministic (it draws from a generator other than LibTorch's, or from the "
-            "clock); AllreduceStrategy needs every worker to build the same model"));
+      if (fingerprints[r][0] == fingerprint) continue;
+      // Every member built from the seed: the model differs for good, and
+      // the worker ends without a state that a group formed later would
+      // take as agreed. Read from checkpoints (by one member or more), the
+      // members may have seen different versions: the next group takes the
+      // newest.
+      if (!all_from_seed) {
+        return absl::FailedPreconditionError(
+            StrCat("the model's initial values differ between worker ranks ", group_->rank(),
+                   " and ", r, ", read from checkpoints of different versions"));
       }
+      has_state_ = false;
+      model_differs_ = true;
+      return absl::FailedPreconditionError(StrCat(
+          "the model's initial values differ between worker ranks ", group_->rank(), " and ", r,
+          " although every worker built it from the job's seed: the model's constructor is "
+          "not deterministic (it draws from a generator other than LibTorch's, or from the "
+          "clock); AllreduceStrategy needs every worker to build the same model"));
     }
   } else if (!all_there) {
     std::string bytes;
@@ -1010,10 +1016,16 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
                 break;
               }
               case BufferStep::kSum:
-                // Integers stay exact in doubles (to 2^53). A bool's sets
-                // and clears, as a parameter server applies them.
-                b.copy_(b.scalar_type() == torch::kBool ? (step_start_[i] + sum).clamp(0, 1)
-                                                        : step_start_[i] + sum);
+                // Integers stay exact in doubles (to 2^53); narrower
+                // than int64 they wrap, as a parameter server's add_
+                // does. A bool takes the sets and clears, as a server.
+                if (b.scalar_type() == torch::kBool) {
+                  b.copy_((step_start_[i] + sum).clamp(0, 1));
+                } else if (c10::isIntegralType(b.scalar_type(), /*includeBool=*/false)) {
+                  b.copy_((step_start_[i] + sum).to(torch::kInt64));
+                } else {
+                  b.copy_(step_start_[i] + sum);
+                }
                 break;
             }
             at += b.numel();

@@ -77,12 +77,18 @@ std::optional<std::string> FirstNonFiniteInput(const Example& batch) {
   torch::NoGradGuard no_grad;
   auto scan = [&batch](const std::string& what,
                        const torch::Tensor& t) -> std::optional<std::string> {
-    if (!t.defined() || !t.is_floating_point() || rpc::AllFinite(t)) return std::nullopt;
+    // (A sparse feature, of variable length, is not looked into.)
+    if (!t.defined() || !t.is_floating_point() || t.layout() != torch::kStrided ||
+        rpc::AllFinite(t)) {
+      return std::nullopt;
+    }
     if (t.dim() == 0) return what;
     const torch::Tensor rows = torch::isfinite(t).reshape({t.size(0), -1}).all(1).logical_not();
     const int64_t row = rows.nonzero()[0][0].item<int64_t>();
     std::string said = StrCat(what, ", row ", row, " of the minibatch");
-    if (static_cast<size_t>(row) < batch.origins.size() && batch.origins[row].file != nullptr) {
+    // One origin a row, or the pipeline lost track of them.
+    if (static_cast<int64_t>(batch.origins.size()) == t.size(0) &&
+        batch.origins[row].file != nullptr) {
       said += StrCat(" (", *batch.origins[row].file, ": record ", batch.origins[row].index, ")");
     }
     return said;

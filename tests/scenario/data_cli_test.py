@@ -430,6 +430,13 @@ class DataCliTest(unittest.TestCase):
              "error: 'mnist' takes no option --outptu (did you mean --output?)"),
             (["train", "--model_zoo=z", "--model_def=m", "--training_data=d", "--num_epochs=abc"],
              "error: Could not convert: --num_epochs = abc (expected an integer)"),
+            (["train", "--model_zoo=z", "--model_def=m", "--training_data=d", "--seed=abc"],
+             "error: Could not convert: --seed = abc (expected a non-negative integer)"),
+            (["data", "mnsit", "--output", self.path("m")],
+             "error: 'mnsit' is not a command of 'data' (did you mean mnist?)"),
+            # A value that looks like an option is the value of the option before it.
+            (["train", "--model_zoo", "--z", "--minibach_size=3"],
+             "error: 'train' takes no option --minibach_size (did you mean --minibatch_size?)"),
             (["train", "--model_zoo=z"], "error: --model_def is required"),
         ]
         for args, message in cases:

@@ -488,10 +488,11 @@ class PythonModelTest(JobTestCase):
                 self.assertGreater(accuracy, MIN_ACCURACY, evaluate.describe())
                 self.assertEqual(evaluated_version, version)
 
-    def test_a_training_task_given_up_writes_no_model(self):
+    def test_a_training_task_given_up_writes_no_model_and_keeps_a_checkpoint(self):
         """The last training task fails for good after some of its minibatches trained:
-        the job fails with its error, and the model of an earlier job at --output stays
-        as it was (it is not replaced by a model missing the task's records)."""
+        the job fails with its error, the model of an earlier job at --output stays as it
+        was (it is not replaced by a model missing the task's records), and what was
+        trained is checkpointed for a new job to start from."""
         zoo = self.write_zoo({"late/model.py": after_records(
             300, 'raise ValueError("record past the 300th")')})
         model = self.path("late-model")
@@ -508,6 +509,7 @@ class PythonModelTest(JobTestCase):
                                            dataset_fn="after_dataset_fn", num_workers=1,
                                            num_minibatches_per_task=TRAIN_RECORDS,
                                            max_task_retries=1, output=model))
+        checkpoints = f"{self.job_dir('late')}/checkpoints"
         message = self.assertFailedWith(job, "failed 2 times; last error: ",
                                         "ValueError: record past the 300th", within=120)
         self.assertNotIn("training had finished", message)
@@ -515,16 +517,20 @@ class PythonModelTest(JobTestCase):
         for name, content in before.items():
             with open(os.path.join(model, name), "rb") as f:
                 self.assertEqual(f.read(), content, name)
-        # Its checkpoints hold the initial model only (--checkpoint_steps=0): predicting
-        # from them says so.
+        kept = re.search(r"\(the model as trained so far, version (\d+), is checkpointed: a new "
+                         r"job starts from it with --checkpoint_dir_for_init=(\S+)\)", message)
+        self.assertIsNotNone(kept, job.describe())
+        self.assertEqual(kept.group(2), checkpoints)
+        version = int(kept.group(1))
+        self.assertGreater(version, 0)
         predict = self.run_job(["predict", f"--model_zoo={zoo}", "--model_def=late.model.Model",
-                                f"--checkpoint_dir_for_init={self.job_dir('late')}/checkpoints",
+                                f"--checkpoint_dir_for_init={checkpoints}",
                                 f"--prediction_data={self.validation_file}",
                                 f"--output={self.path('late-predictions.csv')}",
                                 f"--job_dir={self.job_dir('late-predict')}", "--no_progress"])
         self.assertSucceeded(predict)
-        self.assertIn(" with model version 0\nmodel version 0 is the model's initial values: it "
-                      "was never trained\n", predict.stdout)
+        self.assertIn(f" with model version {version}\n", predict.stdout)
+        self.assertNotIn("never trained", predict.stdout)
 
     def test_a_dataset_fn_that_drops_every_example_fails_the_job(self):
         zoo = self.write_zoo({"empty/model.py": MNIST_LINEAR + textwrap.dedent("""
@@ -539,6 +545,15 @@ class PythonModelTest(JobTestCase):
                               f"version 0 after its {TRAIN_RECORDS} training records went "
                               "through the workers; does dataset_fn drop every example",
                               within=120)
+        # Its checkpoints hold the initial model only: predicting from them says so.
+        predict = self.run_job(["predict", f"--model_zoo={zoo}", "--model_def=empty.model.Model",
+                                f"--checkpoint_dir_for_init={self.job_dir('empty')}/checkpoints",
+                                f"--prediction_data={self.validation_file}",
+                                f"--output={self.path('empty-predictions.csv')}",
+                                f"--job_dir={self.job_dir('empty-predict')}", "--no_progress"])
+        self.assertSucceeded(predict)
+        self.assertIn(" with model version 0\nmodel version 0 is the model's initial values: it "
+                      "was never trained\n", predict.stdout)
 
     def test_a_nan_in_the_data_is_named_by_its_record(self):
         """A record whose image holds a NaN: the job fails naming the feature and the

@@ -676,6 +676,11 @@ int JobState::WorkerLost(WorkerId worker, bool clean, const std::string& how) {
   return requeued;
 }
 
+bool JobState::diverged() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return nonfinite_minibatches_ > options_.max_nonfinite_minibatches;
+}
+
 void JobState::NoteModelVersion(int64_t version) {
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.NoteModelVersion(version);

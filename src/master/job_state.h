@@ -142,6 +142,9 @@ class JobState {
   // A worker process is gone (or its lease lapsed): its tasks go back to the
   // queue. Returns how many. `clean`: it exited by itself with success.
   int WorkerLost(WorkerId worker, bool clean, const std::string& how);
+  // More minibatches than --max_nonfinite_minibatches gave non-finite
+  // values: the model diverged.
+  bool diverged();
   // The model has reached `version` (the servers said so, applying the
   // gradients that waited for a step).
   void NoteModelVersion(int64_t version);

@@ -17,6 +17,7 @@
 #include "master/data_source.h"
 #include "master/journal.h"
 #include "master/results.h"
+#include "ps/checkpoint.h"
 #include "rpc/grpc_util.h"
 #include "rpc/job_token.h"
 
@@ -303,26 +304,28 @@ Status Master::KeepTrainedModel(const Status& failure) {
 
 Status Master::KeepTrainingSoFar(const Status& failure) {
   const proto::JobSpec& spec = config_.spec;
-  // (The master's version may lag the servers': a failed task's report
-  // says none. The servers' answer says what they hold.)
-  if (state_->training_finished() || !state_->all_ps_registered()) return failure;
-  std::vector<proto::FlushResponse> flushed;
-  const Status written = Servers(kFailureCheckpointTimeout)->Flush(&flushed, /*checkpoint=*/true);
-  if (!written.ok() || flushed.empty()) {
-    spdlog::warn("the model as trained so far is not checkpointed: {}",
-                 written.ok() ? "no parameter server answered" : std::string(written.message()));
+  // A diverged model is not one to go on from.
+  if (state_->training_finished() || state_->diverged() || !state_->all_ps_registered()) {
     return failure;
   }
-  int64_t version = 0;
-  for (const proto::FlushResponse& shard : flushed) version = std::max(version, shard.version());
-  if (version == 0) return failure;  // nothing trained: the initial model's checkpoint is there
+  std::vector<proto::FlushResponse> flushed;
+  const Status written = Servers(kFailureCheckpointTimeout)->Flush(&flushed, /*checkpoint=*/true);
+  if (!written.ok()) {
+    spdlog::warn("the model as trained so far is not checkpointed: {}",
+                 std::string(written.message()));
+  }
+  // Each server checkpoints the version it holds, and those may differ
+  // (workers push until they are stopped; asynchronous steps): a new job
+  // starts from the newest version every server wrote, which may be older.
   const std::string dir = spec.ps().checkpoint_dir().empty() ? CheckpointsDir(spec.job_dir())
                                                              : spec.ps().checkpoint_dir();
-  return Status(failure.code(),
-                StrCat(failure.message(), " (the model as trained so far, version ", version,
-                       ", is checkpointed: a new job starts from it with "
-                       "--checkpoint_dir_for_init=",
-                       dir, ")"));
+  StatusOr<ps::CompleteCheckpoint> newest = ps::FindNewestCompleteCheckpoint(dir);
+  if (!newest.ok() || newest->version == 0) return failure;  // only the initial model
+  return Status(failure.code(), StrCat(failure.message(), " (the model as trained so far, version ",
+                                       newest->version,
+                                       ", is checkpointed: a new job starts from it with "
+                                       "--checkpoint_dir_for_init=",
+                                       dir, ")"));
 }
 
 Status Master::Tick() {

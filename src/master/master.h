@@ -88,10 +88,11 @@ class Master {
   // what it trained so far (KeepTrainingSoFar).
   Status KeepTrainedModel(const Status& failure);
   // A training job on parameter servers that fails with its training
-  // unfinished (a task given up, the workers' relaunches used up) has the
-  // servers write a checkpoint of their values, from which a new job can
-  // start (--checkpoint_dir_for_init) rather than from the beginning:
-  // `failure`, saying where when one is written.
+  // unfinished (a task given up, the workers' relaunches used up; not a
+  // diverged model) has the servers write a checkpoint of their values,
+  // from which a new job can start (--checkpoint_dir_for_init) rather than
+  // from the beginning: `failure`, saying where the newest complete one is
+  // when it is newer than the initial model.
   Status KeepTrainingSoFar(const Status& failure);
   std::unique_ptr<rpc::ParameterServers> Servers(std::chrono::milliseconds timeout);
 

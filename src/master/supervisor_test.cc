@@ -197,6 +197,9 @@ TEST(SupervisorTest, AWorkerThatExitsWithItsTaskUnreportedCrashedUnlessPreempted
     exit.preempted = preempted;
     exits.Push(exit);
     Status s = supervisor.Tick();
+    proto::GetJobStatusResponse status;
+    state.GetStatus(&status);
+    EXPECT_EQ(status.worker_losses(), preempted ? 0 : 1);
     if (preempted) {
       ASSERT_TRUE(s.ok()) << s;
       EXPECT_EQ(backend.workers_started, testing::WorkerIds({0, 1}));

@@ -479,9 +479,10 @@ Status CollectiveTrainer::Synchronize(bool* rewound) {
       // members may have seen different versions: the next group takes the
       // newest.
       if (!all_from_seed) {
-        return absl::FailedPreconditionError(
-            StrCat("the model's initial values differ between worker ranks ", group_->rank(),
-                   " and ", r, ", read from checkpoints of different versions"));
+        return absl::FailedPreconditionError(StrCat(
+            "the model's initial values differ between worker ranks ", group_->rank(), " and ", r,
+            ", which started from different states (a checkpoint or the "
+            "seed)"));
       }
       has_state_ = false;
       model_differs_ = true;

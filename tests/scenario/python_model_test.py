@@ -503,9 +503,10 @@ class PythonModelTest(JobTestCase):
         for name in ("trained_model.pbtxt", "parameters.pb"):
             with open(os.path.join(model, name), "rb") as f:
                 before[name] = f.read()
-        # One task holds every record: the one that fails is the last.
+        # One task holds every record: the one that fails is the last. Two servers:
+        # the checkpoint named is one both wrote.
         job = self.run_job(self.train_args(self.job_dir("late"), model_zoo=zoo,
-                                           model_def="late.model.Model",
+                                           model_def="late.model.Model", num_ps_pods=2,
                                            dataset_fn="after_dataset_fn", num_workers=1,
                                            num_minibatches_per_task=TRAIN_RECORDS,
                                            max_task_retries=1, output=model))

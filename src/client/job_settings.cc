@@ -184,7 +184,8 @@ std::vector<JobSetting> MakeSettings() {
            kTrain, 0, 0, 1000},
           {"--backup_tasks", &A::backup_tasks,
            "true: near the end of training, an idle worker takes a second attempt of a task "
-           "whose worker trains over 3 times slower; the first to finish wins",
+           "whose worker trains over 3 times (and 10 ms a minibatch) slower; the first to finish "
+           "wins",
            kTrain},
       });
   group(

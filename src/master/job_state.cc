@@ -296,7 +296,13 @@ bool JobState::BackupLocked(WorkerId worker, proto::Task* task) {
           held / static_cast<double>(c.minibatches_done - t.minibatches_done + 1);
       pace = std::max(pace.value_or(0), at_least);
     }
-    if (!pace || *pace <= kBackupPaceFactor * *mine || members_.leaving(c.holder)) continue;
+    // At a few milliseconds a minibatch, a holder the machine schedules a
+    // little later is several times slower, and a second attempt saves no
+    // time (in synchronous training it only changes the steps).
+    if (!pace || *pace <= kBackupPaceFactor * *mine || *pace - *mine < WorkerTime::kMinLag ||
+        members_.leaving(c.holder)) {
+      continue;
+    }
     const double seconds = static_cast<double>(c.minibatches_left) * *pace;
     if (!best || seconds > best_seconds) {
       best = c;

@@ -92,7 +92,8 @@ struct JobStateOptions {
 class JournalWriter;
 
 // How much slower than an idle worker a task's holder must train (seconds
-// per applied minibatch) for that worker to back the task up.
+// per applied minibatch) for that worker to back the task up; it must also
+// be WorkerTime::kMinLag behind it.
 inline constexpr double kBackupPaceFactor = 3;
 
 class JobState {
@@ -213,15 +214,14 @@ class JobState {
   // A backup attempt for `worker`, which has nothing to do, in `task`: of
   // the tasks it could back up (TaskManager::BackupCandidates), the one
   // whose holder, training over kBackupPaceFactor times slower than
-  // `worker`, would take longest to finish it (minibatches left times the
-  // holder's pace). `worker`'s pace is its WorkerTime pace, which must be
-  // known; the holder's the slower of its WorkerTime pace and the least its
-  // pace on this task can be: from the hand-out to its latest heartbeat,
-  // over the minibatches of it known applied then plus the one under way
-  // (a worker whose pushes are refused over and over applies none, and has
-  // no WorkerTime pace). In synchronous training the holder leaves the group
-  // steps wait for, so that the steps go at the backup's pace; its pushes
-  // still count when they come first. Returns whether it handed one out.
+  // `worker` and WorkerTime::kMinLag behind it, would take longest to finish it (minibatches left
+  // times the holder's pace). `worker`'s pace is its WorkerTime pace, which must be known; the
+  // holder's the slower of its WorkerTime pace and the least its pace on this task can be: from the
+  // hand-out to its latest heartbeat, over the minibatches of it known applied then plus the one
+  // under way (a worker whose pushes are refused over and over applies none, and has no WorkerTime
+  // pace). In synchronous training the holder leaves the group steps wait for, so that the steps go
+  // at the backup's pace; its pushes still count when they come first. Returns whether it handed
+  // one out.
   bool BackupLocked(WorkerId worker, proto::Task* task);
   Clock::time_point Now() const { return options_.clock->Now(); }
   double ThroughputLocked();

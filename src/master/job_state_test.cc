@@ -689,6 +689,33 @@ TEST(JobStateTest, AnIdleWorkerBacksUpATaskWhoseWorkerIsFarSlower) {
   EXPECT_EQ(state.progress().first, 200);
 }
 
+TEST(JobStateTest, AHolderOnlyMillisecondsBehindIsNotBackedUp) {
+  // 2.5 ms a minibatch against 0.5 ms: five times slower, but what the
+  // machine's scheduling makes of a tiny model; a second attempt would save
+  // nothing, and in synchronous training would change the steps.
+  JobState state(TwoWorkers(true), TwoTasksOfTwentyMinibatches(), nullptr);
+  auto tasks = HandOutBoth(&state);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  const proto::Task* slow = &tasks->first;
+  const proto::Task* fast = &tasks->second;
+  for (int64_t m = 4; m <= 40; m += 2) {
+    Beat(&state, 1, *slow, 1, m, 0.0025 * static_cast<double>(m));
+    Beat(&state, 2, *fast, m / 2, m, 0.0005 * static_cast<double>(m));
+  }
+  ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
+  auto idle = GetTask(&state, 2);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(idle->type(), proto::TASK_WAIT);
+  // 12.5 ms against 0.5 ms: backed up.
+  for (int64_t m = 42; m <= 80; m += 2) {
+    Beat(&state, 1, *slow, 1, m, 0.1 + 0.0125 * static_cast<double>(m - 40));
+  }
+  auto backup = GetTask(&state, 2);
+  ASSERT_TRUE(backup.ok());
+  ASSERT_EQ(backup->type(), proto::TASK_TRAINING);
+  EXPECT_EQ(backup->task_id(), slow->task_id());
+}
+
 TEST(JobStateTest, ATaskWithoutProgressIsBackedUpThoughItsWorkerHasNoPace) {
   // A worker whose pushes are refused as stale over and over applies
   // nothing: it has no pace, but its task's time tells.

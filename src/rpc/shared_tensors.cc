@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "rpc/tensor_bytes.h"
 
 namespace elasticdl::rpc {
 namespace {
@@ -44,39 +45,6 @@ constexpr std::chrono::milliseconds kServerCheck(50);
 size_t Aligned(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
 std::string Errno(const std::string& what) { return StrCat(what, ": ", std::strerror(errno)); }
-
-// The bytes of `t`'s values by dtype and shape; -1 when they cannot be.
-int64_t ValueBytes(const proto::Tensor& t) {
-  int64_t element = 0;
-  switch (t.dtype()) {
-    case proto::DT_BOOL:
-    case proto::DT_UINT8:
-    case proto::DT_INT8:
-      element = 1;
-      break;
-    case proto::DT_INT16:
-    case proto::DT_FLOAT16:
-    case proto::DT_BFLOAT16:
-      element = 2;
-      break;
-    case proto::DT_FLOAT32:
-    case proto::DT_INT32:
-      element = 4;
-      break;
-    case proto::DT_FLOAT64:
-    case proto::DT_INT64:
-      element = 8;
-      break;
-    default:
-      return -1;
-  }
-  int64_t n = element;
-  for (int64_t d : t.shape()) {
-    if (d < 0 || (d > 0 && n > (int64_t{1} << 40) / d)) return -1;
-    n *= d;
-  }
-  return n;
-}
 
 bool IsRegionName(const std::string& name) {
   if (name.size() <= sizeof kPrefix - 1 || name.size() > 128 || name.rfind(kPrefix, 0) != 0) {

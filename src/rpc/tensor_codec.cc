@@ -6,6 +6,7 @@
 
 #include "common/finite.h"
 #include "common/strings.h"
+#include "rpc/tensor_bytes.h"
 
 namespace elasticdl::rpc {
 namespace {
@@ -123,15 +124,12 @@ struct Described {
 StatusOr<Described> Describe(const proto::Tensor& message, std::string_view shared) {
   EDL_ASSIGN_OR_RETURN(torch::ScalarType dtype, FromProto(message.dtype()));
   std::vector<int64_t> shape(message.shape().begin(), message.shape().end());
-  int64_t numel = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || (d > 0 && numel > (int64_t{1} << 40) / d)) {
-      return absl::InvalidArgumentError(
-          StrCat("tensor '", message.name(), "': invalid shape dimension ", d));
-    }
-    numel *= d;
+  const int64_t numel = ElementCount(shape);
+  if (numel < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("tensor '", message.name(), "': invalid shape ", c10::str(c10::IntArrayRef(shape))));
   }
-  size_t expected = numel * c10::elementSize(dtype);
+  const size_t expected = numel * ElementBytes(message.dtype());
   std::string_view bytes = message.content();
   if (message.has_shared_offset()) {
     if (!bytes.empty() || message.shared_offset() > shared.size() ||

@@ -9,7 +9,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <set>
 #include <string>
+
+#include "rpc/tensor_bytes.h"
 
 namespace elasticdl::rpc {
 namespace {
@@ -50,6 +53,34 @@ TEST(TensorCodecTest, BuffersOfEveryTypeAModelKeepsComeBack) {
     EXPECT_EQ(back.scalar_type(), t.scalar_type()) << t;
     EXPECT_TRUE(torch::equal(back, t)) << t;
   }
+}
+
+TEST(TensorCodecTest, EveryTypeOnTheWireHasLibTorchsSize) {
+  // rpc/tensor_bytes.h sizes values without LibTorch (shared regions): a
+  // type the codec sends must have its size there, LibTorch's.
+  std::set<int> sent;
+  for (torch::ScalarType type :
+       {torch::kFloat32, torch::kFloat64, torch::kInt64, torch::kInt32, torch::kBool, torch::kUInt8,
+        torch::kInt8, torch::kInt16, torch::kFloat16, torch::kBFloat16}) {
+    proto::Tensor message;
+    ASSERT_TRUE(EncodeTensor("t", torch::zeros({2, 3}, type), &message).ok()) << type;
+    EXPECT_EQ(ElementBytes(message.dtype()), static_cast<int64_t>(c10::elementSize(type))) << type;
+    EXPECT_EQ(ValueBytes(message), static_cast<int64_t>(message.content().size())) << type;
+    sent.insert(message.dtype());
+  }
+  // And every type of the protocol but DT_INVALID is one of them.
+  const google::protobuf::EnumDescriptor* types = proto::DataType_descriptor();
+  for (int i = 0; i < types->value_count(); ++i) {
+    const int number = types->value(i)->number();
+    if (number == proto::DT_INVALID) continue;
+    EXPECT_EQ(sent.count(number), 1u) << types->value(i)->name() << " is not sent";
+  }
+  proto::Tensor bad;
+  bad.set_dtype(proto::DT_FLOAT32);
+  bad.add_shape(3);
+  bad.add_shape(-1);
+  EXPECT_EQ(ValueBytes(bad), -1);
+  EXPECT_EQ(DecodeTensor(bad).status().message(), "tensor '': invalid shape [3, -1]");
 }
 
 TEST(TensorCodecTest, ViewsAreEncodedByTheirValuesNotTheirStorage) {

@@ -30,6 +30,9 @@ inline constexpr int64_t kDefaultWorkerLeaseMs = 5000;
 inline constexpr int64_t kDefaultMaxNonfiniteMinibatches = 3;
 // A worker this many times slower than the others is replaced.
 inline constexpr int64_t kDefaultStragglerFactor = 2;
+// Seconds a call into the model's code may run on a worker (see
+// JobArgs::model_call_timeout).
+inline constexpr int64_t kDefaultModelCallTimeout = 300;
 
 // The settings of a job, named as the command-line flags; each flag's help
 // (`elasticdl train --help`) says what it does. Train, Evaluate and Predict
@@ -138,6 +141,11 @@ struct JobArgs {
   // whose holder trains more than 3 times slower; the first attempt to
   // finish wins (parameter-server strategy).
   bool backup_tasks = true;
+  // A call into the model's code on a worker (making a minibatch with
+  // dataset_fn, forward, the loss, backward, the metrics) that has not
+  // returned after this many seconds ends the worker: its task fails
+  // (max_task_retries) and the worker is relaunched; 0: never.
+  int64_t model_call_timeout = kDefaultModelCallTimeout;
 
   // The job and where it runs: cluster "local" (processes on this
   // machine), "slurm" (a Slurm cluster, found as Slurm's own commands find

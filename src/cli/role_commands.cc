@@ -191,6 +191,11 @@ void AddRoleCommands(CLI::App* app, int* exit_code) {
     // A worker that joined by itself is not the master's to relaunch.
     const std::string reasons = joining ? "" : worker_options->job_dir;
     const std::string label = fmt::format("worker-{}", worker_options->worker_id);
+    worker_options->end_process = [reasons, label](const Status& status) {
+      const int code = EndRole(status, reasons, label);
+      spdlog::default_logger()->flush();
+      std::_Exit(code);
+    };
     auto worker = worker::Worker::Create(*worker_options);
     if (!worker.ok()) {
       *exit_code = EndRole(worker.status(), reasons, label);

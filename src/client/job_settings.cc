@@ -187,6 +187,12 @@ std::vector<JobSetting> MakeSettings() {
            "whose worker trains over 3 times (and 10 ms a minibatch) slower; the first to finish "
            "wins",
            kTrain},
+          {"--model_call_timeout", &A::model_call_timeout,
+           "Seconds a call into the model's code on a worker (making a minibatch with dataset_fn, "
+           "forward, the loss, backward, the metrics) may run: one that has not returned by then "
+           "ends the worker, which logs where a Python model's code is; its task fails and the "
+           "worker is relaunched (0: never)",
+           kAll, 0, 0, 1 << 30},
       });
   group(
       "Cluster",
@@ -781,6 +787,7 @@ StatusOr<proto::JobSpec> JobSpecOf(const JobArgs& args, JobCommand command) {
   ft->set_max_nonfinite_minibatches(Int32(args.max_nonfinite_minibatches));
   ft->set_straggler_factor(Int32(args.straggler_factor));
   ft->set_backup_tasks(args.backup_tasks);
+  ft->set_model_call_timeout_s(Int32(args.model_call_timeout));
 
   proto::ClusterSpec* cluster = spec.mutable_cluster();
   cluster->set_kind(args.cluster);

@@ -3,9 +3,12 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <variant>
 #include <vector>
@@ -237,6 +240,8 @@ class PythonZoo final : public ZooModules {
   std::vector<std::string> Files() const override;
   StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
                                  std::initializer_list<EntryKind> kinds) const override;
+  std::string Where(const std::vector<uint64_t>& threads,
+                    std::chrono::milliseconds patience) const override;
 
  private:
   PythonZoo(std::string root, std::map<std::string, std::string> files)
@@ -280,6 +285,30 @@ std::vector<std::string> PythonZoo::Files() const {
   for (const auto& [module, file] : files_) files.push_back(file);
   std::sort(files.begin(), files.end());
   return files;
+}
+
+std::string PythonZoo::Where(const std::vector<uint64_t>& threads,
+                             std::chrono::milliseconds patience) const {
+  // The modules' code runs only in an interpreter a lookup started.
+  if (threads.empty() || !Py_IsInitialized()) return "";
+  // A thread stuck in C code may hold the interpreter's lock for good: the
+  // stacks are read on a thread of their own, left waiting after `patience`.
+  auto answer = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> where = answer->get_future();
+  std::thread([answer, threads] {
+    std::string text;
+    {
+      py::gil_scoped_acquire gil;
+      try {
+        text = Runtime().attr("where")(threads).cast<std::string>();
+      } catch (const py::error_already_set& e) {
+        text = StrCat("(the stacks cannot be read: ", DescribeError(e), ")");
+      }
+    }
+    answer->set_value(std::move(text));
+  }).detach();
+  if (where.wait_for(patience) != std::future_status::ready) return "";
+  return where.get();
 }
 
 StatusOr<PyRef> PythonZoo::Import(const std::string& module) const {

@@ -4,10 +4,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <pybind11/stl.h>
 #include <torch/torch.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -200,6 +202,56 @@ TEST_F(PythonZooTest, RunsTheModelFilesEntriesAsTheWorkerDoes) {
   MetricState accuracy = metrics->at("accuracy")->state();
   EXPECT_EQ(accuracy.values, (std::vector<double>{1, 2}));
   EXPECT_EQ(metrics->at("builtin_accuracy")->state().values, accuracy.values);
+}
+
+TEST_F(PythonZooTest, WhereAThreadIsInTheModelsCodeIsTold) {
+  // A dataset_fn whose map waits for good on its third record: where it
+  // waits, from another thread, as a worker's heartbeat thread asks.
+  Write(zoo_.File("stuck/model.py"), std::string(kSeedFile) + R"(
+import threading
+
+_never = threading.Event()
+
+def waits_forever(record):
+    _never.wait()
+    return record
+
+def stuck_dataset_fn(dataset, mode):
+    seen = [0]
+    def _third_waits(record):
+        seen[0] += 1
+        return waits_forever(record) if seen[0] == 3 else record
+    return dataset_fn(dataset.map(_third_waits), mode)
+)");
+  ZooProgramNames names;
+  names.dataset_fn = "stuck_dataset_fn";
+  StatusOr<ZooProgram> program = Resolve("stuck.model.custom_model", "", names);
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto batches =
+      program->MakeBatches(Dataset<Record>::FromVector(Records(8)).with_seed(1), Mode::TRAINING, 4);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  std::atomic<uint64_t> stuck_thread{0};
+  std::thread stuck([&] {
+    stuck_thread = static_cast<uint64_t>(pthread_self());
+    batches->Next().IgnoreError();  // returns once _never is set, below
+  });
+  while (stuck_thread == 0) std::this_thread::yield();
+  std::string where;
+  for (int i = 0; i < 200 && where.find("_never.wait()") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    where = program->Where({stuck_thread}, std::chrono::seconds(2));
+  }
+  EXPECT_THAT(where, HasSubstr("stuck/model.py\", line "));
+  EXPECT_THAT(where, HasSubstr(", in waits_forever\n    _never.wait()"));
+  EXPECT_THAT(where, HasSubstr("in _third_waits"));
+  // No Python code on this thread, nor on an unknown one.
+  EXPECT_EQ(program->Where({static_cast<uint64_t>(pthread_self()), 12345}, std::chrono::seconds(2)),
+            "");
+  {
+    pybind11::gil_scoped_acquire gil;
+    pybind11::module_::import("stuck.model").attr("_never").attr("set")();
+  }
+  stuck.join();
 }
 
 TEST_F(PythonZooTest, PipelinesAreSeededPerTaskAndNameTheirRecords) {

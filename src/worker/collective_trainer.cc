@@ -662,6 +662,8 @@ Status CollectiveTrainer::Fill(int64_t from, int64_t index) {
   // at once: the task's end is known, and the thread is free for the next
   // task's (AskAhead) while these are trained.
   while (c.position <= index || (c.ahead && w_.Ahead().EndMade())) {
+    const ModelCalls::Scope call =
+        w_.calls_.Enter(ModelCalls::kPipeline, c.task.task_id(), c.position);
     StatusOr<std::optional<Example>> batch = std::optional<Example>();
     if (c.ahead) {
       batch = w_.Ahead().Next();
@@ -814,9 +816,14 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       const Example& batch = current_->ready.at(*minibatch);
       model.train();
       torch::manual_seed(job_seeds::Minibatch(w_.job_.seed, current_->task.task_id(), *minibatch));
-      StatusOr<torch::Tensor> outputs = w_.program_.Forward(model, batch.features, true);
+      const int64_t task = current_->task.task_id();
+      StatusOr<torch::Tensor> outputs = w_.calls_.Run(ModelCalls::kForward, task, *minibatch, [&] {
+        return w_.program_.Forward(model, batch.features, true);
+      });
       StatusOr<torch::Tensor> computed =
-          outputs.ok() ? w_.program_.Loss(batch.labels, *outputs) : outputs.status();
+          outputs.ok() ? w_.calls_.Run(ModelCalls::kLoss, task, *minibatch,
+                                       [&] { return w_.program_.Loss(batch.labels, *outputs); })
+                       : outputs.status();
       if (!computed.ok()) {
         EDL_RETURN_IF_ERROR(ReportCurrent(false, std::string(computed.status().message())));
         minibatch.reset();
@@ -883,6 +890,8 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
     buckets_->Begin(group_.get(), minibatch.has_value());
     if (minibatch) {
       try {
+        const ModelCalls::Scope call =
+            w_.calls_.Enter(ModelCalls::kBackward, current_->task.task_id(), *minibatch);
         loss.backward();
       } catch (const std::exception& e) {
         // Some buckets are out already: this step cannot be finished

@@ -10,7 +10,8 @@
 //
 // The thread may run at a lower priority than the thread that made it (a
 // higher nice value), so that on cores busy computing it takes the time the
-// computing threads leave rather than theirs.
+// computing threads leave rather than theirs. Making an element is a call
+// into the model's code (ModelCalls), where one is given.
 #ifndef ELASTICDL_WORKER_PIPELINE_AHEAD_H_
 #define ELASTICDL_WORKER_PIPELINE_AHEAD_H_
 
@@ -30,6 +31,7 @@
 #include <utility>
 
 #include "elasticdl/data/dataset.h"
+#include "worker/model_calls.h"
 
 namespace elasticdl::worker {
 
@@ -37,9 +39,10 @@ template <typename T>
 class PipelineAhead {
  public:
   // `niceness` is added to the thread's nice value (and so to that of the
-  // threads its pipelines start).
-  explicit PipelineAhead(size_t depth, int niceness = 0)
-      : depth_(depth > 0 ? depth : 1), niceness_(niceness) {
+  // threads its pipelines start). `calls` (may be null) is told of each
+  // element in the making.
+  explicit PipelineAhead(size_t depth, int niceness = 0, ModelCalls* calls = nullptr)
+      : depth_(depth > 0 ? depth : 1), niceness_(niceness), calls_(calls) {
     thread_ = std::thread([this] { Run(); });
   }
   ~PipelineAhead() {
@@ -54,14 +57,16 @@ class PipelineAhead {
   PipelineAhead(const PipelineAhead&) = delete;
   PipelineAhead& operator=(const PipelineAhead&) = delete;
 
-  // Runs `pipeline` ahead from now on, in place of any earlier one (Stop).
-  // Nothing else iterates it afterwards.
-  void Start(Dataset<T> pipeline) {
+  // Runs `pipeline` (of `task`, for ModelCalls) ahead from now on, in
+  // place of any earlier one (Stop). Nothing else iterates it afterwards.
+  void Start(Dataset<T> pipeline, int64_t task = -1) {
     Stop();
     {
       std::lock_guard<std::mutex> lock(mu_);
       pipeline_.emplace(std::move(pipeline));
       active_ = true;
+      task_ = task;
+      made_ = 0;
     }
     cv_.notify_all();
   }
@@ -139,8 +144,10 @@ class PipelineAhead {
       if (quit_) return;
       // pipeline_ is this thread's while busy_: Start and Stop wait for it.
       busy_ = true;
+      const int64_t task = task_;
+      const int64_t index = made_++;
       lock.unlock();
-      StatusOr<std::optional<T>> next = NextOfPipeline();
+      StatusOr<std::optional<T>> next = NextOfPipeline(task, index);
       lock.lock();
       busy_ = false;
       ready_.push_back(std::move(next));
@@ -149,7 +156,9 @@ class PipelineAhead {
     }
   }
 
-  StatusOr<std::optional<T>> NextOfPipeline() {
+  StatusOr<std::optional<T>> NextOfPipeline(int64_t task, int64_t index) {
+    std::optional<ModelCalls::Scope> call;
+    if (calls_ != nullptr) call.emplace(calls_->Enter(ModelCalls::kPipeline, task, index));
     try {
       return pipeline_->Next();
     } catch (const std::exception& e) {  // the stages turn user code's throws into errors
@@ -159,6 +168,7 @@ class PipelineAhead {
 
   const size_t depth_;
   const int niceness_;
+  ModelCalls* const calls_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<Dataset<T>> pipeline_;
@@ -167,7 +177,9 @@ class PipelineAhead {
   bool busy_ = false;                             // the thread is making an element of pipeline_
   bool ended_ = false;  // the pipeline's end or error is in ready_ (or was taken)
   bool quit_ = false;
-  size_t waits_ = 0;  // Next waited for an element, since TakeWaits
+  size_t waits_ = 0;   // Next waited for an element, since TakeWaits
+  int64_t task_ = -1;  // of pipeline_
+  int64_t made_ = 0;   // elements of pipeline_ made or in the making
   std::thread thread_;
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -127,6 +128,7 @@ WorkerJob WorkerJob::Of(const proto::JobSpec& spec) {
   if (spec.fault_tolerance().collective_timeout_ms() > 0) {
     job.collective_timeout = milliseconds(spec.fault_tolerance().collective_timeout_ms());
   }
+  job.model_call_timeout = std::chrono::seconds(spec.fault_tolerance().model_call_timeout_s());
   return job;
 }
 
@@ -196,7 +198,7 @@ PipelineAhead<Example>& Worker::Ahead() {
     const bool collective = job_.strategy != proto::PARAMETER_SERVER_STRATEGY;
     ahead_ = std::make_unique<PipelineAhead<Example>>(
         kMinibatchesAhead,
-        collective ? kCollectivePipelineNiceness : kParameterServerPipelineNiceness);
+        collective ? kCollectivePipelineNiceness : kParameterServerPipelineNiceness, &calls_);
   }
   return *ahead_;
 }
@@ -419,7 +421,9 @@ StatusOr<Dataset<Example>> Worker::Batches(const proto::Task& task, Mode mode, b
   Dataset<Record> records = ReadRecords(file, task.start(), task.end());
   if (!ahead) records = records.prefetch(static_cast<size_t>(job_.minibatch_size));
   records = records.with_seed(job_seeds::Pipeline(job_.seed, task.epoch(), task.task_id()));
-  return program_.MakeBatches(std::move(records), mode, job_.minibatch_size);
+  return calls_.Run(ModelCalls::kDatasetFn, task.task_id(), -1, [&] {
+    return program_.MakeBatches(std::move(records), mode, job_.minibatch_size);
+  });
 }
 
 Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& tag, uint64_t seed,
@@ -460,12 +464,18 @@ Status Worker::TrainMinibatch(const Example& batch, const proto::MinibatchTag& t
     model_->RestoreBuffers();
     rows_.Clear();
     torch::manual_seed(seed);
-    StatusOr<torch::Tensor> forward = program_.Forward(model, batch.features, true);
+    StatusOr<torch::Tensor> forward =
+        calls_.Run(ModelCalls::kForward, tag.task_id(), tag.minibatch(),
+                   [&] { return program_.Forward(model, batch.features, true); });
     // A lookup of embedding rows that failed is the servers' failure.
     EDL_RETURN_IF_ERROR(rows_.TakeError(batch));
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
-    EDL_ASSIGN_OR_RETURN(torch::Tensor loss, program_.Loss(batch.labels, outputs));
+    EDL_ASSIGN_OR_RETURN(torch::Tensor loss,
+                         calls_.Run(ModelCalls::kLoss, tag.task_id(), tag.minibatch(),
+                                    [&] { return program_.Loss(batch.labels, outputs); }));
     try {
+      const ModelCalls::Scope call =
+          calls_.Enter(ModelCalls::kBackward, tag.task_id(), tag.minibatch());
       loss.backward();
     } catch (const std::exception& e) {
       return program_.Annotate(
@@ -609,6 +619,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
   std::deque<StatusOr<std::optional<Example>>> taken;
   bool end_taken = false;
   auto next = [&](int64_t minibatch) -> StatusOr<std::optional<Example>> {
+    const ModelCalls::Scope call = calls_.Enter(ModelCalls::kPipeline, task.task_id(), minibatch);
     if (!taken.empty()) {
       StatusOr<std::optional<Example>> batch = std::move(taken.front());
       taken.pop_front();
@@ -621,7 +632,7 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
     probed = true;
     StatusOr<std::optional<Example>> batch = ProbedPull(&*batches, &ahead);
     if (ahead) {
-      Ahead().Start(std::move(*batches));
+      Ahead().Start(std::move(*batches), task.task_id());
       pipelines_free_ = true;
     }
     return batch;
@@ -716,21 +727,26 @@ Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* repor
   EDL_ASSIGN_OR_RETURN(auto metrics, program_.MakeMetrics());
   EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::EVALUATION));
   torch::NoGradGuard no_grad;
-  while (true) {
+  for (int64_t minibatch = 0;; ++minibatch) {
     // A stopped evaluation task is redone whole: its states count only
     // when complete.
     if (stopping()) {
       report->set_stopped(true);
       return absl::OkStatus();
     }
-    StatusOr<std::optional<Example>> batch = batches.Next();
+    StatusOr<std::optional<Example>> batch = calls_.Run(ModelCalls::kPipeline, task.task_id(),
+                                                        minibatch, [&] { return batches.Next(); });
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
     rows_.Clear();
-    StatusOr<torch::Tensor> forward = program_.Forward(model_->model(), (**batch).features, false);
+    StatusOr<torch::Tensor> forward =
+        calls_.Run(ModelCalls::kForward, task.task_id(), minibatch,
+                   [&] { return program_.Forward(model_->model(), (**batch).features, false); });
     EDL_RETURN_IF_ERROR(rows_.TakeError(**batch));
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
-    EDL_RETURN_IF_ERROR(program_.UpdateMetrics(metrics, (**batch).labels, outputs));
+    EDL_RETURN_IF_ERROR(calls_.Run(ModelCalls::kMetrics, task.task_id(), minibatch, [&] {
+      return program_.UpdateMetrics(metrics, (**batch).labels, outputs);
+    }));
   }
   for (const auto& [name, metric] : metrics) {
     MetricState state = metric->state();
@@ -756,16 +772,19 @@ Status Worker::Predict(const proto::Task& task, proto::ReportTaskRequest* report
   rows.reserve(static_cast<size_t>(std::max<int64_t>(task.end() - task.start(), 0)));
   int64_t position = task.start();
   const std::string file = CsvField(task.file());
-  while (true) {
+  for (int64_t minibatch = 0;; ++minibatch) {
     if (stopping()) {
       report->set_stopped(true);
       return absl::OkStatus();
     }
-    StatusOr<std::optional<Example>> batch = batches.Next();
+    StatusOr<std::optional<Example>> batch = calls_.Run(ModelCalls::kPipeline, task.task_id(),
+                                                        minibatch, [&] { return batches.Next(); });
     if (!batch.ok()) return DatasetError(batch.status());
     if (!batch->has_value()) break;
     rows_.Clear();
-    StatusOr<torch::Tensor> forward = program_.Forward(model_->model(), (**batch).features, false);
+    StatusOr<torch::Tensor> forward =
+        calls_.Run(ModelCalls::kForward, task.task_id(), minibatch,
+                   [&] { return program_.Forward(model_->model(), (**batch).features, false); });
     EDL_RETURN_IF_ERROR(rows_.TakeError(**batch));
     EDL_ASSIGN_OR_RETURN(torch::Tensor outputs, std::move(forward));
     torch::Tensor values = outputs.detach().to(torch::kFloat64).reshape({outputs.size(0), -1});
@@ -886,6 +905,12 @@ void Worker::HeartbeatLoop() {
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_cv_.wait_for(lock, interval, [this] { return heartbeat_quit_; })) {
     lock.unlock();
+    if (job_.model_call_timeout.count() > 0) {
+      if (std::optional<ModelCalls::Call> call = calls_.Longest();
+          call && ModelCalls::Clock::now() - call->since >= job_.model_call_timeout) {
+        EndStuck(*call);
+      }
+    }
     proto::HeartbeatRequest request;
     request.set_worker_id(options_.worker_id);
     {
@@ -927,6 +952,43 @@ void Worker::HeartbeatLoop() {
     }
     lock.lock();
   }
+}
+
+void Worker::EndStuck(const ModelCalls::Call& call) {
+  const std::chrono::duration<double> running = ModelCalls::Clock::now() - call.since;
+  std::string message =
+      fmt::format("{} has not returned after {:.0f} s (--model_call_timeout={}); the worker ends",
+                  call.Describe(), running.count(), job_.model_call_timeout.count());
+  const std::string where = program_.Where(calls_.Threads(), std::chrono::seconds(2));
+  if (!where.empty()) message += StrCat(". The model's Python code is at:\n", where);
+  // The task the call was for fails: the current one, or the one handed
+  // out ahead whose pipeline was being made. The master takes back the
+  // other when the process ends, its progress kept.
+  std::optional<proto::ReportTaskRequest> report;
+  {
+    std::lock_guard<std::mutex> lock(task_mu_);
+    if (call.task >= 0 && call.task == task_id_) {
+      report.emplace();
+      report->set_attempt(attempt_);
+      report->set_minibatches_done(minibatches_done_.load());
+    } else if (call.task >= 0 && ahead_held_ && ahead_held_->task_id() == call.task) {
+      report.emplace();
+      report->set_attempt(ahead_held_->attempt());
+    }
+  }
+  if (report) {
+    report->set_worker_id(options_.worker_id);
+    report->set_task_id(call.task);
+    report->set_error(message);
+    if (Status s = Send(*report); !s.ok()) {
+      spdlog::warn("cannot report task {} failed: {}", call.task, std::string(s.message()));
+    }
+  }
+  const Status reason = absl::DeadlineExceededError(message);
+  if (options_.end_process) options_.end_process(reason);
+  spdlog::error("{}", message);
+  spdlog::default_logger()->flush();
+  std::_Exit(1);
 }
 
 void Worker::StopHeartbeats() {
@@ -1055,7 +1117,7 @@ bool Worker::TakeNext(bool wait, std::optional<NextTask>* next) {
     // the task begins.
     StatusOr<Dataset<Example>> batches = Batches(task, Mode::TRAINING, /*ahead=*/true);
     if (batches.ok()) {
-      Ahead().Start(std::move(*batches));
+      Ahead().Start(std::move(*batches), task.task_id());
       (*next)->started = true;
     }
   }

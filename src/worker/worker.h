@@ -52,6 +52,7 @@
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "worker/call_timings.h"
+#include "worker/model_calls.h"
 #include "worker/peers.h"
 #include "worker/pipeline_ahead.h"
 #include "worker/server_rows.h"
@@ -77,6 +78,10 @@ struct WorkerOptions {
   // How long registration waits for the master and its parameter servers
   // (a relaunched server restores its checkpoint first).
   std::chrono::milliseconds register_patience{120000};
+  // Ends the process, `status` being why (a call into the model's code that
+  // does not return cannot be stopped otherwise); must not return. Unset:
+  // std::_Exit(1).
+  std::function<void(const Status&)> end_process;
 };
 
 // A worker's part of the job spec.
@@ -103,6 +108,9 @@ struct WorkerJob {
   std::string checkpoint_dir_for_init;
   int64_t max_steps = 0;
   std::chrono::milliseconds collective_timeout{60000};
+  // A call into the model's code that runs this long ends the worker
+  // (EndStuck); 0: never.
+  std::chrono::seconds model_call_timeout{0};
   // Parameter-server strategy: a worker with as many cores as LibTorch
   // threads binds each thread to a core of its own while its pipeline keeps
   // ahead of the model (TeamBinding; `--bind_workers`).
@@ -231,6 +239,11 @@ class Worker {
 
   void HeartbeatLoop();
   void StopHeartbeats();
+  // A call into the model's code has run past job_.model_call_timeout:
+  // says which, and where a Python model's code is, fails the task it was
+  // for (a call that hangs on the task's records would hang again, so it
+  // counts against the task's retries) and ends the process.
+  [[noreturn]] void EndStuck(const ModelCalls::Call& call);
   bool stopping() const;
   // The task the heartbeats name, from its hand-out to its report.
   void BeginTask(const proto::Task& task);
@@ -251,6 +264,9 @@ class Worker {
   ZooProgram program_;
   WorkerPeers peers_;
   CallTimings timings_;  // of ps_'s calls, reported with each task
+  // The calls into the model's code under way, which the heartbeat thread
+  // watches.
+  ModelCalls calls_;
   // Where this process's time went, sent with heartbeats and reports.
   TimeAccount account_{TimeAccount::ProcessStart()};
   std::unique_ptr<rpc::ParameterServers> ps_;

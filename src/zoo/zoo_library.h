@@ -4,6 +4,8 @@
 #ifndef ELASTICDL_ZOO_ZOO_LIBRARY_H_
 #define ELASTICDL_ZOO_ZOO_LIBRARY_H_
 
+#include <chrono>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -45,6 +47,11 @@ class ZooModules {
   // imported (with the traceback). The entry lives as long as this object.
   virtual StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
                                          std::initializer_list<EntryKind> kinds) const = 0;
+  // Where `threads` (pthread_self() values) are in the modules' code, for a
+  // call that does not return: the last frames of each one's stack; "" for
+  // none, or when it cannot be told within `patience`.
+  virtual std::string Where(const std::vector<uint64_t>& threads,
+                            std::chrono::milliseconds patience) const = 0;
 };
 
 // Splits --model_def: everything before the last dot is the module. Fewer
@@ -112,6 +119,12 @@ class ZooLibrary {
   // ModuleFile(module).
   std::string FileOf(const std::string& module) const;
   const std::string& path() const { return path_; }
+  // ZooModules::Where of the Python modules; "" without them (a compiled
+  // module's code cannot be looked into).
+  std::string Where(const std::vector<uint64_t>& threads,
+                    std::chrono::milliseconds patience) const {
+    return modules_ != nullptr ? modules_->Where(threads, patience) : "";
+  }
 
  private:
   ZooLibrary(std::string path, void* handle, const ZooRegistry* registry,

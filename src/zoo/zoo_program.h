@@ -8,6 +8,8 @@
 #ifndef ELASTICDL_ZOO_ZOO_PROGRAM_H_
 #define ELASTICDL_ZOO_ZOO_PROGRAM_H_
 
+#include <chrono>
+#include <cstdint>
 #include <exception>
 #include <initializer_list>
 #include <map>
@@ -130,6 +132,12 @@ class ZooProgram {
   std::string EntryLocation(EntryKind kind) const;
   // `status` with EntryLocation(kind) in front; OK stays OK.
   Status Annotate(const Status& status, EntryKind kind) const;
+  // Where `threads` are in the model's Python code, for a call that does
+  // not return (ZooLibrary::Where); "" for a compiled model.
+  std::string Where(const std::vector<uint64_t>& threads,
+                    std::chrono::milliseconds patience) const {
+    return library_->Where(threads, patience);
+  }
 
   // The entries in use, each as module.name (class defaults as
   // <model_def>.default_loss, ...): what the trained model records, and

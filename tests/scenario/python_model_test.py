@@ -592,6 +592,74 @@ class PythonModelTest(JobTestCase):
                               "it did not hand back", "(on training task ", within=120)
         self.assertNoProcessesLeft(job_dir)
 
+    def test_a_call_that_never_returns_ends_its_worker_and_its_task_is_retried(self):
+        """A dataset_fn that waits for good (here: once, the 200th record a process parses)
+        would keep its worker's heartbeats going and the job waiting forever. Past
+        --model_call_timeout the worker says which call and where its Python code is,
+        fails its task and ends; the task is retried and every record is trained once.
+        The other worker, which waits for the stuck one's gradients in the synchronous
+        step, is not taken for stuck."""
+        mark = self.path("hung-once")
+        with open(os.path.join(exactness.MODEL_ZOO, "exactness", "python_exactness.py")) as f:
+            model_file = f.read()
+        zoo = self.write_zoo({
+            "exactness/python_exactness.py": model_file,
+            "exactness/hangs.py": f"""\
+                import os
+                import time
+
+                from elasticdl import Mode
+                from exactness.python_exactness import Exactness, dataset_fn
+
+                def hangs_once_dataset_fn(dataset, mode):
+                    parsed = [0]
+                    def parse(record):
+                        parsed[0] += 1
+                        if parsed[0] == 200 and mode == Mode.TRAINING:
+                            try:  # the first process there, of the workers in lockstep
+                                os.close(os.open({mark!r}, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                            except FileExistsError:
+                                return record
+                            time.sleep(3600)
+                        return record
+                    return dataset_fn(dataset.map(parse), mode)
+                """,
+        })
+        data = self.path("ids.recordio")
+        exactness.write_records(data, range(3000))
+        model = self.path("hangs-model")
+        job_dir = self.job_dir("hangs")
+        job = self.run_job(self.train_args(
+            job_dir, model_zoo=zoo, model_def="exactness.hangs.Exactness",
+            dataset_fn="hangs_once_dataset_fn", loss="exactness.python_exactness.loss",
+            optimizer="exactness.python_exactness.unit_step_optimizer",
+            params="num_records=3000", training_data=data, validation_data=None,
+            minibatch_size=32, num_workers=2, model_call_timeout=3, output=model))
+        self.assertSucceeded(job)
+        self.assertTrue(os.path.exists(mark), job.describe())
+        self.assertEqual(exactness.check_rows(model, 3000, 1), "", job.describe())
+        self.assertRegex(job.stderr, r"dataset_fn's pipeline \(minibatch \d+ of task \d+\) has "
+                         r"not returned after 3 s \(--model_call_timeout=3\); the worker ends")
+        self.assertIn("exactness/hangs.py", job.stderr)
+        self.assertIn("time.sleep(3600)", job.stderr)
+        events = exactness.read_events(job_dir)
+        failed = [e for e in events if e["event"] == "task_done" and e.get("error")]
+        self.assertEqual(len(failed), 1, job.describe())
+        self.assertIn("has not returned after 3 s", failed[0]["error"])
+        lost = [e for e in events if e["event"] == "worker_lost"]
+        self.assertEqual(len(lost), 1, job.describe())
+
+    def test_a_call_that_always_hangs_fails_the_job_naming_it(self):
+        zoo = self.write_zoo({"hangs/model.py": after_records(100, "time.sleep(3600)")
+                              .replace("import os\n", "import os\nimport time\n", 1)})
+        job_dir = self.job_dir("always-hangs")
+        job = self.run_job(self.train_args(job_dir, model_zoo=zoo, model_def="hangs.model.Model",
+                                           dataset_fn="after_dataset_fn", num_workers=1,
+                                           max_task_retries=1, model_call_timeout=2))
+        self.assertFailedWith(job, "has not returned after 2 s (--model_call_timeout=2)",
+                              "hangs/model.py", "time.sleep(3600)", within=120)
+        self.assertNoProcessesLeft(job_dir)
+
     def test_adamw_and_a_warmup_then_steplr_train_what_a_plain_pytorch_loop_trains(self):
         """A PyTorch user's recipe, AdamW with weight decay and torchvision's schedule (a
         SequentialLR of a LinearLR warm-up and a StepLR), trained by the parameter server:

@@ -114,6 +114,25 @@ def describe_exception(exc, tb=None):
     return head + "\n" + "".join(te.format()).rstrip()
 
 
+def where(threads, frames_each=8):
+    """Where each of `threads` (their idents) is in Python code, for a call that does
+    not return: the last `frames_each` frames of its stack, the zoo's files named
+    relative to the zoo and the runtime's own frames left out. A thread in no Python
+    code is left out; "" when none is."""
+    current = sys._current_frames()
+    stacks = []
+    for ident in threads:
+        frame = current.get(ident)
+        if frame is None:
+            continue
+        frames = [f for f in traceback.extract_stack(frame) if not _hidden(f.filename)]
+        for f in frames:
+            f.filename = _relative(f.filename)
+        if frames:
+            stacks.append("".join(traceback.format_list(frames[-frames_each:])).rstrip())
+    return "\n".join(stacks)
+
+
 def _chain(te):
     seen = set()
     while te is not None and id(te) not in seen:

@@ -1,0 +1,85 @@
+// The calls into the model's code a worker's heartbeat thread watches: the
+// longest under way, on whichever thread, and what it is said to be.
+#include "worker/model_calls.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <thread>
+
+#include "worker/pipeline_ahead.h"
+
+namespace elasticdl::worker {
+namespace {
+
+TEST(ModelCallsTest, TheLongestCallUnderWayOnAnyThread) {
+  ModelCalls calls;
+  EXPECT_FALSE(calls.Longest().has_value());
+  {
+    const ModelCalls::Scope outer = calls.Enter(ModelCalls::kForward, 5, 3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const ModelCalls::Scope inner = calls.Enter(ModelCalls::kLoss, 5, 3);
+    std::optional<ModelCalls::Call> longest = calls.Longest();
+    ASSERT_TRUE(longest.has_value());
+    EXPECT_STREQ(longest->what, ModelCalls::kForward);
+    EXPECT_EQ(longest->Describe(), "forward (minibatch 3 of task 5)");
+    EXPECT_EQ(longest->thread, static_cast<uint64_t>(pthread_self()));
+    EXPECT_THAT(calls.Threads(), ::testing::ElementsAre(static_cast<uint64_t>(pthread_self())));
+  }
+  EXPECT_FALSE(calls.Longest().has_value());
+
+  // Another thread's call, begun first, is the longest; ended, it is gone.
+  std::atomic<bool> entered{false}, release{false};
+  uint64_t other = 0;
+  std::thread t([&] {
+    other = static_cast<uint64_t>(pthread_self());
+    const ModelCalls::Scope call = calls.Enter(ModelCalls::kDatasetFn, 7);
+    entered = true;
+    while (!release) std::this_thread::yield();
+  });
+  while (!entered) std::this_thread::yield();
+  {
+    const ModelCalls::Scope mine = calls.Run(
+        ModelCalls::kBackward, 5, 4, [&] { return calls.Enter(ModelCalls::kBackward, 5, 4); });
+    EXPECT_EQ(calls.Longest()->Describe(), "dataset_fn (task 7)");
+    EXPECT_EQ(calls.Longest()->thread, other);
+    EXPECT_EQ(calls.Threads().size(), 2u);
+    release = true;
+    t.join();
+    EXPECT_EQ(calls.Longest()->Describe(), "backward (minibatch 4 of task 5)");
+  }
+  EXPECT_FALSE(calls.Longest().has_value());
+  EXPECT_EQ(calls.Run(ModelCalls::kMetrics, -1, -1, [&] { return calls.Longest()->Describe(); }),
+            "eval_metrics_fn");
+}
+
+TEST(ModelCallsTest, APipelineAheadMakesItsElementsAsCalls) {
+  ModelCalls calls;
+  std::atomic<int> made{0};
+  std::atomic<bool> release{false};
+  {
+    PipelineAhead<int64_t> ahead(1, 0, &calls);
+    // The third element waits until released: a call of the task's
+    // pipeline, its index the element's.
+    ahead.Start(Dataset<int64_t>::FromVector({0, 1, 2, 3}).map([&](int64_t i) {
+      ++made;
+      while (i == 2 && !release) std::this_thread::yield();
+      return i;
+    }),
+                /*task=*/9);
+    EXPECT_EQ(**ahead.Next(), 0);
+    EXPECT_EQ(**ahead.Next(), 1);
+    while (made < 3) std::this_thread::yield();
+    std::optional<ModelCalls::Call> call = calls.Longest();
+    ASSERT_TRUE(call.has_value());
+    EXPECT_EQ(call->Describe(), "dataset_fn's pipeline (minibatch 2 of task 9)");
+    release = true;
+    EXPECT_EQ(**ahead.Next(), 2);
+  }
+  EXPECT_FALSE(calls.Longest().has_value());
+}
+
+}  // namespace
+}  // namespace elasticdl::worker

@@ -138,10 +138,13 @@ Status ApplyTrialCallbacks(const JobArgs& args, const ZooProgram& program, proto
       args, declared, program.EntryLocation(EntryKind::kLearningRateSchedule), tasks);
 }
 
-// --early_stopping watches a metric that eval_metrics_fn makes.
-Status CheckEarlyStoppingMetric(const ZooProgram& program, const proto::TaskSpec& tasks) {
-  if (!tasks.has_early_stopping()) return absl::OkStatus();
+// A job that evaluates calls eval_metrics_fn now, so that what it returns
+// is checked before any process starts rather than at the end of the first
+// evaluation's tasks; --early_stopping watches a metric it makes.
+Status CheckMetrics(const ZooProgram& program, const proto::TaskSpec& tasks) {
+  if (tasks.validation_data().empty() && !tasks.has_early_stopping()) return absl::OkStatus();
   EDL_ASSIGN_OR_RETURN(auto metrics, program.MakeMetrics());
+  if (!tasks.has_early_stopping()) return absl::OkStatus();
   const std::string& metric = tasks.early_stopping().metric();
   if (metrics.count(metric) != 0) return absl::OkStatus();
   std::vector<std::string> names;
@@ -223,7 +226,7 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
     return absl::InternalError("cannot encode the optimizer");
   }
   EDL_RETURN_IF_ERROR(PrepareSchedule(args, program, optimizer, spec->mutable_model()));
-  EDL_RETURN_IF_ERROR(CheckEarlyStoppingMetric(program, spec->tasks()));
+  EDL_RETURN_IF_ERROR(CheckMetrics(program, spec->tasks()));
   proto::ModelSpec* model = spec->mutable_model();
   model->set_model_zoo(AbsolutePath(zoo_sources));
   model->set_zoo_identity(zoo.identity);

@@ -293,6 +293,10 @@ class PythonModelTest(JobTestCase):
                     return functools.partial(torch.optim.SGD, lr=0.1, maximize=True)
                 def no_lr():
                     return torch.optim.SGD
+                def sgd():
+                    return functools.partial(torch.optim.SGD, lr=0.1)
+                def no_dict_metrics():
+                    return [lambda labels, predictions: predictions.argmax(1) == labels]
                 """,
         })
         cases = [
@@ -311,6 +315,11 @@ class PythonModelTest(JobTestCase):
             ("no-lr", {"model_def": "bad.model.custom_model", "optimizer": "no_lr"},
              ["error: bad/model.py: no_lr threw: TypeError: optimizer(): torch.optim.SGD needs "
               "'lr'"]),
+            # Found now, not once the first evaluation's tasks are done.
+            ("metrics", {"model_def": "bad.model.custom_model", "optimizer": "sgd",
+                         "eval_metrics_fn": "no_dict_metrics"},
+             ["error: bad/model.py: no_dict_metrics threw: TypeError: returned a list, expected "
+              "a dict of {name: metric}"]),
         ]
         for name, flags, fragments in cases:
             with self.subTest(name):

@@ -142,14 +142,17 @@ Status WriteFile(const std::string& path, std::string_view contents) {
 const std::vector<ZooTemplate>& ZooTemplates() {
   static const auto* const templates = new std::vector<ZooTemplate>{
       {"mnist", "a small CNN on Fashion-MNIST (elasticdl data mnist)",
-       "elasticdl data mnist --output={zoo}/data --limit=2000"},
+       "elasticdl data mnist --output={zoo}/data --limit=2000", "mnist/model.cc"},
+      {"pytorch", "the same CNN as a PyTorch model file (mnist/model.py)",
+       "elasticdl data mnist --output={zoo}/data --limit=2000", "mnist/model.py"},
       {"tabular", "an MLP on CSV rows, with a generated data set (data/train.csv, data/test.csv)",
        "elasticdl data convert {zoo}/data/train.csv {zoo}/data/train.recordio "
-       "--csv_types=label:int64"},
+       "--csv_types=label:int64",
+       "tabular/model.cc"},
       {"trial",
        "a trial (build_model, make_data_loaders, callbacks) on Fashion-MNIST, and an "
        "experiment file that searches its hyperparameters",
-       "elasticdl data mnist --output={zoo}/data --limit=2000"},
+       "elasticdl data mnist --output={zoo}/data --limit=2000", "trial/model.cc"},
   };
   return *templates;
 }

@@ -28,12 +28,14 @@ struct ZooTemplate {
   // The first command to run after `zoo init`, with "{zoo}" where the new
   // zoo's directory goes (its README.md holds it and the rest).
   std::string_view next_command;
+  // The model file, relative to the zoo: "mnist/model.cc".
+  std::string_view model_file;
 };
 
-// mnist, tabular and trial, in that order.
+// mnist, pytorch, tabular and trial, in that order.
 const std::vector<ZooTemplate>& ZooTemplates();
 
-// "mnist, tabular, trial": the names, for messages.
+// "mnist, pytorch, tabular, trial": the names, for messages.
 std::string ZooTemplateNames();
 
 struct ZooInitOptions {

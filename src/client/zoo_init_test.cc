@@ -81,10 +81,12 @@ TEST_F(ZooInitTest, EveryTemplateOfTheRepositoryIsAModelFileAndAReadme) {
     StatusOr<ZooInitResult> result = InitZoo(options);
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->dir, dir);
-    const std::string model_file = std::string(t.name) + "/model.cc";
+    const std::string model_file(t.model_file);
     EXPECT_THAT(result->files, ::testing::Contains("README.md"));
     EXPECT_THAT(result->files, ::testing::Contains(model_file));
-    EXPECT_THAT(Read(dir + "/" + model_file), HasSubstr("ELASTICDL_REGISTER"));
+    const bool python = model_file.size() > 3 && model_file.substr(model_file.size() - 3) == ".py";
+    EXPECT_THAT(Read(dir + "/" + model_file),
+                HasSubstr(python ? "def dataset_fn(" : "ELASTICDL_REGISTER"));
     // The README names the zoo, and starts where `zoo init` says to.
     const std::string readme = Read(dir + "/README.md");
     EXPECT_THAT(readme, AllOf(HasSubstr("--model_zoo=" + dir + " "), Not(HasSubstr("{{zoo}}"))));
@@ -177,8 +179,9 @@ TEST_F(ZooInitTest, AnUnknownTemplateIsRefusedNamingTheKnownOnes) {
   StatusOr<ZooInitResult> result = InitZoo(Options(dir, "resnet"));
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(result.status().message(),
-            "--template=resnet: no such template (the templates are mnist, tabular, trial)");
+  EXPECT_EQ(
+      result.status().message(),
+      "--template=resnet: no such template (the templates are mnist, pytorch, tabular, trial)");
   EXPECT_FALSE(fs::exists(dir));
 }
 

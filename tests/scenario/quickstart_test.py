@@ -4,7 +4,7 @@
                next "## " heading), run in order by bash (set -euo pipefail) in a fresh
                directory, with the binary's directory first on PATH; then the trained
                model, the evaluation's accuracy and the predictions are checked
-  templates    `zoo init --template=mnist|tabular|trial`, then the ```sh blocks of the
+  templates    `zoo init --template=mnist|pytorch|tabular|trial`, then the ```sh blocks of the
                README.md each zoo gets, as written: the data, training, evaluation and
                prediction (the trial's: one run with --params, then the experiment)
   errors       `zoo init` into a directory that is not empty, or with a template that
@@ -150,6 +150,16 @@ class QuickstartTest(unittest.TestCase):
         written = MNIST_WRITTEN.search(stdout)
         self.assertPredictions(self.path("mnist_predictions.csv"), int(written.group(2)))
 
+    def test_pytorch_template_trains_exports_as_its_readme_says(self):
+        blocks = self.zoo_init("pytorch_zoo", "pytorch")
+        stdout = self.run_blocks(blocks, "pytorch")
+        with open(self.path("pytorch_model/trained_model.pbtxt")) as f:
+            self.assertIn('model_def: "mnist.model.Model"', f.read())
+        self.assertAccuracyAbove(stdout, MIN_MNIST_ACCURACY, "pytorch")
+        written = MNIST_WRITTEN.search(stdout)
+        self.assertPredictions(self.path("pytorch_predictions.csv"), int(written.group(2)))
+        self.assertGreater(os.path.getsize(self.path("pytorch_model.pt")), 0)
+
     def test_tabular_template_trains_as_its_readme_says(self):
         blocks = self.zoo_init("tabular_zoo", "tabular")
         stdout = self.run_blocks(blocks, "tabular")
@@ -189,7 +199,7 @@ class QuickstartTest(unittest.TestCase):
         proc = self.elasticdl("zoo", "init", "zoo", "--template=resnet")
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("error: --template=resnet: no such template "
-                      "(the templates are mnist, tabular, trial)", proc.stderr)
+                      "(the templates are mnist, pytorch, tabular, trial)", proc.stderr)
         self.assertFalse(os.path.exists(self.path("zoo")))
 
 

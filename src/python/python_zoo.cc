@@ -303,6 +303,8 @@ std::string PythonZoo::Where(const std::vector<uint64_t>& threads,
         text = Runtime().attr("where")(threads).cast<std::string>();
       } catch (const py::error_already_set& e) {
         text = StrCat("(the stacks cannot be read: ", DescribeError(e), ")");
+      } catch (const std::exception& e) {
+        text = StrCat("(the stacks cannot be read: ", e.what(), ")");
       }
     }
     answer->set_value(std::move(text));

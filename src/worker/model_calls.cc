@@ -8,6 +8,11 @@
 #include "common/strings.h"
 
 namespace elasticdl::worker {
+namespace {
+
+uint64_t ThisThread() { return static_cast<uint64_t>(pthread_self()); }
+
+}  // namespace
 
 std::string ModelCalls::Call::Describe() const {
   if (task < 0) return what;
@@ -22,12 +27,24 @@ ModelCalls::Scope::~Scope() {
   if (calls_ != nullptr) calls_->Leave(id_);
 }
 
+ModelCalls::Waiting::Waiting(Waiting&& other) noexcept
+    : calls_(std::exchange(other.calls_, nullptr)) {}
+
+ModelCalls::Waiting::~Waiting() {
+  if (calls_ != nullptr) calls_->EndWait();
+}
+
 ModelCalls::Scope ModelCalls::Enter(const char* what, int64_t task, int64_t minibatch) {
-  Call call{what, task, minibatch, static_cast<uint64_t>(pthread_self()), Clock::now()};
+  Call call;
+  call.what = what;
+  call.task = task;
+  call.minibatch = minibatch;
+  call.thread = ThisThread();
+  call.since = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t id = next_id_++;
-  calls_.emplace(id, call);
-  return Scope(this, id);
+  call.id = next_id_++;
+  calls_.emplace(call.id, call);
+  return Scope(this, call.id);
 }
 
 void ModelCalls::Leave(uint64_t id) {
@@ -35,13 +52,48 @@ void ModelCalls::Leave(uint64_t id) {
   calls_.erase(id);
 }
 
+ModelCalls::Waiting ModelCalls::Wait() {
+  const uint64_t thread = ThisThread();
+  const Clock::time_point now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, call] : calls_) {
+    if (call.thread == thread && call.waiting++ == 0) call.waiting_since = now;
+  }
+  return Waiting(this);
+}
+
+void ModelCalls::EndWait() {
+  const uint64_t thread = ThisThread();
+  const Clock::time_point now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, call] : calls_) {
+    // A call entered while waiting did not wait: its count is 0.
+    if (call.thread == thread && call.waiting > 0 && --call.waiting == 0) {
+      call.since += now - call.waiting_since;
+    }
+  }
+}
+
+void ModelCalls::Shift(Clock::duration gap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, call] : calls_) {
+    call.since += gap;
+    call.waiting_since += gap;
+  }
+}
+
 std::optional<ModelCalls::Call> ModelCalls::Longest() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (calls_.empty()) return std::nullopt;
-  return std::min_element(
-             calls_.begin(), calls_.end(),
-             [](const auto& a, const auto& b) { return a.second.since < b.second.since; })
-      ->second;
+  std::optional<Call> longest;
+  for (const auto& [id, call] : calls_) {
+    if (call.waiting == 0 && (!longest || call.since < longest->since)) longest = call;
+  }
+  return longest;
+}
+
+bool ModelCalls::Running(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return calls_.count(id) != 0;
 }
 
 std::vector<uint64_t> ModelCalls::Threads() const {

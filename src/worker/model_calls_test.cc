@@ -51,8 +51,36 @@ TEST(ModelCallsTest, TheLongestCallUnderWayOnAnyThread) {
     EXPECT_EQ(calls.Longest()->Describe(), "backward (minibatch 4 of task 5)");
   }
   EXPECT_FALSE(calls.Longest().has_value());
-  EXPECT_EQ(calls.Run(ModelCalls::kMetrics, -1, -1, [&] { return calls.Longest()->Describe(); }),
-            "eval_metrics_fn");
+  EXPECT_EQ(
+      calls.Run(ModelCalls::kEvalMetricsFn, -1, -1, [&] { return calls.Longest()->Describe(); }),
+      "eval_metrics_fn");
+}
+
+TEST(ModelCallsTest, WaitingForTheServersAndBeingStoppedDoNotCount) {
+  using std::chrono::milliseconds;
+  ModelCalls calls;
+  const ModelCalls::Scope forward = calls.Enter(ModelCalls::kForward, 5, 3);
+  const uint64_t id = calls.Longest()->id;
+  const ModelCalls::Clock::time_point began = calls.Longest()->since;
+  {
+    // An Embedding layer's lookup: the call is not running while it waits.
+    const ModelCalls::Waiting waiting = calls.Wait();
+    EXPECT_FALSE(calls.Longest().has_value());
+    EXPECT_TRUE(calls.Running(id));
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  // Its clock starts again where it stopped.
+  ASSERT_TRUE(calls.Longest().has_value());
+  EXPECT_GE(calls.Longest()->since - began, milliseconds(20));
+  // Another thread's wait is not this call's.
+  std::thread([&] {
+    const ModelCalls::Waiting waiting = calls.Wait();
+    EXPECT_TRUE(calls.Longest().has_value());
+  }).join();
+  // A stopped process: no call ran meanwhile.
+  const ModelCalls::Clock::time_point before = calls.Longest()->since;
+  calls.Shift(std::chrono::seconds(30));
+  EXPECT_EQ(calls.Longest()->since - before, std::chrono::seconds(30));
 }
 
 TEST(ModelCallsTest, APipelineAheadMakesItsElementsAsCalls) {
@@ -74,7 +102,9 @@ TEST(ModelCallsTest, APipelineAheadMakesItsElementsAsCalls) {
     while (made < 3) std::this_thread::yield();
     std::optional<ModelCalls::Call> call = calls.Longest();
     ASSERT_TRUE(call.has_value());
-    EXPECT_EQ(call->Describe(), "dataset_fn's pipeline (minibatch 2 of task 9)");
+    EXPECT_EQ(call->Describe(),
+              "the pipeline that reads the task's records through dataset_fn (minibatch 2 of task "
+              "9)");
     release = true;
     EXPECT_EQ(**ahead.Next(), 2);
   }

@@ -57,16 +57,17 @@ class PipelineAhead {
   PipelineAhead(const PipelineAhead&) = delete;
   PipelineAhead& operator=(const PipelineAhead&) = delete;
 
-  // Runs `pipeline` (of `task`, for ModelCalls) ahead from now on, in
-  // place of any earlier one (Stop). Nothing else iterates it afterwards.
-  void Start(Dataset<T> pipeline, int64_t task = -1) {
+  // Runs `pipeline` ahead from now on, in place of any earlier one (Stop).
+  // Nothing else iterates it afterwards. For ModelCalls: the pipeline is
+  // `task`'s, and its next element that task's minibatch `first`.
+  void Start(Dataset<T> pipeline, int64_t task = -1, int64_t first = 0) {
     Stop();
     {
       std::lock_guard<std::mutex> lock(mu_);
       pipeline_.emplace(std::move(pipeline));
       active_ = true;
       task_ = task;
-      made_ = 0;
+      made_ = first;
     }
     cv_.notify_all();
   }
@@ -179,7 +180,7 @@ class PipelineAhead {
   bool quit_ = false;
   size_t waits_ = 0;   // Next waited for an element, since TakeWaits
   int64_t task_ = -1;  // of pipeline_
-  int64_t made_ = 0;   // elements of pipeline_ made or in the making
+  int64_t made_ = 0;   // the index of the element of pipeline_ to make next
   std::thread thread_;
 };
 

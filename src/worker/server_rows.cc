@@ -55,7 +55,10 @@ torch::Tensor ServerRows::Rows(const EmbeddingImpl& table, const torch::Tensor& 
   torch::Tensor rows = torch::empty({n, options.dim()}, torch::dtype(options.dtype()));
   if (!shards.empty()) {
     std::vector<proto::PullRowsResponse> responses;
+    std::optional<ModelCalls::Waiting> waiting;
+    if (calls_ != nullptr) waiting.emplace(calls_->Wait());
     Status s = servers_->PullRows(requests, &responses, shards);
+    waiting.reset();
     if (!s.ok()) return fail(s);
     const size_t row_bytes = static_cast<size_t>(options.dim()) * rows.element_size();
     std::vector<size_t> next(static_cast<size_t>(num_shards), 0);

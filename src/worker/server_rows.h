@@ -26,6 +26,7 @@
 #include "elasticdl/proto/elasticdl.pb.h"
 #include "elasticdl/status.h"
 #include "elasticdl/zoo/embedding.h"
+#include "worker/model_calls.h"
 #include "worker/peers.h"
 
 namespace elasticdl::worker {
@@ -34,6 +35,10 @@ class ServerRows : public EmbeddingRowSource {
  public:
   // The servers to read from; null until connected. Not owned.
   void set_servers(rpc::ParameterServers* servers) { servers_ = servers; }
+  // Whose calls' clocks stop while a lookup waits for the servers (forward
+  // is a call of the model's code; the servers' answer is not); may be
+  // null. Not owned.
+  void set_calls(ModelCalls* calls) { calls_ = calls; }
 
   torch::Tensor Rows(const EmbeddingImpl& table, const torch::Tensor& ids, bool training) override;
 
@@ -58,6 +63,7 @@ class ServerRows : public EmbeddingRowSource {
     torch::Tensor rows;
   };
   rpc::ParameterServers* servers_ = nullptr;
+  ModelCalls* calls_ = nullptr;
   std::vector<Lookup> lookups_;
   std::vector<std::vector<proto::EmbeddingRows>> by_shard_;
   Status error_;

@@ -59,6 +59,9 @@ constexpr milliseconds kMasterTimeout{30000};
 // Between heartbeats: often enough that the master's view of a task's
 // progress is fresh when the worker dies.
 constexpr milliseconds kMaxHeartbeatInterval{250};
+// Heartbeats this far apart mean the process was stopped (their calls to the
+// master have a deadline of four intervals).
+constexpr milliseconds kStoppedGap{5000};
 // A pull waiting for a synchronous step asks again this often, to notice a
 // request to stop.
 constexpr milliseconds kStepWait{500};
@@ -157,10 +160,13 @@ Worker::Worker(WorkerOptions options, WorkerJob job, ZooProgram program, WorkerP
     : options_(std::move(options)),
       job_(std::move(job)),
       program_(std::move(program)),
-      peers_(std::move(peers)) {}
+      peers_(std::move(peers)) {
+  rows_.set_calls(&calls_);
+}
 
 Worker::~Worker() {
   StopHeartbeats();
+  if (stuck_.joinable()) stuck_.join();
   // Both use this worker's members.
   if (report_sent_.valid()) report_sent_.wait();
   if (asked_.valid()) asked_.wait();
@@ -632,7 +638,8 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
     probed = true;
     StatusOr<std::optional<Example>> batch = ProbedPull(&*batches, &ahead);
     if (ahead) {
-      Ahead().Start(std::move(*batches), task.task_id());
+      // The probe took this minibatch: the thread makes the next ones.
+      Ahead().Start(std::move(*batches), task.task_id(), minibatch + 1);
       pipelines_free_ = true;
     }
     return batch;
@@ -724,7 +731,8 @@ Status Worker::Train(const proto::Task& task, proto::ReportTaskRequest* report,
 
 Status Worker::Evaluate(const proto::Task& task, proto::ReportTaskRequest* report) {
   if (ps_) EDL_RETURN_IF_ERROR(Pull());
-  EDL_ASSIGN_OR_RETURN(auto metrics, program_.MakeMetrics());
+  EDL_ASSIGN_OR_RETURN(auto metrics, calls_.Run(ModelCalls::kEvalMetricsFn, task.task_id(), -1,
+                                                [&] { return program_.MakeMetrics(); }));
   EDL_ASSIGN_OR_RETURN(Dataset<Example> batches, Batches(task, Mode::EVALUATION));
   torch::NoGradGuard no_grad;
   for (int64_t minibatch = 0;; ++minibatch) {
@@ -902,13 +910,25 @@ Status Worker::AwaitReport() {
 void Worker::HeartbeatLoop() {
   const milliseconds lease = job_.lease;
   const milliseconds interval = std::clamp(lease / 4, milliseconds(20), kMaxHeartbeatInterval);
+  auto last_beat = ModelCalls::Clock::now();
   std::unique_lock<std::mutex> lock(heartbeat_mu_);
   while (!heartbeat_cv_.wait_for(lock, interval, [this] { return heartbeat_quit_; })) {
     lock.unlock();
+    const auto now = ModelCalls::Clock::now();
+    // A beat that comes this late was held back by the process being
+    // stopped (SIGSTOP, a suspended Slurm job), during which no call ran.
+    if (now - last_beat > kStoppedGap) calls_.Shift(now - last_beat - interval);
+    last_beat = now;
     if (job_.model_call_timeout.count() > 0) {
       if (std::optional<ModelCalls::Call> call = calls_.Longest();
-          call && ModelCalls::Clock::now() - call->since >= job_.model_call_timeout) {
-        EndStuck(*call);
+          call && now - call->since >= job_.model_call_timeout && !ending_stuck_.exchange(true)) {
+        // On a thread of its own: the heartbeats go on meanwhile, so the
+        // master hears the task's failure from a worker it still knows.
+        if (stuck_.joinable()) stuck_.join();
+        stuck_ = std::thread([this, call = *call] {
+          EndStuck(call);
+          ending_stuck_ = false;  // the call returned after all
+        });
       }
     }
     proto::HeartbeatRequest request;
@@ -955,11 +975,17 @@ void Worker::HeartbeatLoop() {
 }
 
 void Worker::EndStuck(const ModelCalls::Call& call) {
-  const std::chrono::duration<double> running = ModelCalls::Clock::now() - call.since;
-  std::string message =
-      fmt::format("{} has not returned after {:.0f} s (--model_call_timeout={}); the worker ends",
-                  call.Describe(), running.count(), job_.model_call_timeout.count());
-  const std::string where = program_.Where(calls_.Threads(), std::chrono::seconds(2));
+  const int64_t timeout = job_.model_call_timeout.count();
+  std::string message = StrCat(call.Describe(), " has not returned within ", timeout,
+                               " s (--model_call_timeout=", timeout, "); the worker ends");
+  // The stuck call's thread; where it runs no Python code (it waits for
+  // another thread), those of every call under way.
+  std::string where = program_.Where({call.thread}, std::chrono::seconds(2));
+  if (where.empty()) where = program_.Where(calls_.Threads(), std::chrono::seconds(2));
+  if (!calls_.Running(call.id)) {
+    spdlog::info("{} returned after all, past --model_call_timeout={}", call.Describe(), timeout);
+    return;
+  }
   if (!where.empty()) message += StrCat(". The model's Python code is at:\n", where);
   // The task the call was for fails: the current one, or the one handed
   // out ahead whose pipeline was being made. The master takes back the

@@ -242,8 +242,9 @@ class Worker {
   // A call into the model's code has run past job_.model_call_timeout:
   // says which, and where a Python model's code is, fails the task it was
   // for (a call that hangs on the task's records would hang again, so it
-  // counts against the task's retries) and ends the process.
-  [[noreturn]] void EndStuck(const ModelCalls::Call& call);
+  // counts against the task's retries) and ends the process. Returns only
+  // when the call returned meanwhile. On stuck_, while heartbeats go on.
+  void EndStuck(const ModelCalls::Call& call);
   bool stopping() const;
   // The task the heartbeats name, from its hand-out to its report.
   void BeginTask(const proto::Task& task);
@@ -337,6 +338,9 @@ class Worker {
   std::condition_variable heartbeat_cv_;
   bool heartbeat_quit_ = false;
   std::thread heartbeat_;
+  // EndStuck's thread, and whether it runs.
+  std::thread stuck_;
+  std::atomic<bool> ending_stuck_{false};
 };
 
 }  // namespace elasticdl::worker

@@ -647,14 +647,15 @@ class PythonModelTest(JobTestCase):
         self.assertSucceeded(job)
         self.assertTrue(os.path.exists(mark), job.describe())
         self.assertEqual(exactness.check_rows(model, 3000, 1), "", job.describe())
-        self.assertRegex(job.stderr, r"dataset_fn's pipeline \(minibatch \d+ of task \d+\) has "
-                         r"not returned after 3 s \(--model_call_timeout=3\); the worker ends")
+        self.assertRegex(job.stderr, r"the pipeline that reads the task's records through "
+                         r"dataset_fn \(minibatch \d+ of task \d+\) has not returned within 3 s "
+                         r"\(--model_call_timeout=3\); the worker ends")
         self.assertIn("exactness/hangs.py", job.stderr)
         self.assertIn("time.sleep(3600)", job.stderr)
         events = exactness.read_events(job_dir)
         failed = [e for e in events if e["event"] == "task_done" and e.get("error")]
         self.assertEqual(len(failed), 1, job.describe())
-        self.assertIn("has not returned after 3 s", failed[0]["error"])
+        self.assertIn("has not returned within 3 s", failed[0]["error"])
         lost = [e for e in events if e["event"] == "worker_lost"]
         self.assertEqual(len(lost), 1, job.describe())
 
@@ -665,9 +666,32 @@ class PythonModelTest(JobTestCase):
         job = self.run_job(self.train_args(job_dir, model_zoo=zoo, model_def="hangs.model.Model",
                                            dataset_fn="after_dataset_fn", num_workers=1,
                                            max_task_retries=1, model_call_timeout=2))
-        self.assertFailedWith(job, "has not returned after 2 s (--model_call_timeout=2)",
+        # The task's failures end the job, not the workers' relaunches.
+        self.assertFailedWith(job, "training task 0 (", "failed 2 times",
+                              "has not returned within 2 s (--model_call_timeout=2)",
                               "hangs/model.py", "time.sleep(3600)", within=120)
         self.assertNoProcessesLeft(job_dir)
+
+    def test_a_compiled_forward_that_does_not_return_is_named(self):
+        """The exactness model's forward sleeps 30 s a minibatch: past the timeout, under
+        either strategy, the job fails naming forward, with no Python stack to show."""
+        data = self.path("ids.recordio")
+        exactness.write_records(data, range(200))
+        for strategy in ("ParameterServerStrategy", "AllreduceStrategy"):
+            with self.subTest(strategy):
+                job_dir = self.job_dir("slow-forward-" + strategy)
+                job = self.run_job(self.train_args(
+                    job_dir, model_zoo=exactness.MODEL_ZOO, model_def=exactness.MODEL_DEF,
+                    params=exactness.model_params(200, 30000), training_data=data,
+                    validation_data=None, minibatch_size=32, num_workers=1,
+                    distribution_strategy=strategy,
+                    num_ps_pods=1 if strategy == "ParameterServerStrategy" else None,
+                    max_task_retries=0, model_call_timeout=1))
+                self.assertFailedWith(job, "failed 1 times",
+                                      "forward (minibatch 0 of task 0) has not returned within 1 s "
+                                      "(--model_call_timeout=1)", within=60)
+                self.assertNotIn("Python code is at", job.stderr)
+                self.assertNoProcessesLeft(job_dir)
 
     def test_adamw_and_a_warmup_then_steplr_train_what_a_plain_pytorch_loop_trains(self):
         """A PyTorch user's recipe, AdamW with weight decay and torchvision's schedule (a

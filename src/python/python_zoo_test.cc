@@ -244,9 +244,11 @@ def stuck_dataset_fn(dataset, mode):
   EXPECT_THAT(where, HasSubstr("stuck/model.py\", line "));
   EXPECT_THAT(where, HasSubstr(", in waits_forever\n    _never.wait()"));
   EXPECT_THAT(where, HasSubstr("in _third_waits"));
-  // No Python code on this thread, nor on an unknown one.
-  EXPECT_EQ(program->Where({static_cast<uint64_t>(pthread_self()), 12345}, std::chrono::seconds(2)),
-            "");
+  // No Python code on this thread, nor on an unknown one: the first thread
+  // that runs some is told.
+  const auto self = static_cast<uint64_t>(pthread_self());
+  EXPECT_EQ(program->Where({self, 12345}, std::chrono::seconds(2)), "");
+  EXPECT_EQ(program->Where({self, stuck_thread}, std::chrono::seconds(2)), where);
   {
     pybind11::gil_scoped_acquire gil;
     pybind11::module_::import("stuck.model").attr("_never").attr("set")();

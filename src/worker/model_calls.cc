@@ -75,10 +75,13 @@ void ModelCalls::EndWait() {
 }
 
 void ModelCalls::Shift(Clock::duration gap) {
+  // A call entered since the process went on did not wait: none moves past
+  // now.
+  const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [id, call] : calls_) {
-    call.since += gap;
-    call.waiting_since += gap;
+    call.since = std::min(call.since + gap, now);
+    call.waiting_since = std::min(call.waiting_since + gap, now);
   }
 }
 
@@ -91,9 +94,11 @@ std::optional<ModelCalls::Call> ModelCalls::Longest() const {
   return longest;
 }
 
-bool ModelCalls::Running(uint64_t id) const {
+bool ModelCalls::Overdue(uint64_t id, Clock::duration timeout) const {
+  const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
-  return calls_.count(id) != 0;
+  auto it = calls_.find(id);
+  return it != calls_.end() && it->second.waiting == 0 && now - it->second.since >= timeout;
 }
 
 std::vector<uint64_t> ModelCalls::Threads() const {

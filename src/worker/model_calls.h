@@ -100,14 +100,15 @@ class ModelCalls {
   Waiting Wait();
 
   // The process was stopped for `gap` (SIGSTOP, a suspended Slurm job): no
-  // call ran meanwhile.
+  // call ran meanwhile. (A call entered since it went on starts now.)
   void Shift(Clock::duration gap);
 
   // The running call (not waiting) under way for the longest time; nullopt
   // when none is.
   std::optional<Call> Longest() const;
-  // Whether the call `id` is still under way.
-  bool Running(uint64_t id) const;
+  // Whether the call `id` is still under way, running (not waiting), and
+  // has run for `timeout`.
+  bool Overdue(uint64_t id, Clock::duration timeout) const;
   // The threads in a call now.
   std::vector<uint64_t> Threads() const;
 

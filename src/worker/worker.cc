@@ -978,11 +978,14 @@ void Worker::EndStuck(const ModelCalls::Call& call) {
   const int64_t timeout = job_.model_call_timeout.count();
   std::string message = StrCat(call.Describe(), " has not returned within ", timeout,
                                " s (--model_call_timeout=", timeout, "); the worker ends");
-  // The stuck call's thread; where it runs no Python code (it waits for
-  // another thread), those of every call under way.
-  std::string where = program_.Where({call.thread}, std::chrono::seconds(2));
-  if (where.empty()) where = program_.Where(calls_.Threads(), std::chrono::seconds(2));
-  if (!calls_.Running(call.id)) {
+  // The stuck call's thread, or where it runs no Python code (it waits for
+  // another thread) the first of the other calls' threads that does.
+  std::vector<uint64_t> threads = {call.thread};
+  for (uint64_t t : calls_.Threads()) {
+    if (t != call.thread) threads.push_back(t);
+  }
+  const std::string where = program_.Where(threads, std::chrono::seconds(2));
+  if (!calls_.Overdue(call.id, job_.model_call_timeout)) {
     spdlog::info("{} returned after all, past --model_call_timeout={}", call.Describe(), timeout);
     return;
   }

@@ -47,9 +47,9 @@ class ZooModules {
   // imported (with the traceback). The entry lives as long as this object.
   virtual StatusOr<const ZooEntry*> Find(const std::string& module, const std::string& name,
                                          std::initializer_list<EntryKind> kinds) const = 0;
-  // Where `threads` (pthread_self() values) are in the modules' code, for a
-  // call that does not return: the last frames of each one's stack; "" for
-  // none, or when it cannot be told within `patience`.
+  // Where the first of `threads` (pthread_self() values) that runs the
+  // modules' code is, for a call that does not return: the last frames of
+  // its stack; "" for none, or when it cannot be told within `patience`.
   virtual std::string Where(const std::vector<uint64_t>& threads,
                             std::chrono::milliseconds patience) const = 0;
 };

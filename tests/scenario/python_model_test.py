@@ -31,8 +31,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import textwrap
+import time
 import unittest
 
 import exactness
@@ -259,6 +261,28 @@ class PythonModelTest(JobTestCase):
                                       "servers", "TorchScript holds dense models only")
 
     # -- errors ----------------------------------------------------------------
+
+    def exactness_zoo(self, files):
+        """A zoo of `files` beside the exactness model's Python file, which they import."""
+        with open(os.path.join(exactness.MODEL_ZOO, "exactness", "python_exactness.py")) as f:
+            return self.write_zoo({"exactness/python_exactness.py": f.read(), **files})
+
+    def exactness_job(self, name, zoo, model_def, records, **flags):
+        """train's arguments for `model_def`, a model of `zoo` (exactness_zoo) counting
+        records as the exactness model does, over `records` ids, one epoch, with
+        python_exactness.py's functions unless `flags` name others; and the paths of the
+        trained model and the job's directory."""
+        data = self.path(name + ".recordio")
+        exactness.write_records(data, range(records))
+        model = self.path(name + "-model")
+        job_dir = self.job_dir(name)
+        flags = {"dataset_fn": "exactness.python_exactness.dataset_fn",
+                 "loss": "exactness.python_exactness.loss",
+                 "optimizer": "exactness.python_exactness.unit_step_optimizer", **flags}
+        args = self.train_args(job_dir, model_zoo=zoo, model_def=model_def,
+                               params=f"num_records={records}", training_data=data,
+                               validation_data=None, minibatch_size=32, output=model, **flags)
+        return args, model, job_dir
 
     def write_zoo(self, files):
         zoo = self.path("broken-zoo")
@@ -609,10 +633,7 @@ class PythonModelTest(JobTestCase):
         The other worker, which waits for the stuck one's gradients in the synchronous
         step, is not taken for stuck."""
         mark = self.path("hung-once")
-        with open(os.path.join(exactness.MODEL_ZOO, "exactness", "python_exactness.py")) as f:
-            model_file = f.read()
-        zoo = self.write_zoo({
-            "exactness/python_exactness.py": model_file,
+        zoo = self.exactness_zoo({
             "exactness/hangs.py": f"""\
                 import os
                 import time
@@ -634,16 +655,10 @@ class PythonModelTest(JobTestCase):
                     return dataset_fn(dataset.map(parse), mode)
                 """,
         })
-        data = self.path("ids.recordio")
-        exactness.write_records(data, range(3000))
-        model = self.path("hangs-model")
-        job_dir = self.job_dir("hangs")
-        job = self.run_job(self.train_args(
-            job_dir, model_zoo=zoo, model_def="exactness.hangs.Exactness",
-            dataset_fn="hangs_once_dataset_fn", loss="exactness.python_exactness.loss",
-            optimizer="exactness.python_exactness.unit_step_optimizer",
-            params="num_records=3000", training_data=data, validation_data=None,
-            minibatch_size=32, num_workers=2, model_call_timeout=3, output=model))
+        args, model, job_dir = self.exactness_job(
+            "hangs", zoo, "exactness.hangs.Exactness", 3000, dataset_fn="hangs_once_dataset_fn",
+            num_workers=2, model_call_timeout=3)
+        job = self.run_job(args)
         self.assertSucceeded(job)
         self.assertTrue(os.path.exists(mark), job.describe())
         self.assertEqual(exactness.check_rows(model, 3000, 1), "", job.describe())
@@ -692,6 +707,44 @@ class PythonModelTest(JobTestCase):
                                       "(--model_call_timeout=1)", within=60)
                 self.assertNotIn("Python code is at", job.stderr)
                 self.assertNoProcessesLeft(job_dir)
+
+    def test_a_stopped_worker_is_not_taken_for_stuck(self):
+        """SIGSTOP for 8 s (a suspended Slurm job, a debugger), most likely in the middle of
+        a forward that computes for 1.5 s of CPU time: no call ran while the process was
+        stopped, so the forward is not past --model_call_timeout=3 when it goes on."""
+        zoo = self.exactness_zoo({"exactness/busy.py": """\
+            import time
+
+            from exactness.python_exactness import Exactness
+
+            class Busy(Exactness):
+                def forward(self, ids):
+                    if self.training:
+                        began = time.process_time()  # does not run while stopped
+                        while time.process_time() - began < 1.5:
+                            pass
+                    return super().forward(ids)
+            """})
+        args, model, job_dir = self.exactness_job(
+            "stopped", zoo, "exactness.busy.Busy", 128, num_workers=1, worker_lease_ms=60000,
+            model_call_timeout=3)
+        job = self.start(args)
+        pid = None
+        deadline = time.monotonic() + 60
+        while pid is None and time.monotonic() < deadline:
+            events = exactness.read_events(job_dir)
+            if any(e["event"] == "task_dispatched" for e in events):
+                pid = next(e["pid"] for e in events if e["event"] == "worker_started")
+            time.sleep(0.1)
+        self.assertIsNotNone(pid, "the job handed out no task within 60 s")
+        time.sleep(1)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(8)
+        os.kill(pid, signal.SIGCONT)
+        self.assertIsNotNone(job.wait(120), job.describe())
+        self.assertSucceeded(job)
+        self.assertNotIn("has not returned", job.stderr)
+        self.assertEqual(exactness.check_rows(model, 128, 1), "", job.describe())
 
     def test_adamw_and_a_warmup_then_steplr_train_what_a_plain_pytorch_loop_trains(self):
         """A PyTorch user's recipe, AdamW with weight decay and torchvision's schedule (a

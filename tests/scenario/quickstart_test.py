@@ -158,6 +158,7 @@ class QuickstartTest(unittest.TestCase):
         self.assertAccuracyAbove(stdout, MIN_MNIST_ACCURACY, "pytorch")
         written = MNIST_WRITTEN.search(stdout)
         self.assertPredictions(self.path("pytorch_predictions.csv"), int(written.group(2)))
+        self.assertIn("as TorchScript (torch.jit.script) to pytorch_model.pt", stdout)
         self.assertGreater(os.path.getsize(self.path("pytorch_model.pt")), 0)
 
     def test_tabular_template_trains_as_its_readme_says(self):

@@ -114,23 +114,20 @@ def describe_exception(exc, tb=None):
     return head + "\n" + "".join(te.format()).rstrip()
 
 
-def where(threads, frames_each=8):
-    """Where each of `threads` (their idents) is in Python code, for a call that does
-    not return: the last `frames_each` frames of its stack, the zoo's files named
-    relative to the zoo and the runtime's own frames left out. A thread in no Python
-    code is left out; "" when none is."""
+def where(threads, frames=8):
+    """Where the first of `threads` (their idents) that is in Python code is, for a call
+    that does not return: the last `frames` frames of its stack, the zoo's files named
+    relative to the zoo and the runtime's own frames left out; "" when none is."""
     current = sys._current_frames()
-    stacks = []
     for ident in threads:
         frame = current.get(ident)
-        if frame is None:
-            continue
-        frames = [f for f in traceback.extract_stack(frame) if not _hidden(f.filename)]
-        for f in frames:
-            f.filename = _relative(f.filename)
-        if frames:
-            stacks.append("".join(traceback.format_list(frames[-frames_each:])).rstrip())
-    return "\n".join(stacks)
+        stack = [f for f in traceback.extract_stack(frame) if not _hidden(f.filename)] \
+            if frame is not None else []
+        if stack:
+            for f in stack:
+                f.filename = _relative(f.filename)
+            return "".join(traceback.format_list(stack[-frames:])).rstrip()
+    return ""
 
 
 def _chain(te):

@@ -650,6 +650,12 @@ StatusOr<std::pair<proto::Task, proto::Task>> HandOutBoth(JobState* state, bool 
   return std::make_pair(first, second);
 }
 
+// Worker 2 reports `task` done and asks for another: what it is handed.
+StatusOr<proto::Task> DoneThenAsk(JobState* state, const proto::Task& task) {
+  EDL_RETURN_IF_ERROR(state->ReportTask(Done(2, task)));
+  return GetTask(state, 2);
+}
+
 TEST(JobStateTest, AnIdleWorkerBacksUpATaskWhoseWorkerIsFarSlower) {
   JobState state(TwoWorkers(true), TwoTasksOfTwentyMinibatches(), nullptr);
   auto tasks = HandOutBoth(&state);
@@ -661,9 +667,8 @@ TEST(JobStateTest, AnIdleWorkerBacksUpATaskWhoseWorkerIsFarSlower) {
     Beat(&state, 1, *slow, 1, m, 0.25 * static_cast<double>(m));
     Beat(&state, 2, *fast, m, m, 0.1 * static_cast<double>(m));
   }
-  ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
-  auto idle = GetTask(&state, 2);
-  ASSERT_TRUE(idle.ok());
+  auto idle = DoneThenAsk(&state, *fast);
+  ASSERT_TRUE(idle.ok()) << idle.status();
   EXPECT_EQ(idle->type(), proto::TASK_WAIT);
   EXPECT_EQ(state.training_group().members(), testing::WorkerIds({1}));
   // Worker 1 slows down to 0.5 s per minibatch.
@@ -702,9 +707,8 @@ TEST(JobStateTest, AHolderOnlyMillisecondsBehindIsNotBackedUp) {
     Beat(&state, 1, *slow, 1, m, 0.0025 * static_cast<double>(m));
     Beat(&state, 2, *fast, m / 2, m, 0.0005 * static_cast<double>(m));
   }
-  ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
-  auto idle = GetTask(&state, 2);
-  ASSERT_TRUE(idle.ok());
+  auto idle = DoneThenAsk(&state, *fast);
+  ASSERT_TRUE(idle.ok()) << idle.status();
   EXPECT_EQ(idle->type(), proto::TASK_WAIT);
   // 12.5 ms against 0.5 ms: backed up.
   for (int64_t m = 42; m <= 80; m += 2) {
@@ -729,10 +733,9 @@ TEST(JobStateTest, ATaskWithoutProgressIsBackedUpThoughItsWorkerHasNoPace) {
     Beat(&state, 2, *fast, m, m, 0.1 * static_cast<double>(m));
     clock.Advance(200ms);
   }
-  ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
   // Not heard from since it was handed its task: nothing tells it is slow.
-  auto idle = GetTask(&state, 2);
-  ASSERT_TRUE(idle.ok());
+  auto idle = DoneThenAsk(&state, *fast);
+  ASSERT_TRUE(idle.ok()) << idle.status();
   EXPECT_EQ(idle->type(), proto::TASK_WAIT);
   // Its heartbeat 1.8 s after the hand-out, nothing applied: at least 1.8 s
   // per minibatch against 0.1 s.
@@ -757,9 +760,8 @@ TEST(JobStateTest, NoBackupsWhenTurnedOffOrUnderAllreduce) {
       Beat(&state, 1, *slow, 1, m, 1.0 * static_cast<double>(m));
       Beat(&state, 2, *fast, m, m, 0.1 * static_cast<double>(m));
     }
-    ASSERT_TRUE(state.ReportTask(Done(2, *fast)).ok());
-    auto idle = GetTask(&state, 2);
-    ASSERT_TRUE(idle.ok());
+    auto idle = DoneThenAsk(&state, *fast);
+    ASSERT_TRUE(idle.ok()) << idle.status();
     EXPECT_EQ(idle->type(), proto::TASK_WAIT) << "collective " << collective;
   }
 }

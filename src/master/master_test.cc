@@ -613,8 +613,15 @@ TEST_F(MasterTest, ASecondMasterWhosePortIsTakenServesElsewhereAndSaysWhere) {
   at.sin_family = AF_INET;
   at.sin_port = htons(static_cast<uint16_t>(port));
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(squatter, reinterpret_cast<sockaddr*>(&at), sizeof at), 0) << errno;
-  ASSERT_EQ(::listen(squatter, 1), 0);
+  // The old master's connections may linger in TIME_WAIT; a port another
+  // process took meanwhile is taken as well.
+  const int reuse = 1;
+  ASSERT_EQ(::setsockopt(squatter, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse), 0);
+  if (::bind(squatter, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0) {
+    ASSERT_EQ(::listen(squatter, 1), 0);
+  } else {
+    ASSERT_EQ(errno, EADDRINUSE);
+  }
   std::unique_ptr<Master> second = Start(Config());
   ::close(squatter);
   ASSERT_NE(second, nullptr);

@@ -46,12 +46,12 @@ StatusOr<torch::Tensor> Collate<torch::Tensor>::Apply(std::vector<torch::Tensor>
   for (size_t i = 1; i < items.size(); ++i) {
     if (!items[i].sizes().equals(items[0].sizes()) ||
         items[i].scalar_type() != items[0].scalar_type()) {
-      return absl::InvalidArgumentError(StrCat("cannot stack element ", i, " (", ShapeOf(items[i]),
-                                               " ", c10::toString(items[i].scalar_type()),
-                                               ") onto element 0 (", ShapeOf(items[0]), " ",
-                                               c10::toString(items[0].scalar_type()),
-                                               "); ragged features need padding "
-                                               "in a map before batch"));
+      return absl::InvalidArgumentError(
+          StrCat("cannot stack element ", i, " (", ShapeOf(items[i]), " ",
+                 c10::toString(items[i].scalar_type()), ") onto element 0 (", ShapeOf(items[0]),
+                 " ", c10::toString(items[0].scalar_type()),
+                 "); the examples of a minibatch need one shape: pad or "
+                 "cut ragged features to one length in a map"));
     }
   }
   return torch::stack(items);

@@ -487,6 +487,8 @@ def plateau(): return functools.partial(lr_scheduler.ReduceLROnPlateau, patience
 def growing(): return functools.partial(lr_scheduler.ExponentialLR, gamma=1.5)
 def resumed(): return functools.partial(lr_scheduler.StepLR, step_size=7, last_epoch=3)
 def zero_steps(): return functools.partial(lr_scheduler.StepLR, step_size=0)
+def whole_float_steps(): return lambda optimizer: lr_scheduler.StepLR(optimizer, 1.0, gamma=0.1)
+def half_steps(): return functools.partial(lr_scheduler.StepLR, step_size=2.5)
 def a_number(): return 0.5
 def linear(): return functools.partial(lr_scheduler.LinearLR, start_factor=0.25, total_iters=8)
 def constant(): return functools.partial(lr_scheduler.ConstantLR, factor=0.5, total_iters=6)
@@ -621,6 +623,8 @@ def rates(factory, steps):
     }
   }
   EXPECT_EQ(schedule("cosine")->Describe(), "cosine=20,min_lr=0.001,periodic=true");
+  // PyTorch's tutorials write StepLR(optimizer, 1.0, ...): a whole number all the same.
+  EXPECT_EQ(schedule("whole_float_steps")->Describe(), "step=1,gamma=0.1");
   EXPECT_EQ(schedule("multi_step")->Describe(), "milestones=4:11:30:30,gamma=0.3");
   EXPECT_EQ(schedule("multi_step_array")->Describe(), "milestones=0:9,gamma=0.1");
   EXPECT_TRUE(schedule("no_milestones")->is_constant());
@@ -683,6 +687,7 @@ def rates(factory, steps):
        "(0, 1]"},
       {"resumed", "StepLR(last_epoch=3): the schedule follows the model's version"},
       {"zero_steps", "StepLR(step_size=0): expected a whole number >= 1"},
+      {"half_steps", "StepLR(step_size=2.5): expected a whole number >= 1"},
       {"a_number", "returned a float: expected a schedule in --lr_schedule's form"},
   };
   for (const auto& [name, message] : errors) {

@@ -2,6 +2,8 @@
 
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
+#include <stdexcept>
 #include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -332,17 +335,34 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters, int64_t buc
     slots_[i].offset = bucket_elements;
     buckets_.back().parameters.push_back(i);
     bucket_elements += p.numel();
-    buckets_.back().flat = at::zeros({bucket_elements}, p.options().requires_grad(false));
+    buckets_.back().gradient_elements = bucket_elements;
+  }
+  for (Bucket& b : buckets_) {
+    const at::Tensor& first = slots_[b.parameters.front()].parameter;
+    b.flat = at::zeros({b.gradient_elements + static_cast<int64_t>(b.parameters.size())},
+                       first.options().requires_grad(false));
+    for (size_t k = 0; k < b.parameters.size(); ++k) {
+      slots_[b.parameters[k]].flag = b.gradient_elements + static_cast<int64_t>(k);
+    }
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
-    slots_[i].parameter.register_hook([this, i](const at::Tensor& grad) {
-      if (active_) OnGradient(i, grad);
-    });
+    Slot& slot = slots_[i];
+    if (!slot.parameter.requires_grad() || !slot.parameter.is_leaf()) {
+      throw std::invalid_argument("gradient buckets take trainable leaf parameters");
+    }
+    slot.accumulator = torch::autograd::impl::grad_accumulator(slot.parameter);
+    slot.hook =
+        slot.accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list& /*inputs*/) {
+              if (active_) OnGradient(i);
+              return outputs;
+            }));
   }
 }
 
 GradientBuckets::~GradientBuckets() {
-  for (Slot& s : slots_) s.parameter.remove_hook(0);
+  for (Slot& s : slots_) s.accumulator->del_post_hook(s.hook);
 }
 
 void GradientBuckets::Begin(CollectiveGroup* group, bool present) {
@@ -352,23 +372,33 @@ void GradientBuckets::Begin(CollectiveGroup* group, bool present) {
   for (Bucket& b : buckets_) {
     b.ready = 0;
     b.work.reset();
+    b.flat.narrow(0, b.gradient_elements, static_cast<int64_t>(b.parameters.size())).zero_();
   }
   for (Slot& s : slots_) {
     s.filled = false;
-    // Autograd would add to a defined gradient; the hook copies instead.
+    // Backward accumulates into no gradient of a previous step.
     s.parameter.mutable_grad() = at::Tensor();
   }
 }
 
-void GradientBuckets::OnGradient(size_t index, const at::Tensor& grad) {
+void GradientBuckets::OnGradient(size_t index) {
   Slot& slot = slots_[index];
   Bucket& bucket = buckets_[slot.bucket];
-  if (slot.filled) {
-    // Used twice in one forward: autograd calls the hook per use.
-    bucket.flat.narrow(0, slot.offset, grad.numel()).add_(grad.reshape({-1}));
-    return;
+  const at::Tensor& grad = slot.parameter.grad();
+  if (!grad.defined()) return;
+  // The accumulated gradient: a parameter used twice in one forward is
+  // accumulated once, its uses summed. Accumulated again once its bucket is
+  // being reduced (a parameter used inside a reentrant checkpoint and out
+  // of it), the sum would miss a use: the step fails instead.
+  if (slot.filled && slot.bucket < launched_) {
+    throw std::runtime_error(
+        "a parameter's gradient was accumulated again after it was sent to the other "
+        "workers (a parameter used both inside and outside a reentrant "
+        "torch.utils.checkpoint; use_reentrant=False accumulates it once)");
   }
   bucket.flat.narrow(0, slot.offset, grad.numel()).copy_(grad.reshape({-1}));
+  bucket.flat.narrow(0, slot.flag, 1).fill_(1);
+  if (slot.filled) return;
   slot.filled = true;
   ++bucket.ready;
   LaunchReady();
@@ -405,12 +435,21 @@ Status GradientBuckets::Finish(double divisor) {
   }
   if (!failed.ok()) return failed;
   for (Bucket& b : buckets_) {
-    if (divisor != 1) b.flat.div_(divisor);
+    if (divisor != 1) b.flat.narrow(0, 0, b.gradient_elements).div_(divisor);
   }
-  for (Slot& slot : slots_) {
-    slot.parameter.mutable_grad() = buckets_[slot.bucket]
-                                        .flat.narrow(0, slot.offset, slot.parameter.numel())
-                                        .view(slot.parameter.sizes());
+  for (const Bucket& b : buckets_) {
+    const int64_t n = static_cast<int64_t>(b.parameters.size());
+    const at::Tensor reached = b.flat.narrow(0, b.gradient_elements, n).to(at::kDouble);
+    const double* flags = reached.data_ptr<double>();
+    for (int64_t k = 0; k < n; ++k) {
+      Slot& slot = slots_[b.parameters[static_cast<size_t>(k)]];
+      if (flags[k] == 0) {
+        slot.parameter.mutable_grad() = at::Tensor();  // reached on no member
+        continue;
+      }
+      slot.parameter.mutable_grad() =
+          b.flat.narrow(0, slot.offset, slot.parameter.numel()).view(slot.parameter.sizes());
+    }
   }
   return absl::OkStatus();
 }

@@ -20,6 +20,7 @@
 #define ELASTICDL_WORKER_COLLECTIVE_H_
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
 
 #include <atomic>
 #include <chrono>
@@ -123,10 +124,15 @@ class CollectiveGroup {
 // Gradient buckets (as DDP's Reducer): parameters in reverse order of
 // registration (backward computes the last layers first), cut into buckets
 // of about `bucket_bytes`. A parameter's gradient is copied into its bucket
-// as backward produces it (a hook), and a bucket whose gradients are all
-// there is reduced at once, in bucket order on every member; Finish reduces
-// the rest (zeros for parameters backward did not reach) and makes each
-// parameter's gradient the reduced sum divided by `divisor`.
+// once backward has accumulated it (a hook after its AccumulateGrad node, so
+// after the model's own tensor hooks: clipping, scaling), and a bucket whose
+// gradients are all there is reduced at once, in bucket order on every
+// member; Finish reduces the rest (zeros for parameters backward did not
+// reach) and makes each parameter's gradient the reduced sum divided by
+// `divisor`. A parameter backward reached on no member keeps no gradient,
+// so that the optimizer leaves it as it is (no weight decay, no momentum),
+// as PyTorch's optimizers skip a parameter whose grad is None: each bucket
+// carries a flag per parameter, reduced with it, of whether it was reached.
 class GradientBuckets {
  public:
   GradientBuckets(std::vector<at::Tensor> parameters, int64_t bucket_bytes);
@@ -141,8 +147,9 @@ class GradientBuckets {
   // parameters backward did not reach). Finish does it when not called.
   void LaunchRemaining();
   // After backward (or at once when not present): reduces what is left,
-  // waits for every bucket, and sets each parameter's gradient. Not OK when
-  // a collective failed (gradients are then left undefined).
+  // waits for every bucket, and sets each parameter's gradient (none for one
+  // that no member's backward reached). Not OK when a collective failed
+  // (the gradients are then this member's own, not to be applied).
   Status Finish(double divisor);
   // Whether every reduced gradient is finite (after Finish).
   bool AllFinite() const;
@@ -150,8 +157,10 @@ class GradientBuckets {
 
  private:
   struct Bucket {
+    // The parameters' gradients, then a flag for each (1: reached).
     at::Tensor flat;
-    std::vector<size_t> parameters;  // indexes into parameters_
+    std::vector<size_t> parameters;  // indexes into slots_
+    int64_t gradient_elements = 0;
     size_t ready = 0;
     c10::intrusive_ptr<c10d::Work> work;
   };
@@ -159,9 +168,14 @@ class GradientBuckets {
     at::Tensor parameter;
     size_t bucket = 0;
     int64_t offset = 0;
+    int64_t flag = 0;  // the offset of its flag in the bucket
     bool filled = false;
+    // Held, as autograd holds a leaf's accumulator only while a graph uses
+    // it: one made anew would not have the hook.
+    std::shared_ptr<torch::autograd::Node> accumulator;
+    uintptr_t hook = 0;
   };
-  void OnGradient(size_t index, const at::Tensor& grad);
+  void OnGradient(size_t index);
   // Starts the buckets that are complete, in order.
   void LaunchReady();
 

@@ -182,5 +182,48 @@ TEST(GradientBucketsTest, EachGradientIsTheMeanOverTheMembersMinibatches) {
   });
 }
 
+// A hook on a parameter as Python's Tensor.register_hook adds it: in the
+// tensor's own list, which a C++ register_hook on the same tensor clears.
+struct DoublingHook : torch::autograd::FunctionPreHook {
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& grads) override {
+    return {grads[0] * 2};
+  }
+};
+
+TEST(GradientBucketsTest, TheModelsHooksApplyAndAParameterNoMemberReachedKeepsNoGradient) {
+  // out = layer(x) = 0.5 + 0.5 + 0.5 = 1.5; member 0's loss is head(out) = 3 * out,
+  // member 1's out itself; `unused` is in no member's forward.
+  OnMembers(2, [&](int rank, CollectiveGroup& group) {
+    torch::nn::Linear layer(2, 1), head(torch::nn::LinearOptions(1, 1).bias(false)), unused(1, 1);
+    {
+      torch::NoGradGuard no_grad;
+      layer->weight.copy_(torch::tensor({{0.5, 0.25}}));
+      layer->bias.fill_(0.5);
+      head->weight.fill_(3);
+    }
+    torch::autograd::impl::add_hook(layer->weight, std::make_shared<DoublingHook>());
+    std::vector<at::Tensor> parameters = {layer->weight, layer->bias, head->weight, unused->weight,
+                                          unused->bias};
+    GradientBuckets buckets(parameters, 1 << 20);
+    const at::Tensor x = torch::tensor({{1.0, 2.0}});
+    for (int step = 0; step < 2; ++step) {
+      buckets.Begin(&group, true);
+      at::Tensor out = layer->forward(x);
+      if (rank == 0) out = head->forward(out);
+      out.sum().backward();
+      ASSERT_TRUE(buckets.Finish(2).ok());
+      // d/dW: [3, 6] and [1, 2], each doubled by the hook, then their mean.
+      EXPECT_TRUE(at::allclose(layer->weight.grad(), torch::tensor({{4.0, 8.0}})))
+          << layer->weight.grad();
+      EXPECT_TRUE(at::allclose(layer->bias.grad(), torch::tensor({2.0}))) << layer->bias.grad();
+      // Reached on member 0 only: its gradient there (out) and member 1's zero.
+      EXPECT_TRUE(at::allclose(head->weight.grad(), torch::tensor({{0.75}})))
+          << head->weight.grad();
+      EXPECT_FALSE(unused->weight.grad().defined()) << "step " << step;
+      EXPECT_FALSE(unused->bias.grad().defined());
+    }
+  });
+}
+
 }  // namespace
 }  // namespace elasticdl::worker

@@ -865,9 +865,28 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       row[kLast] = minibatch && current_->end && *minibatch + 1 >= *current_->end ? 1 : 0;
     }
     auto header_work = group_->StartAllReduce(header);
-    // Buffers: running statistics of momentum summed for their mean over
-    // the members that ran a forward, like the gradients; the others by what
-    // each forward added (BufferStep).
+    // Backward reduces buckets as they fill; without a minibatch, zeros.
+    buckets_->Begin(group_.get(), minibatch.has_value());
+    if (minibatch) {
+      try {
+        const ModelCalls::Scope call =
+            w_.calls_.Enter(ModelCalls::kBackward, current_->task.task_id(), *minibatch);
+        loss.backward();
+      } catch (const std::exception& e) {
+        // Some buckets are out already: this step cannot be finished
+        // honestly. Leaving fails it on every member, who redo it without
+        // this one.
+        return w_.program_.Annotate(
+            absl::InvalidArgumentError(StrCat("backward failed: ", zoo_internal::ShortWhat(e))),
+            EntryKind::kLoss);
+      }
+    }
+    buckets_->LaunchRemaining();
+    // Buffers, once backward ended (a Python model's forward may replace one,
+    // which is copied into the tensor here at its end), and after every
+    // bucket, in the same order on every member: running statistics of
+    // momentum summed for their mean over the members that ran a forward,
+    // like the gradients; the others by what each forward added (BufferStep).
     std::optional<torch::Tensor> flat_buffers;
     c10::intrusive_ptr<c10d::Work> buffers_work;
     if (!buffers_.empty()) {
@@ -886,24 +905,7 @@ StatusOr<CollectiveTrainer::Outcome> CollectiveTrainer::Steps(
       buffers_work = group_->StartAllReduce(*flat_buffers);
     }
 
-    // Backward reduces buckets as they fill; without a minibatch, zeros.
-    buckets_->Begin(group_.get(), minibatch.has_value());
-    if (minibatch) {
-      try {
-        const ModelCalls::Scope call =
-            w_.calls_.Enter(ModelCalls::kBackward, current_->task.task_id(), *minibatch);
-        loss.backward();
-      } catch (const std::exception& e) {
-        // Some buckets are out already: this step cannot be finished
-        // honestly. Leaving fails it on every member, who redo it without
-        // this one.
-        return w_.program_.Annotate(
-            absl::InvalidArgumentError(StrCat("backward failed: ", zoo_internal::ShortWhat(e))),
-            EntryKind::kLoss);
-      }
-    }
     // While the last buckets are reduced: the task's next minibatch.
-    buckets_->LaunchRemaining();
     if (minibatch && current_) {
       Status prefetched = Fill(*minibatch, *minibatch + ReadAhead());
       if (!prefetched.ok()) current_->error = prefetched;

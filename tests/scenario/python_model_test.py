@@ -77,6 +77,22 @@ MNIST_LINEAR = textwrap.dedent("""\
     """)
 
 
+# The start of a plain PyTorch loop's script (python3 -c): the training images' pixels as
+# x (float32) and their labels as y, one thread, and torch.manual_seed(7), as the model
+# files seed their layers.
+PLAIN_LOOP_PRELUDE = textwrap.dedent(f"""
+    import json, sys
+    import torch
+    sys.path.insert(0, {SCENARIO_DIR!r})
+    import corpus
+    torch.set_num_threads(1)
+    images = corpus.read_idx("train", 0, {TRAIN_RECORDS})
+    x = torch.tensor([list(p) for p, _ in images], dtype=torch.float32)
+    y = torch.tensor([label for _, label in images])
+    torch.manual_seed(7)
+    """)
+
+
 def after_records(count, statement):
     """MNIST_LINEAR with after_dataset_fn: dataset_fn's, but once a process has parsed
     `count` records, each further record runs `statement` (raise, os._exit) first."""
@@ -144,6 +160,29 @@ class PythonModelTest(JobTestCase):
         worst = max(abs(float(p) - o) for row, out in zip(rows, outputs)
                     for p, o in zip(row[2:], out))
         self.assertLessEqual(worst, 1e-5)
+
+        # Entries of the trained model's zoo other than those it was trained with, when
+        # named: other metrics. Ones the zoo lacks, or --params that are not the
+        # model's, are refused before any process starts.
+        def evaluate_with(name, *flags):
+            return self.run_job(["evaluate", f"--trained_model={model}",
+                                 f"--validation_data={self.validation_file}",
+                                 f"--job_dir={self.job_dir(name)}", "--no_progress", *flags])
+
+        top3 = evaluate_with("top3",
+                             "--eval_metrics_fn=mnist.mnist_functional_api.top3_eval_metrics_fn")
+        self.assertSucceeded(top3)
+        self.assertAlmostEqual(self.accuracy(top3)[0], eval_accuracy, delta=1e-6)
+        found = re.findall(r"^top3_accuracy: ([0-9.]+) \(model version", top3.stdout, re.M)
+        self.assertEqual(len(found), 1, top3.describe())
+        self.assertGreater(float(found[0]), eval_accuracy)
+        self.assertFailedWith(evaluate_with("no-such-fn",
+                                            "--dataset_fn=mnist.mnist_functional_api.no_such_fn"),
+                              "error: --dataset_fn: mnist/mnist_functional_api.py has no "
+                              "entry 'no_such_fn'")
+        self.assertFailedWith(evaluate_with("other-params", "--params=hidden=3"),
+                              f"error: --params=hidden=3 disagrees with the trained model in "
+                              f"{model}, trained with --params=\"\"")
 
         # The C++ twin (model_zoo/mnist) from the same flags: its dataset_fn shuffles
         # with the same draws and its layers start from the same values, so the two
@@ -321,6 +360,8 @@ class PythonModelTest(JobTestCase):
                     return functools.partial(torch.optim.SGD, lr=0.1)
                 def no_dict_metrics():
                     return [lambda labels, predictions: predictions.argmax(1) == labels]
+                def lazy_model():
+                    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.LazyLinear(10))
                 """,
         })
         cases = [
@@ -332,7 +373,8 @@ class PythonModelTest(JobTestCase):
               "module named 'tensorflow'", 'File "bad/imports.py", line 2, in <module>']),
             ("entry", {"model_def": "bad.model.custom_modle"},
              ["error: --model_def: bad/model.py has no entry 'custom_modle'; entries: "
-              "custom_model (function), dataset_fn (function), loss (function)"]),
+              "custom_model (function), dataset_fn (function), lazy_model (function), loss "
+              "(function)"]),
             ("optimizer", {"model_def": "bad.model.custom_model"},
              ["error: bad/model.py: optimizer threw: torch.optim.SGD(maximize=True): the "
               "parameter servers cannot apply 'maximize'"]),
@@ -344,6 +386,11 @@ class PythonModelTest(JobTestCase):
                          "eval_metrics_fn": "no_dict_metrics"},
              ["error: bad/model.py: no_dict_metrics threw: TypeError: returned a list, expected "
               "a dict of {name: metric}"]),
+            ("lazy", {"model_def": "bad.model.lazy_model", "optimizer": "sgd"},
+             ["error: bad/model.py: lazy_model threw: TypeError: parameter '1.weight' of a "
+              "LazyLinear instance is not initialized: a torch.nn.Lazy module makes its "
+              "parameters in its first forward", "(torch.nn.Linear(784, 32) for "
+              "torch.nn.LazyLinear(32))"]),
         ]
         for name, flags, fragments in cases:
             with self.subTest(name):
@@ -786,16 +833,7 @@ class PythonModelTest(JobTestCase):
         with open(os.path.join(model, "trained_model.pbtxt")) as f:
             self.assertIn('lr_schedule: "linear=8,start_factor=0.1;at=8,step=10,gamma=0.5"',
                           f.read())
-        loop = subprocess.run([PYTHON, "-c", textwrap.dedent(f"""
-            import json, sys
-            import torch
-            sys.path.insert(0, {SCENARIO_DIR!r})
-            import corpus
-            torch.set_num_threads(1)
-            images = corpus.read_idx("train", 0, {TRAIN_RECORDS})
-            x = torch.tensor([list(p) for p, _ in images], dtype=torch.float32)
-            y = torch.tensor([label for _, label in images])
-            torch.manual_seed(7)
+        loop = subprocess.run([PYTHON, "-c", PLAIN_LOOP_PRELUDE + textwrap.dedent(f"""
             dense = torch.nn.Linear(784, 10)
             optimizer = torch.optim.AdamW(dense.parameters(), lr=0.01, weight_decay=0.5)
             """) + schedule + textwrap.dedent(f"""
@@ -822,6 +860,89 @@ class PythonModelTest(JobTestCase):
             # two differ in the last bit of a double at some steps, which AdamW rounds away
             # in the float32 it steps in.)
             self.assertEqual(worst, 0, f"{name}: the job and the loop differ by up to {worst}")
+
+    def test_gradient_hooks_and_an_unused_parameter_train_as_a_plain_pytorch_loop(self):
+        """Gradients clipped by the model's own hooks (Tensor.register_hook, PyTorch's way to
+        clip by value) and a parameter forward never uses, trained with SGD's momentum and
+        weight decay: under both strategies the trained parameters are a plain PyTorch
+        loop's over the same minibatches, bit for bit. The hooks apply before the gradients
+        leave the worker, and the unused parameter keeps no gradient, so the optimizer
+        leaves it as PyTorch's does (no weight decay). Buffers forward replaces out of
+        place are kept: one that counts the minibatches, and one forward multiplies its
+        output by before it replaces it (so that backward needs the old tensor)."""
+        hooks = textwrap.dedent("""\
+            import torch
+
+            def clipped(model):
+                model.unused = torch.nn.Parameter(torch.ones(4))
+                for p in model.parameters():
+                    p.register_hook(lambda g: g.clamp(-0.002, 0.002))
+                return model
+            """)
+        zoo = self.write_zoo({
+            "clip/model.py": MNIST_LINEAR.replace(
+                "super().__init__()\n",
+                "super().__init__()\n"
+                "        torch.manual_seed(7)\n").replace(
+                "self.dense = torch.nn.Linear(784, 10)\n",
+                "self.dense = torch.nn.Linear(784, 10)\n"
+                "        self.register_buffer('seen', torch.zeros(()))\n"
+                "        self.register_buffer('scale', torch.ones(()))\n"
+                "        from clip.hooks import clipped\n"
+                "        clipped(self)\n").replace(
+                "return self.dense(image.reshape(-1, 784) / 255.0)",
+                "self.seen = self.seen + 1\n"
+                "        out = self.dense(image.reshape(-1, 784) / 255.0) * self.scale\n"
+                "        self.scale = self.scale * 0.99\n"
+                "        return out").replace(
+                "return dataset.map(parse).shuffle(64)", "return dataset.map(parse)").replace(
+                "functools.partial(torch.optim.SGD, lr=0.1)",
+                "functools.partial(torch.optim.SGD, lr=0.5, momentum=0.9, weight_decay=0.01)"),
+            "clip/hooks.py": hooks,
+        })
+        epochs, batch = 2, 200
+        loop = subprocess.run([PYTHON, "-c", hooks + PLAIN_LOOP_PRELUDE + textwrap.dedent(f"""
+            model = torch.nn.Module()
+            model.dense = torch.nn.Linear(784, 10)
+            clipped(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9,
+                                        weight_decay=0.01)
+            scale = torch.ones(())
+            for epoch in range({epochs}):
+                for i in range(0, len(x), {batch}):
+                    optimizer.zero_grad()
+                    out = model.dense(x[i:i + {batch}].reshape(-1, 784) / 255.0) * scale
+                    scale = scale * 0.99
+                    torch.nn.functional.cross_entropy(out, y[i:i + {batch}]).backward()
+                    optimizer.step()
+            values = {{n: p.detach().flatten().tolist() for n, p in model.named_parameters()}}
+            print(json.dumps([values, scale.item()]))
+            """)], capture_output=True, text=True, timeout=300)
+        self.assertEqual(loop.returncode, 0, loop.stderr)
+        expected, scale = json.loads(loop.stdout)
+        self.assertEqual(expected["unused"], [1.0] * 4)
+        for strategy in ("ParameterServerStrategy", "AllreduceStrategy"):
+            with self.subTest(strategy):
+                model = self.path(f"clip-{strategy}")
+                job = self.run_job(self.train_args(
+                    self.job_dir(f"clip-{strategy}"), model_zoo=zoo,
+                    model_def="clip.model.Model", validation_data=None, num_workers=1,
+                    num_epochs=epochs, minibatch_size=batch, distribution_strategy=strategy,
+                    num_ps_pods=1 if strategy == "ParameterServerStrategy" else None,
+                    num_minibatches_per_task=TRAIN_RECORDS // batch, output=model))
+                self.assertSucceeded(job)
+                _, parameters = exactness.read_model_values(
+                    os.path.join(model, "parameters.pb"))
+                self.assertEqual(sorted(parameters), sorted(expected))
+                for name, values in expected.items():
+                    ours = parameters[name][1]
+                    worst = max(abs(a - b) for a, b in zip(ours, values))
+                    self.assertEqual(worst, 0, f"{name}: the job and the loop differ by up to "
+                                               f"{worst}")
+                _, buffers = exactness.read_model_values(
+                    os.path.join(model, "parameters.pb"), field=3)
+                self.assertEqual(buffers["seen"][1], [epochs * TRAIN_RECORDS // batch])
+                self.assertEqual(buffers["scale"][1], [scale])
 
     def test_a_job_restarted_from_adam_to_adamw_keeps_adams_moments(self):
         """A job trained with Adam, checkpointed, and a new job started from its
@@ -898,6 +1019,16 @@ class PythonModelTest(JobTestCase):
         zoo = self.write_zoo({
             "bad/runtime.py": MNIST_LINEAR.replace("reshape(-1, 784) / 255.0",
                                                    "reshape(-1, 783)") + textwrap.dedent("""
+                class DictModel(Model):
+                    def forward(self, features):
+                        return self.dense(features["image"].reshape(-1, 784) / 255.0)
+
+                class LateModel(Model):
+                    def forward(self, image):
+                        if not hasattr(self, "head"):
+                            self.head = torch.nn.Linear(10, 10)
+                        return self.head(self.dense(image.reshape(-1, 784) / 255.0))
+
                 def wrong_feature_dataset_fn(dataset, mode):
                     spec = {"pixels": elasticdl.FixedLenFeature([784], torch.float32)}
                     return dataset.map(lambda r: elasticdl.parse_example(r, spec))
@@ -908,16 +1039,27 @@ class PythonModelTest(JobTestCase):
              ["bad/runtime.py: Model: forward threw: RuntimeError: shape '[-1, 783]' is invalid",
               'File "bad/runtime.py", line 11, in forward',
               "return self.dense(image.reshape(-1, 783))"]),
+            ("one-feature-as-a-dict", {"model_def": "bad.runtime.DictModel"},
+             ["bad/runtime.py: DictModel: forward threw: ",
+              "(forward is given the one feature, 'image', as that tensor alone, not as a "
+              "dict: index it as a tensor, not as features['image'])",
+              'File "bad/runtime.py", line 29, in forward']),
+            # A layer made in the first forward would train, and be missing from the
+            # servers and the trained model: each attempt fails.
+            ("layer-made-in-forward", {"model_def": "bad.runtime.LateModel"},
+             ["bad/runtime.py: LateModel: forward threw: TypeError: forward made parameters "
+              "the model was not built with (head.weight, head.bias): build every layer in "
+              "__init__"]),
             ("dataset", {"dataset_fn": "wrong_feature_dataset_fn"},
              ["bad/runtime.py: wrong_feature_dataset_fn: ",
               "train.recordio: record ", ": ValueError: feature 'pixels' is missing",
-              'File "bad/runtime.py", line 29, in <lambda>']),
+              'File "bad/runtime.py", line 39, in <lambda>']),
         ]
         for name, flags, fragments in cases:
             with self.subTest(name):
                 job_dir = self.job_dir(name)
+                flags = {"model_def": "bad.runtime.Model", **flags}
                 job = self.run_job(self.train_args(job_dir, model_zoo=zoo,
-                                                   model_def="bad.runtime.Model",
                                                    max_task_retries=1, **flags))
                 self.assertFailedWith(job, "failed 2 times; last error: ", *fragments,
                                       within=120)

@@ -12,6 +12,7 @@ import sys
 import threading
 import traceback
 import warnings
+import weakref
 
 import torch
 from torch.optim.optimizer import required as _REQUIRED  # SGD's lr=<required parameter>
@@ -185,17 +186,21 @@ def mirror(model):
     model.named_parameters()."""
     seen = set()
     out = []
+    watched = []
     for qualified, module in model.named_modules():
         params, buffers = [], []
         for name, p in module.named_parameters(recurse=False):
             if id(p) not in seen:
+                _check_initialized(qualified, module, name, p, "parameter")
                 seen.add(id(p))
                 params.append((name, p))
         non_persistent = getattr(module, "_non_persistent_buffers_set", set())
         for name, b in module.named_buffers(recurse=False):
             if name not in non_persistent and id(b) not in seen:
+                _check_initialized(qualified, module, name, b, "buffer")
                 seen.add(id(b))
                 buffers.append((name, b))
+                watched.append((_qualify(qualified, name), weakref.ref(module), name, b))
         stats = None
         if (isinstance(module, torch.nn.modules.batchnorm._NormBase) and
                 module.track_running_stats):
@@ -203,16 +208,145 @@ def mirror(model):
         table = module.table if isinstance(module, elasticdl.nn.Embedding) else None
         kind = f"{type(module).__module__}.{type(module).__qualname__}"
         out.append((qualified, kind, params, buffers, stats, table))
+    _mirrored[id(model)] = _Mirrored(watched, seen)
+    weakref.finalize(model, _mirrored.pop, id(model), None)
     return out
+
+
+def _qualify(qualified, name):
+    return f"{qualified}.{name}" if qualified else name
+
+
+def _describe_tensor(t):
+    dtype = str(t.dtype).replace("torch.", "")
+    return f"{'an' if dtype.startswith('int') else 'a'} {dtype} tensor of shape {list(t.shape)}"
+
+
+def _check_initialized(qualified, module, name, tensor, kind):
+    if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin):
+        raise TypeError(
+            f"{kind} {_qualify(qualified, name)!r} of {describe_value(module)} is not "
+            "initialized: a torch.nn.Lazy module makes its parameters in its first forward, "
+            "and what is trained and saved is what the model is built with; give the layer "
+            "its input size (torch.nn.Linear(784, 32) for torch.nn.LazyLinear(32)), or run "
+            "a forward on an example input in __init__")
+
+
+class _Mirrored:
+    """What forward keeps of a model mirrored in C++: its buffers (qualified name, a weak
+    reference to the module, name, tensor), and the ids of its tensors, which the first
+    forward must not add to."""
+
+    def __init__(self, buffers, ids):
+        self.buffers = buffers
+        self.ids = ids
+        self.checked = False
+
+
+# id(model) -> _Mirrored of each model mirror() was given, until the model is freed.
+_mirrored = {}
+
+
+def _replaced_buffers(state):
+    """(qualified name, module, name, mirrored tensor, what the module holds now) of each
+    buffer the module holds another tensor for."""
+    out = []
+    for qualified, ref, name, tensor in state.buffers:
+        module = ref()
+        if module is not None and module._buffers.get(name) is not tensor:
+            out.append((qualified, module, name, tensor, module._buffers.get(name)))
+    return out
+
+
+def _put_back(replaced):
+    for _, module, name, tensor, _ in replaced:
+        module._buffers[name] = tensor
+
+
+def _copy_back(replaced):
+    with torch.no_grad():
+        for _, module, name, tensor, now in replaced:
+            tensor.copy_(now)
+            module._buffers[name] = tensor
+
+
+def _keep_mirrored(model, out):
+    """A buffer that forward replaced (self.steps = self.steps + 1, where += would update
+    it in place) is copied into the tensor the worker mirrors, which is put back, so that
+    what is trained and saved holds the model's value. The copy waits for the end of the
+    backward pass that follows, if any: the old tensor may be saved for it. Parameters
+    the first forward made (a layer built there) are refused, as is a buffer replaced by
+    another shape or type."""
+    state = _mirrored.get(id(model))
+    if state is None:
+        return
+    replaced = _replaced_buffers(state)
+    for qualified, _, _, tensor, now in replaced:
+        if (isinstance(now, torch.Tensor) and now.shape == tensor.shape and
+                now.dtype == tensor.dtype):
+            continue
+        got = (_describe_tensor(now) if isinstance(now, torch.Tensor) else
+               "None" if now is None else describe_value(now))
+        _put_back(replaced)  # the next attempt begins from the model's values
+        raise TypeError(f"forward replaced buffer {qualified!r}, {_describe_tensor(tensor)}, "
+                        f"with {got}: a buffer keeps the shape and type the model was built "
+                        "with, which is what is trained and saved")
+    if not state.checked:
+        # Until a forward passes: the layers made stay, and fail each attempt.
+        made = [n for n, p in model.named_parameters() if id(p) not in state.ids]
+        state.checked = not made
+        if made:
+            _put_back(replaced)
+            raise TypeError(f"forward made parameters the model was not built with "
+                            f"({', '.join(made)}): build every layer in __init__ (what is "
+                            "trained and saved is what the model is built with)")
+    if not replaced:
+        return
+    if torch.is_grad_enabled() and out.requires_grad:
+        def at_end_of_backward(grad):
+            torch.autograd.Variable._execution_engine.queue_callback(
+                lambda: _copy_back(replaced))
+            return grad
+        out.register_hook(at_end_of_backward)
+    else:
+        _copy_back(replaced)
+
+
+# What indexing or calling a tensor as a dict raises.
+_AS_A_DICT = ("too many indices for tensor", "(got str)", "invalid data type 'str'",
+              "'Tensor' object has no attribute 'items'",
+              "'Tensor' object has no attribute 'keys'",
+              "'Tensor' object has no attribute 'values'",
+              "'Tensor' object has no attribute 'get'")
 
 
 def forward(model, features):
     """model(features): a dict of one feature as that tensor alone."""
-    arg = next(iter(features.values())) if len(features) == 1 else features
-    out = model(arg)
+    state = _mirrored.get(id(model))
+    if state is not None:
+        # Buffers a forward replaced whose backward never ran: its step was not taken.
+        _put_back(_replaced_buffers(state))
+    try:
+        if len(features) == 1:
+            (name, arg), = features.items()
+            try:
+                out = model(arg)
+            except (TypeError, IndexError, AttributeError) as e:
+                if any(text in str(e) for text in _AS_A_DICT) and hasattr(e, "add_note"):
+                    e.add_note(f"(forward is given the one feature, {name!r}, as that tensor "
+                               f"alone, not as a dict: index it as a tensor, not as "
+                               f"features[{name!r}])")
+                raise
+        else:
+            out = model(features)
+    except BaseException:
+        if state is not None:
+            _put_back(_replaced_buffers(state))  # the next attempt begins from the model's
+        raise
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"forward returned {describe_value(out)}, expected a torch.Tensor of "
                         "predictions")
+    _keep_mirrored(model, out)
     return out
 
 
@@ -270,6 +404,11 @@ def _example(element, prediction):
             "dataset_fn's dataset yielded " + describe_value(element) + (
                 " of " + str(len(element)) + " items" if isinstance(element, tuple) else "") +
             ": expected (features, labels)" + (", or features alone" if prediction else ""))
+    if isinstance(features, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in features):
+        raise TypeError(
+            f"dataset_fn's dataset yielded features as a {type(features).__name__} of "
+            f"{len(features)} items: yield a dict of named features instead, "
+            "({'x1': ..., 'x2': ...}, labels), which forward receives as that dict, batched")
     if isinstance(features, dict):
         if not features:
             raise TypeError("dataset_fn's dataset yielded no features (an empty dict)")
@@ -553,10 +692,14 @@ def _scheduler_phases(cls, args, where):
 
     def count(key):
         v = args[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        try:  # StepLR(optimizer, 1.0) as PyTorch's tutorials write it
+            n = _whole(v)
+        except TypeError:
+            n = 0
+        if n < 1:
             raise TypeError(f"{where}: {family}({key}={v!r}): expected a whole number >= 1 "
                             "(of steps)")
-        return v
+        return n
 
     def number(key, valid, expected):
         v = args[key]

@@ -24,6 +24,7 @@
 #include "common/file.h"
 #include "common/job_dir.h"
 #include "common/strings.h"
+#include "elasticdl/zoo/params.h"
 #include "job/job_spec.h"
 #include "job/trained_model.h"
 #include "master/journal.h"
@@ -283,8 +284,9 @@ StatusOr<std::string> ZooIdentity(const std::string& zoo) {
 
 // An evaluation or prediction job's model from a trained-model directory:
 // its record, and the zoo sources to build (its own copy, or --model_zoo
-// for one that has none). --model_def and --model_zoo, when given, must be
-// what the model was trained with.
+// for one that has none). --model_def, --params and --model_zoo, when given,
+// must be what the model was trained with: they make the model the values
+// fit.
 StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedModel* record) {
   EDL_ASSIGN_OR_RETURN(*record, ReadTrainedModelRecord(args.trained_model));
   if (!args.model_def.empty() && args.model_def != record->model_def()) {
@@ -292,6 +294,17 @@ StatusOr<std::string> ModelFromTrainedModel(const JobArgs& args, proto::TrainedM
         StrCat("--model_def=", args.model_def, " disagrees with the trained model in ",
                args.trained_model, ", a ", record->model_def(),
                ": drop --model_def, or name the trained model of ", args.model_def));
+  }
+  if (!args.params.empty()) {
+    StatusOr<Params> given = Params::Parse(args.params);
+    if (!given.ok()) return Annotate(given.status(), StrCat("--params=", args.params));
+    StatusOr<Params> trained = Params::Parse(record->model_def_params());
+    if (!trained.ok() || !(*given == *trained)) {
+      return absl::InvalidArgumentError(
+          StrCat("--params=", args.params, " disagrees with the trained model in ",
+                 args.trained_model, ", trained with --params=\"", record->model_def_params(),
+                 "\": drop --params (the trained model's are used)"));
+    }
   }
   std::string zoo = args.trained_model + "/" + kZooDir;
   std::error_code ec;
@@ -383,13 +396,19 @@ StatusOr<proto::JobSpec> SpecForInference(const JobArgs& args, client::JobComman
     EDL_ASSIGN_OR_RETURN(zoo,
                          ModelFromCheckpoint(fetched, source, trained_model, &record, &initial));
   }
+  // The model as it was trained; the entries that read its data and measure
+  // it are the trained model's unless named (other entries of its zoo, e.g.
+  // other metrics).
   JobArgs model_args = args;
   model_args.model_def = record.model_def();
   model_args.params = record.model_def_params();
-  model_args.dataset_fn = record.input_function();
-  model_args.loss = record.loss();
-  model_args.optimizer = record.optimizer();
-  model_args.eval_metrics_fn = record.eval_metrics_fn();
+  auto named_or = [](const std::string& flag, const std::string& recorded) {
+    return flag.empty() ? recorded : flag;
+  };
+  model_args.dataset_fn = named_or(args.dataset_fn, record.input_function());
+  model_args.loss = named_or(args.loss, record.loss());
+  model_args.optimizer = record.optimizer();  // steps nothing here
+  model_args.eval_metrics_fn = named_or(args.eval_metrics_fn, record.eval_metrics_fn());
   EDL_RETURN_IF_ERROR(PrepareModel(model_args, zoo, &spec, &initial));
   spec.mutable_model()->set_trained_model(trained_model);
   if (!record.zoo_commit().empty()) {

@@ -83,3 +83,14 @@ def eval_metrics_fn():
             torch.argmax(predictions, 1), labels.flatten()
         )
     }
+
+
+def top3_eval_metrics_fn():
+    """Other metrics (--eval_metrics_fn=mnist.mnist_functional_api.top3_eval_metrics_fn), which
+    evaluate and predict may name for a model trained with eval_metrics_fn: whether the label
+    is the class rated highest, or among the three rated highest."""
+    metrics = eval_metrics_fn()
+    metrics["top3_accuracy"] = lambda labels, predictions: torch.eq(
+        torch.topk(predictions, 3, 1).indices, labels.reshape(-1, 1)
+    ).any(1)
+    return metrics

@@ -311,10 +311,13 @@ Status ForkServer::StartServerLocked() {
   dead_ = true;  // until it runs
   if (spare_socket_ >= 0) {
     const int spare = std::exchange(spare_socket_, -1);
-    const Status adopted = AdoptSpareLocked(spare);
+    bool no_room = false;
+    const Status adopted = AdoptSpareLocked(spare, &no_room);
     if (adopted.ok()) return absl::OkStatus();
     ::close(spare);
-    if (sink_ != nullptr) {
+    // A short command line is the common case of a command typed by hand,
+    // not worth a line of the job's output.
+    if (sink_ != nullptr && !no_room) {
       sink_->Line(server_spec_.label,
                   StrCat("the client's spare server ", adopted.message(), "; starting one"));
     }
@@ -344,7 +347,7 @@ Status ForkServer::StartServerLocked() {
   return absl::OkStatus();
 }
 
-Status ForkServer::AdoptSpareLocked(int socket) {
+Status ForkServer::AdoptSpareLocked(int socket, bool* no_room) {
   // Where the children write: the spare writes there too from now on.
   int output[2] = {server_spec_.output_fd, server_spec_.output_fd};
   if (server_spec_.output_fd < 0) {
@@ -410,6 +413,7 @@ Status ForkServer::AdoptSpareLocked(int socket) {
         return absl::UnavailableError(
             "was started in another environment than the one the job's processes get");
       case Refusal::kNoRoom:
+        *no_room = true;
         return absl::UnavailableError(
             "has too short a command line to write the job's processes' over");
       case Refusal::kRequest:

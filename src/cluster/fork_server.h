@@ -92,8 +92,9 @@ class ForkServer {
 
   // Starts the server unless it runs (or could not be started). Holds mu_.
   Status StartServerLocked();
-  // Has the spare on `socket` serve as this server. Holds mu_.
-  Status AdoptSpareLocked(int socket);
+  // Has the spare on `socket` serve as this server. Holds mu_. Sets
+  // `no_room` when the spare refused because its command line is too short.
+  Status AdoptSpareLocked(int socket, bool* no_room);
   // Reads the server's replies and exit reports until the socket closes.
   void ReadReplies(int socket);
 

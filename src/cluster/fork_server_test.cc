@@ -200,10 +200,11 @@ TEST_F(ForkServerTest, SpareOfAnotherEnvironmentIsRefusedAndAServerExeced) {
   EXPECT_THAT(Output(), HasSubstr("var=for-the-children\n"));
 }
 
-TEST_F(ForkServerTest, SpareWithTooShortACommandLineIsRefused) {
-  // Its children's command lines are written over its own.
+TEST_F(ForkServerTest, SpareWithTooShortACommandLineIsRefusedQuietly) {
+  // Its children's command lines are written over its own: a server is
+  // exec'ed instead, without a word (a command typed by hand is short).
   const std::string out = RunSpareOwner(dir_.File("out"), "", /*short_command_line=*/true);
-  EXPECT_THAT(out, HasSubstr("the client's spare server has too short a command line"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("spare server")));
   EXPECT_THAT(out, HasSubstr("exit=exit code 7\n"));
 }
 

@@ -139,6 +139,38 @@ Status ApplyTrialCallbacks(const JobArgs& args, const ZooProgram& program, proto
       args, declared, program.EntryLocation(EntryKind::kLearningRateSchedule), tasks);
 }
 
+// The model's tensors as its processes will send them, checked before any of
+// them starts: of a type the protocol carries, and on parameter servers
+// float32 or float64 parameters to train (which the servers check too).
+Status CheckTensorTypes(const Model& model, const std::string& model_def, bool servers) {
+  auto check = [&](const char* kind, const std::string& name, const torch::Tensor& t) -> Status {
+    const std::string type = c10::toString(t.scalar_type());
+    proto::Tensor described;
+    if (!rpc::DescribeTensor(name, t.contiguous(), &described).ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("--model_def=", model_def, ": ", kind, " '", name, "' is ", type,
+                 ", which no process can send (bool, integers, float16, bfloat16, float32 and "
+                 "float64 can be sent)"));
+    }
+    const bool trains = std::string_view(kind) == "parameter" && t.requires_grad();
+    if (servers && trains && t.scalar_type() != torch::kFloat32 &&
+        t.scalar_type() != torch::kFloat64) {
+      return absl::InvalidArgumentError(
+          StrCat("--model_def=", model_def, ": parameter '", name, "' is ", type,
+                 "; the parameter servers train float32 and float64 parameters",
+                 t.is_floating_point() ? " (keep the model in float32)" : ""));
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& item : model.named_parameters()) {
+    EDL_RETURN_IF_ERROR(check("parameter", item.key(), item.value()));
+  }
+  for (const auto& item : model.named_buffers()) {
+    EDL_RETURN_IF_ERROR(check("buffer", item.key(), item.value()));
+  }
+  return absl::OkStatus();
+}
+
 // A job that evaluates calls eval_metrics_fn now, so that what it returns
 // is checked before any process starts rather than at the end of the first
 // evaluation's tasks; --early_stopping watches a metric it makes.
@@ -221,6 +253,8 @@ Status PrepareModel(const JobArgs& args, const std::string& zoo_sources, proto::
   if (spec->strategy() != proto::PARAMETER_SERVER_STRATEGY) {
     EDL_RETURN_IF_ERROR(CheckDenseModel(*built_model, args.distribution_strategy));
   }
+  EDL_RETURN_IF_ERROR(CheckTensorTypes(*built_model, args.model_def,
+                                       spec->strategy() == proto::PARAMETER_SERVER_STRATEGY));
   EDL_ASSIGN_OR_RETURN(OptimizerSpec optimizer, program.Optimizer());
   if (!spec->mutable_model()->mutable_optimizer_config()->ParseFromString(
           SerializeOptimizer(optimizer))) {

@@ -343,6 +343,15 @@ class PythonModelTest(JobTestCase):
                 import torch
                 import tensorflow
                 """,
+            "bad/types.py": """\
+                import torch
+                def half_model():
+                    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 10).half())
+                def complex_buffer_model():
+                    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 10))
+                    model.register_buffer("phase", torch.zeros(3, dtype=torch.complex64))
+                    return model
+                """,
             "bad/model.py": """\
                 import functools
                 import torch
@@ -364,6 +373,8 @@ class PythonModelTest(JobTestCase):
                     return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.LazyLinear(10))
                 """,
         })
+        entries = {"dataset_fn": "bad.model.dataset_fn", "loss": "bad.model.loss",
+                   "optimizer": "bad.model.sgd"}
         cases = [
             ("syntax", {"model_def": "bad.syntax.custom_model"},
              ["error: --model_def: bad/syntax.py cannot be imported: SyntaxError: invalid syntax",
@@ -391,6 +402,14 @@ class PythonModelTest(JobTestCase):
               "LazyLinear instance is not initialized: a torch.nn.Lazy module makes its "
               "parameters in its first forward", "(torch.nn.Linear(784, 32) for "
               "torch.nn.LazyLinear(32))"]),
+            # Found now, not by the servers once a worker has started.
+            ("half", {"model_def": "bad.types.half_model", **entries},
+             ["error: --model_def=bad.types.half_model: parameter '1.weight' is Half; the "
+              "parameter servers train float32 and float64 parameters (keep the model in "
+              "float32)"]),
+            ("complex", {"model_def": "bad.types.complex_buffer_model", **entries},
+             ["error: --model_def=bad.types.complex_buffer_model: buffer 'phase' is "
+              "ComplexFloat, which no process can send"]),
         ]
         for name, flags, fragments in cases:
             with self.subTest(name):

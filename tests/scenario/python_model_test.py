@@ -1051,6 +1051,14 @@ class PythonModelTest(JobTestCase):
                 def wrong_feature_dataset_fn(dataset, mode):
                     spec = {"pixels": elasticdl.FixedLenFeature([784], torch.float32)}
                     return dataset.map(lambda r: elasticdl.parse_example(r, spec))
+
+                def tuple_dataset_fn(dataset, mode):
+                    spec = {"image": elasticdl.FixedLenFeature([28, 28], torch.float32),
+                            "label": elasticdl.FixedLenFeature([1], torch.int64)}
+                    def two_inputs(record):
+                        r = elasticdl.parse_example(record, spec)
+                        return (r["image"], r["image"]), r["label"]
+                    return dataset.map(two_inputs)
                 """),
         })
         cases = [
@@ -1069,6 +1077,10 @@ class PythonModelTest(JobTestCase):
              ["bad/runtime.py: LateModel: forward threw: TypeError: forward made parameters "
               "the model was not built with (head.weight, head.bias): build every layer in "
               "__init__"]),
+            ("tuple-of-features", {"dataset_fn": "tuple_dataset_fn"},
+             ["bad/runtime.py: tuple_dataset_fn: ", "record ", ": TypeError: dataset_fn's "
+              "dataset yielded features as a tuple of 2 tensors: yield a dict of named "
+              "features instead"]),
             ("dataset", {"dataset_fn": "wrong_feature_dataset_fn"},
              ["bad/runtime.py: wrong_feature_dataset_fn: ",
               "train.recordio: record ", ": ValueError: feature 'pixels' is missing",

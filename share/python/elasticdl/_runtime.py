@@ -404,17 +404,23 @@ def _example(element, prediction):
             "dataset_fn's dataset yielded " + describe_value(element) + (
                 " of " + str(len(element)) + " items" if isinstance(element, tuple) else "") +
             ": expected (features, labels)" + (", or features alone" if prediction else ""))
-    if isinstance(features, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in features):
-        raise TypeError(
-            f"dataset_fn's dataset yielded features as a {type(features).__name__} of "
-            f"{len(features)} items: yield a dict of named features instead, "
-            "({'x1': ..., 'x2': ...}, labels), which forward receives as that dict, batched")
     if isinstance(features, dict):
         if not features:
             raise TypeError("dataset_fn's dataset yielded no features (an empty dict)")
         features = {str(k): _to_tensor(v, f"feature {k!r}") for k, v in features.items()}
     else:
-        features = {"features": _to_tensor(features, "the features")}
+        try:
+            features = {"features": _to_tensor(features, "the features")}
+        except TypeError:
+            # Several inputs as (x1, x2): what a TensorDataset yields.
+            if (isinstance(features, (tuple, list)) and
+                    any(isinstance(v, torch.Tensor) for v in features)):
+                raise TypeError(
+                    f"dataset_fn's dataset yielded features as a {type(features).__name__} of "
+                    f"{len(features)} tensors: yield a dict of named features instead, "
+                    "({'x1': ..., 'x2': ...}, labels), which forward receives as that dict, "
+                    "batched") from None
+            raise
     if labels is not None:
         labels = _to_tensor(labels, "the labels")
     return features, None if prediction else labels

@@ -29,6 +29,7 @@
 #include "job/trained_model.h"
 #include "master/journal.h"
 #include "ps/checkpoint.h"
+#include "ps/parameter_store.h"
 #include "python/python_zoo.h"
 #include "rpc/job_credentials.h"
 #include "rpc/tensor_codec.h"
@@ -141,32 +142,25 @@ Status ApplyTrialCallbacks(const JobArgs& args, const ZooProgram& program, proto
 
 // The model's tensors as its processes will send them, checked before any of
 // them starts: of a type the protocol carries, and on parameter servers
-// float32 or float64 parameters to train (which the servers check too).
+// parameters they can train (ps::CheckTrainable, as the servers check).
 Status CheckTensorTypes(const Model& model, const std::string& model_def, bool servers) {
-  auto check = [&](const char* kind, const std::string& name, const torch::Tensor& t) -> Status {
-    const std::string type = c10::toString(t.scalar_type());
+  const std::string context = StrCat("--model_def=", model_def);
+  auto sendable = [&](const char* kind, const std::string& name, const torch::Tensor& t) {
     proto::Tensor described;
-    if (!rpc::DescribeTensor(name, t.contiguous(), &described).ok()) {
-      return absl::InvalidArgumentError(
-          StrCat("--model_def=", model_def, ": ", kind, " '", name, "' is ", type,
-                 ", which no process can send (bool, integers, float16, bfloat16, float32 and "
-                 "float64 can be sent)"));
-    }
-    const bool trains = std::string_view(kind) == "parameter" && t.requires_grad();
-    if (servers && trains && t.scalar_type() != torch::kFloat32 &&
-        t.scalar_type() != torch::kFloat64) {
-      return absl::InvalidArgumentError(
-          StrCat("--model_def=", model_def, ": parameter '", name, "' is ", type,
-                 "; the parameter servers train float32 and float64 parameters",
-                 t.is_floating_point() ? " (keep the model in float32)" : ""));
-    }
-    return absl::OkStatus();
+    if (rpc::DescribeTensor(name, t.contiguous(), &described).ok()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        StrCat(context, ": ", kind, " '", name, "' is ", c10::toString(t.scalar_type()),
+               ", which no process can send (bool, integers, float16, bfloat16, float32 and "
+               "float64 can be sent)"));
   };
   for (const auto& item : model.named_parameters()) {
-    EDL_RETURN_IF_ERROR(check("parameter", item.key(), item.value()));
+    EDL_RETURN_IF_ERROR(sendable("parameter", item.key(), item.value()));
+    if (servers && item.value().requires_grad()) {
+      EDL_RETURN_IF_ERROR(Annotate(ps::CheckTrainable(item.key(), item.value()), context));
+    }
   }
   for (const auto& item : model.named_buffers()) {
-    EDL_RETURN_IF_ERROR(check("buffer", item.key(), item.value()));
+    EDL_RETURN_IF_ERROR(sendable("buffer", item.key(), item.value()));
   }
   return absl::OkStatus();
 }

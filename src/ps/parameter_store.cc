@@ -32,18 +32,6 @@ Status CheckLike(const char* what, const std::string& name, const torch::Tensor&
   return absl::OkStatus();
 }
 
-// The servers' optimizers step float32 and float64 parameters; a buffer
-// may be of any type the wire carries.
-Status CheckTrainable(const std::string& name, const torch::Tensor& t) {
-  if (t.scalar_type() == torch::kFloat32 || t.scalar_type() == torch::kFloat64) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      StrCat("parameter '", name, "' is ", c10::toString(t.scalar_type()),
-             "; the parameter servers train float32 and float64 parameters",
-             t.is_floating_point() ? " (keep the model in float32)" : ""));
-}
-
 uint64_t PickInstance(uint64_t fixed) {
   if (fixed != 0) return fixed;
   std::random_device rd;
@@ -126,6 +114,18 @@ std::string DescribeTable(const proto::EmbeddingTableSpec& spec) {
 }
 
 }  // namespace
+
+// The servers' optimizers step float32 and float64 parameters; a buffer
+// may be of any type the wire carries.
+Status CheckTrainable(const std::string& name, const torch::Tensor& t) {
+  if (t.scalar_type() == torch::kFloat32 || t.scalar_type() == torch::kFloat64) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      StrCat("parameter '", name, "' is ", c10::toString(t.scalar_type()),
+             "; the parameter servers train float32 and float64 parameters",
+             t.is_floating_point() ? " (keep the model in float32)" : ""));
+}
 
 ParameterStore::ParameterStore(ParameterStoreOptions options)
     : options_(std::move(options)),

@@ -118,6 +118,10 @@ struct ParameterStoreOptions {
   std::function<void(ShardSnapshot)> on_snapshot;
 };
 
+// OK for a parameter the servers' optimizers can step (float32, float64);
+// INVALID_ARGUMENT naming it otherwise.
+Status CheckTrainable(const std::string& name, const torch::Tensor& t);
+
 class ParameterStore {
  public:
   explicit ParameterStore(ParameterStoreOptions options);
